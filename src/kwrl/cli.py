@@ -1,0 +1,50 @@
+"""The `kwrl` command: one verb (or verb group) per stage.
+
+Each stage keeps its commands in its own `cli.py` and is registered here, so this file stays a
+table of contents. Heavy imports happen inside the commands, so `kwrl --help` is fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import typer
+
+os.environ.setdefault("HARBOR_TELEMETRY", "0")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+app = typer.Typer(
+    name="kwrl",
+    help="Train knowledge-work agents with RL: worlds, sandboxes, agent, grader, trainer.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# (module, attribute, name): a typer.Typer is added as a group, a function as a single verb.
+_STAGES: list[tuple[str, str, str]] = []
+
+for _module, _attr, _name in _STAGES:
+    _obj = getattr(importlib.import_module(_module), _attr)
+    if isinstance(_obj, typer.Typer):
+        app.add_typer(_obj, name=_name)
+    else:
+        app.command(_name)(_obj)
+
+
+def main() -> None:
+    """Console entry: kwrl's own errors print as one clear line and exit 2, without a traceback."""
+    from rich.console import Console
+
+    from kwrl.errors import KwrlError
+
+    try:
+        app()
+    except KwrlError as e:
+        Console(stderr=True).print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

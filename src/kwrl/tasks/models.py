@@ -1,0 +1,241 @@
+"""pydantic models of every on-disk format kwrl reads or writes (DESIGN §3).
+
+- APEX-Agents HF layout: `ApexTask` (tasks_and_rubrics.json rows), `ApexWorld`
+  (world_descriptions.json rows).
+- Training task dirs: `ArchipelagoMeta` (archipelago.json), `Verifier` (verifiers.json entries),
+  and harbor's own task.toml model validates task.toml.
+- kwrl's extension: an optional machine check per criterion (`verifier_values.kwrl_check`),
+  a discriminated union on `kind`. APEX criteria have none; generated tasks have one wherever a
+  sound check exists. The grader runs it instead of the LLM judge.
+
+Models forbid unknown fields so a typo is an error that names the field, not a silent default.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Domain = Literal["Investment Banking", "Law", "Management Consulting"]
+DOMAINS: tuple[str, ...] = ("Investment Banking", "Law", "Management Consulting")
+
+ExpectedOutput = Literal[
+    "message_in_console",
+    "make_new_doc",
+    "edit_existing_doc",
+    "make_new_sheet",
+    "edit_existing_sheet",
+    "make_new_slide_deck",
+    "edit_existing_slide_deck",
+]
+EXPECTED_OUTPUTS: tuple[str, ...] = ExpectedOutput.__args__  # type: ignore[attr-defined]
+
+AppName = Literal[
+    "filesystem", "code_execution", "word", "excel", "powerpoint", "pdfs", "mail", "calendar", "chat"
+]
+APP_NAMES: tuple[str, ...] = AppName.__args__  # type: ignore[attr-defined]
+
+TASK_ID_RE = re.compile(r"^task_[0-9a-f]{32}$")
+WORLD_ID_RE = re.compile(r"^world_[0-9a-f]{32}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+# --------------------------------------------------------------------------- APEX HF layout
+
+
+class ApexRubricItem(_Strict):
+    verifier_id: str
+    criteria: str
+
+
+class ApexTask(_Strict):
+    """One row of tasks_and_rubrics.json."""
+
+    task_id: str
+    task_name: str
+    domain: Domain
+    world_id: str
+    prompt: str
+    rubric: list[ApexRubricItem] = Field(min_length=1)
+    expected_output: ExpectedOutput | None = None
+    gold_response: str | None = None
+    gold_response_type: Literal["text", "file"] | None = None
+    task_input_files: str | list[str] | None = None
+
+
+class ApexApp(_Strict):
+    service_id: str
+    service_name: str
+
+
+class ApexWorld(_Strict):
+    """One row of world_descriptions.json."""
+
+    world_id: str
+    world_name: str
+    world_description: str
+    domain: Domain
+    apps: list[ApexApp] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- machine checks
+
+
+Source = Literal["answer", "files", "answer_or_files"]
+
+
+class NumberCheck(_Strict):
+    """A number in the answer (or in the produced files' text) equals `value` within tolerance."""
+
+    kind: Literal["number"] = "number"
+    value: float
+    rel_tol: float = 0.005
+    abs_tol: float = 0.0
+    source: Source = "answer"
+
+
+class RegexCheck(_Strict):
+    """`pattern` (Python re, searched) matches the answer or produced files' text."""
+
+    kind: Literal["regex"] = "regex"
+    pattern: str
+    ignore_case: bool = True
+    source: Source = "answer"
+
+
+class ContainsCheck(_Strict):
+    """Every string in `all_of` appears (case-insensitive) and none in `none_of`."""
+
+    kind: Literal["contains"] = "contains"
+    all_of: list[str] = Field(default_factory=list)
+    none_of: list[str] = Field(default_factory=list)
+    source: Source = "answer"
+
+
+class FileExistsCheck(_Strict):
+    """A file matching the glob `path` (relative to /filesystem) exists in the final snapshot."""
+
+    kind: Literal["file_exists"] = "file_exists"
+    path: str
+
+
+class XlsxCellCheck(_Strict):
+    """Cell `cell` of sheet `sheet` in the workbook at `path` holds `value` (number within tolerance)."""
+
+    kind: Literal["xlsx_cell"] = "xlsx_cell"
+    path: str
+    sheet: str | None = None
+    cell: str
+    value: float | str
+    rel_tol: float = 0.005
+
+
+class DocContainsCheck(_Strict):
+    """The text of the docx/pptx/pdf/xlsx at glob `path` contains every string in `all_of`."""
+
+    kind: Literal["doc_contains"] = "doc_contains"
+    path: str
+    all_of: list[str] = Field(min_length=1)
+
+
+class MailSentCheck(_Strict):
+    """A mail sent during the trial went to `to` and its subject/body contain the given strings."""
+
+    kind: Literal["mail_sent"] = "mail_sent"
+    to: str
+    subject_contains: list[str] = Field(default_factory=list)
+    body_contains: list[str] = Field(default_factory=list)
+
+
+class EventExistsCheck(_Strict):
+    """A calendar event whose summary contains `title_contains` exists (optionally on `date`, with `attendee`)."""
+
+    kind: Literal["event_exists"] = "event_exists"
+    title_contains: str
+    date: str | None = None
+    attendee: str | None = None
+
+
+class ChatPostedCheck(_Strict):
+    """A chat message posted during the trial in `channel` contains every string in `all_of`."""
+
+    kind: Literal["chat_posted"] = "chat_posted"
+    channel: str
+    all_of: list[str] = Field(min_length=1)
+
+
+MachineCheck = Annotated[
+    NumberCheck
+    | RegexCheck
+    | ContainsCheck
+    | FileExistsCheck
+    | XlsxCellCheck
+    | DocContainsCheck
+    | MailSentCheck
+    | EventExistsCheck
+    | ChatPostedCheck,
+    Field(discriminator="kind"),
+]
+
+
+# --------------------------------------------------------------------------- verifiers.json
+
+
+class VerifierValues(_Strict):
+    criteria: str
+    is_primary_objective: bool = False
+    expected_file_type: str | None = None
+    expected_output_files: list[str] | None = None
+    artifacts_to_reference: list[str] | None = None
+    negative_criteria: str | None = None
+    kwrl_check: MachineCheck | None = None
+    """kwrl extension: a machine check the grader runs instead of the LLM judge."""
+
+
+class Verifier(_Strict):
+    """One entry of verifiers.json (Archipelago's grading input)."""
+
+    verifier_id: str
+    verifier_version: int = 1
+    world_id: str | None = None
+    task_id: str | None = None
+    eval_config_id: str = "ec_output_llm"
+    verifier_values: VerifierValues
+    verifier_index: int = 0
+    verifier_dependencies: list[str] | None = None
+
+
+# --------------------------------------------------------------------------- archipelago.json
+
+
+class ArchipelagoMeta(_Strict):
+    """archipelago.json of a training task dir (RECIPE), plus kwrl's optional fields."""
+
+    task_id: str
+    task_name: str
+    task_slug: str
+    world_id: str
+    world_short_name: str = ""
+    ecr_image: str | None = None
+    required_env_keys: list[str] = Field(default_factory=list)
+    needs_snapshot: bool = True
+    domain: Domain | None = None
+    """kwrl: the task's domain (APEX domains)."""
+    expected_output: ExpectedOutput | None = None
+    """kwrl: what the task asks the agent to produce."""
+    difficulty: Literal["easy", "medium", "hard"] | None = None
+    """kwrl: difficulty tier of generated tasks."""
+    world_dir: str | None = None
+    """kwrl: path of the world seed dir, relative to the task dir (default ../../worlds/<world_id>)."""
+
+    @field_validator("task_slug")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not v or "/" in v or v in (".", ".."):
+            raise ValueError("task_slug must be a single path component, e.g. 'ib-dcf-lookup-001'")
+        return v
