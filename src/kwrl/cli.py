@@ -7,12 +7,8 @@ table of contents. Heavy imports happen inside the commands, so `kwrl --help` is
 from __future__ import annotations
 
 import importlib
-import os
 
 import typer
-
-os.environ.setdefault("HARBOR_TELEMETRY", "0")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 app = typer.Typer(
     name="kwrl",
