@@ -1,0 +1,1 @@
+"""The single-machine trainer: learner (torch), prompt sampler, checkpoints, the RL loop."""

@@ -1,0 +1,151 @@
+"""The learner: policy-gradient steps on TITO batches with a transformers causal LM.
+
+One `step(batch)` = one optimizer step over the whole batch, split into micro-batches whose
+gradients accumulate. The loss reduction is computed over the whole batch first
+(`reduction_weights`), so micro-batching never changes the loss. Behaviour (old) logprobs are the
+sampler's own (`rollout_logprobs`): DPPO and PPO both correct against the policy that sampled, and
+no extra forward pass is needed. Logits are divided by the sampling temperature so the learner's
+logprobs are those of the distribution actually sampled from.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from kwrl.config import KwrlConfig
+from kwrl.train.algorithms import (
+    POLICY_LOSSES,
+    Reduction,
+    group_ids_to_boundaries,
+    kl_k3,
+    reduction_weights,
+)
+from kwrl.train.batch import Batch
+
+
+class LearnerConfig(KwrlConfig):
+    lr: float = 1e-6
+    """AdamW learning rate (recipe: 1e-6 for large models; small models need more, e.g. 1e-5)."""
+    betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Max global gradient norm."""
+    loss: Literal["dppo", "ppo"] = "dppo"
+    """Policy loss: DPPO (binary TV trust region, the recipe's) or PPO-clip."""
+    delta_low: float = 0.15
+    """DPPO: max probability decrease for a negative-advantage token before it is masked."""
+    delta_high: float = 0.15
+    """DPPO: max probability increase for a positive-advantage token before it is masked."""
+    eps_low: float = 0.2
+    """PPO: lower clip epsilon."""
+    eps_high: float = 0.2
+    """PPO: upper clip epsilon."""
+    reduction: Reduction = "prompt_mean"
+    """Loss reduction: token_mean, sequence_mean or prompt_mean (the recipe's)."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL penalty to the initial policy; 0 disables it (the recipe's)."""
+    micro_batch_size: int = Field(default=2, ge=1)
+    """Sequences per forward/backward pass."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts (logits are scaled by it)."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Parameter dtype of the trained model."""
+
+
+def token_logprobs(model: torch.nn.Module, batch: Batch, temperature: float = 1.0) -> torch.Tensor:
+    """log p(target_t | ids_<=t) for every position, float32, shape B x L."""
+    out = model(input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L)
+    logits = out.logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    lse = torch.logsumexp(logits, dim=-1)
+    picked = torch.gather(logits, -1, batch.targets_B_L.unsqueeze(-1)).squeeze(-1)
+    return picked - lse
+
+
+class Learner:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        cfg: LearnerConfig,
+        *,
+        ref_model: torch.nn.Module | None = None,
+    ) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.ref_model = ref_model
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay
+        )
+        self.version = 0
+        """Number of optimizer steps taken: the policy's weight version."""
+
+    def step(self, batch: Batch) -> dict[str, Any]:
+        """One optimizer step over `batch`; returns metrics."""
+        metrics = self.accumulate(batch)
+        grad_norm = float(
+            torch.nn.utils.clip_grad_norm_(
+                [p for p in self.model.parameters() if p.requires_grad], self.cfg.grad_clip
+            )
+        )
+        if math.isfinite(grad_norm) and metrics["trained_tokens"] > 0:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.version += 1
+        metrics.update(grad_norm=grad_norm, version=self.version)
+        return metrics
+
+    def accumulate(self, batch: Batch) -> dict[str, Any]:
+        """Forward/backward over `batch` in micro-batches, leaving the summed gradients in place."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        self.model.train()
+        bounds = group_ids_to_boundaries(batch.group_ids)
+        weights = reduction_weights(batch.mask_B_L, cfg.reduction, bounds)
+        loss_fn = POLICY_LOSSES[cfg.loss]
+        loss_kwargs: dict[str, float] = (
+            {"delta_low": cfg.delta_low, "delta_high": cfg.delta_high}
+            if cfg.loss == "dppo"
+            else {"eps_low": cfg.eps_low, "eps_high": cfg.eps_high}
+        )
+        total_loss = 0.0
+        clip_tokens = 0.0
+        mismatch = 0.0
+        trained = float(batch.mask_B_L.sum())
+        B = batch.input_ids_B_L.shape[0]
+        for s in range(0, B, cfg.micro_batch_size):
+            mb = batch.slice(s, s + cfg.micro_batch_size)
+            w = weights[s : s + cfg.micro_batch_size]
+            if float(mb.mask_B_L.sum()) == 0:
+                continue
+            lp = token_logprobs(self.model, mb, cfg.temperature)
+            out = loss_fn(
+                lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
+            )
+            loss = (out.loss_B_T * w).sum()
+            if cfg.kl_coef > 0 and self.ref_model is not None:
+                with torch.no_grad():
+                    ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature)
+                loss = loss + cfg.kl_coef * (kl_k3(lp, ref_lp) * w).sum()
+            loss.backward()
+            total_loss += float(loss.detach())
+            n = float(mb.mask_B_L.sum())
+            clip_tokens += out.clip_frac * n
+            diff = (mb.rollout_logprobs_B_L - lp.detach()) * mb.mask_B_L
+            mismatch += float(diff.abs().sum())
+        return {
+            "loss": total_loss,
+            "clip_frac": clip_tokens / max(trained, 1.0),
+            "logprob_abs_diff": mismatch / max(trained, 1.0),
+            "trained_tokens": trained,
+            "tokens": batch.num_tokens,
+            "learner_s": time.perf_counter() - t0,
+        }
