@@ -33,12 +33,41 @@ ExpectedOutput = Literal[
 EXPECTED_OUTPUTS: tuple[str, ...] = ExpectedOutput.__args__  # type: ignore[attr-defined]
 
 AppName = Literal[
-    "filesystem", "code_execution", "word", "excel", "powerpoint", "pdfs", "mail", "calendar", "chat"
+    "filesystem",
+    "code_execution",
+    "word",
+    "excel",
+    "powerpoint",
+    "pdfs",
+    "mail",
+    "calendar",
+    "chat",
 ]
 APP_NAMES: tuple[str, ...] = AppName.__args__  # type: ignore[attr-defined]
 
 TASK_ID_RE = re.compile(r"^task_[0-9a-f]{32}$")
 WORLD_ID_RE = re.compile(r"^world_[0-9a-f]{32}$")
+
+# Archipelago's grader (grading/runner/evals/output_llm) derives a criterion's expected file type
+# from the task's expected_output with exactly these labels; the grader keys its extension filter
+# on the label, so they are kept verbatim. A null expected_output means "all output" (no filter).
+EXPECTED_FILE_TYPES: dict[str, str] = {
+    "message_in_console": "Final Answer Only (No Files)",
+    "make_new_doc": "Word Documents (.docx, .doc, .odt)",
+    "edit_existing_doc": "Word Documents (.docx, .doc, .odt)",
+    "make_new_sheet": "Spreadsheets (.xlsx, .xls, .xlsm, .ods)",
+    "edit_existing_sheet": "Spreadsheets (.xlsx, .xls, .xlsm, .ods)",
+    "make_new_slide_deck": "Presentations (.pptx, .ppt, .odp)",
+    "edit_existing_slide_deck": "Presentations (.pptx, .ppt, .odp)",
+}
+ALL_OUTPUT_FILE_TYPE = "All output (modified files and final message in console)"
+
+
+def expected_file_type_for(expected_output: str | None) -> str | None:
+    """The `verifier_values.expected_file_type` Archipelago uses for a task's expected_output."""
+    if expected_output is None:
+        return None
+    return EXPECTED_FILE_TYPES[expected_output]
 
 
 class _Strict(BaseModel):
@@ -208,6 +237,20 @@ class Verifier(_Strict):
     verifier_values: VerifierValues
     verifier_index: int = 0
     verifier_dependencies: list[str] | None = None
+
+
+# --------------------------------------------------------------------------- golden_responses.json
+
+
+class GoldenResponse(_Strict):
+    """One entry of tests/golden_responses.json: the reference answer of a task (never shown to the agent)."""
+
+    golden_text_response: str | None = None
+    """The reference final answer, when the gold response is text."""
+    golden_file_responses: list[str] | None = None
+    """Reference output files (names or descriptions), when the gold response is a file."""
+    golden_files_path: str | None = None
+    """Optional dir (relative to the task dir) holding reference output files."""
 
 
 # --------------------------------------------------------------------------- archipelago.json
