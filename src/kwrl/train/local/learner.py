@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import torch
 from pydantic import Field
+from torch.utils.checkpoint import checkpoint
 
 from kwrl.config import KwrlConfig
 from kwrl.train.algorithms import (
@@ -59,15 +60,54 @@ class LearnerConfig(KwrlConfig):
     """Parameter dtype of the trained model."""
 
 
-def token_logprobs(model: torch.nn.Module, batch: Batch, temperature: float = 1.0) -> torch.Tensor:
-    """log p(target_t | ids_<=t) for every position, float32, shape B x L."""
-    out = model(input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L)
-    logits = out.logits.float()
+def _chunk_logprobs(
+    hidden_N_H: torch.Tensor, weight_V_H: torch.Tensor, targets_N: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    logits = (hidden_N_H @ weight_V_H.T).float()
     if temperature != 1.0:
         logits = logits / temperature
-    lse = torch.logsumexp(logits, dim=-1)
-    picked = torch.gather(logits, -1, batch.targets_B_L.unsqueeze(-1)).squeeze(-1)
-    return picked - lse
+    picked = torch.gather(logits, -1, targets_N.unsqueeze(-1)).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def token_logprobs(
+    model: torch.nn.Module, batch: Batch, temperature: float = 1.0, *, chunk: int = 4096
+) -> torch.Tensor:
+    """log p(target_t | ids_<=t) for every position, float32, shape B x L.
+
+    The LM head runs in chunks of `chunk` positions under activation checkpointing, so the full
+    B x L x vocab logits tensor (19 GB for 64k tokens of a 152k vocab in bf16) never exists; only
+    the hidden states are kept for backward. Models without a separable head fall back to logits.
+    """
+    head = getattr(model, "get_output_embeddings", lambda: None)()
+    base = getattr(model, "model", None)
+    if head is None or base is None or getattr(head, "bias", None) is not None:
+        logits = model(
+            input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L
+        ).logits
+        flat = logits.reshape(-1, logits.shape[-1]).float() / temperature
+        t = batch.targets_B_L.reshape(-1)
+        lp = torch.gather(flat, -1, t.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(flat, -1)
+        return lp.view(batch.targets_B_L.shape)
+    hidden = base(input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L)[0]
+    B, L, H = hidden.shape
+    h = hidden.reshape(B * L, H)
+    t = batch.targets_B_L.reshape(B * L)
+    parts = []
+    for s in range(0, B * L, chunk):
+        if torch.is_grad_enabled():
+            part = checkpoint(
+                _chunk_logprobs,
+                h[s : s + chunk],
+                head.weight,
+                t[s : s + chunk],
+                temperature,
+                use_reentrant=False,
+            )
+        else:
+            part = _chunk_logprobs(h[s : s + chunk], head.weight, t[s : s + chunk], temperature)
+        parts.append(part)
+    return torch.cat(parts).view(B, L)
 
 
 class Learner:

@@ -146,3 +146,17 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_state(tmp_path: Pa
     assert torch.equal(s1, s2)
     st = load_trainer_state(ckpt)
     assert st.sampler.consumed == sampler.state.consumed and st.step == 1
+
+
+def test_chunked_head_logprobs_equal_full_logits() -> None:
+    model = tiny_model()
+    batch = collate(trajectories(model), [1.0, -1.0, 1.0, -1.0])
+    with torch.no_grad():
+        logits = model(
+            input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L
+        ).logits
+        full = torch.log_softmax(logits.float() / 0.7, -1).gather(
+            -1, batch.targets_B_L.unsqueeze(-1)
+        )
+        chunked = token_logprobs(model, batch, 0.7, chunk=3)
+    assert torch.allclose(full.squeeze(-1), chunked, atol=1e-5)
