@@ -1,0 +1,802 @@
+"""The word app: .docx documents through python-docx (ARCH mcp_servers/documents).
+
+Contract: `build(roots) -> FastMCP` named "word"; tools take flat arguments; every path is
+confined to `roots.filesystem` ("/reports/a.docx" means `<filesystem>/reports/a.docx`).
+`read_document_content` prints each paragraph and table with an identifier (`body.p.3`,
+`body.tbl.0.r.1.c.2`, see `office_docx`); the edit tools take those identifiers, so a model reads,
+then edits exactly the element it saw. Indices shift after inserting or deleting elements: read again.
+Reads are memoised on the file's stat (never stale); writes open a fresh copy and save atomically.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from docx import Document
+from docx.document import Document as DocxDocument
+from docx.enum.section import WD_ORIENT
+from docx.enum.style import WD_STYLE_TYPE
+from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_BREAK
+from docx.oxml import OxmlElement
+from docx.shared import Inches, Pt, RGBColor
+from docx.text.paragraph import Paragraph
+from fastmcp import FastMCP
+from fastmcp.utilities.types import Image as McpImage
+from pydantic import Field
+
+from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.office_blocks import Block, inline_runs, parse_content
+from kwrl.worlds.apps.office_common import (
+    cached,
+    delete_file,
+    existing_file,
+    file_lock,
+    image_file,
+    image_result,
+    md_table,
+    new_file,
+    open_file,
+    parse_color,
+    save_atomic,
+    transform_image,
+)
+from kwrl.worlds.apps.office_docx import (
+    Target,
+    body_blips,
+    heading_level,
+    paragraphs_of,
+    remove_element,
+    render_container,
+    render_document,
+    resolve,
+    runs_of,
+)
+from kwrl.worlds.layout import WorldRoots
+
+KIND = "Word (.docx)"
+EXTS = (".docx",)
+FilePath = Annotated[str, Field(description="Path of the .docx file, e.g. '/reports/memo.docx'")]
+Ident = Annotated[
+    str,
+    Field(
+        description="Element identifier from read_document_content, e.g. 'body.p.0', 'body.tbl.0.r.1.c.2'"
+    ),
+]
+Offset = Annotated[
+    int, Field(description="Character offset for paging long output (from the truncation note)")
+]
+
+_ALIGN = {
+    "left": WD_ALIGN_PARAGRAPH.LEFT,
+    "center": WD_ALIGN_PARAGRAPH.CENTER,
+    "right": WD_ALIGN_PARAGRAPH.RIGHT,
+    "justify": WD_ALIGN_PARAGRAPH.JUSTIFY,
+}
+
+
+def _load(p: Path) -> DocxDocument:
+    return Document(str(p))
+
+
+def _add_text_runs(p: Paragraph, text: str, rpr: Any = None) -> None:
+    for chunk, bold, italic in inline_runs(text):
+        run = p.add_run(chunk)
+        if rpr is not None:
+            run._r.insert(0, copy.deepcopy(rpr))
+        if bold:
+            run.bold = True
+        if italic:
+            run.italic = True
+
+
+def write_blocks(doc: DocxDocument, blocks: list[Block]) -> None:
+    """Append content blocks to a document body."""
+    for b in blocks:
+        t = b["type"]
+        if t == "heading":
+            doc.add_heading(b.get("text", ""), level=b.get("level", 1))
+        elif t == "paragraph":
+            style = b.get("style")
+            _add_text_runs(
+                doc.add_paragraph(style=ensure_style(doc, style) if style else None),
+                b.get("text", ""),
+            )
+        elif t in ("bullet_list", "numbered_list"):
+            style = "List Bullet" if t == "bullet_list" else "List Number"
+            for item in b.get("items", []):
+                _add_text_runs(doc.add_paragraph(style=style), item)
+        elif t == "table":
+            rows = b.get("rows", [])
+            table = doc.add_table(rows=len(rows), cols=len(rows[0]))
+            table.style = "Table Grid"
+            for r_i, row in enumerate(rows):
+                for c_i, value in enumerate(row):
+                    cell = table.cell(r_i, c_i)
+                    cell.text = str(value)
+                    if r_i == 0 and b.get("header", True):
+                        for run in cell.paragraphs[0].runs:
+                            run.bold = True
+        elif t == "page_break":
+            doc.add_paragraph().add_run().add_break(WD_BREAK.PAGE)
+
+
+_HEADING_PT = {0: 26, 1: 16, 2: 13, 3: 12}
+
+
+def ensure_style(doc: DocxDocument, name: str) -> Any:
+    """The paragraph style `name`; Word's built-in headings, Title and list styles are added
+    when a document lacks them (Word keeps them latent until first use)."""
+    names = {s.name for s in doc.styles}
+    if name in names:
+        return doc.styles[name]
+    m = re.fullmatch(r"Heading ([1-9])|Title|List (Bullet|Number)|Quote", name)
+    if m is None:
+        shown = ", ".join(sorted(n for n in names if n)[:20])
+        raise ToolError(f"style {name!r} does not exist in this document; some that do: {shown}")
+    style = doc.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
+    if "Normal" in names:
+        style.base_style = doc.styles["Normal"]
+    if name.startswith("Heading") or name == "Title":
+        level = 0 if name == "Title" else int(name.split()[1])
+        style.font.bold = True
+        style.font.size = Pt(_HEADING_PT.get(level, 11))
+        style.paragraph_format.space_before = Pt(12)
+        style.paragraph_format.keep_with_next = True
+    elif name == "Quote":
+        style.font.italic = True
+    return style
+
+
+def _first_rpr(p: Paragraph) -> Any:
+    for r in p.runs:
+        if r.text and r._r.rPr is not None:
+            return r._r.rPr
+    return None
+
+
+def _set_paragraph_text(p: Paragraph, text: str) -> None:
+    """Replace a paragraph's text, keeping its first run's formatting and any image runs."""
+    rpr = _first_rpr(p)
+    anchor_index: int | None = None
+    for child in list(p._p.iterchildren()):
+        tag = child.tag.rsplit("}", 1)[-1]
+        if tag in ("r", "hyperlink", "ins", "del", "smartTag") and not child.xpath(".//a:blip"):
+            if anchor_index is None:
+                anchor_index = p._p.index(child)
+            p._p.remove(child)
+    run = p.add_run(text)
+    if rpr is not None:
+        run._r.insert(0, copy.deepcopy(rpr))
+    if anchor_index is not None:
+        p._p.remove(run._r)
+        p._p.insert(anchor_index, run._r)
+
+
+def _new_paragraph_after(el: Any, parent: Any, text: str, style: Any, rpr: Any) -> Paragraph:
+    new = OxmlElement("w:p")
+    el.addnext(new)
+    para = Paragraph(new, parent)
+    if style is not None:
+        para.style = style
+    _add_text_runs(para, text, rpr)
+    return para
+
+
+def _prepend_run(p: Paragraph, text: str) -> None:
+    rpr = _first_rpr(p)
+    run = p.add_run(text)
+    if rpr is not None:
+        run._r.insert(0, copy.deepcopy(rpr))
+    p._p.remove(run._r)
+    p._p.insert(1 if p._p.pPr is not None else 0, run._r)
+
+
+def build(roots: WorldRoots) -> FastMCP:
+    root = roots.filesystem
+    mcp = FastMCP("word")
+
+    def read_doc(file_path: str) -> tuple[Path, DocxDocument]:
+        p = existing_file(root, file_path, EXTS)
+        return p, cached(root, p, _load, KIND)
+
+    def edit_doc(file_path: str, fn: Any) -> str:
+        p = existing_file(root, file_path, EXTS)
+        with file_lock(p):
+            doc = open_file(root, p, _load, KIND)
+            msg = fn(doc)
+            save_atomic(doc, p)
+        return f"{msg} in {rel(root, p)}"
+
+    def style_of(doc: DocxDocument, style: str | None) -> Any:
+        return None if style is None else ensure_style(doc, style)
+
+    @mcp.tool
+    def create_document(
+        directory: Annotated[
+            str, Field(description="Folder to create the file in, e.g. '/' or '/reports'")
+        ],
+        file_name: Annotated[str, Field(description="File name ending with .docx, no '/'")],
+        content: Annotated[
+            str | list[Block],
+            Field(
+                description="Body: markdown-ish text (# heading, - bullet, 1. item, | table |, one paragraph per line) "
+                "or a list of blocks {type: paragraph|heading|bullet_list|numbered_list|table|page_break, text, level, items, rows, header}"
+            ),
+        ],
+        title: Annotated[str | None, Field(description="Document property: title")] = None,
+        author: Annotated[str | None, Field(description="Document property: author")] = None,
+        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
+    ) -> str:
+        """Create a new .docx document from content blocks or markdown-ish text."""
+        blocks = parse_content(content)
+        target = new_file(root, directory, file_name, ".docx", overwrite=overwrite)
+        doc = Document()
+        if title is not None:
+            doc.core_properties.title = title
+        if author is not None:
+            doc.core_properties.author = author
+        write_blocks(doc, blocks)
+        with file_lock(target):
+            save_atomic(doc, target)
+        return f"Created {rel(root, target)} ({len(doc.paragraphs)} paragraphs, {len(doc.tables)} tables)"
+
+    @mcp.tool
+    def delete_document(file_path: FilePath) -> str:
+        """Delete a .docx file (irreversible)."""
+        return delete_file(root, file_path, EXTS)
+
+    @mcp.tool
+    def read_document_content(
+        file_path: FilePath,
+        show_runs: Annotated[
+            bool, Field(description="Also list each run with its formatting")
+        ] = False,
+        offset: Offset = 0,
+    ) -> str:
+        """Read a .docx: every paragraph and table in order, each with its identifier for edits."""
+        p, doc = read_doc(file_path)
+        return page_text(render_document(doc, rel(root, p), show_runs), offset=offset)
+
+    @mcp.tool
+    def get_document_overview(file_path: FilePath) -> str:
+        """Outline of a .docx: headings with identifiers, counts, properties, page setup."""
+        p, doc = read_doc(file_path)
+        words = sum(len(par.text.split()) for par in doc.paragraphs)
+        cp = doc.core_properties
+        sec = doc.sections[0]
+        lines = [
+            f"{rel(root, p)}",
+            f"paragraphs: {len(doc.paragraphs)}, tables: {len(doc.tables)}, sections: {len(doc.sections)}, "
+            f"images: {len(body_blips(doc))}, comments: {len(list(doc.comments))}, words: {words}",
+            f"title: {cp.title or '-'}, author: {cp.author or '-'}",
+            f"page: {_inches(sec.page_width)} x {_inches(sec.page_height)} in, {_orientation(sec)}",
+            "headings:",
+        ]
+        heads = [
+            f"{'  ' * max(lvl - 1, 0)}- [body.p.{i}] (level {lvl}) {par.text}"
+            for i, par in enumerate(doc.paragraphs)
+            if (lvl := heading_level(par)) is not None
+        ]
+        return "\n".join(lines + (heads or ["  (no headings)"]))
+
+    @mcp.tool
+    def add_content_text(
+        file_path: FilePath,
+        identifier: Ident,
+        text: Annotated[
+            str, Field(description="Text to add; with before/after, each line becomes a paragraph")
+        ],
+        position: Annotated[
+            Literal["start", "end", "before", "after"],
+            Field(
+                description="'start'/'end': inside the element (prepend/append text); "
+                "'before'/'after': new paragraph(s) next to the paragraph or table"
+            ),
+        ] = "end",
+        style: Annotated[
+            str | None,
+            Field(description="Style of new paragraphs, e.g. 'Heading 2', 'List Bullet'"),
+        ] = None,
+    ) -> str:
+        """Add text at an element: into it (start/end) or as new paragraphs before/after it."""
+
+        def op(doc: DocxDocument) -> str:
+            t = resolve(doc, identifier)
+            if position in ("start", "end"):
+                if t.kind == "run":
+                    t.obj.text = text + t.obj.text if position == "start" else t.obj.text + text
+                elif t.kind in ("paragraph", "cell"):
+                    par = (
+                        t.obj
+                        if t.kind == "paragraph"
+                        else t.obj.paragraphs[-1 if position == "end" else 0]
+                    )
+                    if position == "end":
+                        _add_text_runs(par, text, _first_rpr(par))
+                    else:
+                        _prepend_run(par, text)
+                else:
+                    raise ToolError(
+                        f"{identifier!r} is a {t.kind}; add text into a paragraph, run or cell"
+                    )
+                return f"Added text at the {position} of {identifier}"
+            if t.kind not in ("paragraph", "table"):
+                raise ToolError(
+                    f"position {position!r} needs a paragraph or table identifier; {identifier!r} is a {t.kind}"
+                )
+            el = t.obj._p if t.kind == "paragraph" else t.obj._tbl
+            parent = t.obj._parent
+            st = style_of(doc, style) if style else (t.obj.style if t.kind == "paragraph" else None)
+            rpr = _first_rpr(t.obj) if t.kind == "paragraph" and style is None else None
+            lines = text.split("\n")
+            if position == "before":
+                first = Paragraph(OxmlElement("w:p"), parent)
+                el.addprevious(first._p)
+                if st is not None:
+                    first.style = st
+                _add_text_runs(first, lines[0], rpr)
+                anchor = first._p
+            else:
+                anchor = _new_paragraph_after(el, parent, lines[0], st, rpr)._p
+            for line in lines[1:]:
+                anchor = _new_paragraph_after(anchor, parent, line, st, rpr)._p
+            return f"Inserted {len(lines)} paragraph(s) {position} {identifier}"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def edit_content_text(
+        file_path: FilePath,
+        identifier: Ident,
+        new_text: Annotated[str, Field(description="Replacement text")],
+        old_text: Annotated[
+            str | None,
+            Field(
+                description="If set, replace only occurrences of this text inside the element; else replace all its text"
+            ),
+        ] = None,
+    ) -> str:
+        """Replace the text of a paragraph, run or cell (keeps the first run's formatting)."""
+
+        def op(doc: DocxDocument) -> str:
+            t = resolve(doc, identifier)
+            if old_text is not None:
+                return _replace_in(t, old_text, new_text)
+            if t.kind == "run":
+                t.obj.text = new_text
+            elif t.kind == "paragraph":
+                _set_paragraph_text(t.obj, new_text)
+            elif t.kind == "cell":
+                pars = t.obj.paragraphs
+                _set_paragraph_text(pars[0], new_text)
+                for extra in pars[1:]:
+                    remove_element(extra._p)
+            else:
+                raise ToolError(f"{identifier!r} is a {t.kind}; edit a paragraph, run or cell")
+            return f"Replaced the text of {identifier}"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def delete_content_text(
+        file_path: FilePath,
+        identifier: Ident,
+        scope: Annotated[
+            Literal["content", "element"],
+            Field(
+                description="'content': clear the text, keep the element; 'element': remove it (paragraph, run, table, row)"
+            ),
+        ] = "content",
+    ) -> str:
+        """Clear or remove the element an identifier names."""
+
+        def op(doc: DocxDocument) -> str:
+            t = resolve(doc, identifier)
+            if scope == "element":
+                if t.kind == "cell":
+                    raise ToolError(
+                        "a cell cannot be removed; delete its row, or use scope='content'"
+                    )
+                el = {"paragraph": "_p", "run": "_r", "table": "_tbl", "row": "_tr"}[t.kind]
+                remove_element(getattr(t.obj, el))
+                return f"Removed {t.kind} {identifier} (later indices shift down)"
+            if t.kind == "run":
+                t.obj.text = ""
+            else:
+                for par in paragraphs_of(t):
+                    _set_paragraph_text(par, "")
+            return f"Cleared the text of {identifier}"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def apply_formatting(
+        file_path: FilePath,
+        identifier: Ident,
+        bold: bool | None = None,
+        italic: bool | None = None,
+        underline: bool | None = None,
+        strikethrough: bool | None = None,
+        font_size: Annotated[float | None, Field(description="Points, e.g. 12")] = None,
+        font_color: Annotated[str | None, Field(description="Hex RGB, e.g. 'FF0000'")] = None,
+        font_name: Annotated[str | None, Field(description="e.g. 'Arial'")] = None,
+        alignment: Literal["left", "center", "right", "justify"] | None = None,
+        style: Annotated[
+            str | None, Field(description="Paragraph style name, e.g. 'Heading 1'")
+        ] = None,
+    ) -> str:
+        """Format every run of a run, paragraph, cell, row or table; unset options stay unchanged."""
+        color = parse_color(font_color, arg="font_color") if font_color else None
+
+        def op(doc: DocxDocument) -> str:
+            t = resolve(doc, identifier)
+            st = style_of(doc, style)
+            runs = runs_of(t)
+            for run in runs:
+                for attr, value in (("bold", bold), ("italic", italic), ("underline", underline)):
+                    if value is not None:
+                        setattr(run, attr, value)
+                if strikethrough is not None:
+                    run.font.strike = strikethrough
+                if font_size is not None:
+                    run.font.size = Pt(font_size)
+                if color is not None:
+                    run.font.color.rgb = RGBColor.from_string(color)
+                if font_name is not None:
+                    run.font.name = font_name
+            pars = paragraphs_of(t)
+            for par in pars:
+                if alignment is not None:
+                    par.alignment = _ALIGN[alignment]
+                if st is not None:
+                    par.style = st
+            if (alignment or st) and not pars:
+                raise ToolError(
+                    "alignment and style apply to paragraphs; use a paragraph identifier, not a run"
+                )
+            return f"Formatted {len(runs)} run(s), {len(pars)} paragraph(s) of {identifier}"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def comments(
+        file_path: FilePath,
+        action: Literal["read", "add", "delete"] = "read",
+        identifier: Annotated[
+            str | None, Field(description="add: element to comment on, e.g. 'body.p.2'")
+        ] = None,
+        text: Annotated[str | None, Field(description="add: the comment text")] = None,
+        author: Annotated[str, Field(description="add: author name")] = "",
+        comment_id: Annotated[
+            int | None, Field(description="delete: id from action='read'")
+        ] = None,
+    ) -> str:
+        """List, add or delete comments of a .docx."""
+        if action == "read":
+            p, doc = read_doc(file_path)
+            rows = [[c.comment_id, c.author, c.timestamp or "", c.text] for c in doc.comments]
+            where = _comment_anchors(doc)
+            if not rows:
+                return f"{rel(root, p)} has no comments"
+            return md_table(
+                [[*r[:3], where.get(int(r[0]), "-"), r[3]] for r in rows],
+                header=["id", "author", "date", "on", "text"],
+            )
+        if action == "add":
+            if not identifier or not text:
+                raise ToolError("action 'add' needs identifier and text")
+
+            def add(doc: DocxDocument) -> str:
+                t = resolve(doc, identifier)
+                runs = [
+                    r
+                    for r in runs_of(t)
+                    if r._r.getparent() is not None and r._r.getparent().tag.endswith("}p")
+                ]
+                if not runs:
+                    pars = paragraphs_of(t)
+                    if not pars:
+                        raise ToolError(f"{identifier!r} has no paragraph to attach a comment to")
+                    runs = [pars[0].add_run("")]
+                c = doc.add_comment(runs, text=text, author=author, initials=author[:1] or None)
+                return f"Added comment {c.comment_id} on {identifier}"
+
+            return edit_doc(file_path, add)
+        if comment_id is None:
+            raise ToolError("action 'delete' needs comment_id (see action='read')")
+
+        def delete(doc: DocxDocument) -> str:
+            elm = doc.comments._comments_elm
+            found = [c for c in elm.comment_lst if int(c.id) == comment_id]
+            if not found:
+                raise ToolError(
+                    f"comment {comment_id} not found; ids: {[int(c.id) for c in elm.comment_lst]}"
+                )
+            for c in found:
+                elm.remove(c)
+            body = doc.element.body
+            for tag in ("w:commentRangeStart", "w:commentRangeEnd"):
+                for el in body.xpath(f".//{tag}[@w:id='{comment_id}']"):
+                    remove_element(el)
+            for ref in body.xpath(f".//w:commentReference[@w:id='{comment_id}']"):
+                run = ref.getparent()
+                remove_element(run if run.tag.endswith("}r") else ref)
+            return f"Deleted comment {comment_id}"
+
+        return edit_doc(file_path, delete)
+
+    @mcp.tool
+    def header_footer(
+        file_path: FilePath,
+        action: Literal["read", "set", "clear"] = "read",
+        area: Literal["header", "footer"] = "header",
+        section_index: int = 0,
+        text: Annotated[
+            str | None, Field(description="set: the new content, one paragraph per line")
+        ] = None,
+    ) -> str:
+        """Read, set or clear the header or footer of a section."""
+
+        def section(doc: DocxDocument) -> Any:
+            if not 0 <= section_index < len(doc.sections):
+                raise ToolError(
+                    f"section_index {section_index} out of range (document has {len(doc.sections)} sections)"
+                )
+            sec = doc.sections[section_index]
+            return sec.header if area == "header" else sec.footer
+
+        if action == "read":
+            _, doc = read_doc(file_path)
+            hf = section(doc)
+            lines = render_container(hf, f"{area}.s.{section_index}", [], False)
+            linked = " (linked to previous section)" if hf.is_linked_to_previous else ""
+            return f"{area} of section {section_index}{linked}:\n" + ("\n".join(lines) or "(empty)")
+        if action == "set" and text is None:
+            raise ToolError("action 'set' needs text")
+
+        def op(doc: DocxDocument) -> str:
+            hf = section(doc)
+            hf.is_linked_to_previous = False
+            for child in list(hf._element.iterchildren()):
+                if child.tag.rsplit("}", 1)[-1] in ("p", "tbl"):
+                    hf._element.remove(child)
+            for line in (text or "").split("\n") if action == "set" else [""]:
+                _add_text_runs(hf.add_paragraph(), line)
+            return (
+                f"{'Set' if action == 'set' else 'Cleared'} the {area} of section {section_index}"
+            )
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def page_margins(
+        file_path: FilePath,
+        action: Literal["read", "set"] = "read",
+        section_index: int = 0,
+        top: Annotated[float | None, Field(description="Inches")] = None,
+        bottom: Annotated[float | None, Field(description="Inches")] = None,
+        left: Annotated[float | None, Field(description="Inches")] = None,
+        right: Annotated[float | None, Field(description="Inches")] = None,
+    ) -> str:
+        """Read or set a section's page margins (inches)."""
+        values = {"top": top, "bottom": bottom, "left": left, "right": right}
+
+        def describe(sec: Any) -> str:
+            return ", ".join(f"{k} {_inches(getattr(sec, f'{k}_margin'))} in" for k in values)
+
+        if action == "read":
+            _, doc = read_doc(file_path)
+            return f"section {section_index} margins: " + describe(_section(doc, section_index))
+        if all(v is None for v in values.values()):
+            raise ToolError("action 'set' needs at least one of top, bottom, left, right")
+        if any(v is not None and not 0 <= v <= 22 for v in values.values()):
+            raise ToolError("margins must be between 0 and 22 inches")
+
+        def op(doc: DocxDocument) -> str:
+            sec = _section(doc, section_index)
+            for k, v in values.items():
+                if v is not None:
+                    setattr(sec, f"{k}_margin", Inches(v))
+            return f"Set section {section_index} margins: {describe(sec)}"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def page_orientation(
+        file_path: FilePath,
+        action: Literal["read", "set"] = "read",
+        section_index: int = 0,
+        orientation: Literal["portrait", "landscape"] | None = None,
+    ) -> str:
+        """Read or set a section's page orientation (swaps page width and height)."""
+        if action == "read":
+            _, doc = read_doc(file_path)
+            sec = _section(doc, section_index)
+            return f"section {section_index}: {_orientation(sec)}, {_inches(sec.page_width)} x {_inches(sec.page_height)} in"
+        if orientation is None:
+            raise ToolError("action 'set' needs orientation 'portrait' or 'landscape'")
+
+        def op(doc: DocxDocument) -> str:
+            sec = _section(doc, section_index)
+            w, h = sec.page_width, sec.page_height
+            sec.orientation = (
+                WD_ORIENT.LANDSCAPE if orientation == "landscape" else WD_ORIENT.PORTRAIT
+            )
+            if w is not None and h is not None and (w > h) != (orientation == "landscape"):
+                sec.page_width, sec.page_height = h, w
+            return f"Set section {section_index} to {orientation}"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def add_image(
+        file_path: FilePath,
+        image_path: Annotated[
+            str, Field(description="Image in the filesystem (.png, .jpg, .gif, .bmp)")
+        ],
+        identifier: Ident,
+        position: Annotated[
+            Literal["start", "end", "after"],
+            Field(
+                description="In the paragraph ('start'/'end') or in a new paragraph after it ('after')"
+            ),
+        ] = "end",
+        width: Annotated[
+            float | None, Field(description="Inches; height scales unless given")
+        ] = None,
+        height: Annotated[float | None, Field(description="Inches")] = None,
+    ) -> str:
+        """Insert an image from the filesystem into a paragraph."""
+        img = image_file(root, image_path)
+
+        def op(doc: DocxDocument) -> str:
+            t = resolve(doc, identifier)
+            if t.kind not in ("paragraph", "cell"):
+                raise ToolError(f"images go into a paragraph or cell; {identifier!r} is a {t.kind}")
+            par = t.obj if t.kind == "paragraph" else t.obj.paragraphs[-1]
+            if position == "after":
+                par = _new_paragraph_after(par._p, par._parent, "", None, None)
+            run = par.add_run()
+            try:
+                run.add_picture(
+                    str(img),
+                    width=Inches(width) if width else None,
+                    height=Inches(height) if height else None,
+                )
+            except Exception as exc:
+                raise ToolError(
+                    f"{image_path!r} is not a readable image: {type(exc).__name__}: {exc}"
+                ) from exc
+            if position == "start":
+                par._p.remove(run._r)
+                par._p.insert(1 if par._p.pPr is not None else 0, run._r)
+            index = next(i for i, b in enumerate(body_blips(doc)) if b in run._r.xpath(".//a:blip"))
+            return f"Inserted image img{index} ({position} of {identifier})"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def modify_image(
+        file_path: FilePath,
+        image_index: Annotated[int, Field(description="N of imgN in read_document_content")],
+        operation: Literal["rotate", "flip", "brightness", "contrast", "crop"],
+        rotation: Annotated[float | None, Field(description="rotate: degrees clockwise")] = None,
+        flip: Literal["horizontal", "vertical"] | None = None,
+        brightness: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
+        contrast: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
+        crop_left: int | None = None,
+        crop_top: int | None = None,
+        crop_right: int | None = None,
+        crop_bottom: int | None = None,
+    ) -> str:
+        """Rotate, flip, crop or adjust an embedded image (by index in body order)."""
+        from PIL import Image as PILImage
+
+        def op(doc: DocxDocument) -> str:
+            blip, part = _image_part(doc, image_index)
+            data = transform_image(
+                part.blob,
+                operation,
+                rotation=rotation,
+                flip=flip,
+                brightness=brightness,
+                contrast=contrast,
+                crop_left=crop_left,
+                crop_top=crop_top,
+                crop_right=crop_right,
+                crop_bottom=crop_bottom,
+            )
+            part._blob = data
+            with PILImage.open(io.BytesIO(data)) as im:
+                w_px, h_px = im.size
+            for ext in blip.xpath("ancestor::wp:inline/wp:extent | ancestor::wp:anchor/wp:extent"):
+                ext.set("cy", str(int(int(ext.get("cx")) * h_px / w_px)))
+            for ext in blip.xpath("ancestor::pic:pic/pic:spPr/a:xfrm/a:ext"):
+                ext.set("cy", str(int(int(ext.get("cx")) * h_px / w_px)))
+            return f"Applied {operation} to img{image_index} (now {w_px}x{h_px} px)"
+
+        return edit_doc(file_path, op)
+
+    @mcp.tool
+    def read_image(
+        file_path: FilePath,
+        annotation: Annotated[
+            str, Field(description="Image key from read_document_content, e.g. 'img0'")
+        ],
+    ) -> McpImage:
+        """Return an embedded image of a .docx as an image."""
+        _, doc = read_doc(file_path)
+        key = annotation.strip().lstrip("@").removeprefix("img")
+        if not key.isdigit():
+            raise ToolError(
+                f"annotation {annotation!r} must look like 'img0' (see read_document_content)"
+            )
+        _, part = _image_part(doc, int(key))
+        return image_result(part.blob)
+
+    return mcp
+
+
+def _image_part(doc: DocxDocument, index: int) -> tuple[Any, Any]:
+    blips = body_blips(doc)
+    if not 0 <= index < len(blips):
+        raise ToolError(f"image {index} not found; the document has {len(blips)} image(s) (img0..)")
+    blip = blips[index]
+    rid = blip.get("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed")
+    part = doc.part.related_parts.get(rid) if rid else None
+    if part is None:
+        raise ToolError(f"image {index} is linked, not embedded; it cannot be read or modified")
+    return blip, part
+
+
+def _replace_in(t: Target, old: str, new: str) -> str:
+    if not old:
+        raise ToolError("old_text must not be empty")
+    if t.kind == "run":
+        n = t.obj.text.count(old)
+        t.obj.text = t.obj.text.replace(old, new)
+    else:
+        n = 0
+        for par in paragraphs_of(t):
+            count = par.text.count(old)
+            if not count:
+                continue
+            n += count
+            runs = par.runs
+            if sum(r.text.count(old) for r in runs) == count:
+                for r in runs:
+                    if old in r.text:
+                        r.text = r.text.replace(old, new)
+            else:  # the text spans runs: rewrite the paragraph with its first run's format
+                _set_paragraph_text(par, par.text.replace(old, new))
+    if n == 0:
+        raise ToolError(f"{old!r} not found in {t.ident}")
+    return f"Replaced {n} occurrence(s) of {old!r} in {t.ident}"
+
+
+def _section(doc: DocxDocument, index: int) -> Any:
+    if not 0 <= index < len(doc.sections):
+        raise ToolError(
+            f"section_index {index} out of range (document has {len(doc.sections)} sections)"
+        )
+    return doc.sections[index]
+
+
+def _inches(v: Any) -> str:
+    return "?" if v is None else f"{v / 914400:.2f}"
+
+
+def _orientation(sec: Any) -> str:
+    return "landscape" if sec.orientation == WD_ORIENT.LANDSCAPE else "portrait"
+
+
+def _comment_anchors(doc: DocxDocument) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for i, par in enumerate(doc.paragraphs):
+        for cid in par._p.xpath(".//w:commentRangeStart/@w:id | .//w:commentReference/@w:id"):
+            out.setdefault(int(cid), f"body.p.{i}")
+    return out

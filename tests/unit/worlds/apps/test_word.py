@@ -1,0 +1,300 @@
+"""The word app edits real .docx files: every tool, read back with python-docx."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import docx
+import pytest
+from docx.enum.section import WD_ORIENT
+from fastmcp import Client
+from office_testkit import BAD_PATHS, error, make_world, png_size, text
+
+from kwrl.worlds.apps import word
+from kwrl.worlds.layout import WorldRoots
+
+TABLES = "python-docx__blk-paras-and-tables.docx"
+COMMENTS = "python-docx__comments-rich-para.docx"
+HDR = "python-docx__hdr-header-footer.docx"
+
+
+@pytest.fixture
+def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
+    return make_world(tmp_path, office_fixtures, "docx")
+
+
+@pytest.fixture
+async def client(roots: WorldRoots):
+    async with Client(word.build(roots)) as c:
+        yield c
+
+
+def fs(roots: WorldRoots, name: str) -> docx.document.Document:
+    return docx.Document(str(roots.filesystem / name))
+
+
+async def test_tools_are_the_design_list_with_flat_schemas(client: Client) -> None:
+    tools = {t.name: t for t in await client.list_tools()}
+    assert set(tools) == {
+        "create_document", "delete_document", "read_document_content", "get_document_overview",
+        "add_content_text", "edit_content_text", "delete_content_text", "apply_formatting", "comments",
+        "header_footer", "page_margins", "page_orientation", "add_image", "modify_image", "read_image",
+    }  # fmt: skip
+    for t in tools.values():
+        assert "request" not in t.input_schema.get("properties", {})
+        assert "input" not in t.input_schema.get("properties", {})
+
+
+async def test_read_lists_paragraphs_and_tables_with_identifiers(
+    client: Client, roots: WorldRoots
+) -> None:
+    out = await text(client, "read_document_content", {"file_path": f"/{TABLES}"})
+    doc = fs(roots, TABLES)
+    for i, p in enumerate(doc.paragraphs):
+        if p.text:
+            assert f"[body.p.{i}]" in out and p.text in out
+    assert "[body.tbl.0] table" in out
+    assert doc.tables[0].cell(0, 0).text in out
+
+
+async def test_edit_is_visible_in_the_next_read(client: Client, roots: WorldRoots) -> None:
+    await text(
+        client,
+        "edit_content_text",
+        {"file_path": TABLES, "identifier": "body.p.0", "new_text": "Brand new opening"},
+    )
+    assert fs(roots, TABLES).paragraphs[0].text == "Brand new opening"
+    out = await text(client, "read_document_content", {"file_path": TABLES})
+    assert "[body.p.0] Brand new opening" in out
+    await text(
+        client,
+        "edit_content_text",
+        {"file_path": TABLES, "identifier": "body.tbl.0.r.0.c.1", "new_text": "cell!"},
+    )
+    assert fs(roots, TABLES).tables[0].cell(0, 1).text == "cell!"
+    await text(
+        client,
+        "edit_content_text",
+        {"file_path": TABLES, "identifier": "body.p.0", "old_text": "new", "new_text": "NEW"},
+    )
+    assert fs(roots, TABLES).paragraphs[0].text == "Brand NEW opening"
+
+
+async def test_add_and_delete_content(client: Client, roots: WorldRoots) -> None:
+    n, n_tables = len(fs(roots, TABLES).paragraphs), len(fs(roots, TABLES).tables)
+    await text(
+        client,
+        "add_content_text",
+        {
+            "file_path": TABLES,
+            "identifier": "body.p.0",
+            "text": "after one\nafter two",
+            "position": "after",
+            "style": "Heading 2",
+        },
+    )
+    doc = fs(roots, TABLES)
+    assert [p.text for p in doc.paragraphs[1:3]] == ["after one", "after two"]
+    assert doc.paragraphs[1].style.name == "Heading 2" and len(doc.paragraphs) == n + 2
+    await text(
+        client,
+        "add_content_text",
+        {"file_path": TABLES, "identifier": "body.p.1", "text": ">> ", "position": "start"},
+    )
+    await text(
+        client, "add_content_text", {"file_path": TABLES, "identifier": "body.p.1", "text": " <<"}
+    )
+    assert fs(roots, TABLES).paragraphs[1].text == ">> after one <<"
+    await text(
+        client,
+        "delete_content_text",
+        {"file_path": TABLES, "identifier": "body.p.2", "scope": "element"},
+    )
+    doc = fs(roots, TABLES)
+    assert len(doc.paragraphs) == n + 1 and "after two" not in [p.text for p in doc.paragraphs]
+    await text(client, "delete_content_text", {"file_path": TABLES, "identifier": "body.p.1"})
+    assert fs(roots, TABLES).paragraphs[1].text == ""
+    await text(
+        client,
+        "delete_content_text",
+        {"file_path": TABLES, "identifier": "body.tbl.0", "scope": "element"},
+    )
+    assert len(fs(roots, TABLES).tables) == n_tables - 1
+
+
+async def test_apply_formatting_sets_run_properties(client: Client, roots: WorldRoots) -> None:
+    await text(
+        client,
+        "apply_formatting",
+        {
+            "file_path": TABLES,
+            "identifier": "body.p.0",
+            "bold": True,
+            "font_size": 15,
+            "font_color": "#1F4E79",
+            "alignment": "center",
+        },
+    )
+    p = fs(roots, TABLES).paragraphs[0]
+    assert p.runs and all(r.bold for r in p.runs)
+    assert p.runs[0].font.size.pt == 15 and str(p.runs[0].font.color.rgb) == "1F4E79"
+    assert p.alignment == 1  # CENTER
+
+
+async def test_comments_read_add_delete(client: Client, roots: WorldRoots) -> None:
+    out = await text(client, "comments", {"file_path": COMMENTS})
+    assert "Steve Canny" in out and "hyperlink" in out
+    before = len(list(fs(roots, COMMENTS).comments))
+    out = await text(
+        client,
+        "comments",
+        {
+            "file_path": COMMENTS,
+            "action": "add",
+            "identifier": "body.p.1",
+            "text": "Check this",
+            "author": "Ann",
+        },
+    )
+    comments = list(fs(roots, COMMENTS).comments)
+    assert len(comments) == before + 1
+    new = next(c for c in comments if c.text == "Check this")
+    assert new.author == "Ann"
+    await text(
+        client,
+        "comments",
+        {"file_path": COMMENTS, "action": "delete", "comment_id": new.comment_id},
+    )
+    assert "Check this" not in [c.text for c in fs(roots, COMMENTS).comments]
+    assert "not found" in await error(
+        client, "comments", {"file_path": COMMENTS, "action": "delete", "comment_id": 999}
+    )
+
+
+async def test_header_footer_margins_orientation(client: Client, roots: WorldRoots) -> None:
+    out = await text(client, "header_footer", {"file_path": HDR})
+    assert "header of section 0" in out
+    await text(
+        client,
+        "header_footer",
+        {"file_path": HDR, "action": "set", "area": "footer", "text": "Confidential\nPage"},
+    )
+    assert [p.text for p in fs(roots, HDR).sections[0].footer.paragraphs] == [
+        "Confidential",
+        "Page",
+    ]
+    await text(client, "header_footer", {"file_path": HDR, "action": "clear", "area": "footer"})
+    assert fs(roots, HDR).sections[0].footer.paragraphs[0].text == ""
+    await text(
+        client, "page_margins", {"file_path": HDR, "action": "set", "top": 0.5, "left": 1.25}
+    )
+    sec = fs(roots, HDR).sections[0]
+    assert abs(sec.top_margin.inches - 0.5) < 1e-3 and abs(sec.left_margin.inches - 1.25) < 1e-3
+    assert "top 0.50 in" in await text(client, "page_margins", {"file_path": HDR})
+    await text(
+        client, "page_orientation", {"file_path": HDR, "action": "set", "orientation": "landscape"}
+    )
+    sec = fs(roots, HDR).sections[0]
+    assert sec.orientation == WD_ORIENT.LANDSCAPE and sec.page_width > sec.page_height
+    assert "landscape" in await text(client, "page_orientation", {"file_path": HDR})
+
+
+async def test_overview_lists_headings(client: Client, roots: WorldRoots) -> None:
+    await text(
+        client,
+        "create_document",
+        {"directory": "/new", "file_name": "o.docx", "content": "# Top\ntext\n## Sub"},
+    )
+    out = await text(client, "get_document_overview", {"file_path": "/new/o.docx"})
+    assert "[body.p.0] (level 1) Top" in out and "[body.p.2] (level 2) Sub" in out
+
+
+async def test_create_with_blocks_and_markdown_then_delete(
+    client: Client, roots: WorldRoots
+) -> None:
+    blocks = [
+        {"type": "heading", "text": "Q3 memo", "level": 1},
+        {"type": "paragraph", "text": "Revenue grew **12%**."},
+        {"type": "bullet_list", "items": ["a", "b"]},
+        {"type": "table", "rows": [["k", "v"], ["x", 1]]},
+        {"type": "page_break"},
+    ]
+    await text(
+        client,
+        "create_document",
+        {"directory": "/", "file_name": "memo.docx", "content": blocks, "title": "Memo"},
+    )
+    doc = fs(roots, "memo.docx")
+    assert doc.paragraphs[0].text == "Q3 memo" and doc.paragraphs[0].style.name == "Heading 1"
+    assert doc.paragraphs[1].text == "Revenue grew 12%." and doc.paragraphs[1].runs[1].bold
+    assert doc.paragraphs[2].style.name == "List Bullet" and doc.tables[0].cell(1, 1).text == "1"
+    assert doc.core_properties.title == "Memo"
+    assert "already exists" in await error(
+        client, "create_document", {"directory": "/", "file_name": "memo.docx", "content": "x"}
+    )
+    await text(
+        client,
+        "create_document",
+        {"directory": "/", "file_name": "md.docx", "content": "| a | b |\n|---|---|\n| 1 | 2 |"},
+    )
+    assert fs(roots, "md.docx").tables[0].cell(1, 0).text == "1"
+    await text(client, "delete_document", {"file_path": "/memo.docx"})
+    assert not (roots.filesystem / "memo.docx").exists()
+
+
+async def test_images_add_read_modify(client: Client, roots: WorldRoots) -> None:
+    await text(
+        client,
+        "add_image",
+        {"file_path": TABLES, "image_path": "/logo.png", "identifier": "body.p.0", "width": 2.0},
+    )
+    doc = fs(roots, TABLES)
+    assert len(doc.inline_shapes) == 1 and abs(doc.inline_shapes[0].width.inches - 2.0) < 1e-3
+    assert "[image img0]" in await text(client, "read_document_content", {"file_path": TABLES})
+    result = await client.call_tool("read_image", {"file_path": TABLES, "annotation": "img0"})
+    img = result.content[0]
+    assert img.type == "image" and img.mime_type == "image/png"
+    assert png_size(base64.b64decode(img.data)) == (40, 20)
+    await text(
+        client,
+        "modify_image",
+        {"file_path": TABLES, "image_index": 0, "operation": "rotate", "rotation": 90},
+    )
+    result = await client.call_tool("read_image", {"file_path": TABLES, "annotation": "@img0"})
+    assert png_size(base64.b64decode(result.content[0].data)) == (20, 40)
+    shape = fs(roots, TABLES).inline_shapes[0]
+    assert shape.height > shape.width  # the frame follows the new aspect ratio
+    assert "not found" in await error(
+        client, "read_image", {"file_path": TABLES, "annotation": "img7"}
+    )
+
+
+@pytest.mark.parametrize("bad", [*BAD_PATHS, "link.docx"])
+async def test_bad_paths_are_refused_and_the_server_keeps_serving(client: Client, bad: str) -> None:
+    msg = await error(client, "read_document_content", {"file_path": bad})
+    assert bad in msg
+    assert "outside the allowed root" in msg or "must end with .docx" in msg
+    assert "[body.p.0]" in await text(client, "read_document_content", {"file_path": TABLES})
+
+
+async def test_missing_wrong_type_corrupt_and_bad_identifier(client: Client) -> None:
+    assert "file not found" in await error(
+        client, "read_document_content", {"file_path": "nope.docx"}
+    )
+    assert "must end with .docx" in await error(
+        client, "get_document_overview", {"file_path": "notes.txt"}
+    )
+    assert "corrupted" in await error(
+        client, "read_document_content", {"file_path": "corrupt.docx"}
+    )
+    msg = await error(
+        client,
+        "edit_content_text",
+        {"file_path": TABLES, "identifier": "body.p.999", "new_text": "x"},
+    )
+    assert "paragraph 999 out of range" in msg
+    assert "must start with 'body'" in await error(
+        client, "edit_content_text", {"file_path": TABLES, "identifier": "foo.p.1", "new_text": "x"}
+    )
+    assert "[body.p.0]" in await text(client, "read_document_content", {"file_path": TABLES})
