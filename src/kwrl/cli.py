@@ -19,7 +19,10 @@ app = typer.Typer(
 )
 
 # (module, attribute, name): a typer.Typer is added as a group, a function as a single verb.
-_STAGES: list[tuple[str, str, str]] = []
+_STAGES: list[tuple[str, str, str]] = [
+    ("kwrl.worlds.cli", "app", "world"),
+    ("kwrl.grading.cli", "grade", "grade"),
+]
 
 for _module, _attr, _name in _STAGES:
     _obj = getattr(importlib.import_module(_module), _attr)

@@ -1,0 +1,1 @@
+"""The grader: snapshot diff, renderers, machine checks, LLM judge, scoring -> reward.json."""

@@ -1,0 +1,123 @@
+"""`kwrl grade TRIAL_DIR`: regrade a finished harbor trial without its sandbox.
+
+The trial dir holds `verifier/changes.tar.gz` (written by `kwrl.grading.verify`) and
+`agent/final_answer.txt`; the task dir comes from `--task` or the trial's `config.json`
+(`task.path`). The final state is rebuilt as layers: world seed, task overlay, extracted changes,
+minus the deletions the archive lists; then every criterion is graded again, with `--judge` or env
+`KWRL_JUDGE` as the judge, and a table is printed. `--write` stores the new reward.json and
+grades.json in `--out` (default: the trial's verifier dir).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kwrl.errors import TaskFormatError
+
+
+def _task_dir_of(trial_dir: Path) -> Path:
+    cfg = trial_dir / "config.json"
+    try:
+        path = json.loads(cfg.read_text(encoding="utf-8"))["task"]["path"]
+    except FileNotFoundError:
+        raise TaskFormatError(
+            cfg, None, "no config.json in the trial dir; pass --task TASK_DIR"
+        ) from None
+    except (KeyError, TypeError, json.JSONDecodeError) as e:
+        raise TaskFormatError(
+            cfg, "task.path", f"cannot read the task path ({e}); pass --task TASK_DIR"
+        ) from e
+    return Path(path)
+
+
+def grade(
+    trial_dir: Annotated[
+        Path, typer.Argument(help="A finished harbor trial dir (verifier/changes.tar.gz).")
+    ],
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="Judge model: a litellm id or openai:<base_url>#<model> (default env KWRL_JUDGE)."
+        ),
+    ] = None,
+    task: Annotated[
+        Path | None, typer.Option(help="The task dir (default: from the trial's config.json).")
+    ] = None,
+    cache: Annotated[
+        Path | None, typer.Option(help="Judge verdict cache dir (default env KWRL_JUDGE_CACHE).")
+    ] = None,
+    scoring: Annotated[
+        str, typer.Option(help="apex_v1_grade_score | mean | all_pass")
+    ] = "apex_v1_grade_score",
+    write: Annotated[
+        bool, typer.Option(help="Write reward.json and grades.json to --out.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Output dir for --write (default TRIAL_DIR/verifier).")
+    ] = None,
+) -> None:
+    """Regrade a finished trial from its changes archive, the task's world and the final answer."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kwrl.grading.diff import StateView, read_changes_archive
+    from kwrl.grading.evidence import Evidence
+    from kwrl.grading.grade import grade_trial, needs_judge
+    from kwrl.grading.judge import Judge, JudgeConfig
+    from kwrl.io import write_json
+    from kwrl.tasks.taskdir import load_task
+
+    trial_dir = trial_dir.resolve()
+    td = load_task(task or _task_dir_of(trial_dir))
+    archive = trial_dir / "verifier" / "changes.tar.gz"
+    answer_file = trial_dir / "agent" / "final_answer.txt"
+    answer = (
+        answer_file.read_text(encoding="utf-8", errors="replace") if answer_file.is_file() else ""
+    )
+    overrides = {"cache_dir": cache} if cache else {}
+    judge_config = JudgeConfig.from_env(judge, **overrides)
+
+    with tempfile.TemporaryDirectory(prefix="kwrl-grade-") as tmp:
+        listing = read_changes_archive(archive, Path(tmp))
+        layers = [td.world_dir, td.overlay_dir]
+        initial = StateView.of(layers)
+        final = StateView.of([*layers, Path(tmp)], deleted=listing["deleted"])
+        ev = Evidence.collect(task=td.instruction, answer=answer, initial=initial, final=final)
+
+        async def run():
+            if judge_config is None or not any(needs_judge(v) for v in td.verifiers):
+                return await grade_trial(td.verifiers, ev, None, scoring=scoring)
+            async with Judge(judge_config) as j:
+                return await grade_trial(td.verifiers, ev, j, scoring=scoring)
+
+        grades = asyncio.run(run())
+        changed = len(ev.changes)
+
+    table = Table(title=f"{td.slug}: {trial_dir.name}")
+    for col in ("criterion", "method", "score", "rationale"):
+        table.add_column(col, overflow="fold")
+    for g in grades.grades:
+        mark = "[green]1[/green]" if g.passed else "[red]0[/red]"
+        table.add_row(
+            f"{g.verifier_id}\n{g.criteria}",
+            g.method + (" (cached)" if g.cached else ""),
+            mark,
+            g.rationale,
+        )
+    console = Console()
+    console.print(table)
+    console.print(
+        f"reward {grades.score:.3f}  pass {int(grades.passed)}  scoring {grades.scoring}  "
+        f"changed files {changed}  judge calls {grades.judge_calls}  cache hits {grades.cache_hits}",
+        highlight=False,
+    )
+    if write:
+        dest = out or trial_dir / "verifier"
+        write_json(dest / "grades.json", grades.grades_json())
+        write_json(dest / "reward.json", grades.reward_json())

@@ -1,0 +1,189 @@
+"""Snapshot diff: which files a trial created, modified or deleted.
+
+A world state is a `StateView`: a stack of root dirs, each holding the two subsystems
+`filesystem/` and `.apps_data/` (kwrl.worlds.layout), where a later layer's file wins, minus a set
+of deleted paths. The initial state of a trial is `[world seed, task overlay]`; the final state is
+the sandbox root `/` (one layer), or, when regrading from `changes.tar.gz`, `[world seed, task
+overlay, extracted changes]` minus the deletions listed in the archive. Paths are posix, relative to
+the root, and always start with a subsystem: `filesystem/reports/q3.xlsx`,
+`.apps_data/mail/inbox.mbox`.
+
+`diff_states` compares two views. It is fast on a ~170-file world because unchanged files are
+recognised by (size, mtime) before any byte is read (`filecmp`'s shallow signature), and a path
+that resolves to the very same file in both views is skipped outright.
+
+`write_changes_archive` / `read_changes_archive` are the trial's `changes.tar.gz` (docs/contracts.md):
+every created or modified file of the final state at its relative path, plus `changes.json`
+listing created, modified and deleted paths.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import fnmatch
+import io
+import json
+import os
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from kwrl.errors import TaskFormatError
+from kwrl.io import write_bytes
+from kwrl.worlds.layout import SUBSYSTEMS
+
+ChangeKind = Literal["created", "modified", "deleted"]
+CHANGES_JSON = "changes.json"
+
+# Editor lock files and OS litter are never evidence of work.
+_IGNORED_PREFIXES = ("~$", ".~lock.")
+_IGNORED_NAMES = frozenset({".DS_Store", "Thumbs.db"})
+
+
+def _scan(root: Path) -> dict[str, Path]:
+    """Every regular file under root's subsystems, keyed by its posix path relative to root."""
+    found: dict[str, Path] = {}
+    for sub in SUBSYSTEMS:
+        base = root / sub
+        if not base.is_dir():
+            continue
+        stack = [base]
+        while stack:
+            d = stack.pop()
+            with os.scandir(d) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    elif entry.is_file(follow_symlinks=False):
+                        name = entry.name
+                        if name in _IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES):
+                            continue
+                        p = Path(entry.path)
+                        found[p.relative_to(root).as_posix()] = p
+    return found
+
+
+@dataclass
+class StateView:
+    """A read-only union of layer dirs (later wins) minus `deleted` relative paths."""
+
+    layers: tuple[Path, ...]
+    deleted: frozenset[str] = frozenset()
+    _files: dict[str, Path] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, layers: Iterable[Path], deleted: Iterable[str] = ()) -> StateView:
+        return cls(tuple(Path(p) for p in layers if Path(p).is_dir()), frozenset(deleted))
+
+    def files(self) -> dict[str, Path]:
+        """Relative path -> the file that holds its content in this state (scanned once)."""
+        if self._files is None:
+            merged: dict[str, Path] = {}
+            for layer in self.layers:
+                merged.update(_scan(layer))
+            for rel in self.deleted:
+                merged.pop(rel, None)
+            self._files = merged
+        return self._files
+
+    def get(self, rel: str) -> Path | None:
+        return self.files().get(rel.lstrip("/"))
+
+    def glob(self, pattern: str, subsystem: str = "filesystem") -> list[str]:
+        """Relative paths under `subsystem` matching a glob given relative to that subsystem.
+
+        "/reports/*.xlsx", "reports/*.xlsx" and "/filesystem/reports/*.xlsx" are the same pattern;
+        a pattern without a slash also matches a bare file name anywhere ("q3.xlsx").
+        """
+        pat = pattern.strip().lstrip("/")
+        if pat.startswith(subsystem + "/"):
+            pat = pat[len(subsystem) + 1 :]
+        prefix = subsystem + "/"
+        out = []
+        for rel in self.files():
+            if not rel.startswith(prefix):
+                continue
+            inner = rel[len(prefix) :]
+            if fnmatch.fnmatchcase(inner, pat) or (
+                "/" not in pat and fnmatch.fnmatchcase(inner.rsplit("/", 1)[-1], pat)
+            ):
+                out.append(rel)
+        return sorted(out)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One changed file. `before` is its initial content's file, `after` its final one."""
+
+    path: str
+    change: ChangeKind
+    before: Path | None
+    after: Path | None
+
+    @property
+    def subsystem(self) -> str:
+        return self.path.split("/", 1)[0]
+
+    @property
+    def suffix(self) -> str:
+        return Path(self.path).suffix.lower()
+
+
+def diff_states(initial: StateView, final: StateView) -> list[FileChange]:
+    """Files created, modified or deleted from `initial` to `final`, sorted by path."""
+    a, b = initial.files(), final.files()
+    changes: list[FileChange] = []
+    for rel in sorted(a.keys() | b.keys()):
+        pa, pb = a.get(rel), b.get(rel)
+        if pa is None:
+            changes.append(FileChange(rel, "created", None, pb))
+        elif pb is None:
+            changes.append(FileChange(rel, "deleted", pa, None))
+        elif pa != pb and not filecmp.cmp(pa, pb, shallow=True):
+            changes.append(FileChange(rel, "modified", pa, pb))
+    return changes
+
+
+# --------------------------------------------------------------------------- changes.tar.gz
+
+
+def write_changes_archive(changes: list[FileChange], path: Path) -> None:
+    """Write `changes.tar.gz`: created/modified files at their relative paths + changes.json."""
+    listing: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+        for ch in changes:
+            listing[ch.change].append(ch.path)
+            if ch.after is not None:
+                tar.add(str(ch.after), arcname=ch.path, recursive=False)
+        data = json.dumps(listing, indent=2).encode()
+        info = tarfile.TarInfo(CHANGES_JSON)
+        info.size = len(data)
+        info.mode = 0o644
+        tar.addfile(info, io.BytesIO(data))
+    write_bytes(path, buf.getvalue())
+
+
+def read_changes_archive(archive: Path, dest: Path) -> dict[str, list[str]]:
+    """Extract `changes.tar.gz` into `dest` (refusing unsafe members); return its changes.json."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for m in tar.getmembers():
+                top = m.name.split("/", 1)[0]
+                if m.name != CHANGES_JSON and top not in SUBSYSTEMS:
+                    raise TaskFormatError(
+                        archive, m.name, "member outside filesystem/ and .apps_data/"
+                    )
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, OSError) as e:
+        raise TaskFormatError(archive, None, f"unreadable changes archive: {e}") from e
+    listing_path = dest / CHANGES_JSON
+    if not listing_path.is_file():
+        raise TaskFormatError(
+            archive, CHANGES_JSON, "missing; was it written by kwrl.grading.verify?"
+        )
+    listing = json.loads(listing_path.read_text(encoding="utf-8"))
+    listing_path.unlink()
+    return {k: list(listing.get(k, [])) for k in ("created", "modified", "deleted")}

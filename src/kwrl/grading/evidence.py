@@ -1,0 +1,206 @@
+"""Evidence for grading one trial: the final answer and the rendered changes of the world.
+
+`Evidence` bundles what every criterion is graded against: the task text, the agent's final answer,
+the file changes (`diff.diff_states`), and the records those changes carry (new mail, new or
+changed events, new chat posts). Office files are rendered lazily and once, so a trial graded only
+by machine checks that never look at a document never parses one.
+
+`Evidence.artifacts` is the judge's view: one `Artifact` per changed file under `filesystem/` (and
+per unknown `.apps_data` file), one per new mail / changed event / new chat post. Mail, calendar and
+chat files themselves are not shown whole: the records inside them are.
+
+`select_artifacts(expected_file_type, expected_output_files)` applies Archipelago's file-type rule:
+"Final Answer Only" shows no artifact; "All output" (or no type) shows all of them plus the answer;
+a specific type (any string naming extensions, e.g. "Spreadsheets (.xlsx, .xls)" or ".docx") shows
+only matching artifacts and not the answer, and when none match the criterion fails without a
+judge call (`None` is returned).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from kwrl.grading.diff import FileChange, StateView, diff_states
+from kwrl.grading.records import (
+    ChatRecord,
+    EventRecord,
+    MailRecord,
+    changed_events,
+    new_chat_posts,
+    new_mail,
+)
+from kwrl.grading.render import DEFAULT_MAX_CHARS, render_file, truncate
+
+ArtifactKind = Literal["file", "mail", "event", "chat"]
+Scope = Literal["answer", "files", "both"]
+
+_APP_DIRS = (".apps_data/mail/", ".apps_data/calendar/", ".apps_data/chat/")
+_ANY_TYPES = frozenset({"", "any", "any file type", "all", "all output"})
+_KIND_TYPES: dict[str, ArtifactKind] = {
+    "mail": "mail", "email": "mail", "emails": "mail", "calendar": "event", "event": "event",
+    "events": "event", "chat": "chat", "chat messages": "chat",
+}  # fmt: skip
+_EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,5}\b")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One piece of changed state, as the judge sees it."""
+
+    id: int
+    kind: ArtifactKind
+    change: str
+    path: str
+    """Model-facing name: `/reports/q3.xlsx` for filesystem files, else `mail:<subject>` etc."""
+    content: str
+    """Created: full text. Modified: a unified diff then the updated text. Deleted: the old text."""
+    suffix: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"ARTIFACT {self.id} ({self.kind} {self.change}: {self.path})"
+
+
+def display_path(rel: str) -> str:
+    """`filesystem/a/b.docx` -> `/a/b.docx` (the agent's view); other subsystems keep their prefix."""
+    return "/" + rel.removeprefix("filesystem/") if rel.startswith("filesystem/") else rel
+
+
+@dataclass
+class Evidence:
+    task: str
+    answer: str
+    initial: StateView
+    final: StateView
+    changes: list[FileChange]
+    max_chars: int = DEFAULT_MAX_CHARS
+    _rendered: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def collect(
+        cls,
+        *,
+        task: str,
+        answer: str,
+        initial: StateView,
+        final: StateView,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> Evidence:
+        return cls(task, answer, initial, final, diff_states(initial, final), max_chars)
+
+    # ----------------------------------------------------------------- records
+
+    @cached_property
+    def mail(self) -> list[MailRecord]:
+        return new_mail(self.initial, self.final) if self._touched(".apps_data/mail/") else []
+
+    @cached_property
+    def events(self) -> list[EventRecord]:
+        return (
+            changed_events(self.initial, self.final)
+            if self._touched(".apps_data/calendar/")
+            else []
+        )
+
+    @cached_property
+    def chat(self) -> list[ChatRecord]:
+        return new_chat_posts(self.initial, self.final) if self._touched(".apps_data/chat/") else []
+
+    def _touched(self, prefix: str) -> bool:
+        return any(c.path.startswith(prefix) for c in self.changes)
+
+    # ----------------------------------------------------------------- files
+
+    def text_of(self, rel: str, state: Literal["initial", "final"] = "final") -> str:
+        """Rendered text of a file in one of the two states ('' if absent); cached."""
+        view = self.final if state == "final" else self.initial
+        path = view.get(rel)
+        if path is None:
+            return ""
+        key = str(path)
+        if key not in self._rendered:
+            self._rendered[key] = render_file(path, max_chars=self.max_chars)
+        return self._rendered[key]
+
+    @property
+    def file_changes(self) -> list[FileChange]:
+        """Changes that are shown as file artifacts (not the app stores)."""
+        return [c for c in self.changes if not c.path.startswith(_APP_DIRS)]
+
+    def produced_text(self) -> str:
+        """The final text of every created or modified file, for machine checks over 'files'."""
+        parts = [
+            f"[{display_path(c.path)}]\n{self.text_of(c.path)}"
+            for c in self.file_changes
+            if c.change != "deleted"
+        ]
+        parts += [m.render() for m in self.mail]
+        parts += [e.render() for e in self.events]
+        parts += [p.render() for p in self.chat]
+        return "\n\n".join(parts)
+
+    @cached_property
+    def artifacts(self) -> list[Artifact]:
+        out: list[Artifact] = []
+        for c in self.file_changes:
+            if c.change == "created":
+                content = self.text_of(c.path)
+            elif c.change == "deleted":
+                content = self.text_of(c.path, "initial")
+            else:
+                old, new = self.text_of(c.path, "initial"), self.text_of(c.path)
+                diff = "\n".join(
+                    difflib.unified_diff(
+                        old.splitlines(), new.splitlines(), "before", "after", n=1, lineterm=""
+                    )
+                )
+                content = f"<diff>\n{truncate(diff, self.max_chars)}\n</diff>\n<updated_content>\n{new}\n</updated_content>"
+            out.append(
+                Artifact(len(out) + 1, "file", c.change, display_path(c.path), content, c.suffix)
+            )
+        for m in self.mail:
+            out.append(
+                Artifact(len(out) + 1, "mail", "created", f"mail: {m.subject}", m.render(), ".eml")
+            )
+        for e in self.events:
+            out.append(
+                Artifact(len(out) + 1, "event", e.change, f"event: {e.summary}", e.render(), ".ics")
+            )
+        for p in self.chat:
+            where = p.channel or "/".join(p.where)
+            out.append(Artifact(len(out) + 1, "chat", "created", f"chat: {where}", p.render(), ""))
+        return out
+
+    # ----------------------------------------------------------------- selection
+
+    def select_artifacts(
+        self, expected_file_type: str | None, expected_output_files: list[str] | None = None
+    ) -> tuple[Scope, list[Artifact]] | None:
+        """(scope, artifacts) for one criterion, or None: a required file type nobody produced."""
+        arts = self.artifacts
+        if expected_output_files:
+            names = {n.strip().lstrip("/") for n in expected_output_files if n.strip()}
+            arts = [
+                a
+                for a in arts
+                if a.path.lstrip("/") in names or any(a.path.endswith("/" + n) for n in names)
+            ]
+        ftype = (expected_file_type or "").strip()
+        low = ftype.lower()
+        if "final answer only" in low or low in ("answer", "message_in_console", "text"):
+            return "answer", []
+        if low in _KIND_TYPES:
+            kind = _KIND_TYPES[low]
+            picked = [a for a in arts if a.kind == kind]
+            return ("files", picked) if picked else None
+        exts = {e.lower() for e in _EXT_RE.findall(ftype)}
+        if not exts and low.isalnum() and low not in _ANY_TYPES:
+            exts = {"." + low}  # "xlsx"
+        if not exts or low.startswith("all output"):
+            return "both", arts
+        picked = [a for a in arts if a.kind == "file" and a.suffix in exts]
+        return ("files", picked) if picked else None

@@ -1,0 +1,249 @@
+"""App records that changed during a trial: new mail, new or changed events, new chat posts.
+
+The apps keep their state in `.apps_data` (kwrl.worlds.layout): `mail/*.mbox`, `calendar/*.ics`,
+`chat/*.json`. A file-level diff says only "inbox.mbox was modified"; the judge and the machine
+checks need the records inside. Each function here reads all of one app's files in two states and
+returns the records present in the final state and absent (or different) in the initial one.
+
+Identity: a mail is its Message-ID (else a hash of its bytes); an event is its UID (a changed
+event keeps its UID); a chat post is its `id` field where it has one, else its canonical JSON.
+
+The chat app's JSON schema belongs to the apps, so posts are found structurally: any JSON object
+with a text field (`text`, `message`, `content`, `body`) is a post, and its channel is its own
+`channel`/`channel_id`/`channel_name` field or, failing that, the names of the objects and keys
+that enclose it. Being schema-tolerant is deliberate: the grader must not break when the app's
+storage layout changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mailbox
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.header import decode_header, make_header
+from email.message import Message
+from email.utils import getaddresses
+from pathlib import Path
+from typing import Any
+
+from kwrl.grading.diff import StateView
+
+_TEXT_KEYS = ("text", "message", "content", "body")
+_CHANNEL_KEYS = ("channel", "channel_id", "channel_name")
+_NAME_KEYS = ("name", "id", "channel", "title")
+
+
+@dataclass(frozen=True)
+class MailRecord:
+    key: str
+    sender: str
+    to: tuple[str, ...]
+    subject: str
+    body: str
+    date: str
+    mailbox: str
+
+    def render(self) -> str:
+        return (
+            f"From: {self.sender}\nTo: {', '.join(self.to)}\nDate: {self.date}\n"
+            f"Subject: {self.subject}\n\n{self.body}"
+        )
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    uid: str
+    summary: str
+    start: str
+    end: str
+    attendees: tuple[str, ...]
+    description: str
+    location: str
+    change: str = "created"
+
+    def render(self) -> str:
+        return (
+            f"Summary: {self.summary}\nStart: {self.start}\nEnd: {self.end}\n"
+            f"Location: {self.location}\nAttendees: {', '.join(self.attendees)}\n"
+            f"Description: {self.description}"
+        )
+
+
+@dataclass(frozen=True)
+class ChatRecord:
+    key: str
+    channel: str
+    author: str
+    text: str
+    where: tuple[str, ...] = field(default=())
+    """Names of the enclosing objects/keys, used to match a channel when the post has no field."""
+
+    def render(self) -> str:
+        return (
+            f"Channel: {self.channel or '/'.join(self.where)}\nAuthor: {self.author}\n\n{self.text}"
+        )
+
+    def in_channel(self, channel: str) -> bool:
+        want = channel.strip().lstrip("#").lower()
+        names = [self.channel, *self.where]
+        return any(n.strip().lstrip("#").lower() == want for n in names if n)
+
+
+def _files(state: StateView, app: str, suffixes: tuple[str, ...]) -> list[Path]:
+    prefix = f".apps_data/{app}/"
+    return [
+        p
+        for rel, p in sorted(state.files().items())
+        if rel.startswith(prefix) and rel.endswith(suffixes)
+    ]
+
+
+# --------------------------------------------------------------------------- mail
+
+
+def _header(msg: Message, name: str) -> str:
+    raw = msg.get(name)
+    if raw is None:
+        return ""
+    try:
+        return str(make_header(decode_header(str(raw))))
+    except Exception:  # malformed encoded-words: keep the raw header rather than fail
+        return str(raw)
+
+
+def _body(msg: Message) -> str:
+    parts = msg.walk() if msg.is_multipart() else iter([msg])
+    texts: list[str] = []
+    for part in parts:
+        if part.get_content_maintype() != "text" or part.get_filename():
+            continue
+        payload = part.get_payload(decode=True)
+        if isinstance(payload, bytes):
+            texts.append(payload.decode(part.get_content_charset() or "utf-8", errors="replace"))
+    return "\n".join(texts).strip()
+
+
+def read_mail(state: StateView) -> dict[str, MailRecord]:
+    out: dict[str, MailRecord] = {}
+    for path in _files(state, "mail", (".mbox",)):
+        for msg in mailbox.mbox(str(path), create=False):
+            key = (msg.get("Message-ID") or "").strip() or hashlib.sha256(
+                msg.as_bytes()
+            ).hexdigest()
+            rcpts = getaddresses([_header(msg, "To"), _header(msg, "Cc"), _header(msg, "Bcc")])
+            out[key] = MailRecord(
+                key=key,
+                sender=_header(msg, "From"),
+                to=tuple(addr or name for name, addr in rcpts if addr or name),
+                subject=_header(msg, "Subject"),
+                body=_body(msg),
+                date=_header(msg, "Date"),
+                mailbox=path.name,
+            )
+    return out
+
+
+def new_mail(initial: StateView, final: StateView) -> list[MailRecord]:
+    before = read_mail(initial)
+    return [m for k, m in read_mail(final).items() if k not in before]
+
+
+# --------------------------------------------------------------------------- calendar
+
+
+def read_events(state: StateView) -> dict[str, EventRecord]:
+    import icalendar
+
+    out: dict[str, EventRecord] = {}
+    for path in _files(state, "calendar", (".ics",)):
+        cal = icalendar.Calendar.from_ical(path.read_bytes())
+        for ev in cal.walk("VEVENT"):
+            uid = str(ev.get("UID") or f"{path.name}:{ev.get('SUMMARY')}:{ev.get('DTSTART')}")
+            attendees = ev.get("ATTENDEE") or []
+            if not isinstance(attendees, list):
+                attendees = [attendees]
+            out[uid] = EventRecord(
+                uid=uid,
+                summary=str(ev.get("SUMMARY") or ""),
+                start=_dt(ev.get("DTSTART")),
+                end=_dt(ev.get("DTEND")),
+                attendees=tuple(
+                    str(a).removeprefix("mailto:").removeprefix("MAILTO:") for a in attendees
+                ),
+                description=str(ev.get("DESCRIPTION") or ""),
+                location=str(ev.get("LOCATION") or ""),
+            )
+    return out
+
+
+def _dt(prop: Any) -> str:
+    if prop is None:
+        return ""
+    value = getattr(prop, "dt", prop)
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def changed_events(initial: StateView, final: StateView) -> list[EventRecord]:
+    """Events created, or whose fields changed, between the two states."""
+    before = read_events(initial)
+    out: list[EventRecord] = []
+    for uid, ev in read_events(final).items():
+        old = before.get(uid)
+        if old is None:
+            out.append(ev)
+        elif old != ev:
+            out.append(EventRecord(**{**ev.__dict__, "change": "modified"}))
+    return out
+
+
+# --------------------------------------------------------------------------- chat
+
+
+def _walk_posts(
+    node: Any, where: tuple[str, ...]
+) -> Iterator[tuple[dict[str, Any], tuple[str, ...]]]:
+    if isinstance(node, dict):
+        text = next((node[k] for k in _TEXT_KEYS if isinstance(node.get(k), str)), None)
+        if text is not None:
+            yield node, where
+        here = where
+        name = next((node[k] for k in _NAME_KEYS if isinstance(node.get(k), str)), None)
+        if name is not None and text is None:
+            here = (*where, name)
+        for k, v in node.items():
+            if isinstance(v, dict | list):
+                yield from _walk_posts(v, (*here, str(k)))
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk_posts(v, where)
+
+
+def read_chat(state: StateView) -> dict[str, ChatRecord]:
+    out: dict[str, ChatRecord] = {}
+    for path in _files(state, "chat", (".json",)):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        for post, where in _walk_posts(data, (path.stem,)):
+            text = next(str(post[k]) for k in _TEXT_KEYS if isinstance(post.get(k), str))
+            ident = post.get("id") or post.get("post_id") or post.get("message_id")
+            key = f"id:{ident}" if ident is not None else "json:" + json.dumps(post, sort_keys=True)
+            channel = next((str(post[k]) for k in _CHANNEL_KEYS if post.get(k) is not None), "")
+            author = next(
+                (
+                    str(post[k])
+                    for k in ("user", "user_id", "author", "sender", "from")
+                    if post.get(k)
+                ),
+                "",
+            )
+            out[key] = ChatRecord(key=key, channel=channel, author=author, text=text, where=where)
+    return out
+
+
+def new_chat_posts(initial: StateView, final: StateView) -> list[ChatRecord]:
+    before = read_chat(initial)
+    return [p for k, p in read_chat(final).items() if k not in before or before[k].text != p.text]
