@@ -137,7 +137,7 @@ def ensure_style(doc: DocxDocument, name: str) -> Any:
     if m is None:
         shown = ", ".join(sorted(n for n in names if n)[:20])
         raise ToolError(f"style {name!r} does not exist in this document; some that do: {shown}")
-    style = doc.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
+    style: Any = doc.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
     if "Normal" in names:
         style.base_style = doc.styles["Normal"]
     if name.startswith("Heading") or name == "Title":
