@@ -1,0 +1,217 @@
+"""Shared pieces of kwrl's sandboxes: settings, the world a task runs in, the bubblewrap command line.
+
+- `LocalSandboxConfig`: the knobs of `LocalEnvironment`, passed by harbor as environment kwargs
+  (`--ek key=value` on harbor's CLI, `environment.kwargs` in a trial config).
+- `resolve_world(task_dir)`: the world seed and task overlay of a task dir (docs/architecture.md:
+  `archipelago.json:world_dir`, else `../../worlds/<world_id>`); a task without archipelago.json runs
+  on an empty world, so stock harbor tasks work too.
+- `host_binds()`: the read-only host paths a sandbox needs: /usr (and the merged-/usr symlinks),
+  a few /etc files, the Python prefix and kwrl's own source (kwrl is an editable install), so
+  `$KWRL_PYTHON -m kwrl...` works inside at the same paths as outside.
+- `bwrap_argv(...)`: one pure function from a `SandboxSpec` to bwrap's argv, shared by the
+  agent sandbox and the per-command verifier sandboxes, so both see the same world.
+
+Non-obvious choice: everything is read-only or absent except the world (`/filesystem`,
+`/.apps_data`), `/logs/*`, `/tmp` (private tmpfs) and `/kwrl/run` (the gateway's socket dir).
+The environment variables inside are built from scratch (`--clearenv`), so the host's API keys
+never reach agent code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+import kwrl
+from kwrl.config import KwrlConfig
+from kwrl.errors import SandboxError
+from kwrl.tasks.taskdir import META_JSON, read_meta
+from kwrl.tasks.taskdir import resolve_world as resolve_world_dir
+
+# /etc entries programs inside need (name resolution, TLS roots, loader cache, time zone).
+ETC_FILES: tuple[str, ...] = (
+    "passwd",
+    "group",
+    "hosts",
+    "nsswitch.conf",
+    "resolv.conf",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "alternatives",
+    "mime.types",
+    "fonts",
+)
+USR_LINKS: tuple[str, ...] = ("bin", "sbin", "lib", "lib64", "lib32", "libx32")
+SANDBOX_GATEWAY_SOCKET = "/kwrl/run/gateway.sock"
+
+
+class LocalSandboxConfig(KwrlConfig):
+    """Settings of the local (bubblewrap) sandbox; harbor passes them as environment kwargs."""
+
+    sandbox_dir: str | None = None
+    """Where per-trial sandbox roots (overlay upper dirs, sockets) live; default $TMPDIR/kwrl-sandboxes."""
+    gateway: bool = True
+    """Start the world gateway inside the sandbox and expose `mcp_url` on the host."""
+    gateway_timeout_s: float = 60.0
+    """How long start() waits for the gateway to list its tools."""
+    gateway_mode: Literal["fork", "exec"] = "fork"
+    """fork: fork the gateway from a warm process that has imported it (fast); exec: cold start."""
+    memory_mb: int = 4096
+    """Memory limit of the whole trial when task.toml sets none (MiB)."""
+    pids_max: int = 512
+    """Process limit of the whole trial (threads count)."""
+    cpus: float | None = None
+    """CPU quota when task.toml sets none; None means unlimited."""
+    keep_root: bool = False
+    """Keep the sandbox root after stop() (debugging only)."""
+    exec_user: str | None = None
+    """Run every command as this user (name or uid) instead of root-without-capabilities."""
+    extra_ro_binds: list[str] = Field(default_factory=list)
+    """More host paths bound read-only at the same place inside."""
+
+
+class SandboxLimitError(SandboxError):
+    """A command hit the trial's process or memory limit; the rollout classifies it `resource_limit`."""
+
+
+class SandboxTimeoutError(SandboxError):
+    """A command ran past its `timeout_sec`; it and its process group were killed."""
+
+
+@dataclass(frozen=True)
+class World:
+    """The world seed and overlay of one task; either may be None."""
+
+    world_dir: Path | None
+    overlay_dir: Path | None
+
+    @property
+    def lowers(self) -> list[Path]:
+        """overlayfs lower dirs, top first: the task overlay over the world seed."""
+        return [p for p in (self.overlay_dir, self.world_dir) if p is not None]
+
+
+def resolve_world(task_dir: Path) -> World:
+    """The world seed dir and the task overlay dir of a task dir (docs/architecture.md)."""
+    task_dir = Path(task_dir).resolve()
+    overlay = task_dir / "environment" / "overlay"
+    overlay_dir = overlay if overlay.is_dir() else None
+    if not (task_dir / META_JSON).is_file():
+        return World(world_dir=None, overlay_dir=overlay_dir)
+    meta = read_meta(task_dir)
+    world_dir = resolve_world_dir(task_dir, meta)
+    return World(world_dir=world_dir, overlay_dir=overlay_dir)
+
+
+def python_paths() -> list[Path]:
+    """The interpreter prefixes and kwrl's source root, bound read-only inside."""
+    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    src = Path(kwrl.__file__).resolve().parents[1]
+    paths.add(src)
+    return sorted(paths)
+
+
+def sandbox_python() -> str:
+    """The interpreter path used inside (same as outside: the venv is bound at its own path)."""
+    return str(Path(sys.prefix) / "bin" / "python")
+
+
+def host_binds(extra: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+    """bwrap arguments binding the host's system paths read-only."""
+    args: list[str] = ["--ro-bind", "/usr", "/usr"]
+    for name in USR_LINKS:
+        p = Path("/") / name
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            args += ["--ro-bind", str(p), str(p)]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for p in [*python_paths(), *map(Path, extra)]:
+        if not str(p).startswith("/usr/"):
+            args += ["--ro-bind", str(p), str(p)]
+    return args
+
+
+def base_env(gateway_socket: str | None) -> dict[str, str]:
+    """The environment every command inside starts from (nothing inherited from the host)."""
+    py = sandbox_python()
+    env = {
+        "PATH": f"{Path(py).parent}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "KWRL_PYTHON": py,
+        "HARBOR_TELEMETRY": "0",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    if gateway_socket:
+        env["KWRL_GATEWAY"] = f"unix://{gateway_socket}"
+    return env
+
+
+@dataclass
+class SandboxSpec:
+    """What one bwrap invocation binds and how it is isolated."""
+
+    root: Path
+    """The sandbox root on the host (holds merged/, run/, tests/)."""
+    share_net: bool = False
+    binds: list[tuple[str, str, bool]] = field(default_factory=list)
+    """(host source, sandbox target, read_only) beyond the world and system paths."""
+    env: dict[str, str] = field(default_factory=dict)
+    chdir: str = "/"
+    extra_ro: list[str] = field(default_factory=list)
+
+
+def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None) -> list[str]:
+    """bwrap's argv for `spec` running `command`; the world is `<root>/merged` (an overlay)."""
+    merged = spec.root / "merged"
+    argv = [
+        "bwrap",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--hostname",
+        "kwrl-sandbox",
+        *([] if spec.share_net else ["--unshare-net"]),
+        *host_binds(spec.extra_ro),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        str(merged / "filesystem"),
+        "/filesystem",
+        "--bind",
+        str(merged / ".apps_data"),
+        "/.apps_data",
+        "--dir",
+        "/kwrl",
+        "--bind",
+        str(spec.root / "run"),
+        "/kwrl/run",
+    ]
+    for src, dst, ro in spec.binds:
+        argv += ["--ro-bind" if ro else "--bind", src, dst]
+    argv += ["--clearenv"]
+    for k, v in spec.env.items():
+        argv += ["--setenv", k, v]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    argv += ["--chdir", spec.chdir, "--cap-drop", "ALL", "--", *command]
+    return argv

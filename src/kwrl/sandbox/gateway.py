@@ -1,0 +1,77 @@
+"""Starting the world gateway inside a running sandbox.
+
+`start_gateway(env)` runs `kwrl world serve / --uds /kwrl/run/gateway.sock` in the sandbox's
+namespaces (its loopback-only network, its pid namespace, the trial's `sandbox` cgroup, no
+capabilities) and returns once the gateway prints `kwrl-gateway ready` (docs/contracts.md), i.e.
+once its tools are listable. stdout is drained afterwards; stderr goes to `<trial>/gateway.log`.
+
+Two modes (`LocalSandboxConfig.gateway_mode`):
+- `exec`: a cold `python -m kwrl.cli world serve` (imports everything: ~1-3 s on a busy 2-core box).
+- `fork`: a per-process warm "zygote" (`kwrl.sandbox.zygote`) has imported the gateway once; it
+  forks a child that joins the trial's cgroups, enters the sandbox's namespaces with `setns`, drops
+  every capability and serves. Ready in tens of milliseconds, and the child shares the zygote's
+  pages copy-on-write, so an idle trial costs little memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from kwrl.errors import SandboxError
+from kwrl.sandbox.base import SANDBOX_GATEWAY_SOCKET, base_env, sandbox_python
+
+if TYPE_CHECKING:
+    from kwrl.sandbox.local import LocalEnvironment
+
+READY = b"kwrl-gateway ready"
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
+
+
+async def start_gateway(
+    env: LocalEnvironment,
+) -> tuple[asyncio.subprocess.Process | None, asyncio.Task[None] | None]:
+    """Start the gateway in `env`'s sandbox; returns (process, stdout drain task) once it is ready."""
+    if env.settings.gateway_mode == "fork":
+        from kwrl.sandbox.zygote import fork_gateway
+
+        _, drain = await fork_gateway(env)
+        return None, drain
+    argv = [
+        *env.gateway_argv(),
+        sandbox_python(), "-m", "kwrl.cli", "world", "serve", "/", "--uds", SANDBOX_GATEWAY_SOCKET,
+    ]  # fmt: skip
+    log = open(env.trial_paths.trial_dir / "gateway.log", "ab")  # noqa: SIM115
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            env=base_env(None),
+        )
+    finally:
+        log.close()
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(env.settings.gateway_timeout_s):
+            while True:
+                line = await proc.stdout.readline()
+                if not line:
+                    rc = await proc.wait()
+                    tail = (env.trial_paths.trial_dir / "gateway.log").read_text(errors="replace")[
+                        -2000:
+                    ]
+                    raise SandboxError(f"world gateway exited ({rc}) before it was ready: {tail}")
+                if line.startswith(READY):
+                    break
+    except TimeoutError as e:
+        raise SandboxError(
+            f"world gateway not ready after {env.settings.gateway_timeout_s} s (see gateway.log)"
+        ) from e
+    return proc, asyncio.create_task(_drain(proc.stdout))

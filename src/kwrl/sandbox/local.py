@@ -1,0 +1,530 @@
+"""`LocalEnvironment`: a harbor environment that runs a trial in a bubblewrap sandbox on this machine.
+
+Use it by import path: `harbor run -p TASK -a oracle -e kwrl.sandbox.local:LocalEnvironment`, or
+`EnvironmentConfig(import_path="kwrl.sandbox.local:LocalEnvironment")` in a trial config.
+
+Lifecycle (harbor's `BaseEnvironment` contract):
+- `start()`: a sandbox root `<sandbox_dir>/<pid>-<token>/` with `upper/ work/ merged/ run/ tests/`;
+  a private mount namespace (`unshare --mount`) in which the world is an overlayfs
+  (lower = task overlay over world seed, upper = this trial's writes), so populating a world costs
+  one mount whatever its size and the seed is never written; bwrap with its own pid, ipc, uts,
+  cgroup and net namespaces (loopback only), no capabilities, the host read-only or absent;
+  `/logs/{agent,verifier,artifacts}` bound from harbor's trial dir; per-trial cgroups bound memory,
+  process count and CPU (task.toml `[environment]`); the world gateway started inside on
+  `/kwrl/run/gateway.sock`, relayed to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
+- `exec()`: agent phase: `nsenter` into the sandbox (same processes, loopback-only net) and
+  `setpriv` to drop every capability. Verifier phase (from the moment harbor uploads `/tests`):
+  leftover agent processes are killed, and each command runs in a fresh bwrap over the same world
+  that shares the host network (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}`
+  read-only (docs/contracts.md). `/tests` never exists in the agent's sandbox.
+- `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
+  namespace, hence the overlay mount, goes with it), write `sandbox.json` (limit hits) into the
+  trial dir, remove the cgroups and the root. Idempotent; also runs after an agent crash.
+
+Non-obvious choices: files move in and out through `tar`/`cat` run *inside* the sandbox, never
+through host paths, so a symlink planted by agent code cannot redirect a host-side write. A trial
+that hits its process or memory limit during `exec` gets `SandboxLimitError` (its commands are
+killed) instead of hanging until the agent timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.capabilities import (
+    EnvironmentCapabilities,
+    EnvironmentResourceCapabilities,
+)
+from harbor.models.task.config import NetworkMode, NetworkPolicy
+from pydantic import ValidationError
+
+from kwrl.config import format_validation_error
+from kwrl.errors import ConfigError, SandboxError
+from kwrl.io import write_json
+from kwrl.sandbox import cgroups
+from kwrl.sandbox.base import (
+    SANDBOX_GATEWAY_SOCKET,
+    LocalSandboxConfig,
+    SandboxLimitError,
+    SandboxSpec,
+    SandboxTimeoutError,
+    World,
+    base_env,
+    bwrap_argv,
+    resolve_world,
+)
+from kwrl.sandbox.forward import UnixForwarder
+
+# Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
+_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
+_MOUNT = 'mount -t overlay overlay -o "$1" "$2" && shift 2 && exec "$@"'
+_DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
+_WATCH_S = 0.05
+_swept = False
+
+
+def _bad_mount_chars(p: Path) -> bool:
+    return any(c in str(p) for c in ",:\n")
+
+
+class LocalEnvironment(BaseEnvironment):
+    """A trial sandbox on this machine: bubblewrap + overlayfs + cgroups, no Docker."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        known = set(LocalSandboxConfig.model_fields)
+        settings = {k: kwargs.pop(k) for k in list(kwargs) if k in known}
+        try:
+            self.settings = LocalSandboxConfig.model_validate(settings)
+        except ValidationError as e:
+            raise ConfigError(format_validation_error("environment kwargs", e)) from e
+        self.root: Path | None = None
+        self.mcp_url: str | None = None
+        """http://127.0.0.1:PORT/mcp/ on the host, relayed to the gateway inside (after start)."""
+        self.world = World(None, None)
+        self._cg: cgroups.Cgroups | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._gateway: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Task[None] | None = None
+        self._forwarder: UnixForwarder | None = None
+        self._init_pid = 0
+        self._verifier_phase = False
+        self._stopped = False
+        self._events_seen = cgroups.ResourceEvents()
+        super().__init__(*args, **kwargs)
+
+    # ------------------------------------------------------------------ harbor interface
+
+    @staticmethod
+    def type() -> str:
+        return "kwrl-local"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        return EnvironmentCapabilities(
+            disable_internet=True, dynamic_network_policy=True, mounted=True
+        )
+
+    @classmethod
+    def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
+        return EnvironmentResourceCapabilities(cpu_limit=True, memory_limit=True)
+
+    def _validate_definition(self) -> None:
+        self.world = resolve_world(self.environment_dir.parent)
+        for p in self.world.lowers:
+            if _bad_mount_chars(p):
+                raise SandboxError(f"{p}: overlayfs cannot take a path containing ',' or ':'")
+
+    async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
+        """Only the verifier phase follows the policy; the agent phase never has network."""
+        return
+
+    @property
+    def cgroups(self) -> cgroups.Cgroups | None:
+        """The trial's cgroups (None where cgroups are unavailable or before start)."""
+        return self._cg
+
+    @property
+    def init_pid(self) -> int:
+        """Host pid of the sandbox's init (the process whose namespaces commands enter)."""
+        return self._init_pid
+
+    @property
+    def gateway_socket(self) -> Path | None:
+        """The gateway's Unix socket on the host side (None before start)."""
+        return None if self.root is None else self.root / "run" / "gateway.sock"
+
+    async def start(self, force_build: bool) -> None:
+        _check_host()
+        global _swept
+        if not _swept:
+            _swept = True
+            await asyncio.to_thread(_sweep_stale, self._sandbox_dir())
+        name = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.root = root = self._sandbox_dir() / name
+        if _bad_mount_chars(root):
+            raise SandboxError(f"sandbox_dir {root}: overlayfs cannot take ',' or ':' in a path")
+        for sub in ("upper/filesystem", "upper/.apps_data", "work", "merged", "run", "tests"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        for app in ("mail", "calendar", "chat"):
+            (root / "upper/.apps_data" / app).mkdir(exist_ok=True)
+        lowers = self.world.lowers
+        if not lowers:
+            (root / "empty").mkdir()
+            lowers = [root / "empty"]
+        if cgroups.Cgroups.available():
+            self._cg = cgroups.Cgroups(name)
+            await asyncio.to_thread(self._cg.create, self._limits())
+        opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={root / 'upper'},workdir={root / 'work'}"
+        read_fd, write_fd = os.pipe()
+        spec = self._spec(share_net=False, verifier=False)
+        argv = [
+            *self._join("sandbox"),
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            _MOUNT,
+            "sh",
+            opts,
+            str(root / "merged"),
+            *bwrap_argv(spec, ["sleep", "infinity"], info_fd=write_fd),
+        ]
+        log = open(self.trial_paths.trial_dir / "sandbox.log", "ab")  # noqa: SIM115
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                env=_host_env(),
+            )
+        finally:
+            os.close(write_fd)
+            log.close()
+        info = await asyncio.to_thread(_read_all, read_fd)
+        if not info:
+            rc = await self._proc.wait()
+            text = (self.trial_paths.trial_dir / "sandbox.log").read_text(errors="replace")
+            raise SandboxError(f"bwrap exited ({rc}) before the sandbox was up: {text[-2000:]}")
+        import json
+
+        self._init_pid = int(json.loads(info)["child-pid"])
+        if self.settings.gateway:
+            await self._start_gateway()
+
+    async def stop(self, delete: bool) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._forwarder is not None:
+            await self._forwarder.close()
+        if self._cg is not None:
+            await asyncio.to_thread(self._cg.kill)
+        for proc in (self._proc, self._gateway):
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        if self._drain is not None:
+            self._drain.cancel()
+            await asyncio.gather(self._drain, return_exceptions=True)
+        report: dict[str, Any] = {"limits": vars(self._limits())}
+        if self._cg is not None:
+            report["events"] = self._cg.events().as_dict()
+            await asyncio.to_thread(self._cg.remove)
+        with contextlib.suppress(OSError):
+            write_json(self.trial_paths.trial_dir / "sandbox.json", report)
+        if self.root is not None and not self.settings.keep_root:
+            await asyncio.to_thread(shutil.rmtree, self.root, True)
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
+        argv = self._command_argv(command, cwd=cwd, user=self._uid_gid(user))
+        rc, out, err = await self._run(argv, env=self._exec_env(env), timeout_sec=timeout_sec)
+        return ExecResult(
+            stdout=out.decode(errors="replace"), stderr=err.decode(errors="replace"), return_code=rc
+        )
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        if _under(target_path, "/tests"):
+            await self._enter_verifier_phase()
+            dest = self._tests_host_path(target_path)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source_path, dest)
+            return
+        data = Path(source_path).read_bytes()
+        q = _q(target_path)
+        await self._checked(f"mkdir -p $(dirname {q}) && cat > {q}", stdin=data)
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        if _under(target_dir, "/tests"):
+            await self._enter_verifier_phase()
+            shutil.copytree(source_dir, self._tests_host_path(target_dir), dirs_exist_ok=True)
+            return
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            tf.add(str(source_dir), arcname=".")
+        q = _q(target_dir)
+        await self._checked(
+            f"mkdir -p {q} && tar -x -f - -C {q} --no-same-owner", stdin=buf.getvalue()
+        )
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        data = await self._checked(f"cat {_q(source_path)}")
+        target = Path(target_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        data = await self._checked(f"tar -c -f - -C {_q(source_dir)} .")
+        target = Path(target_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tf:
+            tf.extractall(target, filter="data")
+
+    # ------------------------------------------------------------------ internals
+
+    def _sandbox_dir(self) -> Path:
+        if self.settings.sandbox_dir:
+            return Path(self.settings.sandbox_dir)
+        return Path(tempfile.gettempdir()) / "kwrl-sandboxes"
+
+    def _limits(self) -> cgroups.Limits:
+        cfg = self.task_env_config
+        return (
+            cgroups.Limits(
+                memory_mb=self._effective_memory_mb or self.settings.memory_mb,
+                pids=self.settings.pids_max,
+                cpus=float(self._effective_cpus) if self._effective_cpus else self.settings.cpus,
+            )
+            if cfg is not None
+            else cgroups.Limits()
+        )
+
+    def _spec(self, *, share_net: bool, verifier: bool) -> SandboxSpec:
+        assert self.root is not None
+        binds: list[tuple[str, str, bool]] = []
+        for m in self._mounts:
+            if m.get("type") == "bind":
+                Path(m["source"]).mkdir(parents=True, exist_ok=True)
+                binds.append((m["source"], m["target"], bool(m.get("read_only"))))
+        if verifier:
+            binds.append((str(self.root / "tests"), "/tests", True))
+            if self.world.world_dir is not None:
+                binds.append((str(self.world.world_dir), "/kwrl/initial/world", True))
+            if self.world.overlay_dir is not None:
+                binds.append((str(self.world.overlay_dir), "/kwrl/initial/overlay", True))
+        gateway = SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None
+        return SandboxSpec(
+            root=self.root,
+            share_net=share_net,
+            binds=binds,
+            env=base_env(gateway),
+            extra_ro=self.settings.extra_ro_binds,
+        )
+
+    def _join(self, child: str) -> list[str]:
+        files = [str(f) for f in self._cg.procs_files(child)] if self._cg else []
+        return ["sh", "-c", _JOIN, "kwrl-join", *files, "--"]
+
+    def _uid_gid(self, user: str | int | None) -> tuple[int, int] | None:
+        user = self._resolve_user(user)
+        if user is None:
+            user = self.settings.exec_user
+        if user in (None, 0, "0", "root"):
+            return None
+        try:
+            pw = pwd.getpwuid(int(user)) if str(user).isdigit() else pwd.getpwnam(str(user))
+        except KeyError as e:
+            raise SandboxError(f"exec user {user!r}: no such user in /etc/passwd") from e
+        return pw.pw_uid, pw.pw_gid
+
+    def _command_argv(
+        self, command: str, *, cwd: str | None, user: tuple[int, int] | None
+    ) -> list[str]:
+        if self._stopped or not self._init_pid:
+            raise SandboxError(f"{self.session_id}: sandbox is not running")
+        workdir = cwd or self.task_env_config.workdir or "/filesystem"
+        shell = ["bash", "-c", f"cd {_q(workdir)} && {command}"]
+        ids = [] if user is None else [f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
+        if not self._verifier_phase:
+            return [
+                *self._join("exec"),
+                "nsenter", "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
+                *_DROP_CAPS, *ids, "--", *shell,
+            ]  # fmt: skip
+        assert self._proc is not None
+        share_net = self._network_policy.network_mode != NetworkMode.NO_NETWORK
+        spec = self._spec(share_net=share_net, verifier=True)
+        inner = [*_DROP_CAPS, *ids, "--", *shell] if ids else shell
+        return [
+            *self._join("exec"),
+            "nsenter", "-t", str(self._proc.pid), "-m", "--",
+            *bwrap_argv(spec, inner),
+        ]  # fmt: skip
+
+    def _exec_env(self, env: dict[str, str] | None) -> dict[str, str]:
+        gateway = SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None
+        return {**base_env(gateway), **(self._merge_env(env) or {})}
+
+    async def _checked(self, command: str, stdin: bytes | None = None) -> bytes:
+        argv = self._command_argv(command, cwd="/", user=None)
+        rc, out, err = await self._run(argv, env=self._exec_env(None), stdin=stdin, timeout_sec=600)
+        if rc != 0:
+            raise SandboxError(
+                f"{self.session_id}: `{command}` failed ({rc}): {err.decode(errors='replace')[-1000:]}"
+            )
+        return out
+
+    async def _run(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        stdin: bytes | None = None,
+        timeout_sec: float | None = None,
+    ) -> tuple[int, bytes, bytes]:
+        """Run one command in its own process group; kill the group on timeout or cancellation."""
+        before = self._cg.events() if self._cg else None
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+        )
+        talk = asyncio.ensure_future(proc.communicate(stdin))
+        watch = asyncio.ensure_future(self._watch_limits(before)) if before else None
+        try:
+            waiters = {talk} | ({watch} if watch else set())
+            done, _ = await asyncio.wait(
+                waiters, timeout=timeout_sec, return_when=asyncio.FIRST_COMPLETED
+            )
+            if talk not in done:
+                await self._kill_group(proc)
+                await asyncio.gather(talk, return_exceptions=True)
+                if watch is not None and watch in done:
+                    raise SandboxLimitError(watch.result())
+                raise SandboxTimeoutError(f"Command timed out after {timeout_sec} seconds")
+            out, err = talk.result()
+        except asyncio.CancelledError:
+            await asyncio.shield(self._kill_group(proc))
+            raise
+        finally:
+            if watch is not None:
+                watch.cancel()
+        if before is not None and self._cg is not None:
+            breach = _breach(before, self._cg.events(), self._limits())
+            if breach:
+                raise SandboxLimitError(breach)
+        assert proc.returncode is not None
+        return proc.returncode, out, err
+
+    async def _watch_limits(self, before: cgroups.ResourceEvents) -> str:
+        """Return (ending the command) as soon as the trial hits its process or memory limit."""
+        assert self._cg is not None
+        limits = self._limits()
+        while True:
+            await asyncio.sleep(_WATCH_S)
+            breach = _breach(before, self._cg.events(), limits)
+            if breach:
+                await asyncio.to_thread(self._cg.kill, "exec")
+                return breach
+
+    async def _kill_group(self, proc: asyncio.subprocess.Process) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+
+    async def _enter_verifier_phase(self) -> None:
+        """Harbor uploads /tests right before verifying: quiesce the agent's leftovers first."""
+        if self._verifier_phase:
+            return
+        self._verifier_phase = True
+        if self._cg is not None:
+            await asyncio.to_thread(self._cg.kill, "exec")
+
+    def _tests_host_path(self, target: str) -> Path:
+        assert self.root is not None
+        rel = Path(target).relative_to("/tests")
+        if ".." in rel.parts:
+            raise SandboxError(f"upload target {target!r} escapes /tests")
+        return self.root / "tests" / rel
+
+    async def _start_gateway(self) -> None:
+        from kwrl.sandbox.gateway import start_gateway
+
+        assert self.root is not None and self.gateway_socket is not None
+        self._gateway, self._drain = await start_gateway(self)
+        self._forwarder = UnixForwarder(self.gateway_socket)
+        port = await self._forwarder.start()
+        self.mcp_url = f"http://127.0.0.1:{port}/mcp/"
+
+    def gateway_argv(self) -> list[str]:
+        """argv that runs a command in the sandbox's namespaces but in the `sandbox` cgroup."""
+        return [
+            *self._join("sandbox"),
+            "nsenter", "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
+            *_DROP_CAPS, "--",
+        ]  # fmt: skip
+
+
+def _breach(
+    before: cgroups.ResourceEvents, now: cgroups.ResourceEvents, limits: cgroups.Limits
+) -> str:
+    if now.pids_max > before.pids_max:
+        return f"process limit reached (pids.max={limits.pids}); the trial's commands were killed"
+    if now.oom_kill > before.oom_kill:
+        return f"memory limit exceeded ({limits.memory_mb} MiB); the kernel killed a process"
+    return ""
+
+
+def _q(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _host_env() -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG": "C.UTF-8",
+    }
+
+
+def _check_host() -> None:
+    if os.geteuid() != 0:
+        raise SandboxError(
+            "LocalEnvironment needs root (namespaces, overlayfs, cgroups); run as root or use the docker preset"
+        )
+    for tool in ("bwrap", "unshare", "nsenter", "setpriv"):
+        if shutil.which(tool) is None:
+            raise SandboxError(
+                f"{tool} not found on PATH; install it (apt-get install -y bubblewrap util-linux)"
+            )
+
+
+def _sweep_stale(sandbox_dir: Path) -> None:
+    """Remove sandbox roots and cgroups left by processes that died without stop()."""
+    if cgroups.Cgroups.available():
+        cgroups.sweep_stale()
+    if sandbox_dir.is_dir():
+        for d in sandbox_dir.iterdir():
+            if d.is_dir() and not cgroups.owner_alive(d.name):
+                shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,276 @@
+"""A warm process that forks world gateways straight into sandboxes.
+
+Importing the gateway (fastmcp, uvicorn, the office libraries) costs seconds; forking a process
+that has already imported it costs milliseconds, and the child shares those pages copy-on-write.
+One zygote runs per host process (`python -m kwrl.sandbox.zygote SOCKET`, a child that dies with
+its parent). For each request it forks; the child
+
+1. joins the trial's `sandbox` cgroups and opens the gateway's log (host paths, before entering);
+2. `setns` into the sandbox init's ipc, uts, net, pid and mount namespaces, then chroots to the
+   sandbox root; forks again so the server is inside the sandbox's pid namespace (it dies with it);
+3. drops every capability (bounding set, permitted, effective) and sets no_new_privs, so the
+   gateway and the code it runs (`code_execution`) have the same rights as agent commands;
+4. runs `kwrl world serve / --uds /kwrl/run/gateway.sock`, whose ready line goes to a pipe the
+   requester passed over the socket (SCM_RIGHTS).
+
+The request protocol is one JSON object per connection, with one fd attached; the answer is
+`{"pid": <gateway pid on the host>}` or `{"error": "..."}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kwrl.errors import SandboxError
+from kwrl.sandbox.base import SANDBOX_GATEWAY_SOCKET, base_env
+
+if TYPE_CHECKING:
+    from kwrl.sandbox.local import LocalEnvironment
+
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_CAP_V3 = 0x20080522
+_NAMESPACES = ("ipc", "uts", "net", "pid", "mnt")
+
+
+# --------------------------------------------------------------------------- zygote side
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _drop_capabilities(libc: ctypes.CDLL) -> None:
+    for cap in range(64):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = _CapHeader(_CAP_V3, 0)
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
+
+
+def _child(req: dict[str, Any], out_fd: int, report_fd: int, libc: ctypes.CDLL) -> None:
+    """Runs in the forked child: enter the sandbox, fork the server, report its pid, exit."""
+    os.setsid()
+    for f in req["cgroup_procs"]:
+        Path(f).write_text(str(os.getpid()))
+    log_fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    ns_pid = int(req["ns_pid"])
+    ns_fds = [os.open(f"/proc/{ns_pid}/ns/{ns}", os.O_RDONLY) for ns in _NAMESPACES]
+    root_fd = os.open(f"/proc/{ns_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
+    for fd in ns_fds:
+        os.setns(fd, 0)
+        os.close(fd)
+    os.fchdir(root_fd)
+    os.chroot(".")
+    os.chdir("/")
+    os.close(root_fd)
+    pid = os.fork()
+    if pid:
+        os.write(report_fd, str(pid).encode())
+        os._exit(0)
+    # the gateway, inside the sandbox's pid namespace
+    os.close(report_fd)
+    os.dup2(out_fd, 1)
+    os.dup2(log_fd, 2)
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.closerange(3, 1 << 16)
+    _drop_capabilities(libc)
+    os.environ.clear()
+    os.environ.update(base_env(None))
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.unfreeze()
+    from kwrl.worlds.cli import serve
+
+    serve(root=Path("/"), host="127.0.0.1", port=0, uds=Path(req["uds"]))
+    os._exit(0)
+
+
+def _warm_imports() -> None:
+    import importlib
+
+    import kwrl.worlds.cli
+    import kwrl.worlds.gateway
+    from kwrl.worlds.apps import APPS
+
+    for module in APPS.values():
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(module)
+    import uvicorn  # noqa: F401
+
+    del kwrl
+
+
+def serve_zygote(path: str) -> None:
+    """Zygote main loop: one request per connection, handled in order."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _warm_imports()
+    gc.collect()
+    gc.freeze()
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    srv.bind(path)
+    os.chmod(path, 0o600)
+    srv.listen(64)
+    print("kwrl-zygote ready", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        with conn:
+            msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
+            req = json.loads(msg)
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    srv.close()
+                    os.close(r)
+                    _child(req, fds[0], w, libc)
+                except BaseException as e:  # the child must never return into the loop
+                    with contextlib.suppress(Exception):
+                        os.write(2, f"kwrl-zygote child: {e!r}\n".encode())
+                finally:
+                    os._exit(1)
+            os.close(w)
+            for fd in fds:
+                os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            with os.fdopen(r, "rb") as rf:
+                got = rf.read().decode()
+            answer = {"pid": int(got)} if got else {"error": f"fork failed (status {status})"}
+            conn.sendall(json.dumps(answer).encode())
+
+
+# --------------------------------------------------------------------------- requester side
+
+
+class _Zygote:
+    """The per-process zygote: a plain `Popen` child (not tied to any event loop), killed at exit."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.path = ""
+        self.lock = threading.Lock()
+
+    def ensure(self, timeout_s: float) -> str:
+        with self.lock:
+            if self.proc is not None and self.proc.poll() is None:
+                return self.path
+            d = tempfile.mkdtemp(prefix=f"kwrl-zygote-{os.getpid()}-")
+            self.path = os.path.join(d, "zygote.sock")
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kwrl.sandbox.zygote", self.path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+            )
+            atexit.register(self.close)
+            assert self.proc.stdout is not None
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+            line = self.proc.stdout.readline() if ready else b""
+            if not line.startswith(b"kwrl-zygote ready"):
+                self.close()
+                raise SandboxError("gateway zygote failed to start within its timeout")
+            return self.path
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.path:
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
+
+_ZYGOTE = _Zygote()
+
+
+def _request(path: str, req: dict[str, Any], fd: int) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(path)
+        socket.send_fds(s, [json.dumps(req).encode()], [fd])
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return json.loads(data)
+
+
+async def fork_gateway(env: LocalEnvironment) -> tuple[int, asyncio.Task[None]]:
+    """Fork a gateway into `env`'s sandbox; returns (host pid, stdout drain task) once ready."""
+    from kwrl.sandbox.gateway import READY
+
+    timeout = env.settings.gateway_timeout_s
+    path = await asyncio.to_thread(_ZYGOTE.ensure, timeout)
+    r, w = os.pipe()
+    cg = env.cgroups
+    req = {
+        "ns_pid": env.init_pid,
+        "cgroup_procs": [str(f) for f in cg.procs_files("sandbox")] if cg else [],
+        "log": str(env.trial_paths.trial_dir / "gateway.log"),
+        "uds": SANDBOX_GATEWAY_SOCKET,
+    }
+    try:
+        answer = await asyncio.to_thread(_request, path, req, w)
+    finally:
+        os.close(w)
+    if "pid" not in answer:
+        os.close(r)
+        raise SandboxError(f"gateway zygote: {answer.get('error')} (see gateway.log)")
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(r, "rb", 0)
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                line = await reader.readline()
+                if not line:
+                    log = (env.trial_paths.trial_dir / "gateway.log").read_text(errors="replace")
+                    raise SandboxError(f"world gateway exited before it was ready: {log[-2000:]}")
+                if line.startswith(READY):
+                    break
+    except BaseException:
+        transport.close()
+        raise
+
+    async def drain() -> None:
+        try:
+            while await reader.read(65536):
+                pass
+        finally:
+            transport.close()
+
+    return answer["pid"], asyncio.create_task(drain())
+
+
+if __name__ == "__main__":
+    serve_zygote(sys.argv[1])
