@@ -22,6 +22,7 @@ app = typer.Typer(
 _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.worlds.cli", "app", "world"),
     ("kwrl.grading.cli", "grade", "grade"),
+    ("kwrl.tasks.cli", "app", "data"),
 ]
 
 for _module, _attr, _name in _STAGES:

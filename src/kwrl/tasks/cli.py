@@ -1,0 +1,201 @@
+"""`kwrl data ...`: convert, extract, pack, validate and count task datasets.
+
+Heavy imports (pyarrow, harbor, huggingface_hub) happen inside the commands. Errors are kwrl's
+own (`TaskFormatError`, `UnsafeArchiveError`) and reach `kwrl.cli.main`, which prints them as one
+line naming file and field and exits 2; `validate` exits 1 when the dataset has problems.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="data",
+    help="Task datasets: convert APEX-Agents, extract/pack parquet bundles, validate, stats.",
+    no_args_is_help=True,
+)
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt](?:i?b)?|b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """`20GiB`, `500MB`, `1048576` -> bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise typer.BadParameter(f"{text!r} is not a size like 20GiB, 500MB or 1048576")
+    number, unit = float(m.group(1)), (m.group(2) or "").lower()
+    base = 1024 if "i" in unit else 1000
+    scale = 1 if unit in ("", "b") else base ** ("kmgt".index(unit[0]) + 1)
+    return int(number * scale)
+
+
+MaxBytes = Annotated[
+    str, typer.Option("--max-bytes", help="Cap on the bytes unpacked in total (e.g. 20GiB, 500MB).")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
+@app.command()
+def convert(
+    src: Annotated[str, typer.Argument(help="APEX HF layout: a local folder or a HF dataset id.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Dataset dir to write (worlds/, tasks/).")
+    ],
+    source_format: Annotated[
+        str, typer.Option("--from", help="Input format; only 'apex-hf'.")
+    ] = "apex-hf",
+    max_bytes: MaxBytes = "20GiB",
+    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output dir.")] = False,
+    config: Annotated[Path | None, typer.Option(help="ConvertConfig TOML file.")] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Dotted override, e.g. task_dir.cpus=4.")
+    ] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Convert APEX-Agents (tasks_and_rubrics.json, world zips, task_files) into a kwrl dataset."""
+    from rich.console import Console
+
+    from kwrl.config import load_config
+    from kwrl.tasks.apex import ConvertConfig, convert_apex
+
+    if source_format != "apex-hf":
+        raise typer.BadParameter(
+            f"unknown format {source_format!r}; supported: apex-hf", param_hint="--from"
+        )
+    sets = [
+        f"max_bytes={parse_size(max_bytes)}",
+        *(["overwrite=true"] if overwrite else []),
+        *(overrides or []),
+    ]
+    cfg = load_config(ConvertConfig, config, sets)
+    report = convert_apex(src, out, cfg, progress=not quiet)
+    console = Console()
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    console.print(
+        f"converted {report.tasks} tasks, {report.worlds} worlds, {report.overlays} overlays "
+        f"({report.bytes_unpacked} bytes unpacked) into {out}",
+        highlight=False,
+    )
+
+
+@app.command()
+def extract(
+    src: Annotated[
+        str, typer.Argument(help="A .parquet file, a folder of shards, or a HF dataset id.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder receiving one dir per row.")],
+    max_bytes: MaxBytes = "20GiB",
+    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output dir.")] = False,
+    revision: Annotated[str | None, typer.Option(help="HF dataset revision.")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Extract parquet task bundles (columns path, task_binary) into <out>/<path>."""
+    from rich.console import Console
+
+    from kwrl.tasks.bundles import extract_bundles, resolve_source
+
+    shards = resolve_source(src, revision=revision)
+    names = extract_bundles(
+        shards, out, max_bytes=parse_size(max_bytes), overwrite=overwrite, progress=not quiet
+    )
+    Console().print(
+        f"extracted {len(names)} dirs from {len(shards)} shards into {out}", highlight=False
+    )
+
+
+@app.command()
+def pack(
+    src: Annotated[Path, typer.Argument(help="Folder whose subdirs (task dirs) become rows.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder receiving the parquet shards.")],
+    rows_per_shard: Annotated[int, typer.Option(min=1, help="Rows per parquet shard.")] = 256,
+    prefix: Annotated[str, typer.Option(help="Shard file name prefix (split name).")] = "train",
+    quiet: Quiet = False,
+) -> None:
+    """Pack task dirs into deterministic parquet bundles (the inverse of extract)."""
+    from rich.console import Console
+
+    from kwrl.tasks.bundles import pack_bundles
+
+    shards = pack_bundles(
+        src, out, rows_per_shard=rows_per_shard, prefix=prefix, progress=not quiet
+    )
+    Console().print(f"packed {src} into {len(shards)} shards in {out}", highlight=False)
+
+
+@app.command()
+def validate(
+    dataset: Annotated[
+        Path, typer.Argument(help="Dataset dir, folder of task dirs, or one task dir.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
+) -> None:
+    """Check every task (files, schemas, world, harbor task.toml, duplicate ids); exit 1 on problems."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kwrl.tasks.validate import report_json, validate_dataset
+
+    report = validate_dataset(dataset)
+    console = Console()
+    if as_json:
+        typer.echo(report_json(report))
+    elif report.ok:
+        console.print(
+            f"[green]ok[/green]: {report.tasks} tasks valid in {dataset}", highlight=False
+        )
+    else:
+        table = Table(title=f"{len(report.bad_tasks)} of {report.tasks} tasks invalid")
+        for col in ("task", "file", "field", "problem"):
+            table.add_column(col, overflow="fold")
+        for p in report.problems:
+            table.add_row(p.task, p.file, p.field or "", p.message)
+        console.print(table)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def stats(
+    dataset: Annotated[Path, typer.Argument(help="Dataset dir or folder of task dirs.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Tasks per domain and world, criteria per task, expected output types, difficulty tiers."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kwrl.tasks.stats import dataset_stats
+
+    s = dataset_stats(dataset)
+    if as_json:
+        typer.echo(s.model_dump_json(indent=2))
+        return
+    console = Console()
+    c = s.criteria
+    console.print(
+        f"{s.tasks} tasks ({s.unreadable} unreadable), {len(s.worlds)} worlds; criteria per task "
+        f"min {c.min} / mean {c.mean:.2f} / max {c.max} ({c.total} in all)",
+        highlight=False,
+    )
+    for title, counts in (
+        ("tasks per domain", s.domains),
+        ("expected output", s.expected_outputs),
+        ("difficulty", s.difficulty),
+    ):
+        if counts:
+            table = Table(title=title)
+            table.add_column(title.split()[-1])
+            table.add_column("tasks", justify="right")
+            for k, n in counts.items():
+                table.add_row(k, str(n))
+            console.print(table)
+    table = Table(title="tasks per world")
+    for col in ("world", "name", "tasks"):
+        table.add_column(col, justify="right" if col == "tasks" else "left", overflow="fold")
+    for w in s.worlds:
+        table.add_row(w.world_id, w.name or "", str(w.tasks))
+    console.print(table)

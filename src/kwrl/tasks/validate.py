@@ -1,0 +1,188 @@
+"""Check every task of a dataset and report each fault with its file and field.
+
+`validate_dataset(root)` runs, per task dir, each check independently (so one broken file does not
+hide another): instruction.md present and non-empty; archipelago.json against `ArchipelagoMeta`
+(expected_output among the known values, task_slug equal to the dir name); world seed resolvable
+(and its world.json, when present, names the same world); tests/verifiers.json against `Verifier`
+(non-empty, unique ids, a primary objective, task_id/world_id agreeing with archipelago.json);
+golden_responses.json; tests/test.sh present; task.toml through harbor's own `TaskConfig` plus
+kwrl's unknown-key check. Across the dataset: duplicate task ids.
+
+A `Problem` is data, not an exception, so the CLI can print them all in one table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kwrl.errors import TaskFormatError
+from kwrl.tasks.models import ArchipelagoMeta
+from kwrl.tasks.taskdir import (
+    INSTRUCTION,
+    META_JSON,
+    TASK_TOML,
+    TEST_SH,
+    VERIFIERS_JSON,
+    read_golden,
+    read_instruction,
+    read_meta,
+    read_task_toml,
+    read_verifiers,
+    resolve_world,
+    task_dirs,
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    task: str
+    """The task dir's name."""
+    file: str
+    """The file at fault, relative to the dataset root."""
+    field: str | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ValidationReport:
+    root: Path
+    tasks: int
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def bad_tasks(self) -> list[str]:
+        return sorted({p.task for p in self.problems})
+
+
+def _rel(root: Path, path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def validate_task(
+    task_dir: Path, root: Path | None = None
+) -> tuple[list[Problem], ArchipelagoMeta | None]:
+    """All problems of one task dir, and its metadata when archipelago.json is readable."""
+    root = root or task_dir.parent
+    problems: list[Problem] = []
+
+    def check[T](fn: Callable[[], T]) -> T | None:
+        try:
+            return fn()
+        except TaskFormatError as e:
+            problems.append(Problem(task_dir.name, _rel(root, e.path), e.field, e.message))
+            return None
+
+    def fault(rel: str, field: str | None, message: str) -> None:
+        problems.append(Problem(task_dir.name, _rel(root, task_dir / rel), field, message))
+
+    if not (task_dir / INSTRUCTION).is_file():
+        fault(INSTRUCTION, None, "missing file: a task dir must hold instruction.md")
+    else:
+        check(lambda: read_instruction(task_dir))
+    meta = check(lambda: read_meta(task_dir))
+    verifiers = check(lambda: read_verifiers(task_dir))
+    check(lambda: read_golden(task_dir))
+    parsed = check(lambda: read_task_toml(task_dir))
+    if not (task_dir / TEST_SH).is_file():
+        fault(TEST_SH, None, "missing file: the verifier entry point")
+    if meta is not None:
+        if meta.task_slug != task_dir.name:
+            fault(
+                META_JSON,
+                "task_slug",
+                f"{meta.task_slug!r} differs from the dir name {task_dir.name!r}",
+            )
+        world = check(lambda: resolve_world(task_dir, meta))
+        if world is not None and (world / "world.json").is_file():
+            world_json = check(lambda: _world_id_of(world / "world.json"))
+            if world_json is not None and world_json != meta.world_id:
+                fault(
+                    META_JSON,
+                    "world_id",
+                    f"{meta.world_id!r} but the world's world.json says {world_json!r}",
+                )
+        for i, v in enumerate(verifiers or []):
+            if v.task_id is not None and v.task_id != meta.task_id:
+                fault(
+                    VERIFIERS_JSON,
+                    f"{i}.task_id",
+                    f"{v.task_id!r} differs from archipelago.json {meta.task_id!r}",
+                )
+            if v.world_id is not None and v.world_id != meta.world_id:
+                fault(
+                    VERIFIERS_JSON,
+                    f"{i}.world_id",
+                    f"{v.world_id!r} differs from archipelago.json {meta.world_id!r}",
+                )
+        if parsed is not None:
+            toml_id = parsed[0].get("metadata", {}).get("task_id")
+            if toml_id is not None and toml_id != meta.task_id:
+                fault(
+                    TASK_TOML,
+                    "metadata.task_id",
+                    f"{toml_id!r} differs from archipelago.json {meta.task_id!r}",
+                )
+    return problems, meta
+
+
+def _world_id_of(path: Path) -> str:
+    from kwrl.tasks.taskdir import read_json
+
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("world_id"), str):
+        raise TaskFormatError(path, "world_id", "missing or not a string")
+    return data["world_id"]
+
+
+def validate_dataset(root: Path) -> ValidationReport:
+    """Validate every task dir under `root` (a dataset, a folder of task dirs, or one task dir)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise TaskFormatError(root, None, "dataset dir not found")
+    dirs = task_dirs(root)
+    base = root if dirs and dirs[0] != root else root.parent
+    problems: list[Problem] = []
+    owners: dict[str, str] = {}
+    for d in dirs:
+        found, meta = validate_task(d, base)
+        problems.extend(found)
+        if meta is None:
+            continue
+        if meta.task_id in owners:
+            problems.append(
+                Problem(
+                    d.name,
+                    _rel(base, d / META_JSON),
+                    "task_id",
+                    f"duplicate task id {meta.task_id!r} (also in {owners[meta.task_id]})",
+                )
+            )
+        else:
+            owners[meta.task_id] = d.name
+    return ValidationReport(root=root, tasks=len(dirs), problems=problems)
+
+
+def report_json(report: ValidationReport) -> str:
+    return json.dumps(
+        {
+            "root": str(report.root),
+            "tasks": report.tasks,
+            "problems": [p.as_dict() for p in report.problems],
+        },
+        indent=2,
+    )
