@@ -1,0 +1,152 @@
+"""Machine checks against real office files edited the way an agent's tools would edit them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import docx
+import openpyxl
+import pytest
+from grading_testkit import add_mail, copy_state, write_calendar, write_files
+from pydantic import TypeAdapter
+
+from kwrl.grading.checks import numbers_in, run_check
+from kwrl.grading.diff import StateView
+from kwrl.grading.evidence import Evidence
+from kwrl.tasks.models import MachineCheck
+
+CHECK = TypeAdapter(MachineCheck)
+
+
+@pytest.fixture
+def world(tmp_path: Path, office_fixtures: Path) -> Path:
+    root = write_files(tmp_path / "world", {"filesystem/readme.txt": "hello"})
+    (root / "filesystem/finance").mkdir()
+    shutil.copy(office_fixtures / "xlsx/openpyxl__formulae.xlsx", root / "filesystem/finance/model.xlsx")
+    shutil.copy(office_fixtures / "docx/redlines__original.docx", root / "filesystem/memo.docx")
+    add_mail(root / ".apps_data/mail/inbox.mbox", to="agent@corp.example", subject="Old", body="old mail",
+             sender="boss@corp.example", msg_id="<old@corp>")  # fmt: skip
+    write_calendar(root / ".apps_data/calendar/work.ics", [
+        {"uid": "e1", "summary": "Standup", "start": dt.datetime(2025, 3, 14, 9), "end": dt.datetime(2025, 3, 14, 10)},
+    ])  # fmt: skip
+    chat = {"channels": [{"name": "general", "messages": [{"id": 1, "user": "bob", "text": "hi all"}]}]}
+    write_files(root, {".apps_data/chat/state.json": json.dumps(chat)})
+    return root
+
+
+def evidence(world: Path, final: Path, answer: str = "") -> Evidence:
+    return Evidence.collect(task="t", answer=answer, initial=StateView.of([world]), final=StateView.of([final]))
+
+
+def check(ev: Evidence, **spec: object):
+    return run_check(CHECK.validate_python(spec), ev)
+
+
+def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(world: Path, tmp_path: Path) -> None:
+    final = copy_state(world, tmp_path / "final")
+    path = final / "filesystem/finance/model.xlsx"
+    wb = openpyxl.load_workbook(path)
+    wb["Sheet1"]["D2"] = 1234.5678
+    wb["Sheet1"]["D3"] = "Approved"
+    wb.save(path)
+    ev = evidence(world, final)
+    assert check(ev, kind="xlsx_cell", path="/finance/model.xlsx", sheet="Sheet1", cell="D2", value=1234.6).passed
+    assert check(ev, kind="xlsx_cell", path="finance/*.xlsx", cell="D3", value="approved").passed
+    miss = check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell="D2", value=1300)
+    assert not miss.passed and "1234.5678" in miss.rationale
+    assert not check(ev, kind="xlsx_cell", path="/finance/model.xlsx", sheet="Nope", cell="A1", value=1).passed
+    assert not check(ev, kind="xlsx_cell", path="/missing.xlsx", cell="A1", value=1).passed
+
+
+def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(world: Path, tmp_path: Path) -> None:
+    ev = evidence(world, copy_state(world, tmp_path / "same"))
+    assert check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell="A4", value=24690).passed
+    final = copy_state(world, tmp_path / "final")
+    path = final / "filesystem/finance/model.xlsx"
+    wb = openpyxl.load_workbook(path)
+    wb["Sheet1"]["E1"] = "=A2*2"
+    wb.save(path)
+    r = check(evidence(world, final), kind="xlsx_cell", path="/finance/model.xlsx", cell="E1", value=24690)
+    assert not r.passed and "no cached value" in r.rationale
+    assert check(evidence(world, final), kind="xlsx_cell", path="/finance/model.xlsx", cell="E1", value="=A2*2").passed
+
+
+def test_doc_contains_sees_a_paragraph_added_with_python_docx(world: Path, tmp_path: Path) -> None:
+    final = copy_state(world, tmp_path / "final")
+    d = docx.Document(str(final / "filesystem/memo.docx"))
+    d.add_paragraph("Recommendation: approve the Acme acquisition at $2.1bn.")
+    d.save(str(final / "filesystem/memo.docx"))
+    ev = evidence(world, final)
+    assert check(ev, kind="doc_contains", path="/memo.docx", all_of=["acme acquisition", "$2.1BN"]).passed
+    r = check(ev, kind="doc_contains", path="/memo.docx", all_of=["acme", "reject"])
+    assert not r.passed and "reject" in r.rationale
+    # text checks over produced files see the new paragraph; over the answer they do not
+    assert check(ev, kind="number", value=2.1e9, source="files").passed
+    assert not check(ev, kind="number", value=2.1e9, source="answer").passed
+
+
+def test_answer_checks(world: Path, tmp_path: Path) -> None:
+    ev = evidence(world, copy_state(world, tmp_path / "f"), answer="EBITDA was $1,234.5 million, up 12.5%.")
+    assert check(ev, kind="number", value=1234.5).passed
+    assert check(ev, kind="number", value=1.2345e9, rel_tol=0.001).passed
+    assert check(ev, kind="number", value=0.125).passed
+    assert not check(ev, kind="number", value=1250, rel_tol=0.001).passed
+    assert check(ev, kind="regex", pattern=r"ebitda was \$1,234").passed
+    assert not check(ev, kind="regex", pattern=r"ebitda was \$1,234", ignore_case=False).passed
+    assert check(ev, kind="contains", all_of=["ebitda", "12.5%"], none_of=["loss"]).passed
+    assert not check(ev, kind="contains", all_of=["ebitda"], none_of=["million"]).passed
+
+
+def test_numbers_in_reads_separators_signs_and_magnitudes() -> None:
+    assert numbers_in("(1,200) and -3.5 and 2.1bn") == [1200.0, -1200.0, -3.5, 2.1, 2.1e9]
+    assert 15000.0 in numbers_in("about 15k users")
+
+
+def test_file_exists(world: Path, tmp_path: Path) -> None:
+    final = copy_state(world, tmp_path / "final")
+    write_files(final, {"filesystem/out/summary.pdf": b"%PDF-1.4"})
+    ev = evidence(world, final)
+    assert check(ev, kind="file_exists", path="/out/*.pdf").passed
+    assert not check(ev, kind="file_exists", path="/out/*.docx").passed
+
+
+def test_mail_sent_needs_a_new_message_to_the_recipient(world: Path, tmp_path: Path) -> None:
+    final = copy_state(world, tmp_path / "final")
+    add_mail(final / ".apps_data/mail/sent.mbox", to="Jane CFO <cfo@corp.example>", subject="Q3 numbers",
+             body="Revenue was $12.4m.")  # fmt: skip
+    ev = evidence(world, final)
+    assert [m.subject for m in ev.mail] == ["Q3 numbers"]
+    assert check(ev, kind="mail_sent", to="cfo@corp.example", subject_contains=["q3"], body_contains=["$12.4m"]).passed
+    assert not check(ev, kind="mail_sent", to="cfo@corp.example", body_contains=["EBITDA"]).passed
+    assert not check(ev, kind="mail_sent", to="agent@corp.example").passed  # the old inbox mail is not new
+
+
+def test_event_exists_for_new_and_moved_events(world: Path, tmp_path: Path) -> None:
+    final = copy_state(world, tmp_path / "final")
+    write_calendar(final / ".apps_data/calendar/work.ics", [
+        {"uid": "e1", "summary": "Standup", "start": dt.datetime(2025, 3, 15, 9), "end": dt.datetime(2025, 3, 15, 10)},
+        {"uid": "e2", "summary": "Board review", "start": dt.datetime(2025, 3, 20, 14),
+         "end": dt.datetime(2025, 3, 20, 15), "attendees": ["cfo@corp.example"]},
+    ])  # fmt: skip
+    ev = evidence(world, final)
+    assert check(ev, kind="event_exists", title_contains="board", date="2025-03-20", attendee="CFO@corp.example").passed
+    assert check(ev, kind="event_exists", title_contains="standup", date="2025-03-15").passed  # moved
+    assert not check(ev, kind="event_exists", title_contains="board", date="2025-03-21").passed
+
+
+def test_chat_posted_in_the_right_channel(world: Path, tmp_path: Path) -> None:
+    final = copy_state(world, tmp_path / "final")
+    chat = {"channels": [
+        {"name": "general", "messages": [{"id": 1, "user": "bob", "text": "hi all"},
+                                         {"id": 2, "user": "agent", "text": "Deck is ready: Q3 review"}]},
+        {"name": "random", "messages": [{"id": 3, "user": "agent", "text": "coffee?"}]},
+    ]}  # fmt: skip
+    write_files(final, {".apps_data/chat/state.json": json.dumps(chat)})
+    ev = evidence(world, final)
+    assert sorted(p.text for p in ev.chat) == ["Deck is ready: Q3 review", "coffee?"]
+    assert check(ev, kind="chat_posted", channel="#general", all_of=["deck is ready"]).passed
+    assert not check(ev, kind="chat_posted", channel="random", all_of=["deck"]).passed
+    assert not check(ev, kind="chat_posted", channel="general", all_of=["hi all"]).passed  # old post

@@ -1,0 +1,137 @@
+"""The judge against a real OpenAI-compatible HTTP server on loopback (the one faked seam)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from grading_testkit import FakeJudge
+
+from kwrl.errors import ConfigError, JudgeError
+from kwrl.grading.evidence import Artifact
+from kwrl.grading.judge import Judge, JudgeConfig, build_prompt, parse_model, parse_verdict
+
+
+def config(fake: FakeJudge, **kw: object) -> JudgeConfig:
+    base: dict[str, object] = {"model": fake.spec, "backoff_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0,
+                               "requests_per_minute": None}  # fmt: skip
+    return JudgeConfig.model_validate({**base, **kw})
+
+
+def prompt(answer: str = "The total is 42.", criterion: str = "The answer states 'total is 42'") -> tuple[str, str]:
+    art = Artifact(1, "file", "created", "/out/report.docx", "Quarterly report\n| Revenue | 42 |", ".docx")
+    return build_prompt(task="Compute the total of the Q3 sheet.", answer=answer, criterion=criterion,
+                        scope="both", artifacts=[art], max_artifact_chars=10_000)  # fmt: skip
+
+
+async def test_prompt_holds_task_answer_artifacts_and_criterion(fake_judge: FakeJudge) -> None:
+    system, user = prompt()
+    async with Judge(config(fake_judge)) as judge:
+        verdict, cached = await judge.verdict(system, user)
+    assert verdict.is_criteria_true and not cached
+    [req] = fake_judge.requests
+    assert req["path"] == "/v1/chat/completions"
+    body = req["body"]
+    assert body["model"] == "fake-judge"
+    assert body["response_format"]["type"] == "json_schema"
+    sys_msg, user_msg = (m["content"] for m in body["messages"])
+    assert "agent's claims are not evidence" in sys_msg and "Hedging fails" in sys_msg
+    assert "Compute the total of the Q3 sheet." in user_msg
+    assert "<FINAL_ANSWER>\nThe total is 42.\n</FINAL_ANSWER>" in user_msg
+    assert '<ARTIFACT id="1" kind="file" change="created" path="/out/report.docx">' in user_msg
+    assert "| Revenue | 42 |" in user_msg
+    assert "<CRITERION>\nThe answer states 'total is 42'\n</CRITERION>" in user_msg
+
+
+async def test_a_false_verdict_parses(fake_judge: FakeJudge) -> None:
+    async with Judge(config(fake_judge)) as judge:
+        verdict, _ = await judge.verdict(*prompt(answer="The total is 41."))
+    assert not verdict.is_criteria_true and verdict.rationale == "scripted: not met"
+
+
+@pytest.mark.parametrize("fault", [429, 500, 503, "malformed", "wrong_schema", "hang"])
+async def test_transient_faults_are_retried_then_succeed(fake_judge: FakeJudge, fault: int | str) -> None:
+    fake_judge.faults.extend([fault, fault])
+    async with Judge(config(fake_judge, timeout_s=0.5)) as judge:
+        verdict, _ = await judge.verdict(*prompt())
+    assert verdict.is_criteria_true
+    assert judge.calls == 3 and len(fake_judge.requests) == 3
+
+
+async def test_persistent_failure_raises_judge_error(fake_judge: FakeJudge) -> None:
+    fake_judge.faults.extend([500] * 10)
+    async with Judge(config(fake_judge, max_retries=3)) as judge:
+        with pytest.raises(JudgeError, match="after 4 attempts.*HTTP 500"):
+            await judge.verdict(*prompt())
+    assert len(fake_judge.requests) == 4
+
+
+async def test_persistent_timeouts_raise_judge_error(fake_judge: FakeJudge) -> None:
+    fake_judge.faults.extend(["hang"] * 3)
+    async with Judge(config(fake_judge, max_retries=2, timeout_s=0.2)) as judge:
+        with pytest.raises(JudgeError, match="Timeout"):
+            await judge.verdict(*prompt())
+
+
+async def test_a_client_error_is_not_retried(fake_judge: FakeJudge) -> None:
+    fake_judge.faults.append(401)
+    async with Judge(config(fake_judge)) as judge:
+        with pytest.raises(JudgeError, match="HTTP 401"):
+            await judge.verdict(*prompt())
+    assert len(fake_judge.requests) == 1
+
+
+async def test_an_unreachable_endpoint_is_a_judge_error() -> None:
+    cfg = JudgeConfig(model="openai:http://127.0.0.1:9/v1#x", max_retries=1, backoff_s=0.0, timeout_s=2.0)
+    async with Judge(cfg) as judge:
+        with pytest.raises(JudgeError, match="ConnectError"):
+            await judge.verdict(*prompt())
+
+
+async def test_cache_hit_makes_no_call(fake_judge: FakeJudge, tmp_path: Path) -> None:
+    cfg = config(fake_judge, cache_dir=tmp_path / "cache")
+    async with Judge(cfg) as judge:
+        first, c1 = await judge.verdict(*prompt())
+    async with Judge(cfg) as judge:
+        again, c2 = await judge.verdict(*prompt())
+        other, c3 = await judge.verdict(*prompt(answer="The total is 41."))
+    assert (c1, c2, c3) == (False, True, False)
+    assert again == first and not other.is_criteria_true
+    assert judge.calls == 1 and judge.cache_hits == 1
+    assert len(fake_judge.requests) == 2
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
+
+
+async def test_concurrency_is_bounded(fake_judge: FakeJudge) -> None:
+    async with Judge(config(fake_judge, concurrency=2)) as judge:
+        results = await asyncio.gather(*(judge.verdict(*prompt(answer=f"The total is {i}.")) for i in range(8)))
+    assert len(results) == 8 and len(fake_judge.requests) == 8
+    assert fake_judge.max_in_flight <= 2
+
+
+def test_api_key_env_is_sent_as_bearer(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_JUDGE_KEY", "sk-test")
+
+    async def go() -> None:
+        async with Judge(config(fake_judge, api_key_env="MY_JUDGE_KEY")) as judge:
+            await judge.verdict(*prompt())
+
+    asyncio.run(go())
+    assert fake_judge.requests[0]["auth"] == "Bearer sk-test"
+
+
+def test_model_specs() -> None:
+    assert parse_model("openai:http://localhost:8000/v1#Qwen/Qwen3-8B") == ("http://localhost:8000/v1", "Qwen/Qwen3-8B")
+    assert parse_model("gemini/gemini-2.5-flash") == (None, "gemini/gemini-2.5-flash")
+    with pytest.raises(ConfigError, match="openai:<http"):
+        parse_model("openai:localhost#m")
+
+
+def test_verdict_parsing_tolerates_fences_and_prose_but_not_garbage() -> None:
+    assert parse_verdict('```json\n{"rationale": "ok", "is_criteria_true": true}\n```').is_criteria_true
+    assert not parse_verdict('Here: {"rationale": "no", "is_criteria_true": false} done').is_criteria_true
+    with pytest.raises(ValueError):
+        parse_verdict("yes")
+    with pytest.raises(ValueError):
+        parse_verdict("")
