@@ -1,0 +1,153 @@
+"""What a task draft holds, and helpers shared by the families.
+
+A draft is everything a task needs before it has ids: prompt, rubric (criteria with machine
+checks, the first the primary objective), the gold tool calls and final answer, and any overlay
+files. Gold calls name tools as the gateway exposes them (`<server>_<tool>`, DESIGN §4) with the
+argument names of the app modules in `kwrl.worlds.apps`; `kwrl.synth.gold` renders them as
+solution/gold_calls.json and solution/solve.sh.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kwrl.synth.cast import Project
+from kwrl.synth.render import FACT_HOME, TABLE_HOMES
+from kwrl.synth.rng import Rng
+from kwrl.synth.world import World
+from kwrl.tasks.models import MachineCheck, NumberCheck
+
+Difficulty = Literal["easy", "medium", "hard"]
+
+
+@dataclass
+class Criterion:
+    text: str
+    check: MachineCheck | None
+
+
+@dataclass
+class Call:
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass
+class TaskDraft:
+    family: str
+    difficulty: Difficulty
+    expected_output: str | None
+    prompt: str
+    criteria: list[Criterion]
+    calls: list[Call]
+    answer: str
+    """The gold final answer (written to /logs/agent/final_answer.txt by solve.sh)."""
+    overlay: dict[str, bytes] = field(default_factory=dict)
+    """Task files by path under the overlay root ('filesystem/...', '.apps_data/...')."""
+    input_files: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    """Model-facing paths of files the gold solution creates or edits."""
+
+
+Family = Callable[[World, Project, Rng], TaskDraft | None]
+
+
+# --------------------------------------------------------------------------- tool calls
+
+
+def read_call(path: str) -> Call:
+    """The one read tool for a file of the world, by extension."""
+    if path.endswith(".xlsx"):
+        return Call("excel_read_tab", {"file_path": path, "tab_name": "Inputs"})
+    if path.endswith(".docx"):
+        return Call("word_read_document_content", {"file_path": path})
+    if path.endswith(".pdf"):
+        return Call("pdfs_read_pdf_pages", {"file_path": path})
+    if path.endswith(".pptx"):
+        return Call("powerpoint_read_completedeck", {"file_path": path})
+    return Call("filesystem_read_text_file", {"path": path})
+
+
+def read_tab(path: str, tab: str) -> Call:
+    return Call("excel_read_tab", {"file_path": path, "tab_name": tab})
+
+
+def search_files(pattern: str) -> Call:
+    return Call("filesystem_search_files", {"pattern": pattern})
+
+
+# --------------------------------------------------------------------------- facts
+
+
+def table_file(w: World, p: Project) -> str:
+    return p.files[TABLE_HOMES[w.domain][0]]
+
+
+def fact_file(w: World, p: Project, key: str) -> str | None:
+    role = FACT_HOME[w.domain][key]
+    return p.files.get(role)
+
+
+def n1(v: float) -> str:
+    return f"{v:,.1f}"
+
+
+def n2(v: float) -> str:
+    return f"{v:,.2f}"
+
+
+def cagr(a: float, b: float, years: int) -> float:
+    return (math.pow(b / a, 1 / years) - 1) * 100
+
+
+def num(value: float, *, pct: bool = False, source: str = "answer") -> NumberCheck:
+    """A number check: 0.5% relative, and for percentages also 0.05 points absolute."""
+    return NumberCheck(value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source)  # type: ignore[arg-type]
+
+
+def unit_word(unit: str) -> str:
+    return {"$m": "$ millions", "$k": "$ thousands", "hours": "hours", "$bn": "$ billions"}.get(unit, unit)
+
+
+def kind_word(w: World) -> str:
+    return {"Investment Banking": "deal", "Law": "matter", "Management Consulting": "engagement"}[w.domain]
+
+
+# --------------------------------------------------------------------------- write calls
+# Argument shapes follow kwrl.worlds.apps.<app>; keep them here so an app change is a one-place fix.
+
+
+def split_path(path: str) -> tuple[str, str]:
+    d, _, name = path.rpartition("/")
+    return d or "/", name
+
+
+def create_doc(path: str, title: str, paragraphs: list[str]) -> Call:
+    d, name = split_path(path)
+    content = [{"type": "heading", "text": title, "level": 1}] + [{"type": "paragraph", "text": t} for t in paragraphs]
+    return Call("word_create_document", {"directory": d, "file_name": name, "content": content})
+
+
+def append_doc(path: str, last_paragraph: int, text: str) -> Call:
+    return Call("word_add_content_text", {"file_path": path, "identifier": f"body.p.{last_paragraph}", "text": text, "position": "after"})
+
+
+def create_sheet(path: str, sheet: str, rows: list[list[Any]]) -> Call:
+    d, name = split_path(path)
+    return Call("excel_create_spreadsheet", {"directory": d, "file_name": name, "sheets": [{"name": sheet, "rows": rows}]})
+
+
+def add_tab(path: str, tab: str, rows: list[list[Any]]) -> list[Call]:
+    return [Call("excel_add_tab", {"file_path": path, "tab_name": tab, "rows": rows})]
+
+
+def create_deck(path: str, title: str, slides: list[dict[str, Any]]) -> Call:
+    d, name = split_path(path)
+    return Call("powerpoint_create_slides", {"directory": d, "file_name": name, "slides": [{"layout": "title", "title": title}, *slides]})
+
+
+def add_slide(path: str, title: str, bullets: list[str]) -> Call:
+    return Call("powerpoint_add_slide", {"file_path": path, "layout": "title_and_content", "title": title, "bullets": bullets})

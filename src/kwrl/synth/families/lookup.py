@@ -1,0 +1,156 @@
+"""Easy families: one fact, found with one or two tool calls.
+
+The prompt names where to look (a file path, the mailbox, the team channel, the calendar), so the
+shortest solution is a single read; the rubric checks the figure itself.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from kwrl.synth.cast import Fact, Project
+from kwrl.synth.families.base import (
+    Call,
+    Criterion,
+    TaskDraft,
+    fact_file,
+    n1,
+    num,
+    read_call,
+    table_file,
+    unit_word,
+)
+from kwrl.synth.rng import Rng
+from kwrl.synth.world import World, chat_only_fact, mail_only_fact, meeting_fact
+from kwrl.tasks.models import ChatPostedCheck, ContainsCheck, RegexCheck
+
+
+def row_phrase(w: World, p: Project, row: str, period: str) -> str:
+    if w.domain == "Law":
+        return f"{row.lower()} on {p.code} in {period}"
+    if w.domain == "Management Consulting":
+        return f"{p.client.name}'s {row} revenue in {period}"
+    return f"{p.client.name}'s {row} in {period}"
+
+
+def value_text(v: float, unit: str) -> str:
+    return f"{v:,.0f}" if unit == "hours" else n1(v)
+
+
+def table_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
+    row = rng.pick(list(p.table.rows))
+    period = rng.pick(p.table.periods)
+    v = p.table.get(row, period)
+    unit = p.table.units[row]
+    path = table_file(w, p)
+    prompt = (
+        f"Open {path} and tell me {row_phrase(w, p, row, period)}. "
+        f"Give the figure in {unit_word(unit)}."
+    )
+    answer = f"{row} for {p.code} in {period}: {value_text(v, unit)} ({unit})."
+    return TaskDraft(
+        "table_lookup", "easy", "message_in_console", prompt,
+        [Criterion(f"States that {row_phrase(w, p, row, period)} was {value_text(v, unit)} ({unit})", num(v))],
+        [read_call(path)], answer, input_files=[path],
+    )  # fmt: skip
+
+
+def _fact_criterion(f: Fact, what: str) -> Criterion:
+    if isinstance(f.value, str):
+        return Criterion(f"States that {what} is {f.text}", ContainsCheck(all_of=[f.text]))
+    return Criterion(f"States that {what} is {f.text}", num(f.value, pct=f.unit == "%"))
+
+
+FILE_FACTS = {
+    "Investment Banking": ("offer_ev", "net_debt", "equity_value", "advisory_fee", "shares"),
+    "Law": ("damages", "filing_deadline", "contract_value", "budget", "blended_rate"),
+    "Management Consulting": ("market_size", "market_cagr", "fee", "savings_target", "sites"),
+}
+
+
+def file_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft | None:
+    key = rng.pick(FILE_FACTS[w.domain])
+    f = p.facts[key]
+    path = fact_file(w, p, key)
+    if path is None:
+        return None
+    what = f"the {f.label.lower()} for {p.code}"
+    call = read_call(path)
+    if path.endswith(".xlsx"):
+        call.args["tab_name"] = "Inputs" if key == "shares" else "Summary"
+    prompt = f"What is {what}? It is in {path}."
+    return TaskDraft(
+        "file_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)],
+        [call], f"The {f.label.lower()} for {p.code} is {f.text}.", input_files=[path],
+    )  # fmt: skip
+
+
+def mail_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
+    f = p.facts[mail_only_fact(w)]
+    mail = next(m for m in w.mails if m.subject == f"{p.code}: latest from the other side")
+    what = f"the confirmed {f.label.lower()} for {p.code}"
+    prompt = (
+        f"{p.lead.first} emailed me the confirmed {f.label.lower()} for {p.code}. "
+        f"What is it? Ignore any preliminary figures."
+    )
+    calls = [Call("mail_search_mail", {"query": p.code}), Call("mail_read_mail", {"mail_id": mail.message_id})]
+    return TaskDraft(
+        "mail_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)], calls,
+        f"{p.lead.name} confirmed the {f.label.lower()} for {p.code} at {f.text}.",
+    )  # fmt: skip
+
+
+def chat_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
+    f = p.facts[chat_only_fact(w)]
+    what = f"the {f.label.lower()} for {p.code}"
+    prompt = f"Someone posted {what} in the #{p.channel} chat channel. What is it?"
+    return TaskDraft(
+        "chat_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)],
+        [Call("chat_get_channel_history", {"channel_id": p.channel})],
+        f"The {f.label.lower()} for {p.code} is {f.text}.",
+    )  # fmt: skip
+
+
+def date_pattern(iso: str) -> str:
+    """A regex accepting the common spellings of a date (ISO, '5 March', 'March 5', 3/5)."""
+    d = date.fromisoformat(iso)
+    mon, mo = d.strftime("%B"), d.strftime("%b")
+    return (
+        rf"{iso}|{d.day}(st|nd|rd|th)?\s+({mon}|{mo})\b|({mon}|{mo})\.?\s+{d.day}(st|nd|rd|th)?\b"
+        rf"|\b0?{d.month}/0?{d.day}/(20)?{d.year % 100}\b"
+    )
+
+
+def calendar_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
+    f = p.facts[meeting_fact(w)]
+    title = f"{p.code} {f.label}"
+    prompt = f"Check my calendar: on what date is the {f.label.lower()} for {p.code}, and at what time does it start?"
+    d = date.fromisoformat(str(f.value))
+    return TaskDraft(
+        "calendar_lookup", "easy", "message_in_console", prompt,
+        [
+            Criterion(f"States that the {f.label.lower()} for {p.code} is on {d:%B} {d.day}, {d.year} ({f.value})", RegexCheck(pattern=date_pattern(str(f.value)))),
+            Criterion("States that it starts at 14:00 (2 pm) UTC", RegexCheck(pattern=r"14[:.]00|2\s?(:00)?\s?p\.?m\.?")),
+        ],
+        [Call("calendar_list_events", {"query": title})],
+        f"The {title} is on {d:%A} {d:%B} {d.day}, {d.year} ({f.value}), from 14:00 to 15:00 UTC.",
+    )  # fmt: skip
+
+
+def chat_post(w: World, p: Project, rng: Rng) -> TaskDraft:
+    row = rng.pick(list(p.table.rows))
+    period = p.table.periods[-1]
+    v = p.table.get(row, period)
+    unit = p.table.units[row]
+    path = table_file(w, p)
+    text = f"{row} for {p.code} in {period}: {value_text(v, unit)} ({unit}), per {path.rsplit('/', 1)[-1]}."
+    prompt = (
+        f"Post {row_phrase(w, p, row, period)} from {path} in the #{p.channel} channel, "
+        f"so the team uses the right number."
+    )
+    return TaskDraft(
+        "chat_post", "medium", None, prompt,
+        [Criterion(f"A message in #{p.channel} states the {period} {row} of {value_text(v, unit)}", ChatPostedCheck(channel=p.channel, all_of=[value_text(v, unit)]))],
+        [read_call(path), Call("chat_post_message", {"channel_id": p.channel, "text": text})],
+        f"Posted in #{p.channel}: {text}", input_files=[path],
+    )  # fmt: skip

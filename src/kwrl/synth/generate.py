@@ -1,0 +1,99 @@
+"""Generate a dataset: N worlds x M tasks, in parallel worker processes, deterministic per seed.
+
+World `i` gets domain `domains[i % len(domains)]` and its own seeded streams, so a world's bytes
+depend only on (seed, i, domain, tasks per world), never on the worker that built it or the order
+workers finish in. Workers write their world's files directly; the parent writes the apex-hf
+index files in world order.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from kwrl.config import KwrlConfig
+from kwrl.tasks.models import DOMAINS
+
+Layout = Literal["task-dirs", "apex-hf"]
+
+
+class SynthConfig(KwrlConfig):
+    """Settings of `kwrl data synth`."""
+
+    out: Path
+    """Output dataset dir (created; must be empty or absent unless overwrite)."""
+    worlds: int = Field(default=3, ge=1)
+    """Number of worlds to generate."""
+    tasks_per_world: int = Field(default=10, ge=1, le=60)
+    """Tasks per world."""
+    seed: int = 0
+    """Root seed: same seed, same bytes."""
+    domains: list[str] = Field(default_factory=lambda: list(DOMAINS))
+    """APEX domains, assigned to worlds round-robin."""
+    layout: Layout = "task-dirs"
+    """'task-dirs' (kwrl training layout) or 'apex-hf' (APEX-Agents HF layout)."""
+    workers: int = Field(default=2, ge=1)
+    """Worker processes."""
+    overwrite: bool = False
+    """Allow writing into a non-empty output dir."""
+
+    @field_validator("domains")
+    @classmethod
+    def _domains(cls, v: list[str]) -> list[str]:
+        bad = [d for d in v if d not in DOMAINS]
+        if bad or not v:
+            raise ValueError(f"unknown domain(s) {bad}; choose from {list(DOMAINS)}")
+        return v
+
+
+def _one(args: tuple[int, int, str, int, str, str]) -> tuple[int, dict[str, Any] | None, list[dict[str, Any]]]:
+    seed, index, domain, n_tasks, layout, out = args
+    from kwrl.synth.layout import build_world, write_apex_world, write_task_dirs
+
+    wf = build_world(seed, index, domain, n_tasks)
+    if layout == "task-dirs":
+        write_task_dirs(Path(out), wf)
+        return index, None, []
+    world, rows = write_apex_world(Path(out), wf)
+    return index, world, rows
+
+
+def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
+    """Write the dataset; returns a summary (worlds, tasks, seconds)."""
+    from kwrl.errors import ConfigError
+    from kwrl.synth.layout import write_apex_index
+
+    out = Path(cfg.out)
+    if out.exists() and any(out.iterdir()) and not cfg.overwrite:
+        raise ConfigError(f"{out}: output dir is not empty (pass --overwrite to write into it)")
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = [(cfg.seed, i, cfg.domains[i % len(cfg.domains)], cfg.tasks_per_world, cfg.layout, str(out)) for i in range(cfg.worlds)]
+    t0 = time.perf_counter()
+    results: dict[int, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}
+    from rich.progress import Progress
+
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task("worlds", total=len(jobs))
+        if cfg.workers == 1 or len(jobs) == 1:
+            for j in jobs:
+                i, w, rows = _one(j)
+                results[i] = (w, rows)
+                bar.advance(task)
+        else:
+            with ProcessPoolExecutor(max_workers=cfg.workers) as pool:
+                for i, w, rows in pool.map(_one, jobs):
+                    results[i] = (w, rows)
+                    bar.advance(task)
+    n_tasks = 0
+    if cfg.layout == "apex-hf":
+        worlds = [results[i][0] for i in sorted(results)]
+        rows = [r for i in sorted(results) for r in results[i][1]]
+        write_apex_index(out, [w for w in worlds if w is not None], rows)
+        n_tasks = len(rows)
+    else:
+        n_tasks = sum(1 for _ in (out / "tasks").iterdir()) if (out / "tasks").exists() else 0
+    return {"worlds": len(jobs), "tasks": n_tasks, "seconds": round(time.perf_counter() - t0, 2), "out": str(out)}

@@ -1,0 +1,39 @@
+"""Gold solutions: the tool calls that reach full marks, as JSON and as a replayable solve.sh.
+
+solve.sh runs each call through the world gateway with `kwrl world call TOOL 'JSON'` (the
+gateway URL comes from env `KWRL_GATEWAY`, set in every trial exec) and writes the gold final
+answer to /logs/agent/final_answer.txt, so harbor's oracle agent replays a generated task.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from kwrl.synth.families.base import TaskDraft
+
+ANSWER_PATH = "/logs/agent/final_answer.txt"
+
+
+def gold_calls(d: TaskDraft) -> list[dict[str, object]]:
+    return [{"tool": c.tool, "arguments": c.args} for c in d.calls]
+
+
+def gold_calls_json(d: TaskDraft) -> bytes:
+    return (json.dumps(gold_calls(d), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def solve_sh(d: TaskDraft) -> str:
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Gold solution (generated): replay the gold tool calls through the world gateway,",
+        "# then write the gold final answer. Needs env KWRL_GATEWAY (set inside every trial).",
+        "set -euo pipefail",
+        'KWRL="${KWRL:-kwrl}"',
+    ]
+    for c in d.calls:
+        args = json.dumps(c.args, sort_keys=True, ensure_ascii=False)
+        lines.append(f'"$KWRL" world call {shlex.quote(c.tool)} {shlex.quote(args)} >/dev/null')
+    out = ANSWER_PATH
+    lines += [f"mkdir -p {shlex.quote(out.rsplit('/', 1)[0])}", f"printf '%s\\n' {shlex.quote(d.answer)} > {shlex.quote(out)}"]
+    return "\n".join(lines) + "\n"
