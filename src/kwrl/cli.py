@@ -23,6 +23,8 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.worlds.cli", "app", "world"),
     ("kwrl.grading.cli", "grade", "grade"),
     ("kwrl.tasks.cli", "app", "data"),
+    ("kwrl.rollout.cli", "trial_app", "trial"),
+    ("kwrl.rollout.cli", "rollout", "rollout"),
 ]
 
 for _module, _attr, _name in _STAGES:

@@ -1,0 +1,155 @@
+"""`kwrl trial run` (one trial, rewards per criterion) and `kwrl rollout` (a batch with a summary).
+
+Both run harbor trials in the chosen environment (default: the local bubblewrap sandbox) and
+leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summary.json`.
+Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
+`--ek gateway=false` or `--ek pids_max=256`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+trial_app = typer.Typer(help="Run single trials.", no_args_is_help=True)
+
+AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle, nop, or module:Class.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model name for the agent.")]
+EnvOpt = Annotated[
+    str, typer.Option("--env", "-e", help="local, docker, modal, or an environment import path.")
+]
+EkOpt = Annotated[
+    list[str] | None, typer.Option("--ek", help="Environment kwarg key=value (repeatable).")
+]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--agent-timeout", help="Override task.toml's agent timeout (s).")
+]
+
+
+def _kwargs(items: list[str] | None) -> dict[str, Any]:
+    from kwrl.config import parse_override
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        parts, value = parse_override(item)
+        out[".".join(parts)] = value
+    return out
+
+
+def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
+    from rich.table import Table
+
+    grades_path = trial_dir / "verifier" / "grades.json"
+    grades: list[dict[str, Any]] = []
+    if grades_path.is_file():
+        grades = json.loads(grades_path.read_text()).get("grades", [])
+    by_id = {str(g.get("verifier_id")): g for g in grades}
+    table = Table(title=f"criteria ({trial_dir.name})")
+    for col in ("criterion", "score", "method", "criteria / rationale"):
+        table.add_column(col)
+    for key, value in rewards.items():
+        if not key.startswith("criterion/"):
+            continue
+        vid = key.removeprefix("criterion/")
+        g = by_id.get(vid, {})
+        text = str(g.get("criteria", ""))
+        if g.get("rationale"):
+            text += f"\n[dim]{g['rationale']}[/dim]"
+        table.add_row(vid, f"{value:g}", str(g.get("method", "")), text)
+    return table
+
+
+@trial_app.command("run")
+def trial_run(
+    task_dir: Annotated[Path, typer.Argument(help="A task dir (holds instruction.md).")],
+    agent: AgentOpt = "oracle",
+    model: ModelOpt = None,
+    out: Annotated[Path, typer.Option(help="Where the trial dir goes.")] = Path("runs/trials"),
+    env: EnvOpt = "local",
+    ek: EkOpt = None,
+    agent_timeout: TimeoutOpt = None,
+) -> None:
+    """Run one harbor trial and print its reward per criterion."""
+    from rich.console import Console
+
+    from kwrl.rollout.runner import RolloutConfig, run_trial
+
+    cfg = RolloutConfig(
+        agent=agent, model=model, environment=env, environment_kwargs=_kwargs(ek),
+        agent_timeout_sec=agent_timeout, retries=0,
+    )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"{task_dir.resolve().name}__{agent.split(':')[-1].lower()}"
+    n = 0
+    while (out / (name + (f"-{n}" if n else ""))).exists():
+        n += 1
+    name += f"-{n}" if n else ""
+    rec = asyncio.run(run_trial(task_dir, cfg, out, name))
+    console = Console()
+    console.print(_criteria_table(Path(rec.trial_dir), rec.rewards))
+    reward = "-" if rec.reward is None else f"{rec.reward:g}"
+    console.print(
+        f"reward [bold]{reward}[/bold]  cause {rec.cause}  {rec.seconds:.1f}s  dir {rec.trial_dir}"
+    )
+    if rec.error:
+        console.print(f"[red]{rec.error[:500]}[/red]", markup=True, highlight=False)
+
+
+def rollout(
+    dataset: Annotated[
+        Path, typer.Argument(help="A dataset dir (tasks/*), a dir of task dirs, or one task dir.")
+    ],
+    agent: AgentOpt = "oracle",
+    model: ModelOpt = None,
+    n: Annotated[int, typer.Option("-n", help="Trials per task (group size).")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Trials at once.")] = 4,
+    out: Annotated[Path, typer.Option(help="Output dir: trials/ and summary.json.")] = Path(
+        "runs/rollout"
+    ),
+    env: EnvOpt = "local",
+    ek: EkOpt = None,
+    retries: Annotated[int, typer.Option(help="Retries on infrastructure failures.")] = 2,
+    agent_timeout: TimeoutOpt = None,
+) -> None:
+    """Run many trials through harbor; print a summary table and write summary.json."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
+    from kwrl.tasks.taskdir import task_dirs
+
+    cfg = RolloutConfig(
+        agent=agent, model=model, n_samples=n, concurrency=concurrency, environment=env,
+        environment_kwargs=_kwargs(ek), retries=retries, agent_timeout_sec=agent_timeout,
+    )  # fmt: skip
+    tasks = task_dirs(dataset)
+    console = Console()
+    progress = Progress(
+        TextColumn("rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"), console=console,
+    )  # fmt: skip
+    with progress:
+        bar = progress.add_task("trials", total=len(tasks) * n, last="")
+
+        def done(rec: TrialRecord) -> None:
+            progress.update(bar, advance=1, last=f"{rec.task}: {rec.cause}")
+
+        records = asyncio.run(run_rollout(tasks, cfg, out, on_done=done))
+    summary = json.loads((out / "summary.json").read_text())
+    table = Table(title=f"rollout: {len(records)} trials, agent {agent}")
+    for col in ("task", "rewards", "causes", "trained"):
+        table.add_column(col)
+    for task, t in summary["tasks"].items():
+        rewards = " ".join("-" if r is None else f"{r:g}" for r in t["rewards"])
+        table.add_row(task, rewards, ", ".join(sorted(set(t["causes"]))), str(t["trained"]))
+    console.print(table)
+    mean = summary["mean_reward"]
+    console.print(
+        f"mean reward {'-' if mean is None else f'{mean:.3f}'}  graded {summary['graded']}/{summary['trials']}"
+        f"  retries {summary['retries']}  causes {summary['causes']}  summary {out / 'summary.json'}"
+    )

@@ -1,0 +1,227 @@
+"""Batches of harbor trials: run, classify, retry, summarise.
+
+`run_rollout(task_dirs, config, out)` runs `n_samples` trials per task through harbor
+(`await Trial.create(cfg)` then `.run()`), at most `concurrency` at a time (an asyncio
+semaphore), each in the configured environment (default: the local bubblewrap sandbox). Every
+finished trial becomes a `TrialRecord`: its reward and per-criterion scores (reward.json), its
+`FailureCause` (kwrl.rollout.failures) and the training decision of its group
+(kwrl.rollout.masking). Infrastructure failures are retried up to `retries` times under a new
+trial name; earlier attempts' dirs stay for inspection. Harbor's trial dirs go to `<out>/trials/`,
+`summary.json` to `<out>/`.
+
+Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
+(`sandbox`), so one broken trial never takes the batch down: the others go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from kwrl.config import KwrlConfig
+from kwrl.io import write_json
+from kwrl.rollout.failures import FailureCause, classify_result
+from kwrl.rollout.masking import group_decisions, should_retry
+
+
+class RolloutConfig(KwrlConfig):
+    """How to run a batch of trials."""
+
+    agent: str = "oracle"
+    """oracle, nop, or an agent import path module:Class."""
+    model: str | None = None
+    """Model name handed to the agent (harbor's agent.model_name)."""
+    n_samples: int = Field(default=1, ge=1)
+    """Trials per task (the group size)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Trials running at once."""
+    retries: int = Field(default=2, ge=0)
+    """Retries of a trial that failed for an infrastructure reason."""
+    environment: str = "local"
+    """local, docker, modal, or an environment import path module:Class."""
+    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the agent."""
+    agent_timeout_sec: float | None = None
+    """Override of task.toml's agent timeout."""
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    """Environment of the verifier (e.g. KWRL_JUDGE)."""
+
+
+@dataclass
+class TrialRecord:
+    """One finished trial attempt, as the rollout saw it."""
+
+    task: str
+    sample: int
+    attempt: int
+    trial_name: str
+    trial_dir: str
+    cause: FailureCause
+    reward: float | None = None
+    rewards: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    trained: bool = False
+    train_reward: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cause"] = str(self.cause)
+        return d
+
+
+def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str) -> Any:
+    """harbor's TrialConfig for one trial."""
+    from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig, VerifierConfig
+
+    from kwrl.sandbox.presets import environment_config
+
+    if ":" in cfg.agent:
+        agent = AgentConfig(import_path=cfg.agent, model_name=cfg.model, kwargs=cfg.agent_kwargs)
+    else:
+        agent = AgentConfig(name=cfg.agent, model_name=cfg.model, kwargs=cfg.agent_kwargs)
+    if cfg.agent_timeout_sec is not None:
+        agent.override_timeout_sec = cfg.agent_timeout_sec
+    return TrialConfig(
+        task=TaskConfig(path=Path(task_dir).resolve()),
+        trial_name=name,
+        trials_dir=trials_dir,
+        agent=agent,
+        environment=environment_config(cfg.environment, cfg.environment_kwargs),
+        verifier=VerifierConfig(env=cfg.verifier_env),
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+async def run_trial(
+    task_dir: Path,
+    cfg: RolloutConfig,
+    trials_dir: Path,
+    name: str,
+    *,
+    sample: int = 0,
+    attempt: int = 0,
+) -> TrialRecord:
+    """Run one harbor trial and record it; never raises for a failed trial."""
+    from harbor.trial.trial import Trial
+
+    start = time.monotonic()
+    trial_dir = trials_dir / name
+    record = TrialRecord(
+        task=Path(task_dir).name, sample=sample, attempt=attempt, trial_name=name,
+        trial_dir=str(trial_dir), cause=FailureCause.SANDBOX,
+    )  # fmt: skip
+    try:
+        trial = await Trial.create(trial_config(task_dir, cfg, trials_dir, name))
+        result = await trial.run()
+    except Exception as e:  # a trial that cannot even be built is recorded, not raised
+        record.error = f"{type(e).__name__}: {e}"
+        record.seconds = time.monotonic() - start
+        return record
+    rewards = result.verifier_result.rewards if result.verifier_result else None
+    record.cause = classify_result(result, _read_json(trial_dir / "sandbox.json"))
+    record.rewards = {k: float(v) for k, v in (rewards or {}).items()}
+    record.reward = record.rewards.get("reward")
+    if result.exception_info is not None:
+        info = result.exception_info
+        record.error = f"{info.exception_type}: {info.exception_message}"[:2000]
+    record.seconds = time.monotonic() - start
+    return record
+
+
+async def run_with_retries(
+    task_dir: Path, cfg: RolloutConfig, trials_dir: Path, sample: int
+) -> list[TrialRecord]:
+    """All attempts of one sample; the last one counts."""
+    attempts: list[TrialRecord] = []
+    for attempt in range(cfg.retries + 1):
+        name = f"{Path(task_dir).name}__s{sample}" + (f"__r{attempt}" if attempt else "")
+        rec = await run_trial(task_dir, cfg, trials_dir, name, sample=sample, attempt=attempt)
+        attempts.append(rec)
+        if not should_retry(rec.cause, attempt, cfg.retries):
+            break
+    return attempts
+
+
+async def run_rollout(
+    task_dirs: Sequence[Path],
+    cfg: RolloutConfig,
+    out: Path,
+    on_done: Callable[[TrialRecord], None] | None = None,
+) -> list[TrialRecord]:
+    """Every sample of every task; returns the final attempt of each (group decisions applied)."""
+    trials_dir = out / "trials"
+    trials_dir.mkdir(parents=True, exist_ok=True)
+    sem = asyncio.Semaphore(cfg.concurrency)
+    history: list[TrialRecord] = []
+
+    async def one(task_dir: Path, sample: int) -> TrialRecord:
+        async with sem:
+            attempts = await run_with_retries(task_dir, cfg, trials_dir, sample)
+        history.extend(attempts)
+        if on_done is not None:
+            on_done(attempts[-1])
+        return attempts[-1]
+
+    jobs = [one(Path(t), s) for t in task_dirs for s in range(cfg.n_samples)]
+    finals = list(await asyncio.gather(*jobs))
+    apply_group_decisions(finals)
+    write_json(out / "summary.json", summarize(finals, history, cfg))
+    return finals
+
+
+def apply_group_decisions(records: list[TrialRecord]) -> None:
+    groups: dict[str, list[TrialRecord]] = {}
+    for r in records:
+        groups.setdefault(r.task, []).append(r)
+    for recs in groups.values():
+        decisions = group_decisions([r.cause for r in recs], [r.reward for r in recs])
+        for r, d in zip(recs, decisions, strict=True):
+            r.trained, r.train_reward = d.trained, d.reward
+
+
+def summarize(
+    finals: list[TrialRecord], history: list[TrialRecord], cfg: RolloutConfig
+) -> dict[str, Any]:
+    """summary.json: totals, per-task groups, causes, and every attempt."""
+    graded = [r.reward for r in finals if r.reward is not None]
+    causes: dict[str, int] = {}
+    for r in finals:
+        causes[str(r.cause)] = causes.get(str(r.cause), 0) + 1
+    tasks: dict[str, dict[str, Any]] = {}
+    for r in finals:
+        t = tasks.setdefault(r.task, {"rewards": [], "causes": [], "trained": 0})
+        t["rewards"].append(r.reward)
+        t["causes"].append(str(r.cause))
+        t["trained"] += int(r.trained)
+    return {
+        "config": cfg.model_dump(mode="json"),
+        "trials": len(finals),
+        "attempts": len(history),
+        "retries": len(history) - len(finals),
+        "graded": len(graded),
+        "mean_reward": sum(graded) / len(graded) if graded else None,
+        "pass_rate": sum(1 for r in finals if r.rewards.get("pass") == 1.0) / len(finals)
+        if finals
+        else None,
+        "causes": causes,
+        "trained": sum(r.trained for r in finals),
+        "tasks": tasks,
+        "records": [r.as_dict() for r in finals],
+        "all_attempts": [r.as_dict() for r in history],
+    }
