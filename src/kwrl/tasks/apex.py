@@ -89,8 +89,8 @@ def slugify(text: str, max_len: int = 48) -> str:
 
 
 def task_slug(task: ApexTask) -> str:
-    """A readable, unique dir name: the task name's slug plus 8 hex chars of the task id."""
-    return f"{slugify(task.task_name)}-{task.task_id.removeprefix('task_')[:8]}"
+    """A readable, unique dir name: the task name's slug plus the last 8 chars of the task id."""
+    return f"{slugify(task.task_name)}-{task.task_id[-8:]}"
 
 
 def world_short_name(world: ApexWorld) -> str:

@@ -53,17 +53,22 @@ class ByteBudget:
             )
 
 
-def member_path(name: str, source: str) -> PurePosixPath:
-    """The relative path of an archive member, or UnsafeArchiveError if it could escape."""
+def member_path(name: str, source: str, member: str | None = None) -> PurePosixPath:
+    """The relative path `name` of an archive member, or UnsafeArchiveError if it could escape.
+
+    `member` names the member in the error when `name` is not its own name (a hard link's target).
+    """
+    member = member or name
+    what = "" if member == name else f" (link target {name!r})"
     if not name or "\x00" in name:
-        raise UnsafeArchiveError(source, repr(name), "empty or NUL in member name")
+        raise UnsafeArchiveError(source, repr(member), f"empty or NUL in member name{what}")
     if name.startswith(("/", "\\")) or _DRIVE.match(name):
-        raise UnsafeArchiveError(source, name, "absolute path in archive member")
+        raise UnsafeArchiveError(source, member, f"absolute path in archive member{what}")
     if "\\" in name:
-        raise UnsafeArchiveError(source, name, "backslash in member name (Windows path?)")
+        raise UnsafeArchiveError(source, member, f"backslash in member name (Windows path?){what}")
     parts = [p for p in PurePosixPath(name).parts if p != "."]
     if ".." in parts:
-        raise UnsafeArchiveError(source, name, "'..' in archive member path")
+        raise UnsafeArchiveError(source, member, f"'..' in archive member path{what}")
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
@@ -200,7 +205,7 @@ def _tar_member(
     target = _target_of(dest, rel, source, m.name)
     link = m.linkname
     if m.islnk():
-        link = str(_strip(member_path(link, source), strip))
+        link = str(_strip(member_path(link, source, m.name), strip))
     if m.issym() or m.islnk():
         _check_link(dest, rel, link, source, m.name, hard=m.islnk())
     try:

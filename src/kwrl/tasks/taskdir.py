@@ -419,7 +419,7 @@ def write_task_dir(task_dir: Path, spec: TaskSpec, config: TaskDirConfig | None 
         raise TaskFormatError(
             task_dir, "task_slug", f"dir name must equal task_slug {spec.meta.task_slug!r}"
         )
-    verifiers_json = [v.model_dump(mode="json", exclude_none=False) for v in spec.verifiers]
+    verifiers_json = [verifier_json(v) for v in spec.verifiers]
     parse_verifiers(verifiers_json, task_dir / VERIFIERS_JSON)
     toml_text = task_toml_text(spec, config)
     meta = spec.meta
@@ -460,6 +460,13 @@ def write_task_dir(task_dir: Path, spec: TaskSpec, config: TaskDirConfig | None 
             copy_overlay(Path(spec.overlay), tmp / OVERLAY_DIR)
         tmp.chmod(0o755)
     return task_dir
+
+
+def verifier_json(v: Verifier) -> dict[str, Any]:
+    """A verifiers.json entry as Archipelago writes it: every top-level key, unset optional values dropped."""
+    data = v.model_dump(mode="json")
+    data["verifier_values"] = v.verifier_values.model_dump(mode="json", exclude_none=True)
+    return data
 
 
 def _json_bytes(obj: Any) -> bytes:

@@ -57,3 +57,138 @@ def make_dataset(root: Path, n_tasks: int = 3) -> Path:
         spec = make_spec(n)
         write_task_dir(root / "tasks" / spec.meta.task_slug, spec)
     return root
+
+
+# --------------------------------------------------------------------------- APEX HF layout
+
+OFFICE = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "office"
+WORLD_IB = "world_" + "1" * 32
+WORLD_LAW = "world_" + "2" * 32
+OVERLAY_TASK = "task_" + "c" * 32
+
+
+def _mbox(path: Path, n: int) -> None:
+    import mailbox
+    from email.message import EmailMessage
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    box = mailbox.mbox(str(path))
+    for i in range(n):
+        msg = EmailMessage()
+        msg["From"] = f"analyst{i}@example.com"
+        msg["To"] = "vp@example.com"
+        msg["Subject"] = f"Deal update {i}"
+        msg.set_content(f"Numbers for deal {i} attached.")
+        box.add(msg)
+    box.flush()
+    box.close()
+
+
+def _world_zip(zip_path: Path, files: dict[str, Path | bytes]) -> None:
+    import zipfile
+
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, src in sorted(files.items()):
+            zf.writestr(name, src if isinstance(src, bytes) else src.read_bytes())
+
+
+def make_apex_layout(root: Path) -> Path:
+    """An APEX-Agents HF layout: 2 worlds of real office files, mail and calendar; 6 tasks, 1 overlay."""
+    import json
+    import shutil
+    import tempfile
+
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        mbox_ib, mbox_law = Path(tmp) / "ib.mbox", Path(tmp) / "law.mbox"
+        _mbox(mbox_ib, 3)
+        _mbox(mbox_law, 2)
+        _world_zip(
+            root / "world_files_zipped" / f"{WORLD_IB}.zip",
+            {
+                "filesystem/models/book1.xlsx": OFFICE / "xlsx" / "openpyxl__book1.xlsx",
+                "filesystem/models/formulae.xlsx": OFFICE / "xlsx" / "openpyxl__formulae.xlsx",
+                "filesystem/decks/charts.pptx": OFFICE / "pptx" / "python-pptx__cht-charts.pptx",
+                "filesystem/memo.docx": OFFICE / "docx" / "python-docx__blk-paras-and-tables.docx",
+                ".apps_data/mail/inbox.mbox": mbox_ib.read_bytes(),
+                ".apps_data/calendar/deals.ics": OFFICE
+                / "ics"
+                / "icalendar__calendars_example.ics",
+            },
+        )
+        _world_zip(
+            root / "world_files_zipped" / f"{WORLD_LAW}.zip",
+            {
+                "filesystem/contracts/original.docx": OFFICE / "docx" / "redlines__original.docx",
+                "filesystem/contracts/modified.docx": OFFICE / "docx" / "redlines__modified.docx",
+                "filesystem/filings/transcript.pdf": OFFICE
+                / "pdf"
+                / "pdfplumber__scotus-transcript-p1.pdf",
+                ".apps_data/mail/inbox.mbox": mbox_law.read_bytes(),
+                ".apps_data/calendar/court.ics": OFFICE
+                / "ics"
+                / "icalendar__events_event_with_recurrence.ics",
+                ".apps_data/chat/state.json": b'{"channels": [{"name": "general"}]}',
+            },
+        )
+    worlds = [
+        {
+            "world_id": WORLD_IB,
+            "world_name": "World 221",
+            "world_description": "A mid-market investment bank.",
+            "domain": "Investment Banking",
+            "apps": [
+                {"service_id": "excel", "service_name": "Excel"},
+                {"service_id": "mail", "service_name": "Mail"},
+            ],
+        },
+        {
+            "world_id": WORLD_LAW,
+            "world_name": "World 433",
+            "world_description": "A litigation firm.",
+            "domain": "Law",
+            "apps": [{"service_id": "word", "service_name": "Word"}],
+        },
+    ]
+    outputs = [
+        "make_new_sheet",
+        "edit_existing_sheet",
+        "message_in_console",
+        None,
+        "edit_existing_doc",
+        "make_new_slide_deck",
+    ]
+    tasks = []
+    for i, expected in enumerate(outputs):
+        world = WORLD_IB if i < 3 else WORLD_LAW
+        task_id = OVERLAY_TASK if i == 1 else f"task_{i + 1:032x}"
+        tasks.append(
+            {
+                "task_id": task_id,
+                "task_name": f"Task {i + 1}: {'DCF' if world == WORLD_IB else 'Redline'} work",
+                "domain": "Investment Banking" if world == WORLD_IB else "Law",
+                "world_id": world,
+                "prompt": f"Please do piece of work number {i + 1}.",
+                "rubric": [
+                    {"verifier_id": f"ver_{i}_{k}", "criteria": f"States fact {k}"}
+                    for k in range(i % 3 + 1)
+                ],
+                "expected_output": expected,
+                "gold_response": f"Gold {i + 1}",
+                "gold_response_type": "text"
+                if expected in ("message_in_console", None)
+                else "file",
+                "task_input_files": "filesystem/inputs/extra.xlsx" if i == 1 else None,
+            }
+        )
+    (root / "tasks_and_rubrics.json").write_text(json.dumps(tasks, indent=2))
+    (root / "world_descriptions.json").write_text(json.dumps(worlds, indent=2))
+    overlay = root / "task_files" / OVERLAY_TASK
+    (overlay / "filesystem" / "inputs").mkdir(parents=True)
+    shutil.copy(
+        OFFICE / "xlsx" / "openpyxl__merge_range.xlsx",
+        overlay / "filesystem" / "inputs" / "extra.xlsx",
+    )
+    _mbox(overlay / ".apps_data" / "mail" / "task.mbox", 1)
+    return root

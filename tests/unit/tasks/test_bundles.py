@@ -1,0 +1,160 @@
+"""Parquet bundles: pack -> extract reproduces task dirs byte for byte; bad rows are refused."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kwrl.errors import TaskFormatError, UnsafeArchiveError
+from kwrl.tasks.bundles import extract_bundles, pack_bundles, resolve_source
+from kwrl.tasks.taskdir import load_task
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes | str, int]]:
+    out: dict[str, tuple[bytes | str, int]] = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        if p.is_symlink():
+            out[rel] = (str(p.readlink()), 0)
+        elif p.is_file():
+            out[rel] = (p.read_bytes(), p.stat().st_mode & 0o111)
+        else:
+            out[rel] = (b"<dir>", 0)
+    return out
+
+
+def _shard(
+    path: Path,
+    rows: list[tuple[object, object]],
+    columns: tuple[str, str] = ("path", "task_binary"),
+) -> Path:
+    table = pa.table({columns[0]: [r[0] for r in rows], columns[1]: [r[1] for r in rows]})
+    pq.write_table(table, path)
+    return path
+
+
+def _tgz(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_pack_extract_pack_is_byte_identical(dataset: Path, tmp_path: Path) -> None:
+    tasks = dataset / "tasks"
+    (tasks / "task-001" / "environment" / "overlay" / "filesystem").mkdir(parents=True)
+    (
+        tasks / "task-001" / "environment" / "overlay" / "filesystem" / "ünïcode name.txt"
+    ).write_bytes(b"\x00\x01")
+    first = pack_bundles(tasks, tmp_path / "b1", rows_per_shard=2)
+    assert [p.name for p in first] == [
+        "train-00000-of-00002.parquet",
+        "train-00001-of-00002.parquet",
+    ]
+    names = extract_bundles(resolve_source(tmp_path / "b1"), tmp_path / "x")
+    assert names == ["task-001", "task-002", "task-003"]
+    assert _tree(tmp_path / "x") == _tree(tasks)
+    second = pack_bundles(tmp_path / "x", tmp_path / "b2", rows_per_shard=2)
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def test_extracted_tasks_load_with_their_world(dataset: Path, tmp_path: Path) -> None:
+    pack_bundles(dataset / "tasks", tmp_path / "b")
+    extract_bundles(resolve_source(tmp_path / "b"), dataset / "tasks2")
+    task = load_task(dataset / "tasks2" / "task-002")
+    assert task.world_dir == load_task(dataset / "tasks" / "task-002").world_dir
+
+
+def test_rows_wrapped_in_a_top_folder_named_path_are_unwrapped(tmp_path: Path) -> None:
+    shard = _shard(
+        tmp_path / "s.parquet",
+        [("t1", _tgz({"t1/instruction.md": b"hi", "t1/tests/test.sh": b"x"}))],
+    )
+    extract_bundles([shard], tmp_path / "out")
+    assert (tmp_path / "out/t1/instruction.md").read_bytes() == b"hi"
+    assert (tmp_path / "out/t1/tests/test.sh").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "error", "message"),
+    [
+        ("../escape", UnsafeArchiveError, "'..'"),
+        ("/abs", UnsafeArchiveError, "absolute path"),
+        ("a/b", UnsafeArchiveError, "single dir name"),
+        ("", TaskFormatError, "empty"),
+        (None, TaskFormatError, "empty"),
+    ],
+)
+def test_unsafe_row_paths_are_refused(
+    tmp_path: Path, path: str | None, error: type[Exception], message: str
+) -> None:
+    shard = _shard(
+        tmp_path / "s.parquet",
+        [("ok", _tgz({"instruction.md": b"x"})), (path, _tgz({"instruction.md": b"x"}))],
+    )
+    with pytest.raises(error, match=message):
+        extract_bundles([shard], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "escape").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["s.parquet"]
+
+
+def test_unsafe_member_inside_a_row_names_shard_row_and_member(tmp_path: Path) -> None:
+    shard = _shard(tmp_path / "s.parquet", [("t", _tgz({"../../evil.sh": b"x"}))])
+    with pytest.raises(UnsafeArchiveError) as err:
+        extract_bundles([shard], tmp_path / "out")
+    assert err.value.path == f"{shard} row 0"
+    assert err.value.field == "../../evil.sh"
+    assert not (tmp_path / "out").exists()
+
+
+def test_duplicate_paths_and_missing_columns_are_refused(tmp_path: Path) -> None:
+    blob = _tgz({"instruction.md": b"x"})
+    dup = _shard(tmp_path / "d.parquet", [("t", blob), ("t", blob)])
+    with pytest.raises(TaskFormatError, match="duplicate path 't'") as err:
+        extract_bundles([dup], tmp_path / "out")
+    assert err.value.field == "row 1.path"
+    wrong = _shard(tmp_path / "w.parquet", [("t", blob)], columns=("name", "task_binary"))
+    with pytest.raises(TaskFormatError, match="missing column") as err:
+        extract_bundles([wrong], tmp_path / "out")
+    assert err.value.field == "path"
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(TaskFormatError, match="not a readable parquet"):
+        extract_bundles([tmp_path / "junk.parquet"], tmp_path / "out")
+
+
+def test_size_cap_spans_all_rows(tmp_path: Path) -> None:
+    rows = [(f"t{i}", _tgz({"data.bin": bytes(400)})) for i in range(3)]
+    shard = _shard(tmp_path / "s.parquet", rows)
+    with pytest.raises(UnsafeArchiveError, match="size cap of 1000 bytes") as err:
+        extract_bundles([shard], tmp_path / "out", max_bytes=1000)
+    assert err.value.path.endswith("row 2")
+    extract_bundles([shard], tmp_path / "out", max_bytes=1200)
+
+
+def test_existing_output_is_kept_unless_overwrite(dataset: Path, tmp_path: Path) -> None:
+    pack_bundles(dataset / "tasks", tmp_path / "b")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    with pytest.raises(TaskFormatError, match="--overwrite"):
+        extract_bundles(resolve_source(tmp_path / "b"), out)
+    assert (out / "mine.txt").exists()
+    extract_bundles(resolve_source(tmp_path / "b"), out, overwrite=True)
+    assert not (out / "mine.txt").exists()
+    assert (out / "task-001" / "instruction.md").exists()
+
+
+def test_resolve_source_rejects_what_is_not_a_bundle(tmp_path: Path) -> None:
+    with pytest.raises(TaskFormatError, match=r"no \*\.parquet"):
+        resolve_source(tmp_path)
+    with pytest.raises(TaskFormatError, match="HF dataset id"):
+        resolve_source(tmp_path / "missing" / "deeper")
