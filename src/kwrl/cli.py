@@ -25,6 +25,7 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.tasks.cli", "app", "data"),
     ("kwrl.rollout.cli", "trial_app", "trial"),
     ("kwrl.rollout.cli", "rollout", "rollout"),
+    ("kwrl.llm.cli", "serve", "serve"),
 ]
 
 for _module, _attr, _name in _STAGES:

@@ -47,6 +47,8 @@ class Completion(BaseModel):
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     """Structured tool calls, only from chat clients whose provider parses them."""
     usage: dict[str, int] = Field(default_factory=dict)
+    weight_version: int | None = None
+    """Version of the weights that sampled this turn, when the policy reports it (engine, `kwrl serve`)."""
 
 
 class PolicyClient(ABC):

@@ -1,0 +1,69 @@
+"""`kwrl serve MODEL`: an OpenAI-compatible server (vLLM's completions shapes) over the engine.
+
+Loads MODEL (a packaged name, a local folder or a hub id; default the packaged SmolLM2-135M)
+into an in-process `Engine`, binds HOST:PORT (port 0 picks a free one) and, once requests are
+accepted, prints one line on stdout: `kwrl-serve ready http://HOST:PORT/v1`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from kwrl.llm.packaged import DEFAULT_MODEL
+
+
+def serve(
+    model: str = typer.Argument(
+        DEFAULT_MODEL, help="Packaged model name, local HF folder, or hub id."
+    ),
+    port: int = typer.Option(8000, help="TCP port (0 picks a free one)."),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind (loopback by default)."),
+    served_name: str | None = typer.Option(None, help="Model name reported by /v1/models."),
+    dtype: str = typer.Option("float32", help="float32, bfloat16 or float16."),
+    device: str = typer.Option("cpu", help="torch device, e.g. cpu or cuda:0."),
+    max_batch_size: int = typer.Option(8, help="Most requests decoded together."),
+    batch_wait_ms: float = typer.Option(5.0, help="Wait for more requests before a batch (ms)."),
+    max_context: int | None = typer.Option(None, help="Context window (default: the model's)."),
+    threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's choice)."),
+) -> None:
+    """Serve MODEL over HTTP: /v1/completions, /v1/chat/completions, /v1/models, /health."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    from kwrl.llm.engine import Engine, EngineConfig
+    from kwrl.llm.server import build_app
+
+    cfg = EngineConfig(
+        model=model,
+        dtype=dtype,  # type: ignore[arg-type]
+        device=device,
+        max_batch_size=max_batch_size,
+        batch_wait_ms=batch_wait_ms,
+        max_context=max_context,
+        threads=threads,
+    )
+    engine = Engine.from_config(cfg)
+    app = build_app(engine, served_name or model)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+
+    async def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.01)
+        url_host = f"[{host}]" if ":" in host else host
+        print(f"kwrl-serve ready http://{url_host}:{bound}/v1", flush=True)
+
+    async def main() -> None:
+        await asyncio.gather(server.serve(sockets=[sock]), announce())
+
+    try:
+        asyncio.run(main())
+    finally:
+        engine.close()

@@ -1,0 +1,407 @@
+"""The in-process engine: batched sampling from a transformers causal LM, with exact logprobs.
+
+`Engine` owns one model in one worker thread. Callers submit token-id prompts from any thread or
+event loop (`await engine.generate(ids, params)` or `engine.generate_sync`); the worker collects
+requests for `batch_wait_ms`, left-pads them into one batch, prefills, then decodes step by step
+with a KV cache, each row under its own sampling parameters and seed. Rows that finish are dropped
+from the cache, so a batch costs what its live rows cost. (Static batching: a request that arrives
+mid-batch waits for the next one; at this scale that is simpler and barely slower.)
+
+Contract of a result (`EngineOutput`): `token_ids` are exactly the sampled ids (EOS included when
+sampled), `logprobs[i]` is the log-softmax of the temperature-scaled logits at the step that
+sampled `token_ids[i]` (raw logits for greedy, temperature 0), so a fresh forward pass over
+prompt + completion reproduces them: the TITO property the trainer relies on. top_p truncation is
+applied when sampling but not folded into the logprob, as a trainer recomputes it. The finish
+reason is STOP (EOS or a stop string), LENGTH (max_tokens) or CONTEXT (the context window ran out).
+
+Weights change only between batches: `update_weights` / `load_weights` wait for the running batch,
+copy tensors in place and bump `weight_version`, which every output carries.
+
+Seeds: a request with a seed samples from its own generator, so it is reproducible for the same
+weights and batch composition (padding can move logits by float rounding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from kwrl.config import KwrlConfig
+from kwrl.errors import ConfigError, PolicyError
+from kwrl.llm.base import FinishReason, SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+_GREEDY_T = 1e-5
+
+
+class EngineConfig(KwrlConfig):
+    """How the in-process engine loads and batches a model."""
+
+    model: str = "smollm2-135m"
+    """A packaged model name, a local HF model folder, or a hub id."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights and compute dtype (float32 keeps CPU logprobs closest to a trainer's recompute)."""
+    device: str = "cpu"
+    """torch device for the model, e.g. `cpu` or `cuda:0`."""
+    max_batch_size: int = Field(default=8, ge=1)
+    """Most requests decoded together in one batch."""
+    batch_wait_ms: float = Field(default=5.0, ge=0)
+    """How long the worker waits for more requests after the first before starting a batch."""
+    max_context: int | None = None
+    """Context window in tokens (prompt + completion); default: the model's max_position_embeddings."""
+    threads: int | None = Field(default=None, ge=1)
+    """torch CPU threads for this process (default: torch's choice, one per core)."""
+
+
+@dataclass
+class EngineOutput:
+    """One sampled completion: ids and logprobs of equal length, text, why it stopped."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    text: str
+    finish_reason: FinishReason
+    prompt_tokens: int
+    weight_version: int
+
+
+@dataclass
+class _Request:
+    prompt_ids: list[int]
+    params: SamplingParams
+    future: concurrent.futures.Future[EngineOutput]
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    limit: int = 0
+    limit_is_context: bool = False
+    text: str | None = None
+    finish: FinishReason | None = None
+    generator: Any = None
+
+
+class Engine:
+    """A transformers causal LM in a worker thread, sampled in batches (see the module doc)."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        max_batch_size: int = 8,
+        batch_wait_ms: float = 5.0,
+        max_context: int | None = None,
+        name: str = "model",
+    ) -> None:
+        import torch
+
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.max_batch_size = max_batch_size
+        self.batch_wait_s = batch_wait_ms / 1000.0
+        self.max_context = max_context or int(
+            getattr(model.config, "max_position_embeddings", 0) or 4096
+        )
+        self.device = next(model.parameters()).device
+        self.weight_version = 0
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else next(iter(self.eos_ids)))
+        self._lock = threading.Lock()  # held for a whole batch and for a weight update
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self._seed_rng = torch.Generator().manual_seed(int(time.time_ns() % (1 << 62)))
+        self._closed = False
+        self._worker = threading.Thread(target=self._run, name=f"kwrl-engine-{name}", daemon=True)
+        self._worker.start()
+
+    @classmethod
+    def from_config(cls, cfg: EngineConfig) -> Engine:
+        """Load `cfg.model` (packaged name, folder or hub id) with its tokenizer."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from kwrl.llm.packaged import resolve_model
+
+        if cfg.threads is not None:
+            torch.set_num_threads(cfg.threads)
+        path = resolve_model(cfg.model)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, cfg.dtype))
+        model.to(cfg.device)  # type: ignore[arg-type]
+        return cls(
+            model,
+            tokenizer,
+            max_batch_size=cfg.max_batch_size,
+            batch_wait_ms=cfg.batch_wait_ms,
+            max_context=cfg.max_context,
+            name=cfg.model,
+        )
+
+    @classmethod
+    def from_pretrained(cls, model: str = "smollm2-135m", **kwargs: Any) -> Engine:
+        return cls.from_config(EngineConfig(model=model, **kwargs))
+
+    # ---- requests -------------------------------------------------------------------------
+
+    def submit(
+        self, prompt_ids: list[int], params: SamplingParams
+    ) -> concurrent.futures.Future[EngineOutput]:
+        """Queue one request; the future resolves to its `EngineOutput` (or a PolicyError)."""
+        if self._closed:
+            raise PolicyError(f"engine {self.name}: closed")
+        if not prompt_ids:
+            raise PolicyError(f"engine {self.name}: empty prompt (give at least one token id)")
+        vocab = int(self.model.config.vocab_size)
+        bad = [t for t in prompt_ids if not 0 <= t < vocab]
+        if bad:
+            raise PolicyError(
+                f"engine {self.name}: prompt token ids out of range [0, {vocab}): {bad[:5]}"
+            )
+        fut: concurrent.futures.Future[EngineOutput] = concurrent.futures.Future()
+        self._queue.put(_Request(list(prompt_ids), params, fut))
+        return fut
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> EngineOutput:
+        """Sample one completion of `prompt_ids`; concurrent calls are batched together."""
+        return await asyncio.wrap_future(self.submit(prompt_ids, params))
+
+    def generate_sync(self, prompt_ids: list[int], params: SamplingParams) -> EngineOutput:
+        return self.submit(prompt_ids, params).result()
+
+    def generate_many(self, prompts: list[list[int]], params: SamplingParams) -> list[EngineOutput]:
+        """Submit all prompts at once (one batch when they fit) and wait for all of them."""
+        futs = [self.submit(p, params) for p in prompts]
+        return [f.result() for f in futs]
+
+    # ---- weights ---------------------------------------------------------------------------
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> int:
+        """Copy `state_dict` (all or some parameters) into the model between batches.
+
+        Returns the new `weight_version`. Unknown names or shape mismatches raise ConfigError
+        before anything is copied.
+        """
+        import torch
+
+        own = self.model.state_dict()
+        unknown = [k for k in state_dict if k not in own]
+        if unknown:
+            raise ConfigError(f"update_weights: unknown parameter names {unknown[:5]}")
+        wrong = [k for k, v in state_dict.items() if tuple(v.shape) != tuple(own[k].shape)]
+        if wrong:
+            k = wrong[0]
+            raise ConfigError(
+                f"update_weights: {k}: shape {tuple(state_dict[k].shape)} != {tuple(own[k].shape)}"
+            )
+        with self._lock, torch.no_grad():
+            for k, v in state_dict.items():
+                own[k].copy_(v.to(device=own[k].device, dtype=own[k].dtype))
+            self.weight_version += 1
+            return self.weight_version
+
+    async def aupdate_weights(self, state_dict: Mapping[str, torch.Tensor]) -> int:
+        return await asyncio.to_thread(self.update_weights, state_dict)
+
+    def load_weights(self, path: Path | str) -> int:
+        """Load a safetensors file, or every `*.safetensors` in a folder, into the model."""
+        from safetensors.torch import load_file
+
+        p = Path(path)
+        files = sorted(p.glob("*.safetensors")) if p.is_dir() else [p]
+        if not files or not all(f.is_file() for f in files):
+            raise ConfigError(f"load_weights: {p}: no safetensors file found")
+        state: dict[str, torch.Tensor] = {}
+        for f in files:
+            state.update(load_file(str(f)))
+        own = self.model.state_dict()
+        # Tied embeddings: a checkpoint may carry lm_head.weight that the model folds away.
+        if "lm_head.weight" not in own:
+            state.pop("lm_head.weight", None)
+        return self.update_weights(state)
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the worker after the queued requests; later submits raise."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._worker.join(timeout=60)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- worker ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        import torch
+
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            deadline = time.monotonic() + self.batch_wait_s
+            while len(batch) < self.max_batch_size:
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            live = [r for r in batch if r.future.set_running_or_notify_cancel()]
+            if not live:
+                continue
+            try:
+                with self._lock, torch.inference_mode():
+                    self._generate_batch(live)
+            except Exception as e:  # the batch fails as a whole; each caller sees why
+                err = e if isinstance(e, PolicyError) else PolicyError(f"engine {self.name}: {e!r}")
+                for r in live:
+                    if not r.future.done():
+                        r.future.set_exception(err)
+
+    def _generate_batch(self, reqs: list[_Request]) -> None:
+        import torch
+
+        version = self.weight_version
+        for r in reqs:
+            room = self.max_context - len(r.prompt_ids)
+            r.limit = min(r.params.max_tokens, max(room, 0))
+            r.limit_is_context = room < r.params.max_tokens
+            if r.params.seed is not None:
+                r.generator = torch.Generator().manual_seed(r.params.seed)
+            else:
+                seed = int(torch.randint(0, 1 << 62, (1,), generator=self._seed_rng))
+                r.generator = torch.Generator().manual_seed(seed)
+            if r.limit <= 0:
+                r.finish = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
+        active = [r for r in reqs if r.finish is None]
+        if active:
+            self._decode(active)
+        for r in reqs:
+            r.future.set_result(
+                EngineOutput(
+                    token_ids=r.token_ids,
+                    logprobs=r.logprobs,
+                    text=r.text if r.text is not None else self._decode_text(r.token_ids),
+                    finish_reason=r.finish or FinishReason.LENGTH,
+                    prompt_tokens=len(r.prompt_ids),
+                    weight_version=version,
+                )
+            )
+
+    def _decode(self, rows: list[_Request]) -> None:
+        import torch
+        from transformers import DynamicCache
+
+        dev = self.device
+        width = max(len(r.prompt_ids) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
+            mask[i, width - len(r.prompt_ids) :] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        temps = torch.tensor(
+            [r.params.temperature if r.params.temperature > _GREEDY_T else 1.0 for r in rows],
+            device=dev,
+        )
+        cache = DynamicCache(config=self.model.config)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        next_pos = pos[:, -1:] + 1
+        while True:
+            logits = out.logits[:, -1, :].float()
+            logp = torch.log_softmax(logits / temps[:, None], dim=-1)
+            picked = [self._sample(r, logp[i]) for i, r in enumerate(rows)]
+            for i, (r, tok) in enumerate(zip(rows, picked, strict=True)):
+                r.token_ids.append(tok)
+                r.logprobs.append(float(logp[i, tok]))
+                self._check_finish(r)
+            keep = [i for i, r in enumerate(rows) if r.finish is None]
+            if not keep:
+                return
+            tok_col = torch.tensor([[picked[i]] for i in keep], device=dev)
+            if len(keep) < len(rows):
+                sel = torch.tensor(keep, device=dev)
+                cache.batch_select_indices(sel)
+                mask, next_pos, temps = mask[sel], next_pos[sel], temps[sel]
+                rows = [rows[i] for i in keep]
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+            out = self.model(
+                input_ids=tok_col,
+                attention_mask=mask,
+                position_ids=next_pos,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            next_pos = next_pos + 1
+
+    def _sample(self, r: _Request, logp_V: torch.Tensor) -> int:
+        import torch
+
+        if r.params.temperature <= _GREEDY_T:
+            return int(torch.argmax(logp_V))
+        probs = logp_V.exp().cpu()
+        if r.params.top_p < 1.0:
+            sorted_p, order = torch.sort(probs, descending=True)
+            drop = sorted_p.cumsum(0) - sorted_p > r.params.top_p
+            sorted_p[drop] = 0.0
+            probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
+        return int(torch.multinomial(probs, 1, generator=r.generator))
+
+    def _check_finish(self, r: _Request) -> None:
+        if r.token_ids[-1] in self.eos_ids:
+            r.finish = FinishReason.STOP
+        elif r.params.stop:
+            text = self._decode_text(r.token_ids)
+            hits = [i for s in r.params.stop if (i := text.find(s)) >= 0]
+            if hits:
+                r.finish = FinishReason.STOP
+                r.text = text[: min(hits)]
+                return
+        if r.finish is None and len(r.token_ids) >= r.limit:
+            r.finish = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
+
+    def _decode_text(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+
+def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
+    ids: set[int] = set()
+    for src in (getattr(model, "generation_config", None), model.config):
+        e = getattr(src, "eos_token_id", None) if src is not None else None
+        if isinstance(e, int):
+            ids.add(e)
+        elif isinstance(e, list | tuple):
+            ids.update(int(x) for x in e)
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return frozenset(ids)

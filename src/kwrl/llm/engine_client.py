@@ -1,0 +1,60 @@
+"""`EngineClient`: the PolicyClient over an in-process `Engine` (token and chat paths).
+
+`complete` hands token ids straight to the engine; `chat` renders the chat template (tools
+Hermes-style where the template ignores them, see `tool_prompt`), samples, and splits `<tool_call>`
+blocks out of the text into OpenAI-format `tool_calls`, as `kwrl serve`'s chat endpoint does.
+Neither path owns the engine: closing the client leaves it running for other clients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kwrl.llm.base import Completion, PolicyClient, SamplingParams
+from kwrl.llm.engine import Engine, EngineOutput
+from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
+
+
+class EngineClient(PolicyClient):
+    """Samples from an `Engine` in this process (see the module doc)."""
+
+    supports_tokens = True
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def complete(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        *,
+        session_id: str | None = None,
+    ) -> Completion:
+        out = await self.engine.generate(prompt_ids, params)
+        return _completion(out)
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        params: SamplingParams,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        session_id: str | None = None,
+    ) -> Completion:
+        prompt_ids = chat_prompt_ids(self.engine.tokenizer, messages, tools)
+        out = await self.engine.generate(prompt_ids, params)
+        done = _completion(out)
+        if tools:
+            done.text, done.tool_calls = parse_tool_calls(out.text)
+        return done
+
+
+def _completion(out: EngineOutput) -> Completion:
+    return Completion(
+        text=out.text,
+        token_ids=out.token_ids,
+        logprobs=out.logprobs,
+        finish_reason=out.finish_reason,
+        usage={"prompt_tokens": out.prompt_tokens, "completion_tokens": len(out.token_ids)},
+        weight_version=out.weight_version,
+    )

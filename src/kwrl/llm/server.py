@@ -1,0 +1,295 @@
+"""An OpenAI-compatible HTTP server over an in-process `Engine` (what `kwrl serve` runs).
+
+Routes (vLLM's shapes, so the same client talks to `kwrl serve` and a vLLM fleet):
+- `POST /v1/completions`: `prompt` as text, token ids, or a list of either; `max_tokens`,
+  `temperature`, `top_p`, `stop`, `seed`, `n`, `logprobs` (the sampled token's logprob per step;
+  `top_logprobs` holds only that token), vLLM's `return_token_ids` (the choice then carries
+  `prompt_token_ids` and `token_ids`). `session_id`, `cache_salt` and `user` are accepted and
+  ignored: one process has one cache and no routing.
+- `POST /v1/chat/completions`: `messages`, `tools` (rendered into the template; `<tool_call>` JSON
+  in the answer comes back as OpenAI `tool_calls`, finish reason `tool_calls`), `logprobs`,
+  `return_token_ids`.
+- `GET /v1/models`, `GET /health`; `POST /kwrl/load_weights {"path"}` loads safetensors weights
+  between batches and returns the new `weight_version` (also in every response).
+
+Context: a prompt that leaves no room in the context window is a 400 (vLLM's wording); a
+completion cut by the window ends with `finish_reason: "length"`, `stop_reason: "context"`.
+No streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from kwrl.errors import KwrlError
+from kwrl.llm.base import FinishReason, SamplingParams
+from kwrl.llm.engine import Engine, EngineOutput
+from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def build_app(engine: Engine, served_name: str | None = None) -> Starlette:
+    """The ASGI app serving `engine` under model name `served_name` (any requested name is accepted)."""
+    name = served_name or engine.name
+
+    async def health(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "weight_version": engine.weight_version})
+
+    async def models(_: Request) -> JSONResponse:
+        card = {
+            "id": name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "kwrl",
+            "max_model_len": engine.max_context,
+        }
+        return JSONResponse({"object": "list", "data": [card]})
+
+    async def completions(request: Request) -> JSONResponse:
+        body = await _json(request)
+        prompts = _prompts(engine, body.get("prompt"))
+        params = _params(body, default_max=16)
+        n = _int(body, "n", 1)
+        want_logprobs = body.get("logprobs") is not None
+        ids = bool(body.get("return_token_ids"))
+        jobs = [(p, _nth(params, k)) for p in prompts for k in range(n)]
+        outs = await _generate_all(engine, jobs)
+        choices = []
+        for i, ((prompt, _), out) in enumerate(zip(jobs, outs, strict=True)):
+            choice: dict[str, Any] = {
+                "index": i,
+                "text": out.text,
+                "logprobs": _completion_logprobs(engine, out) if want_logprobs else None,
+                **_finish(out),
+            }
+            if ids:
+                choice["prompt_token_ids"] = prompt
+                choice["token_ids"] = out.token_ids
+            choices.append(choice)
+        used = sum(len(p) for p in prompts)
+        return _response("text_completion", "cmpl", name, choices, used, outs, engine)
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await _json(request)
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages: expected a non-empty list of chat messages")
+        tools = body.get("tools") or None
+        if body.get("tool_choice") == "none":
+            tools = None
+        if "max_completion_tokens" in body and "max_tokens" not in body:
+            body["max_tokens"] = body["max_completion_tokens"]
+        params = _params(body, default_max=engine.max_context)
+        prompt = chat_prompt_ids(engine.tokenizer, messages, tools)
+        _check_room(engine, prompt)
+        n = _int(body, "n", 1)
+        jobs = [(prompt, _nth(params, k)) for k in range(n)]
+        outs = await _generate_all(engine, jobs)
+        ids = bool(body.get("return_token_ids"))
+        choices = []
+        for i, out in enumerate(outs):
+            content, calls = parse_tool_calls(out.text) if tools else (out.text, [])
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["content"] = content or None
+                message["tool_calls"] = calls
+            choice: dict[str, Any] = {"index": i, "message": message, **_finish(out)}
+            if calls and out.finish_reason == FinishReason.STOP:
+                choice["finish_reason"] = "tool_calls"
+            if body.get("logprobs"):
+                choice["logprobs"] = {"content": _chat_logprobs(engine, out)}
+            if ids:
+                choice["prompt_token_ids"] = prompt
+                choice["token_ids"] = out.token_ids
+            choices.append(choice)
+        return _response("chat.completion", "chatcmpl", name, choices, len(prompt), outs, engine)
+
+    async def load_weights(request: Request) -> JSONResponse:
+        body = await _json(request)
+        path = body.get("path")
+        if not isinstance(path, str):
+            raise BadRequest("path: expected the path of a safetensors file or folder")
+        version = await asyncio.to_thread(engine.load_weights, path)
+        return JSONResponse({"weight_version": version})
+
+    async def on_bad_request(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, BadRequest | KwrlError)
+        message = exc.message if isinstance(exc, BadRequest) else str(exc)
+        code = exc.code if isinstance(exc, BadRequest) else None
+        err = {"message": message, "type": "BadRequestError", "param": None, "code": code or 400}
+        return JSONResponse({"object": "error", "error": err, **err}, status_code=400)
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/kwrl/load_weights", load_weights, methods=["POST"]),
+        ],
+        exception_handlers={BadRequest: on_bad_request, KwrlError: on_bad_request},
+    )
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as e:
+        raise BadRequest(f"request body is not JSON: {e}") from e
+    if not isinstance(body, dict):
+        raise BadRequest("request body: expected a JSON object")
+    if body.get("stream"):
+        raise BadRequest("stream: streaming is not supported by kwrl serve")
+    return body
+
+
+def _int(body: dict[str, Any], key: str, default: int) -> int:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise BadRequest(f"{key}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _params(body: dict[str, Any], *, default_max: int) -> SamplingParams:
+    stop = body.get("stop") or []
+    if isinstance(stop, str):
+        stop = [stop]
+    temperature = body.get("temperature")
+    top_p = body.get("top_p")
+    try:
+        return SamplingParams(
+            max_tokens=_int(body, "max_tokens", default_max),
+            temperature=1.0 if temperature is None else temperature,
+            top_p=1.0 if top_p is None else top_p,
+            stop=stop,
+            seed=body.get("seed"),
+        )
+    except ValueError as e:
+        raise BadRequest(f"sampling parameters: {e}") from e
+
+
+def _nth(params: SamplingParams, k: int) -> SamplingParams:
+    """The k-th of n samples: distinct seeds when a seed is given, else independent draws."""
+    if k == 0 or params.seed is None:
+        return params
+    return params.model_copy(update={"seed": params.seed + k})
+
+
+def _prompts(engine: Engine, prompt: Any) -> list[list[int]]:
+    """vLLM's prompt forms: "text", [ids], ["text", ...], [[ids], ...]."""
+    if isinstance(prompt, str):
+        items: list[Any] = [prompt]
+    elif isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+        items = [prompt]
+    elif isinstance(prompt, list) and prompt:
+        items = prompt
+    else:
+        raise BadRequest("prompt: expected text, a list of token ids, or a list of either")
+    out: list[list[int]] = []
+    for item in items:
+        if isinstance(item, str):
+            ids = list(engine.tokenizer.encode(item, add_special_tokens=True))
+        elif isinstance(item, list) and item and all(isinstance(t, int) for t in item):
+            ids = list(item)
+        else:
+            raise BadRequest("prompt: each prompt must be text or a non-empty list of token ids")
+        _check_room(engine, ids)
+        out.append(ids)
+    return out
+
+
+def _check_room(engine: Engine, ids: list[int]) -> None:
+    if len(ids) >= engine.max_context:
+        raise BadRequest(
+            f"This model's maximum context length is {engine.max_context} tokens. However, your "
+            f"request has {len(ids)} input tokens. Please reduce the length of the input messages.",
+            code="context_length_exceeded",
+        )
+
+
+async def _generate_all(
+    engine: Engine, jobs: list[tuple[list[int], SamplingParams]]
+) -> list[EngineOutput]:
+    return list(await asyncio.gather(*(engine.generate(p, sp) for p, sp in jobs)))
+
+
+def _finish(out: EngineOutput) -> dict[str, Any]:
+    if out.finish_reason == FinishReason.CONTEXT:
+        return {"finish_reason": "length", "stop_reason": "context"}
+    return {"finish_reason": out.finish_reason.value, "stop_reason": None}
+
+
+def _token_strings(engine: Engine, out: EngineOutput) -> list[str]:
+    return [str(engine.tokenizer.decode([t])) for t in out.token_ids]
+
+
+def _completion_logprobs(engine: Engine, out: EngineOutput) -> dict[str, Any]:
+    tokens = _token_strings(engine, out)
+    offsets, pos = [], 0
+    for t in tokens:
+        offsets.append(pos)
+        pos += len(t)
+    return {
+        "tokens": tokens,
+        "token_logprobs": out.logprobs,
+        "top_logprobs": [{t: lp} for t, lp in zip(tokens, out.logprobs, strict=True)],
+        "text_offset": offsets,
+    }
+
+
+def _chat_logprobs(engine: Engine, out: EngineOutput) -> list[dict[str, Any]]:
+    tokens = _token_strings(engine, out)
+    return [
+        {
+            "token": t,
+            "logprob": lp,
+            "bytes": list(t.encode("utf-8")),
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode("utf-8"))}],
+        }
+        for t, lp in zip(tokens, out.logprobs, strict=True)
+    ]
+
+
+def _response(
+    obj: str,
+    prefix: str,
+    name: str,
+    choices: list[dict[str, Any]],
+    prompt_tokens: int,
+    outs: list[EngineOutput],
+    engine: Engine,
+) -> JSONResponse:
+    completion_tokens = sum(len(o.token_ids) for o in outs)
+    return JSONResponse(
+        {
+            "id": f"{prefix}-{uuid.uuid4().hex}",
+            "object": obj,
+            "created": int(time.time()),
+            "model": name,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+            "kwrl_weight_version": max(
+                (o.weight_version for o in outs), default=engine.weight_version
+            ),
+        }
+    )

@@ -1,0 +1,187 @@
+"""Tools in chat prompts, Hermes style: render schemas in, parse `<tool_call>` JSON out.
+
+Templates that render `tools=` themselves (Qwen2.5) get the tools and OpenAI-format messages
+passed through, with tool-call arguments decoded to objects (the template JSON-encodes them).
+Templates that ignore `tools=` (SmolLM2) get the schemas appended to the system prompt in the
+Hermes wording Qwen2.5 uses, assistant tool calls written back as `<tool_call>` blocks and tool
+results sent as user turns wrapped in `<tool_response>`, so the whole history stays visible.
+
+`parse_tool_calls(text)` splits a sampled turn into plain content and OpenAI-format tool calls
+(`{"id", "type": "function", "function": {"name", "arguments": <json string>}}`). A block whose
+JSON does not parse stays in the content, so the caller sees what the model wrote.
+
+The agent's TITO path (kwrl.agent.tito) renders tool prompts through
+`render_tools_system_prompt`, so the engine, `kwrl serve` and the agent agree to the byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+def render_tools_system_prompt(system: str, tools: list[dict[str, Any]]) -> str:
+    """Append Hermes-style tool signatures to a system prompt (for templates that drop `tools=`)."""
+    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    return (
+        f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{lines}\n"
+        "</tools>\n\nFor each function call, return a json object with function name and arguments "
+        "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    )
+
+
+def template_messages(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, native_tools: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """OpenAI-format chat -> (messages, tools) for `apply_chat_template` of this kind of template."""
+    if native_tools:
+        return [_native_message(m) for m in messages], (tools or None)
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        content = _text(m.get("content"))
+        if role == "assistant" and m.get("tool_calls"):
+            blocks = [_call_block(c) for c in m["tool_calls"]]
+            content = "\n".join(x for x in [content, *blocks] if x)
+            out.append({"role": "assistant", "content": content})
+        elif role == "tool":
+            out.append({"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"})
+        else:
+            out.append({"role": role, "content": content})
+    if tools:
+        if out and out[0]["role"] == "system":
+            out[0] = {
+                "role": "system",
+                "content": render_tools_system_prompt(out[0]["content"], tools),
+            }
+        else:
+            out.insert(0, {"role": "system", "content": render_tools_system_prompt("", tools)})
+    return out, None
+
+
+def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """Split a sampled turn into (content without tool-call blocks, OpenAI tool calls)."""
+    calls: list[dict[str, Any]] = []
+    kept: list[str] = []
+    last = 0
+    for m in _BLOCK.finditer(text):
+        call = _parse_call(m.group(1))
+        if call is None:
+            continue
+        kept.append(text[last : m.start()])
+        last = m.end()
+        name, args = call
+        calls.append(
+            {
+                "id": f"call_{len(calls)}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+        )
+    kept.append(text[last:])
+    return "".join(kept).strip(), calls
+
+
+def _parse_call(body: str) -> tuple[str, dict[str, Any]] | None:
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(args, dict):
+        return None
+    return obj["name"], args
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, None, or OpenAI content parts (text parts joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return str(content)
+
+
+def _arguments(fn: dict[str, Any]) -> Any:
+    args = fn.get("arguments", {})
+    if isinstance(args, str):
+        try:
+            return json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return args
+    return args
+
+
+def _call_block(call: dict[str, Any]) -> str:
+    fn = call.get("function", call)
+    body = json.dumps({"name": fn.get("name"), "arguments": _arguments(fn)}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+def _native_message(m: dict[str, Any]) -> dict[str, Any]:
+    out = {**m, "content": _text(m.get("content"))}
+    if m.get("tool_calls"):
+        out["tool_calls"] = [
+            {
+                **c,
+                "function": {
+                    **c.get("function", {}),
+                    "arguments": _arguments(c.get("function", {})),
+                },
+            }
+            for c in m["tool_calls"]
+        ]
+    return out
+
+
+def template_renders_tools(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template renders `tools=` (probe: does the text change?)."""
+    cached = getattr(tokenizer, "_kwrl_native_tools", None)
+    if cached is not None:
+        return bool(cached)
+    probe = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
+    tool = {"type": "function", "function": {"name": "probe_fn", "parameters": {"type": "object"}}}
+    with_tools = tokenizer.apply_chat_template(probe, tools=[tool], tokenize=False)
+    native = with_tools != tokenizer.apply_chat_template(probe, tokenize=False)
+    tokenizer._kwrl_native_tools = native
+    return native
+
+
+def chat_prompt_text(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> str:
+    """Render an OpenAI-format chat (plus tools) to the prompt text of the next assistant turn."""
+    msgs, native = template_messages(
+        messages, tools, native_tools=template_renders_tools(tokenizer)
+    )
+    text = tokenizer.apply_chat_template(
+        msgs, tools=native, tokenize=False, add_generation_prompt=True
+    )
+    return str(text)
+
+
+def chat_prompt_ids(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> list[int]:
+    """Token ids of `chat_prompt_text` (the template's own special tokens, none added)."""
+    return list(
+        tokenizer.encode(chat_prompt_text(tokenizer, messages, tools), add_special_tokens=False)
+    )
