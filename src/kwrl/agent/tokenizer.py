@@ -1,0 +1,33 @@
+"""Load the policy's tokenizer for TITO from a folder, a packaged model name or a hub id.
+
+The agent needs the exact tokenizer and chat template the sampler uses. A folder (a
+`save_pretrained` layout, model or tokenizer only) is loaded as is; anything else goes through
+the llm stage's `resolve_model` (packaged names are converted once into the kwrl cache; a hub id
+is passed through and read from the local HF cache). Cached per process: the trials of one
+rollout share one tokenizer.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from kwrl.errors import AgentError, KwrlError
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(spec: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from kwrl.llm.packaged import resolve_model
+
+    try:
+        where = spec if Path(spec).expanduser().is_dir() else resolve_model(spec)
+        return AutoTokenizer.from_pretrained(
+            str(Path(where).expanduser()) if Path(where).expanduser().is_dir() else where
+        )
+    except (OSError, KwrlError) as e:
+        raise AgentError(
+            f"tokenizer {spec!r}: not a folder, a packaged model or a cached hub id ({e})"
+        ) from e
