@@ -1,0 +1,283 @@
+"""The excel app works on real .xlsx files: every tool, read back with openpyxl."""
+
+from __future__ import annotations
+
+import string
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from anyio.from_thread import start_blocking_portal
+from fastmcp import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from office_testkit import BAD_PATHS, error, make_world, text
+
+from kwrl.worlds.apps import excel
+from kwrl.worlds.layout import WorldRoots
+
+FORMULAE = "openpyxl__formulae.xlsx"
+BOOK = "openpyxl__book1.xlsx"
+CHARTSHEETS = "openpyxl__contains_chartsheets.xlsx"
+
+
+@pytest.fixture
+def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
+    r = make_world(tmp_path, office_fixtures, "xlsx")
+    (r.filesystem / "people.csv").write_text(
+        "name,age,city\nAnn,34,Oslo\nBob,27,Rome\nCy,41,Oslo\n"
+    )
+    return r
+
+
+@pytest.fixture
+async def client(roots: WorldRoots):
+    async with Client(excel.build(roots)) as c:
+        yield c
+
+
+def wb(roots: WorldRoots, name: str, data_only: bool = False) -> openpyxl.Workbook:
+    return openpyxl.load_workbook(roots.filesystem / name, data_only=data_only)
+
+
+async def test_tools_are_the_design_list(client: Client) -> None:
+    names = {t.name for t in await client.list_tools()}
+    assert names == {
+        "create_spreadsheet", "delete_spreadsheet", "read_tab", "read_csv", "list_tabs_in_spreadsheet", "add_tab",
+        "delete_tab", "edit_spreadsheet", "add_content_text", "delete_content_cell", "create_chart", "filter_tab",
+    }  # fmt: skip
+
+
+async def test_read_tab_shows_formula_and_cached_value(client: Client) -> None:
+    out = await text(client, "read_tab", {"file_path": f"/{FORMULAE}"})
+    assert "=A2+A3 → 24690" in out and "=SUM(A2:A4) → 49380" in out
+    assert "| 2 | 12345 | No Formula |" in out
+    assert (
+        await text(client, "read_tab", {"file_path": FORMULAE, "cell_range": "a5"})
+        == "Sheet1!A5: =SUM(A2:A4) → 49380"
+    )
+    out = await text(client, "read_tab", {"file_path": FORMULAE, "cell_range": "A2:B3"})
+    assert "Simple" not in out and "| 3 | =12345 → 12345 | Value |" in out
+
+
+async def test_written_formula_reads_back_without_an_invented_value(
+    client: Client, roots: WorldRoots
+) -> None:
+    await text(
+        client,
+        "edit_spreadsheet",
+        {
+            "file_path": BOOK,
+            "operations": [
+                {"type": "set_cell", "cell": "D1", "value": "=C2*10"},
+                {"type": "set_range", "range": "E1:F2", "values": [[1, "x"], ["2.5", True]]},
+                {"type": "append_rows", "sheet": "Sheet2", "rows": [["a", 1], ["b", 2]]},
+                {"type": "format_cells", "range": "D1", "bold": True, "fill_color": "FFFF00"},
+                {"type": "rename_sheet", "sheet": "Sheet3", "new_name": "Summary"},
+            ],
+        },
+    )
+    book = wb(roots, BOOK)
+    ws = book["Sheet1"]
+    assert (
+        ws["D1"].value == "=C2*10"
+        and ws["D1"].font.bold
+        and ws["E2"].value == 2.5
+        and ws["F2"].value is True
+    )
+    assert list(book["Sheet2"].iter_rows(values_only=True)) == [("a", 1), ("b", 2)]
+    assert "Summary" in book.sheetnames
+    out = await text(client, "read_tab", {"file_path": BOOK, "cell_range": "D1"})
+    assert out == "Sheet1!D1: =C2*10 → (no cached value)"
+    # a failing batch changes nothing
+    before = (roots.filesystem / BOOK).read_bytes()
+    msg = await error(
+        client,
+        "edit_spreadsheet",
+        {
+            "file_path": BOOK,
+            "operations": [
+                {"type": "set_cell", "cell": "A1", "value": 9},
+                {"type": "set_cell", "cell": "ZZZZ1"},
+            ],
+        },
+    )
+    assert "bad cell reference 'ZZZZ1'" in msg
+    assert (roots.filesystem / BOOK).read_bytes() == before
+
+
+async def test_tabs_list_add_delete(client: Client, roots: WorldRoots) -> None:
+    out = await text(client, "list_tabs_in_spreadsheet", {"file_path": CHARTSHEETS})
+    assert "data" in out and "chartsheet" in out and "moredata" in out
+    await text(
+        client,
+        "add_tab",
+        {"file_path": BOOK, "tab_name": "New", "headers": ["k", "v"], "rows": [["a", "1"]]},
+    )
+    ws = wb(roots, BOOK)["New"]
+    assert [c.value for c in ws[2]] == ["a", 1] and ws["A1"].font.bold
+    assert "already exists" in await error(
+        client, "add_tab", {"file_path": BOOK, "tab_name": "new"}
+    )
+    await text(client, "delete_tab", {"file_path": BOOK, "tab_name": "Sheet2"})
+    assert wb(roots, BOOK).sheetnames == ["Sheet1", "Sheet3", "New"]
+    assert "sheet 'Nope' not found" in await error(
+        client, "read_tab", {"file_path": BOOK, "tab_name": "Nope"}
+    )
+    assert "tab_index 9 out of range" in await error(
+        client, "read_tab", {"file_path": BOOK, "tab_index": 9}
+    )
+
+
+async def test_add_and_delete_cell_content(client: Client, roots: WorldRoots) -> None:
+    await text(
+        client,
+        "add_content_text",
+        {"file_path": BOOK, "tab_index": 1, "cell": "B2", "value": "hello"},
+    )
+    assert wb(roots, BOOK)["Sheet2"]["B2"].value == "hello"
+    assert "already holds" in await error(
+        client, "add_content_text", {"file_path": BOOK, "tab_index": 1, "cell": "B2", "value": "x"}
+    )
+    await text(client, "delete_content_cell", {"file_path": BOOK, "tab_index": 1, "cell": "B2"})
+    assert wb(roots, BOOK)["Sheet2"]["B2"].value is None
+
+
+async def test_create_chart_filter_and_lifecycle(client: Client, roots: WorldRoots) -> None:
+    await text(
+        client,
+        "create_spreadsheet",
+        {
+            "directory": "/reports",
+            "file_name": "sales.xlsx",
+            "sheets": [
+                {
+                    "name": "Sales",
+                    "headers": ["Region", "Q1", "Q2"],
+                    "rows": [["North", 10, 12], ["South", 7, 9], ["East", 15, 4]],
+                }
+            ],
+        },
+    )
+    path = "/reports/sales.xlsx"
+    await text(
+        client,
+        "create_chart",
+        {"file_path": path, "data_range": "A1:C4", "chart_type": "line", "title": "By region"},
+    )
+    with zipfile.ZipFile(roots.filesystem / "reports/sales.xlsx") as z:
+        chart_xml = z.read("xl/charts/chart1.xml").decode()
+    assert "lineChart" in chart_xml and "Sales!$B$2:$B$4" in chart_xml.replace("'", "")
+    await text(
+        client,
+        "create_chart",
+        {"file_path": path, "data_range": "A1:C4", "chart_type": "scatter", "position": "E20"},
+    )
+    with zipfile.ZipFile(roots.filesystem / "reports/sales.xlsx") as z:
+        assert "scatterChart" in z.read("xl/charts/chart2.xml").decode()
+    assert len(wb(roots, "reports/sales.xlsx")["Sales"]._charts) == 2
+    out = await text(
+        client,
+        "filter_tab",
+        {"file_path": path, "filters": [{"column": "Q1", "operator": ">", "value": 9}]},
+    )
+    assert "2 matching row(s)" in out and "| 2 | North | 10 | 12 |" in out and "South" not in out
+    out = await text(
+        client,
+        "filter_tab",
+        {
+            "file_path": path,
+            "match_all": False,
+            "filters": [
+                {"column": "A", "operator": "starts_with", "value": "s"},
+                {"column": "Q2", "operator": "<", "value": 5},
+            ],
+        },
+    )
+    assert "South" in out and "East" in out and "North" not in out
+    assert "filter column 'Q9' not found" in await error(
+        client,
+        "filter_tab",
+        {"file_path": path, "filters": [{"column": "Q9", "operator": "=", "value": 1}]},
+    )
+    await text(client, "delete_spreadsheet", {"file_path": path})
+    assert not (roots.filesystem / "reports/sales.xlsx").exists()
+
+
+async def test_read_csv(client: Client) -> None:
+    out = await text(client, "read_csv", {"file_path": "people.csv"})
+    assert "3 data rows x 3 columns" in out and "| Bob | 27 | Rome |" in out
+    assert "showing the first 1" in await text(
+        client, "read_csv", {"file_path": "people.csv", "row_limit": 1}
+    )
+
+
+@pytest.mark.parametrize("bad", [*BAD_PATHS, "link.xlsx"])
+async def test_bad_paths_refused(client: Client, bad: str) -> None:
+    msg = await error(client, "read_tab", {"file_path": bad})
+    assert bad in msg and ("outside the allowed root" in msg or "must end with .xlsx" in msg)
+
+
+async def test_missing_wrong_type_corrupt_bad_ref_and_server_keeps_serving(client: Client) -> None:
+    assert "file not found" in await error(client, "read_tab", {"file_path": "missing.xlsx"})
+    assert "must end with .xlsx" in await error(
+        client, "list_tabs_in_spreadsheet", {"file_path": "notes.txt"}
+    )
+    assert "corrupted" in await error(client, "read_tab", {"file_path": "corrupt.xlsx"})
+    assert "bad cell reference '1A'" in await error(
+        client, "read_tab", {"file_path": FORMULAE, "cell_range": "1A"}
+    )
+    assert "→ 24690" in await text(client, "read_tab", {"file_path": FORMULAE})
+
+
+_segments = st.lists(
+    st.sampled_from(["..", ".", "x", "link.xlsx", "etc", "outside", "filesystem", "", FORMULAE]),
+    min_size=1,
+    max_size=6,
+)
+
+
+@pytest.fixture
+def sync_client(roots: WorldRoots):
+    """One client kept open in a background event loop, so each fuzz example is one call."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(Client(excel.build(roots))) as c,
+    ):
+        yield portal, c
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    parts=_segments,
+    lead=st.sampled_from(["", "/", "/filesystem/"]),
+    tail=st.text(string.ascii_letters + "./", max_size=8),
+)
+def test_fuzzed_paths_never_reach_outside_the_root(
+    sync_client, roots: WorldRoots, parts: list[str], lead: str, tail: str
+) -> None:
+    """A path resolving outside the root is refused as such; one inside never claims to be outside."""
+    portal, client = sync_client
+    path = lead + "/".join(parts) + tail
+    result = portal.call(
+        lambda: client.call_tool(
+            "list_tabs_in_spreadsheet", {"file_path": path}, raise_on_error=False
+        )
+    )
+    root = roots.filesystem.resolve()
+    inner = (
+        path[len("/filesystem") :]
+        if path == "/filesystem" or path.startswith("/filesystem/")
+        else path
+    )
+    resolved = (root / inner.lstrip("/")).resolve()
+    message = result.content[0].text
+    if not resolved.is_relative_to(root):
+        assert result.is_error and "outside the allowed root" in message
+    else:
+        assert "outside the allowed root" not in message
+        if not result.is_error:
+            assert resolved.suffix == ".xlsx" and resolved.is_file()
