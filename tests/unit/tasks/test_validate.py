@@ -1,0 +1,80 @@
+"""validate reports every fault of every task, each with its file and field."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tasks_builders import make_spec
+
+from kwrl.tasks.taskdir import write_task_dir
+from kwrl.tasks.validate import validate_dataset
+
+
+def _edit_json(path: Path, **changes: object) -> None:
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def test_a_written_dataset_is_valid(dataset: Path) -> None:
+    report = validate_dataset(dataset)
+    assert report.ok and report.tasks == 3
+
+
+def test_every_problem_is_listed_with_file_and_field(dataset: Path) -> None:
+    t1, t2, t3 = (dataset / "tasks" / f"task-00{i}" for i in (1, 2, 3))
+    (t1 / "instruction.md").unlink()
+    (t1 / "tests" / "verifiers.json").write_text("[]")
+    (t2 / "task.toml").write_text('[environment]\ncpus = "many"\n')
+    _edit_json(t2 / "archipelago.json", expected_output="a_poem")
+    _edit_json(t3 / "archipelago.json", world_id="world_" + "f" * 32)
+    (t3 / "tests" / "test.sh").unlink()
+    report = validate_dataset(dataset)
+    found = {(p.task, p.file, p.field) for p in report.problems}
+    assert found == {
+        ("task-001", "tasks/task-001/instruction.md", None),
+        ("task-001", "tasks/task-001/tests/verifiers.json", None),
+        ("task-002", "tasks/task-002/task.toml", "environment.cpus"),
+        ("task-002", "tasks/task-002/archipelago.json", "expected_output"),
+        ("task-003", "tasks/task-003/archipelago.json", "world_id"),
+        ("task-003", "tasks/task-003/tests/test.sh", None),
+        ("task-003", "tasks/task-003/tests/verifiers.json", "0.world_id"),
+        ("task-003", "tasks/task-003/tests/verifiers.json", "1.world_id"),
+    }
+    assert report.bad_tasks == ["task-001", "task-002", "task-003"]
+    messages = " ".join(p.message for p in report.problems)
+    assert "world seed dir not found" in messages and "no verifiers" in messages
+
+
+def test_duplicate_task_ids_across_the_dataset(dataset: Path) -> None:
+    spec = make_spec(1).model_copy(deep=True)
+    spec.meta.task_slug = "task-001-copy"
+    write_task_dir(dataset / "tasks" / "task-001-copy", spec)
+    report = validate_dataset(dataset)
+    (dup,) = report.problems
+    assert (dup.task, dup.field) == ("task-001-copy", "task_id")
+    assert "duplicate task id" in dup.message and "task-001" in dup.message
+
+
+def test_slug_must_match_dir_and_world_json_must_agree(dataset: Path) -> None:
+    shutil.move(dataset / "tasks" / "task-002", dataset / "tasks" / "renamed")
+    world = dataset / "worlds" / ("world_" + "a" * 32)
+    (world / "world.json").write_text(json.dumps({"world_id": "world_other"}))
+    report = validate_dataset(dataset)
+    fields = sorted((p.task, p.field) for p in report.problems)
+    assert ("renamed", "task_slug") in fields
+    assert sum(1 for _, f in fields if f == "world_id") == 3
+
+
+def test_a_stray_dir_without_instruction_is_reported(dataset: Path) -> None:
+    (dataset / "tasks" / "notes").mkdir()
+    report = validate_dataset(dataset)
+    assert {p.file for p in report.problems if p.task == "notes"} >= {"tasks/notes/instruction.md"}
+
+
+def test_single_task_dir_and_folder_of_tasks_are_accepted(dataset: Path) -> None:
+    assert validate_dataset(dataset / "tasks").tasks == 3
+    single = validate_dataset(dataset / "tasks" / "task-001")
+    assert single.ok and single.tasks == 1
