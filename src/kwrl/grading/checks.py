@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,8 +185,10 @@ def check_xlsx_cell(c: XlsxCellCheck, ev: Evidence) -> CheckResult:
         assert path is not None
         name = display_path(rel)
         try:
-            wb_v = openpyxl.load_workbook(str(path), data_only=True)
-            wb_f = openpyxl.load_workbook(str(path), data_only=False)
+            with warnings.catch_warnings():  # openpyxl's "Unknown extension" notice is noise here
+                warnings.simplefilter("ignore", UserWarning)
+                wb_v = openpyxl.load_workbook(str(path), data_only=True)
+                wb_f = openpyxl.load_workbook(str(path), data_only=False)
         except Exception as e:  # a corrupt agent-written workbook fails the check, not the grader
             reasons.append(f"{name}: unreadable ({type(e).__name__}: {e})")
             continue

@@ -116,6 +116,7 @@ def grade(
         f"reward {grades.score:.3f}  pass {int(grades.passed)}  scoring {grades.scoring}  "
         f"changed files {changed}  judge calls {grades.judge_calls}  cache hits {grades.cache_hits}",
         highlight=False,
+        soft_wrap=True,
     )
     if write:
         dest = out or trial_dir / "verifier"

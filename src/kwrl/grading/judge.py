@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from kwrl.config import KwrlConfig
+from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError, JudgeError
 from kwrl.grading.evidence import Artifact, Scope
 from kwrl.io import write_json
@@ -87,13 +87,25 @@ class JudgeConfig(KwrlConfig):
 
     @classmethod
     def from_env(cls, model: str | None = None, **overrides: Any) -> JudgeConfig | None:
-        """The judge named by `model` or env KWRL_JUDGE (None if neither); cache from KWRL_JUDGE_CACHE."""
+        """The judge named by `model` or env KWRL_JUDGE (None if neither).
+
+        Every field can also come from env `KWRL_JUDGE_<FIELD>` (e.g. KWRL_JUDGE_MAX_RETRIES=2,
+        KWRL_JUDGE_TIMEOUT_S=60); KWRL_JUDGE_CACHE is the cache dir. Keyword overrides win.
+        """
         spec = model or os.environ.get("KWRL_JUDGE")
         if not spec:
             return None
-        cache = os.environ.get("KWRL_JUDGE_CACHE")
-        data: dict[str, Any] = {"model": spec, **({"cache_dir": Path(cache)} if cache else {})}
-        return cls(**{**data, **overrides})
+        data: dict[str, Any] = {"model": spec}
+        if os.environ.get("KWRL_JUDGE_CACHE"):
+            data["cache_dir"] = os.environ["KWRL_JUDGE_CACHE"]
+        for name in cls.model_fields:
+            value = os.environ.get(f"KWRL_JUDGE_{name.upper()}")
+            if value and name != "model":
+                data[name] = value
+        try:
+            return cls.model_validate({**data, **overrides})
+        except ValidationError as e:
+            raise ConfigError(format_validation_error("KWRL_JUDGE_* environment", e)) from e
 
 
 def parse_model(spec: str) -> tuple[str | None, str]:

@@ -16,6 +16,7 @@ corrupt file the agent wrote is evidence (of failure), not a grader crash. Outpu
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,10 @@ def _table_rows(table: Any) -> Iterator[str]:
 def _xlsx(path: Path) -> str:
     import openpyxl
 
-    formulas = openpyxl.load_workbook(str(path), data_only=False, read_only=True)
-    values = openpyxl.load_workbook(str(path), data_only=True, read_only=True)
+    with warnings.catch_warnings():  # "Unknown extension is not supported": irrelevant to text
+        warnings.simplefilter("ignore", UserWarning)
+        formulas = openpyxl.load_workbook(str(path), data_only=False, read_only=True)
+        values = openpyxl.load_workbook(str(path), data_only=True, read_only=True)
     out: list[str] = []
     try:
         for name in formulas.sheetnames:

@@ -69,7 +69,9 @@ class FakeJudge:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with judge._lock:
-                    judge.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                    judge.requests.append(
+                        {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                    )
                     fault = judge.faults.popleft() if judge.faults else None
                     judge.in_flight += 1
                     judge.max_in_flight = max(judge.max_in_flight, judge.in_flight)
@@ -94,9 +96,16 @@ class FakeJudge:
                     content = json.dumps({"verdict": "yes"})
                 else:
                     ok = judge.decide(body)
-                    content = "```json\n" + json.dumps(
-                        {"rationale": f"scripted: {'met' if ok else 'not met'}", "is_criteria_true": ok}
-                    ) + "\n```"
+                    content = (
+                        "```json\n"
+                        + json.dumps(
+                            {
+                                "rationale": f"scripted: {'met' if ok else 'not met'}",
+                                "is_criteria_true": ok,
+                            }
+                        )
+                        + "\n```"
+                    )
                 self._send(
                     200,
                     {
@@ -110,7 +119,9 @@ class FakeJudge:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property

@@ -25,27 +25,35 @@ CHECK = TypeAdapter(MachineCheck)
 def world(tmp_path: Path, office_fixtures: Path) -> Path:
     root = write_files(tmp_path / "world", {"filesystem/readme.txt": "hello"})
     (root / "filesystem/finance").mkdir()
-    shutil.copy(office_fixtures / "xlsx/openpyxl__formulae.xlsx", root / "filesystem/finance/model.xlsx")
+    shutil.copy(
+        office_fixtures / "xlsx/openpyxl__formulae.xlsx", root / "filesystem/finance/model.xlsx"
+    )
     shutil.copy(office_fixtures / "docx/redlines__original.docx", root / "filesystem/memo.docx")
     add_mail(root / ".apps_data/mail/inbox.mbox", to="agent@corp.example", subject="Old", body="old mail",
              sender="boss@corp.example", msg_id="<old@corp>")  # fmt: skip
     write_calendar(root / ".apps_data/calendar/work.ics", [
         {"uid": "e1", "summary": "Standup", "start": dt.datetime(2025, 3, 14, 9), "end": dt.datetime(2025, 3, 14, 10)},
     ])  # fmt: skip
-    chat = {"channels": [{"name": "general", "messages": [{"id": 1, "user": "bob", "text": "hi all"}]}]}
+    chat = {
+        "channels": [{"name": "general", "messages": [{"id": 1, "user": "bob", "text": "hi all"}]}]
+    }
     write_files(root, {".apps_data/chat/state.json": json.dumps(chat)})
     return root
 
 
 def evidence(world: Path, final: Path, answer: str = "") -> Evidence:
-    return Evidence.collect(task="t", answer=answer, initial=StateView.of([world]), final=StateView.of([final]))
+    return Evidence.collect(
+        task="t", answer=answer, initial=StateView.of([world]), final=StateView.of([final])
+    )
 
 
 def check(ev: Evidence, **spec: object):
     return run_check(CHECK.validate_python(spec), ev)
 
 
-def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(world: Path, tmp_path: Path) -> None:
+def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(
+    world: Path, tmp_path: Path
+) -> None:
     final = copy_state(world, tmp_path / "final")
     path = final / "filesystem/finance/model.xlsx"
     wb = openpyxl.load_workbook(path)
@@ -53,15 +61,21 @@ def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(world: Path, tmp
     wb["Sheet1"]["D3"] = "Approved"
     wb.save(path)
     ev = evidence(world, final)
-    assert check(ev, kind="xlsx_cell", path="/finance/model.xlsx", sheet="Sheet1", cell="D2", value=1234.6).passed
+    assert check(
+        ev, kind="xlsx_cell", path="/finance/model.xlsx", sheet="Sheet1", cell="D2", value=1234.6
+    ).passed
     assert check(ev, kind="xlsx_cell", path="finance/*.xlsx", cell="D3", value="approved").passed
     miss = check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell="D2", value=1300)
     assert not miss.passed and "1234.5678" in miss.rationale
-    assert not check(ev, kind="xlsx_cell", path="/finance/model.xlsx", sheet="Nope", cell="A1", value=1).passed
+    assert not check(
+        ev, kind="xlsx_cell", path="/finance/model.xlsx", sheet="Nope", cell="A1", value=1
+    ).passed
     assert not check(ev, kind="xlsx_cell", path="/missing.xlsx", cell="A1", value=1).passed
 
 
-def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(world: Path, tmp_path: Path) -> None:
+def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(
+    world: Path, tmp_path: Path
+) -> None:
     ev = evidence(world, copy_state(world, tmp_path / "same"))
     assert check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell="A4", value=24690).passed
     final = copy_state(world, tmp_path / "final")
@@ -69,9 +83,17 @@ def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(world: 
     wb = openpyxl.load_workbook(path)
     wb["Sheet1"]["E1"] = "=A2*2"
     wb.save(path)
-    r = check(evidence(world, final), kind="xlsx_cell", path="/finance/model.xlsx", cell="E1", value=24690)
+    r = check(
+        evidence(world, final), kind="xlsx_cell", path="/finance/model.xlsx", cell="E1", value=24690
+    )
     assert not r.passed and "no cached value" in r.rationale
-    assert check(evidence(world, final), kind="xlsx_cell", path="/finance/model.xlsx", cell="E1", value="=A2*2").passed
+    assert check(
+        evidence(world, final),
+        kind="xlsx_cell",
+        path="/finance/model.xlsx",
+        cell="E1",
+        value="=A2*2",
+    ).passed
 
 
 def test_doc_contains_sees_a_paragraph_added_with_python_docx(world: Path, tmp_path: Path) -> None:
@@ -80,7 +102,9 @@ def test_doc_contains_sees_a_paragraph_added_with_python_docx(world: Path, tmp_p
     d.add_paragraph("Recommendation: approve the Acme acquisition at $2.1bn.")
     d.save(str(final / "filesystem/memo.docx"))
     ev = evidence(world, final)
-    assert check(ev, kind="doc_contains", path="/memo.docx", all_of=["acme acquisition", "$2.1BN"]).passed
+    assert check(
+        ev, kind="doc_contains", path="/memo.docx", all_of=["acme acquisition", "$2.1BN"]
+    ).passed
     r = check(ev, kind="doc_contains", path="/memo.docx", all_of=["acme", "reject"])
     assert not r.passed and "reject" in r.rationale
     # text checks over produced files see the new paragraph; over the answer they do not
@@ -89,7 +113,9 @@ def test_doc_contains_sees_a_paragraph_added_with_python_docx(world: Path, tmp_p
 
 
 def test_answer_checks(world: Path, tmp_path: Path) -> None:
-    ev = evidence(world, copy_state(world, tmp_path / "f"), answer="EBITDA was $1,234.5 million, up 12.5%.")
+    ev = evidence(
+        world, copy_state(world, tmp_path / "f"), answer="EBITDA was $1,234.5 million, up 12.5%."
+    )
     assert check(ev, kind="number", value=1234.5).passed
     assert check(ev, kind="number", value=1.2345e9, rel_tol=0.001).passed
     assert check(ev, kind="number", value=0.125).passed
@@ -119,9 +145,17 @@ def test_mail_sent_needs_a_new_message_to_the_recipient(world: Path, tmp_path: P
              body="Revenue was $12.4m.")  # fmt: skip
     ev = evidence(world, final)
     assert [m.subject for m in ev.mail] == ["Q3 numbers"]
-    assert check(ev, kind="mail_sent", to="cfo@corp.example", subject_contains=["q3"], body_contains=["$12.4m"]).passed
+    assert check(
+        ev,
+        kind="mail_sent",
+        to="cfo@corp.example",
+        subject_contains=["q3"],
+        body_contains=["$12.4m"],
+    ).passed
     assert not check(ev, kind="mail_sent", to="cfo@corp.example", body_contains=["EBITDA"]).passed
-    assert not check(ev, kind="mail_sent", to="agent@corp.example").passed  # the old inbox mail is not new
+    assert not check(
+        ev, kind="mail_sent", to="agent@corp.example"
+    ).passed  # the old inbox mail is not new
 
 
 def test_event_exists_for_new_and_moved_events(world: Path, tmp_path: Path) -> None:
@@ -132,8 +166,16 @@ def test_event_exists_for_new_and_moved_events(world: Path, tmp_path: Path) -> N
          "end": dt.datetime(2025, 3, 20, 15), "attendees": ["cfo@corp.example"]},
     ])  # fmt: skip
     ev = evidence(world, final)
-    assert check(ev, kind="event_exists", title_contains="board", date="2025-03-20", attendee="CFO@corp.example").passed
-    assert check(ev, kind="event_exists", title_contains="standup", date="2025-03-15").passed  # moved
+    assert check(
+        ev,
+        kind="event_exists",
+        title_contains="board",
+        date="2025-03-20",
+        attendee="CFO@corp.example",
+    ).passed
+    assert check(
+        ev, kind="event_exists", title_contains="standup", date="2025-03-15"
+    ).passed  # moved
     assert not check(ev, kind="event_exists", title_contains="board", date="2025-03-21").passed
 
 
@@ -149,4 +191,6 @@ def test_chat_posted_in_the_right_channel(world: Path, tmp_path: Path) -> None:
     assert sorted(p.text for p in ev.chat) == ["Deck is ready: Q3 review", "coffee?"]
     assert check(ev, kind="chat_posted", channel="#general", all_of=["deck is ready"]).passed
     assert not check(ev, kind="chat_posted", channel="random", all_of=["deck"]).passed
-    assert not check(ev, kind="chat_posted", channel="general", all_of=["hi all"]).passed  # old post
+    assert not check(
+        ev, kind="chat_posted", channel="general", all_of=["hi all"]
+    ).passed  # old post

@@ -23,11 +23,15 @@ def layers(tmp_path: Path) -> tuple[Path, Path]:
             ".apps_data/chat/state.json": "{}",
         },
     )
-    overlay = write_files(tmp_path / "overlay", {"filesystem/docs/b.txt": "beta from the task overlay"})
+    overlay = write_files(
+        tmp_path / "overlay", {"filesystem/docs/b.txt": "beta from the task overlay"}
+    )
     return world, overlay
 
 
-def test_overlay_wins_over_world_and_a_copy_is_unchanged(tmp_path: Path, layers: tuple[Path, Path]) -> None:
+def test_overlay_wins_over_world_and_a_copy_is_unchanged(
+    tmp_path: Path, layers: tuple[Path, Path]
+) -> None:
     initial = StateView.of(layers)
     assert initial.get("filesystem/docs/b.txt").read_text() == "beta from the task overlay"  # type: ignore[union-attr]
     final = copy_state(layers[0], tmp_path / "final")
@@ -56,7 +60,9 @@ def test_same_size_different_bytes_is_modified(tmp_path: Path, layers: tuple[Pat
     p.write_text("ALPHA")  # same size, new mtime
     st = (layers[0] / "filesystem/a.txt").stat()
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    assert [c.path for c in diff_states(StateView.of(layers), StateView.of([final]))] == ["filesystem/a.txt"]
+    assert [c.path for c in diff_states(StateView.of(layers), StateView.of([final]))] == [
+        "filesystem/a.txt"
+    ]
 
 
 def test_glob_is_relative_to_the_filesystem_root(layers: tuple[Path, Path]) -> None:
@@ -67,12 +73,16 @@ def test_glob_is_relative_to_the_filesystem_root(layers: tuple[Path, Path]) -> N
     assert view.glob("*.json") == []
 
 
-def test_changes_archive_rebuilds_the_final_state(tmp_path: Path, layers: tuple[Path, Path]) -> None:
+def test_changes_archive_rebuilds_the_final_state(
+    tmp_path: Path, layers: tuple[Path, Path]
+) -> None:
     final = copy_state(layers[0], tmp_path / "final")
     copy_state(layers[1], final)
     (final / "filesystem/a.txt").write_text("alpha, edited")
     (final / "filesystem/docs/c.txt").unlink()
-    write_files(final, {"filesystem/new/x.bin": b"\x00\x01", ".apps_data/chat/state.json": '{"a": 1}'})
+    write_files(
+        final, {"filesystem/new/x.bin": b"\x00\x01", ".apps_data/chat/state.json": '{"a": 1}'}
+    )
     initial = StateView.of(layers)
     changes = diff_states(initial, StateView.of([final]))
     archive = tmp_path / "out" / "changes.tar.gz"

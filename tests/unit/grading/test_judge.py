@@ -19,8 +19,12 @@ def config(fake: FakeJudge, **kw: object) -> JudgeConfig:
     return JudgeConfig.model_validate({**base, **kw})
 
 
-def prompt(answer: str = "The total is 42.", criterion: str = "The answer states 'total is 42'") -> tuple[str, str]:
-    art = Artifact(1, "file", "created", "/out/report.docx", "Quarterly report\n| Revenue | 42 |", ".docx")
+def prompt(
+    answer: str = "The total is 42.", criterion: str = "The answer states 'total is 42'"
+) -> tuple[str, str]:
+    art = Artifact(
+        1, "file", "created", "/out/report.docx", "Quarterly report\n| Revenue | 42 |", ".docx"
+    )
     return build_prompt(task="Compute the total of the Q3 sheet.", answer=answer, criterion=criterion,
                         scope="both", artifacts=[art], max_artifact_chars=10_000)  # fmt: skip
 
@@ -51,7 +55,9 @@ async def test_a_false_verdict_parses(fake_judge: FakeJudge) -> None:
 
 
 @pytest.mark.parametrize("fault", [429, 500, 503, "malformed", "wrong_schema", "hang"])
-async def test_transient_faults_are_retried_then_succeed(fake_judge: FakeJudge, fault: int | str) -> None:
+async def test_transient_faults_are_retried_then_succeed(
+    fake_judge: FakeJudge, fault: int | str
+) -> None:
     fake_judge.faults.extend([fault, fault])
     async with Judge(config(fake_judge, timeout_s=0.5)) as judge:
         verdict, _ = await judge.verdict(*prompt())
@@ -62,7 +68,7 @@ async def test_transient_faults_are_retried_then_succeed(fake_judge: FakeJudge, 
 async def test_persistent_failure_raises_judge_error(fake_judge: FakeJudge) -> None:
     fake_judge.faults.extend([500] * 10)
     async with Judge(config(fake_judge, max_retries=3)) as judge:
-        with pytest.raises(JudgeError, match="after 4 attempts.*HTTP 500"):
+        with pytest.raises(JudgeError, match=r"after 4 attempts.*HTTP 500"):
             await judge.verdict(*prompt())
     assert len(fake_judge.requests) == 4
 
@@ -83,7 +89,9 @@ async def test_a_client_error_is_not_retried(fake_judge: FakeJudge) -> None:
 
 
 async def test_an_unreachable_endpoint_is_a_judge_error() -> None:
-    cfg = JudgeConfig(model="openai:http://127.0.0.1:9/v1#x", max_retries=1, backoff_s=0.0, timeout_s=2.0)
+    cfg = JudgeConfig(
+        model="openai:http://127.0.0.1:9/v1#x", max_retries=1, backoff_s=0.0, timeout_s=2.0
+    )
     async with Judge(cfg) as judge:
         with pytest.raises(JudgeError, match="ConnectError"):
             await judge.verdict(*prompt())
@@ -105,12 +113,16 @@ async def test_cache_hit_makes_no_call(fake_judge: FakeJudge, tmp_path: Path) ->
 
 async def test_concurrency_is_bounded(fake_judge: FakeJudge) -> None:
     async with Judge(config(fake_judge, concurrency=2)) as judge:
-        results = await asyncio.gather(*(judge.verdict(*prompt(answer=f"The total is {i}.")) for i in range(8)))
+        results = await asyncio.gather(
+            *(judge.verdict(*prompt(answer=f"The total is {i}.")) for i in range(8))
+        )
     assert len(results) == 8 and len(fake_judge.requests) == 8
     assert fake_judge.max_in_flight <= 2
 
 
-def test_api_key_env_is_sent_as_bearer(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_env_is_sent_as_bearer(
+    fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-test")
 
     async def go() -> None:
@@ -122,15 +134,22 @@ def test_api_key_env_is_sent_as_bearer(fake_judge: FakeJudge, monkeypatch: pytes
 
 
 def test_model_specs() -> None:
-    assert parse_model("openai:http://localhost:8000/v1#Qwen/Qwen3-8B") == ("http://localhost:8000/v1", "Qwen/Qwen3-8B")
+    assert parse_model("openai:http://localhost:8000/v1#Qwen/Qwen3-8B") == (
+        "http://localhost:8000/v1",
+        "Qwen/Qwen3-8B",
+    )
     assert parse_model("gemini/gemini-2.5-flash") == (None, "gemini/gemini-2.5-flash")
     with pytest.raises(ConfigError, match="openai:<http"):
         parse_model("openai:localhost#m")
 
 
 def test_verdict_parsing_tolerates_fences_and_prose_but_not_garbage() -> None:
-    assert parse_verdict('```json\n{"rationale": "ok", "is_criteria_true": true}\n```').is_criteria_true
-    assert not parse_verdict('Here: {"rationale": "no", "is_criteria_true": false} done').is_criteria_true
+    assert parse_verdict(
+        '```json\n{"rationale": "ok", "is_criteria_true": true}\n```'
+    ).is_criteria_true
+    assert not parse_verdict(
+        'Here: {"rationale": "no", "is_criteria_true": false} done'
+    ).is_criteria_true
     with pytest.raises(ValueError):
         parse_verdict("yes")
     with pytest.raises(ValueError):

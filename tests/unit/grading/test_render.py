@@ -22,7 +22,9 @@ def test_docx_shows_paragraphs_tables_and_headers(office_fixtures: Path) -> None
 
 
 def test_pptx_shows_tables_charts_and_notes(office_fixtures: Path) -> None:
-    assert "| having custom margins |" in render_file(office_fixtures / "pptx/python-pptx__tbl-cell.pptx")
+    assert "| having custom margins |" in render_file(
+        office_fixtures / "pptx/python-pptx__tbl-cell.pptx"
+    )
     chart = render_file(office_fixtures / "pptx/python-pptx__cht-charts.pptx")
     assert "series Series 1: Category 1=4.3" in chart
     assert "[notes] Notes" in render_file(office_fixtures / "pptx/python-pptx__sld-notes.pptx")
