@@ -1,0 +1,746 @@
+"""The powerpoint app: .pptx decks through python-pptx (ARCH mcp_servers/presentations).
+
+Contract: `build(roots) -> FastMCP` named "powerpoint"; flat tool arguments; every path confined
+to `roots.filesystem`. Slides are 0-based (`slide_index`); `read_individualslide` prints shape,
+table and picture indices and image annotations (`slide0_img0`) that the other tools take.
+Positions and sizes are inches from the slide's top-left corner (a default deck is 10 x 7.5 in).
+`edit_slides` applies a list of operations to one fresh parse and saves once: all or nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+import openpyxl
+from fastmcp import FastMCP
+from fastmcp.utilities.types import Image as McpImage
+from pptx import Presentation
+from pptx.chart.data import CategoryChartData, XyChartData
+from pptx.dml.color import RGBColor
+from pptx.enum.chart import XL_CHART_TYPE
+from pptx.enum.shapes import MSO_SHAPE
+from pptx.presentation import Presentation as PptxPresentation
+from pptx.util import Emu, Inches, Pt
+from pydantic import Field
+
+from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.office_common import (
+    cached,
+    delete_file,
+    existing_file,
+    file_lock,
+    image_file,
+    image_result,
+    md_table,
+    new_file,
+    open_file,
+    parse_color,
+    save_atomic,
+    transform_image,
+)
+from kwrl.worlds.apps.office_pptx import (
+    body_shape,
+    check_rows,
+    fill_table,
+    pick_layout,
+    pictures,
+    set_bullets,
+    set_title,
+    slide_at,
+    slide_detail,
+    slide_text_md,
+    subtitle_shape,
+    title_shape,
+)
+from kwrl.worlds.apps.office_xlsx import fmt, parse_range
+from kwrl.worlds.layout import WorldRoots
+
+KIND = "PowerPoint (.pptx)"
+EXTS = (".pptx",)
+FilePath = Annotated[str, Field(description="Path of the .pptx file, e.g. '/decks/q3.pptx'")]
+SlideIndex = Annotated[int, Field(description="0-based slide index")]
+Layout = Literal[
+    "title", "title_and_content", "section_header", "two_content", "title_only", "blank"
+]
+
+
+class SlideSpec(TypedDict):
+    layout: NotRequired[Layout]
+    title: NotRequired[str]
+    subtitle: NotRequired[str]
+    bullets: NotRequired[list[str]]
+    table: NotRequired[list[list[str]]]
+    notes: NotRequired[str]
+
+
+class SlideOp(TypedDict):
+    type: Literal[
+        "replace_text",
+        "update_slide_title",
+        "update_slide_subtitle",
+        "set_bullets",
+        "append_bullets",
+        "clear_placeholder",
+        "update_shape_text",
+        "update_table_cell",
+        "set_notes",
+        "delete_slide",
+    ]
+    index: NotRequired[int]
+    search: NotRequired[str]
+    replace: NotRequired[str]
+    match_case: NotRequired[bool]
+    title: NotRequired[str]
+    subtitle: NotRequired[str]
+    placeholder: NotRequired[Literal["body", "left", "right"]]
+    items: NotRequired[list[str]]
+    shape_index: NotRequired[int]
+    text: NotRequired[str]
+    table_idx: NotRequired[int]
+    row: NotRequired[int]
+    column: NotRequired[int]
+    notes: NotRequired[str]
+
+
+_SHAPES = {
+    "rectangle": MSO_SHAPE.RECTANGLE,
+    "rounded_rectangle": MSO_SHAPE.ROUNDED_RECTANGLE,
+    "oval": MSO_SHAPE.OVAL,
+    "triangle": MSO_SHAPE.ISOSCELES_TRIANGLE,
+    "right_arrow": MSO_SHAPE.RIGHT_ARROW,
+    "left_arrow": MSO_SHAPE.LEFT_ARROW,
+    "up_arrow": MSO_SHAPE.UP_ARROW,
+    "down_arrow": MSO_SHAPE.DOWN_ARROW,
+    "pentagon": MSO_SHAPE.REGULAR_PENTAGON,
+    "hexagon": MSO_SHAPE.HEXAGON,
+    "star": MSO_SHAPE.STAR_5_POINT,
+    "heart": MSO_SHAPE.HEART,
+    "cloud": MSO_SHAPE.CLOUD,
+}
+_CHART_TYPES = {
+    "bar": XL_CHART_TYPE.COLUMN_CLUSTERED,
+    "horizontal_bar": XL_CHART_TYPE.BAR_CLUSTERED,
+    "line": XL_CHART_TYPE.LINE_MARKERS,
+    "pie": XL_CHART_TYPE.PIE,
+    "area": XL_CHART_TYPE.AREA,
+    "scatter": XL_CHART_TYPE.XY_SCATTER,
+    "doughnut": XL_CHART_TYPE.DOUGHNUT,
+    "radar": XL_CHART_TYPE.RADAR,
+}
+
+
+def _load(p: Path) -> PptxPresentation:
+    return Presentation(str(p))
+
+
+def _fill_slide(prs: PptxPresentation, spec: dict[str, Any]) -> Any:
+    layout = spec.get("layout") or "title_and_content"
+    slide = prs.slides.add_slide(pick_layout(prs, layout))
+    if spec.get("title") is not None and layout != "blank":
+        set_title(slide, spec["title"])
+    if spec.get("subtitle") is not None:
+        sub = subtitle_shape(slide)
+        if sub is None:
+            sub = body_shape(slide, create=True)
+        sub.text_frame.text = spec["subtitle"]
+    if spec.get("bullets"):
+        set_bullets(body_shape(slide, create=True), list(spec["bullets"]))
+    if spec.get("table"):
+        rows = spec["table"]
+        check_rows(rows, "table")
+        frame = slide.shapes.add_table(
+            len(rows),
+            len(rows[0]),
+            Inches(0.5),
+            Inches(1.6),
+            Inches(9.0),
+            Emu(int(Inches(0.4)) * len(rows)),
+        )
+        fill_table(frame.table, rows, True)
+    if spec.get("notes"):
+        _notes_frame(slide).text = spec["notes"]
+    return slide
+
+
+def _notes_frame(slide: Any) -> Any:
+    frame = slide.notes_slide.notes_text_frame
+    if frame is None:
+        raise ToolError("this slide's notes page has no notes placeholder")
+    return frame
+
+
+def _move_slide(prs: PptxPresentation, old: int, new: int) -> None:
+    lst = prs.slides._sldIdLst
+    el = list(lst)[old]
+    lst.remove(el)
+    lst.insert(new, el)
+
+
+def _delete_slide(prs: PptxPresentation, index: int) -> None:
+    slide_at(prs, index)
+    lst = prs.slides._sldIdLst
+    el = list(lst)[index]
+    prs.part.drop_rel(el.rId)
+    lst.remove(el)
+
+
+def _apply(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
+    kind = o.get("type")
+    where = f"operations[{i}] ({kind})"
+
+    def need(key: str) -> Any:
+        if o.get(key) is None:
+            raise ToolError(f"{where} needs '{key}'")
+        return o[key]
+
+    if kind == "replace_text":
+        search, repl = need("search"), o.get("replace", "")
+        n = 0
+        for slide in prs.slides:
+            shapes: list[Any] = list(slide.shapes)
+            for shape in shapes:
+                frames = [shape.text_frame] if shape.has_text_frame else []
+                if getattr(shape, "has_table", False):
+                    frames += [c.text_frame for row in shape.table.rows for c in row.cells]
+                for tf in frames:
+                    for p in tf.paragraphs:
+                        for run in p.runs:
+                            mc = bool(o.get("match_case"))
+                            count = (
+                                run.text.count(search)
+                                if mc
+                                else run.text.lower().count(search.lower())
+                            )
+                            if count:
+                                n += count
+                                run.text = _replace(run.text, search, repl, mc)
+        return f"replaced {n} occurrence(s) of {search!r}"
+    if kind == "delete_slide":
+        _delete_slide(prs, need("index"))
+        return f"deleted slide {o['index']}"
+    slide = slide_at(prs, need("index"), f"{where} index")
+    if kind == "update_slide_title":
+        set_title(slide, need("title"))
+    elif kind == "update_slide_subtitle":
+        sub = subtitle_shape(slide)
+        if sub is None:
+            raise ToolError(f"{where}: slide {o['index']} has no subtitle or body placeholder")
+        sub.text_frame.text = need("subtitle")
+    elif kind in ("set_bullets", "append_bullets", "clear_placeholder"):
+        which = o.get("placeholder") or "body"
+        shape = body_shape(slide, which, create=kind != "clear_placeholder" and which == "body")
+        if shape is None:
+            raise ToolError(f"{where}: slide {o['index']} has no {which} placeholder")
+        if kind == "clear_placeholder":
+            shape.text_frame.text = ""
+        else:
+            set_bullets(shape, [str(x) for x in need("items")], append=kind == "append_bullets")
+    elif kind == "update_shape_text":
+        all_shapes: list[Any] = list(slide.shapes)
+        si = need("shape_index")
+        if not 0 <= si < len(all_shapes) or not all_shapes[si].has_text_frame:
+            raise ToolError(
+                f"{where}: shape {si} is not a text shape on slide {o['index']} (see read_individualslide)"
+            )
+        all_shapes[si].text_frame.text = need("text")
+    elif kind == "update_table_cell":
+        tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
+        ti = o.get("table_idx") or 0
+        if not 0 <= ti < len(tables):
+            raise ToolError(
+                f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
+            )
+        t = tables[ti].table
+        r, c = need("row"), need("column")
+        if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
+            raise ToolError(
+                f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
+            )
+        t.cell(r, c).text = str(o.get("text", ""))
+    elif kind == "set_notes":
+        _notes_frame(slide).text = need("notes")
+    else:
+        raise ToolError(f"{where}: unknown type {kind!r}")
+    return f"{kind} on slide {o['index']}"
+
+
+def _replace(text: str, search: str, repl: str, match_case: bool) -> str:
+    if match_case:
+        return text.replace(search, repl)
+    return re.sub(re.escape(search), lambda _: repl, text, flags=re.IGNORECASE)
+
+
+def build(roots: WorldRoots) -> FastMCP:
+    root = roots.filesystem
+    mcp = FastMCP("powerpoint")
+
+    def read_deck(file_path: str) -> tuple[Path, PptxPresentation]:
+        p = existing_file(root, file_path, EXTS)
+        return p, cached(root, p, _load, KIND)
+
+    def edit_deck(file_path: str, fn: Any) -> str:
+        p = existing_file(root, file_path, EXTS)
+        with file_lock(p):
+            prs = open_file(root, p, _load, KIND)
+            msg = fn(prs)
+            save_atomic(prs, p)
+        return f"{msg} in {rel(root, p)}"
+
+    @mcp.tool
+    def create_slides(
+        directory: Annotated[str, Field(description="Folder to create the deck in, e.g. '/decks'")],
+        file_name: Annotated[str, Field(description="File name ending with .pptx, no '/'")],
+        slides: Annotated[
+            list[SlideSpec],
+            Field(
+                description="Slides: [{layout?, title?, subtitle?, bullets?, table? (2D list), notes?}]"
+            ),
+        ],
+        title: Annotated[str | None, Field(description="Document property: title")] = None,
+        author: Annotated[str | None, Field(description="Document property: author")] = None,
+        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
+    ) -> str:
+        """Create a new .pptx deck (10 x 7.5 in) from slide definitions."""
+        if not slides:
+            raise ToolError("slides is empty; pass at least one slide definition")
+        target = new_file(root, directory, file_name, ".pptx", overwrite=overwrite)
+        prs = Presentation()
+        for spec in slides:
+            _fill_slide(prs, dict(spec))
+        if title is not None:
+            prs.core_properties.title = title
+        if author is not None:
+            prs.core_properties.author = author
+        with file_lock(target):
+            save_atomic(prs, target)
+        return f"Created {rel(root, target)} with {len(prs.slides)} slide(s)"
+
+    @mcp.tool
+    def delete_slides(
+        file_path: FilePath,
+        slide_indices: Annotated[
+            list[int] | None,
+            Field(description="Slides to remove (0-based); omit to delete the whole file"),
+        ] = None,
+    ) -> str:
+        """Delete slides from a deck, or the deck file itself when no indices are given."""
+        if slide_indices is None:
+            return delete_file(root, file_path, EXTS)
+
+        def op(prs: PptxPresentation) -> str:
+            for i in sorted(set(slide_indices), reverse=True):
+                _delete_slide(prs, i)
+            return f"Deleted slide(s) {sorted(set(slide_indices))}; {len(prs.slides)} left"
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def add_slide(
+        file_path: FilePath,
+        index: Annotated[
+            int | None,
+            Field(description="Position of the new slide (0-based); default: at the end"),
+        ] = None,
+        layout: Layout = "title_and_content",
+        title: str | None = None,
+        subtitle: str | None = None,
+        bullets: list[str] | None = None,
+        notes: str | None = None,
+    ) -> str:
+        """Insert a slide with a layout, title, subtitle, bullets and notes."""
+
+        def op(prs: PptxPresentation) -> str:
+            n = len(prs.slides)
+            at = n if index is None else index
+            if not 0 <= at <= n:
+                raise ToolError(f"index {at} out of range; use 0..{n} (the deck has {n} slides)")
+            spec: dict[str, Any] = {
+                "layout": layout,
+                "title": title,
+                "subtitle": subtitle,
+                "bullets": bullets,
+                "notes": notes,
+            }
+            _fill_slide(prs, dict(spec))
+            if at != n:
+                _move_slide(prs, n, at)
+            return f"Added slide {at} ({layout})"
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def edit_slides(
+        file_path: FilePath,
+        operations: Annotated[
+            list[SlideOp],
+            Field(
+                description="Applied in order, saved once (all or nothing): replace_text {search, replace, match_case?}; "
+                "update_slide_title {index, title}; update_slide_subtitle {index, subtitle}; set_bullets / append_bullets "
+                "{index, items, placeholder?: body|left|right}; clear_placeholder {index, placeholder?}; update_shape_text "
+                "{index, shape_index, text}; update_table_cell {index, table_idx?, row, column, text}; set_notes {index, notes}; "
+                "delete_slide {index} (later indices shift)"
+            ),
+        ],
+    ) -> str:
+        """Batch-edit slide text, bullets, tables and notes."""
+        if not operations:
+            raise ToolError("operations is empty")
+
+        def op(prs: PptxPresentation) -> str:
+            return "Applied: " + "; ".join(
+                _apply(prs, dict(o), i) for i, o in enumerate(operations)
+            )
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def read_slides(
+        file_path: FilePath,
+        offset: Annotated[
+            int, Field(description="Character offset for paging (from the truncation note)")
+        ] = 0,
+    ) -> str:
+        """The whole deck's text as markdown: titles, text, tables, charts, notes."""
+        p, prs = read_deck(file_path)
+        body = "\n\n".join(slide_text_md(s, i) for i, s in enumerate(prs.slides))
+        return page_text(f"{rel(root, p)}: {len(prs.slides)} slide(s)\n\n{body}", offset=offset)
+
+    @mcp.tool
+    def read_completedeck(file_path: FilePath) -> str:
+        """Overview of every slide: index, layout, title, shape count, text preview."""
+        p, prs = read_deck(file_path)
+        rows = []
+        for i, s in enumerate(prs.slides):
+            t = title_shape(s)
+            shapes: list[Any] = list(s.shapes)
+            preview = " / ".join(
+                sh.text_frame.text.replace("\n", " ")
+                for sh in shapes
+                if sh.has_text_frame and sh.text_frame.text
+            )
+            rows.append(
+                [
+                    i,
+                    s.slide_layout.name,
+                    t.text_frame.text if t is not None else "",
+                    len(s.shapes),
+                    preview[:120],
+                ]
+            )
+        w, h = prs.slide_width or 0, prs.slide_height or 0
+        head = (
+            f"{rel(root, p)}: {len(prs.slides)} slide(s), {w / 914400:.2f} x {h / 914400:.2f} in\n"
+        )
+        return head + md_table(rows, header=["slide", "layout", "title", "shapes", "text"])
+
+    @mcp.tool
+    def read_individualslide(file_path: FilePath, slide_index: SlideIndex) -> str:
+        """One slide in detail: every shape with index, kind, position, text; tables, charts, images, notes."""
+        _, prs = read_deck(file_path)
+        return slide_detail(slide_at(prs, slide_index), slide_index)
+
+    @mcp.tool
+    def add_shape(
+        file_path: FilePath,
+        slide_index: SlideIndex,
+        shape_type: Literal[
+            "rectangle",
+            "rounded_rectangle",
+            "oval",
+            "triangle",
+            "right_arrow",
+            "left_arrow",
+            "up_arrow",
+            "down_arrow",
+            "pentagon",
+            "hexagon",
+            "star",
+            "heart",
+            "cloud",
+        ] = "rectangle",
+        x: float = 1.0,
+        y: float = 1.0,
+        width: float = 2.0,
+        height: float = 1.0,
+        fill_color: Annotated[str | None, Field(description="Hex RGB, e.g. '1F4E79'")] = None,
+        line_color: str | None = None,
+        text: str | None = None,
+        text_color: str | None = None,
+        font_size: float | None = None,
+    ) -> str:
+        """Add a geometric shape (inches), optionally filled and with text."""
+        colors = {
+            k: parse_color(v, arg=k)
+            for k, v in (
+                ("fill_color", fill_color),
+                ("line_color", line_color),
+                ("text_color", text_color),
+            )
+            if v
+        }
+        if width <= 0 or height <= 0:
+            raise ToolError("width and height must be > 0 inches")
+
+        def op(prs: PptxPresentation) -> str:
+            slide = slide_at(prs, slide_index)
+            shp: Any = slide.shapes.add_shape(
+                _SHAPES[shape_type], Inches(x), Inches(y), Inches(width), Inches(height)
+            )
+            if "fill_color" in colors:
+                shp.fill.solid()
+                shp.fill.fore_color.rgb = RGBColor.from_string(colors["fill_color"])
+            if "line_color" in colors:
+                shp.line.color.rgb = RGBColor.from_string(colors["line_color"])
+            if text is not None:
+                shp.text_frame.text = text
+                for run in shp.text_frame.paragraphs[0].runs:
+                    if "text_color" in colors:
+                        run.font.color.rgb = RGBColor.from_string(colors["text_color"])
+                    if font_size:
+                        run.font.size = Pt(font_size)
+            return f"Added {shape_type} as shape {len(slide.shapes) - 1} on slide {slide_index}"
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def insert_table(
+        file_path: FilePath,
+        slide_index: SlideIndex,
+        rows: Annotated[
+            list[list[str | int | float | None]],
+            Field(description="2D cell values, all rows equally long"),
+        ],
+        header: Annotated[bool, Field(description="Bold the first row")] = True,
+        x: float = 0.5,
+        y: float = 1.5,
+        width: float = 9.0,
+        height: Annotated[float | None, Field(description="Inches; default 0.4 per row")] = None,
+    ) -> str:
+        """Insert a table on a slide."""
+        check_rows(rows)
+
+        def op(prs: PptxPresentation) -> str:
+            slide = slide_at(prs, slide_index)
+            h = Inches(height) if height else Emu(int(Inches(0.4)) * len(rows))
+            frame = slide.shapes.add_table(
+                len(rows), len(rows[0]), Inches(x), Inches(y), Inches(width), h
+            )
+            fill_table(frame.table, rows, header)
+            return f"Inserted a {len(rows)}x{len(rows[0])} table on slide {slide_index}"
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def insert_chart(
+        file_path: FilePath,
+        slide_index: SlideIndex,
+        chart_type: Literal[
+            "bar", "horizontal_bar", "line", "pie", "area", "scatter", "doughnut", "radar"
+        ] = "bar",
+        data: Annotated[
+            list[list[str | int | float | None]] | None,
+            Field(
+                description="Inline table: first column categories (x for scatter), other columns series; first row series names if include_header"
+            ),
+        ] = None,
+        spreadsheet_path: Annotated[
+            str | None, Field(description="Or take the data from an .xlsx file ...")
+        ] = None,
+        sheet_name: Annotated[
+            str | None, Field(description="... its sheet (default first) ...")
+        ] = None,
+        data_range: Annotated[str | None, Field(description="... and range, e.g. 'A1:C5'")] = None,
+        include_header: bool = True,
+        title: str | None = None,
+        x: float = 1.0,
+        y: float = 1.5,
+        width: float = 8.0,
+        height: float = 5.0,
+    ) -> str:
+        """Insert a native chart from inline data or a spreadsheet range."""
+        table = (
+            data
+            if data is not None
+            else _sheet_data(root, spreadsheet_path, sheet_name, data_range)
+        )
+        chart_data = _chart_data(table, chart_type, include_header)
+
+        def op(prs: PptxPresentation) -> str:
+            slide = slide_at(prs, slide_index)
+            frame: Any = slide.shapes.add_chart(
+                _CHART_TYPES[chart_type],
+                Inches(x),
+                Inches(y),
+                Inches(width),
+                Inches(height),
+                chart_data,
+            )
+            if title:
+                frame.chart.has_title = True
+                frame.chart.chart_title.text_frame.text = title
+            return f"Inserted a {chart_type} chart on slide {slide_index}"
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def add_image(
+        file_path: FilePath,
+        image_path: Annotated[
+            str, Field(description="Image in the filesystem (.png, .jpg, .gif, .bmp)")
+        ],
+        slide_index: SlideIndex,
+        x: float = 1.0,
+        y: float = 1.5,
+        width: Annotated[
+            float | None, Field(description="Inches; height scales unless given")
+        ] = None,
+        height: float | None = None,
+    ) -> str:
+        """Place an image from the filesystem on a slide."""
+        img = image_file(root, image_path)
+
+        def op(prs: PptxPresentation) -> str:
+            slide = slide_at(prs, slide_index)
+            try:
+                slide.shapes.add_picture(
+                    str(img),
+                    Inches(x),
+                    Inches(y),
+                    Inches(width) if width else None,
+                    Inches(height) if height else None,
+                )
+            except Exception as exc:
+                raise ToolError(
+                    f"{image_path!r} is not a readable image: {type(exc).__name__}: {exc}"
+                ) from exc
+            n = len(pictures(slide)) - 1
+            return f"Added image slide{slide_index}_img{n} on slide {slide_index}"
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def modify_image(
+        file_path: FilePath,
+        slide_index: SlideIndex,
+        image_index: Annotated[int, Field(description="M of slide{N}_img{M}")],
+        operation: Literal["rotate", "flip", "brightness", "contrast", "crop"],
+        rotation: Annotated[float | None, Field(description="rotate: degrees clockwise")] = None,
+        flip: Literal["horizontal", "vertical"] | None = None,
+        brightness: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
+        contrast: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
+        crop_left: int | None = None,
+        crop_top: int | None = None,
+        crop_right: int | None = None,
+        crop_bottom: int | None = None,
+    ) -> str:
+        """Rotate, flip, crop or adjust a picture on a slide (its frame follows the new aspect ratio)."""
+        from PIL import Image as PILImage
+
+        def op(prs: PptxPresentation) -> str:
+            pic = _picture(prs, slide_index, image_index)
+            part = pic.part.related_part(pic._element.blip_rId)
+            new = transform_image(
+                part.blob, operation, rotation=rotation, flip=flip, brightness=brightness, contrast=contrast,
+                crop_left=crop_left, crop_top=crop_top, crop_right=crop_right, crop_bottom=crop_bottom,
+            )  # fmt: skip
+            part._blob = new
+            with PILImage.open(io.BytesIO(new)) as im:
+                w_px, h_px = im.size
+            pic.height = int(pic.width * h_px / w_px)
+            return (
+                f"Applied {operation} to slide{slide_index}_img{image_index} (now {w_px}x{h_px} px)"
+            )
+
+        return edit_deck(file_path, op)
+
+    @mcp.tool
+    def read_image(
+        file_path: FilePath,
+        annotation: Annotated[
+            str, Field(description="Image key from read_individualslide, e.g. 'slide0_img0'")
+        ],
+    ) -> McpImage:
+        """Return a picture of a slide as an image."""
+        _, prs = read_deck(file_path)
+        key = annotation.strip().lstrip("@")
+        try:
+            s_part, i_part = key.removeprefix("slide").split("_img")
+            s, i = int(s_part), int(i_part)
+        except ValueError as exc:
+            raise ToolError(
+                f"annotation {annotation!r} must look like 'slide0_img0' (see read_individualslide)"
+            ) from exc
+        return image_result(_picture(prs, s, i).image.blob)
+
+    return mcp
+
+
+def _picture(prs: PptxPresentation, slide_index: int, image_index: int) -> Any:
+    pics = pictures(slide_at(prs, slide_index))
+    if not 0 <= image_index < len(pics):
+        raise ToolError(
+            f"image {image_index} not found; slide {slide_index} has {len(pics)} picture(s)"
+        )
+    return pics[image_index]
+
+
+def _sheet_data(
+    root: Path, path: str | None, sheet: str | None, rng: str | None
+) -> list[list[Any]]:
+    if not path or not rng:
+        raise ToolError("pass data (a 2D list), or spreadsheet_path and data_range")
+    p = existing_file(root, path, (".xlsx", ".xlsm"), arg="spreadsheet_path")
+    wb = cached(root, p, lambda q: openpyxl.load_workbook(q, data_only=True), "Excel (.xlsx)", "v")
+    if sheet is not None and sheet not in wb.sheetnames:
+        raise ToolError(f"sheet {sheet!r} not found in {rel(root, p)}; sheets: {wb.sheetnames}")
+    ws = wb[sheet] if sheet else wb.worksheets[0]
+    c1, r1, c2, r2 = parse_range(rng)
+    return [
+        list(r)
+        for r in ws.iter_rows(min_row=r1, max_row=r2, min_col=c1, max_col=c2, values_only=True)
+    ]
+
+
+def _number(v: Any, where: str) -> float | None:
+    if v is None or v == "":
+        return None
+    try:
+        return float(str(v).replace(",", "")) if not isinstance(v, int | float) else float(v)
+    except ValueError as exc:
+        raise ToolError(f"chart value {v!r} at {where} is not a number") from exc
+
+
+def _chart_data(table: list[list[Any]], chart_type: str, include_header: bool) -> Any:
+    check_rows(table, "data")
+    if len(table[0]) < 2:
+        raise ToolError(
+            "chart data needs at least 2 columns: categories, then one column per series"
+        )
+    header = (
+        [fmt(v) for v in table[0]]
+        if include_header
+        else ["", *(f"Series {i}" for i in range(1, len(table[0])))]
+    )
+    body = table[1:] if include_header else table
+    if not body:
+        raise ToolError("chart data has no data rows")
+    if chart_type == "scatter":
+        xy = XyChartData()
+        for c in range(1, len(header)):
+            series = xy.add_series(header[c] or f"Series {c}")
+            for r, row in enumerate(body):
+                xv, yv = _number(row[0], f"row {r}"), _number(row[c], f"row {r}")
+                if xv is not None and yv is not None:
+                    series.add_data_point(xv, yv)
+        return xy
+    cd = CategoryChartData()
+    cd.categories = [fmt(row[0]) for row in body]
+    for c in range(1, len(header)):
+        cd.add_series(
+            header[c] or f"Series {c}",
+            [_number(row[c], f"row {r}, column {c}") for r, row in enumerate(body)],
+        )
+    return cd
