@@ -232,6 +232,7 @@ def convert_apex(
         atomic_dir(out) as tmp,
         progress_bar(progress, "convert", len(used) + len(source.tasks)) as advance,
     ):
+        tmp.chmod(0o755)  # mkdtemp makes 0o700
         for world_id in used:
             zip_path = source.root / WORLD_ZIPS / f"{world_id}.zip"
             if not zip_path.is_file():

@@ -114,6 +114,7 @@ def extract_bundles(
     budget = ByteBudget(max_bytes)
     seen: dict[str, str] = {}
     with atomic_dir(out) as tmp, progress_bar(progress, "extract") as bar:
+        tmp.chmod(0o755)  # mkdtemp makes 0o700
         for shard in shards:
             for row, path, blob in iter_rows(shard):
                 name = _row_dir_name(shard, row, path)
@@ -152,6 +153,7 @@ def pack_bundles(
     schema = pa.schema([("path", pa.string()), ("task_binary", pa.binary())])
     written: list[Path] = []
     with atomic_dir(Path(out)) as tmp, progress_bar(progress, "pack", len(dirs)) as bar:
+        tmp.chmod(0o755)  # mkdtemp makes 0o700
         for i, chunk in enumerate(chunks):
             blobs: list[bytes] = []
             for d in chunk:

@@ -310,3 +310,22 @@ def test_task_dir_settings_reach_task_toml(apex: Path, tmp_path: Path) -> None:
         "FROM reg/w:investment-banking-world-221"
         in (task.path / "environment/Dockerfile").read_text()
     )
+
+
+def test_hf_dataset_id_is_fetched_with_the_apex_patterns(
+    apex: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    calls: list[dict[str, object]] = []
+
+    def fake_snapshot_download(**kwargs: object) -> str:
+        calls.append(kwargs)
+        return str(apex)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    report = convert_apex("mercor/apex-agents", tmp_path / "ds")
+    assert report.tasks == 6
+    assert calls[0]["repo_id"] == "mercor/apex-agents" and calls[0]["repo_type"] == "dataset"
+    assert "world_files_zipped/*.zip" in calls[0]["allow_patterns"]  # type: ignore[operator]
+    assert (tmp_path / "ds").stat().st_mode & 0o777 == 0o755

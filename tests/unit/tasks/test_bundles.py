@@ -9,6 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.tasks.bundles import extract_bundles, pack_bundles, resolve_source
@@ -158,3 +160,71 @@ def test_resolve_source_rejects_what_is_not_a_bundle(tmp_path: Path) -> None:
         resolve_source(tmp_path)
     with pytest.raises(TaskFormatError, match="HF dataset id"):
         resolve_source(tmp_path / "missing" / "deeper")
+
+
+def test_hf_dataset_id_is_fetched_with_parquet_patterns(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    pack_bundles(dataset / "tasks", tmp_path / "hub")
+    calls: list[dict[str, object]] = []
+
+    def fake_snapshot_download(**kwargs: object) -> str:
+        calls.append(kwargs)
+        return str(tmp_path / "hub")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    shards = resolve_source("org/apex-bundles", revision="v1")
+    assert calls == [
+        {
+            "repo_id": "org/apex-bundles",
+            "repo_type": "dataset",
+            "allow_patterns": ["*.parquet"],
+            "revision": "v1",
+        }
+    ]
+    assert shards == sorted((tmp_path / "hub").glob("*.parquet"))
+
+
+def test_outputs_are_world_readable_dirs(dataset: Path, tmp_path: Path) -> None:
+    pack_bundles(dataset / "tasks", tmp_path / "b")
+    extract_bundles(resolve_source(tmp_path / "b"), tmp_path / "x")
+    assert (tmp_path / "b").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "x").stat().st_mode & 0o777 == 0o755
+
+
+_names = st.text(alphabet="abcXYZ019_-. é", min_size=1, max_size=8).filter(
+    lambda s: s not in (".", "..")
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.dictionaries(
+        st.lists(_names, min_size=1, max_size=3).map(tuple),
+        st.tuples(st.binary(max_size=64), st.booleans()),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_any_tree_round_trips_byte_for_byte(
+    tmp_path_factory: pytest.TempPathFactory, files: dict
+) -> None:
+    base = tmp_path_factory.mktemp("rt")
+    src = base / "src" / "t"
+    for parts, (data, executable) in files.items():
+        target = src.joinpath(*parts)
+        if any(p.is_file() for p in [*target.parents][: len(parts) - 1]) or target.is_dir():
+            continue  # a name used both as file and as dir
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o755 if executable else 0o644)
+    src.mkdir(parents=True, exist_ok=True)
+    first = pack_bundles(base / "src", base / "b1")
+    extract_bundles(first, base / "x")
+    assert _tree(base / "x") == _tree(base / "src")
+    second = pack_bundles(base / "x", base / "b2")
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
