@@ -3,7 +3,10 @@
 - APEX-Agents HF layout: `ApexTask` (tasks_and_rubrics.json rows), `ApexWorld`
   (world_descriptions.json rows).
 - Training task dirs: `ArchipelagoMeta` (archipelago.json), `Verifier` (verifiers.json entries),
-  and harbor's own task.toml model validates task.toml.
+  `GoldenResponse` (golden_responses.json entries); harbor's own `TaskConfig` validates task.toml
+  (see `kwrl.tasks.taskdir`).
+- `EXPECTED_FILE_TYPES`: Archipelago's expected_output -> expected_file_type labels, kept verbatim
+  because the grader filters produced files by the extensions written in the label.
 - kwrl's extension: an optional machine check per criterion (`verifier_values.kwrl_check`),
   a discriminated union on `kind`. APEX criteria have none; generated tasks have one wherever a
   sound check exists. The grader runs it instead of the LLM judge.
