@@ -1,0 +1,63 @@
+"""The agent's settings (RECIPE defaults) and the prompts it adds around the task."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kwrl.config import KwrlConfig
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are an AI assistant that completes tasks in a company's files, mail, calendar and chat \
+by reasoning and using tools.
+
+Before each tool call, say in 1-3 sentences what you learned and what you will do next.
+Use the tools to read files, run code, and create or edit documents.
+Show your work for calculations.
+When you are done, reply with your final answer as plain text, without any tool call."""
+
+DEFAULT_BUDGET_NOTICE = (
+    "[SYSTEM NOTICE] You are almost out of context budget (~{pct}% of the context window "
+    "remains). Limit the number of tool calls and provide your final answer soon."
+)
+
+DEFAULT_REPAIR_MESSAGE = (
+    "Your previous message contained a <tool_call> block that could not be parsed ({errors}). "
+    "Re-issue the tool call in the exact required format. If you meant to finish, reply with "
+    "your final answer and no <tool_call> block."
+)
+
+
+class AgentConfig(KwrlConfig):
+    """How the agent runs one trial: prompts, limits, sampling and the tool-call format."""
+
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    """System message of every trial."""
+    extra_prompt: str | None = None
+    """Text appended to the task instruction (e.g. a note that images cannot be seen)."""
+    max_steps: int = Field(default=100, ge=1)
+    """Policy turns per trial (RECIPE: 100 for training, 250 for evaluation)."""
+    context_window: int = Field(default=32768, ge=256)
+    """Tokens the policy can attend to; a turn's max_tokens is capped by what is left."""
+    max_tokens_per_turn: int = Field(default=4096, ge=1)
+    """Most tokens sampled in one turn; a turn cut here without a tool call ends the trial."""
+    temperature: float = Field(default=1.0, ge=0.0)
+    """Sampling temperature (1.0 for RL: logprobs then match the sampling policy)."""
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+    seed: int | None = None
+    """Sampling seed, when the policy honours one."""
+    tool_call_parser: str = "hermes"
+    """Format of tool calls in sampled text: hermes (Qwen2.5, SmolLM2), qwen3_xml, glm4."""
+    tool_call_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds one tool call may take before the model is told it timed out."""
+    tool_result_max_chars: int = Field(default=42000, ge=0)
+    """Longer tool results keep their head (2/3) and tail (1/3); 0 keeps everything."""
+    max_repair_attempts: int = Field(default=2, ge=0)
+    """Corrective messages after an unparsable tool call, per trial."""
+    budget_notice_ratio: float | None = Field(default=0.2, ge=0.0, le=1.0)
+    """When the context projected free at the next turn is at most this fraction, ask for the
+    final answer soon (once). None disables the notice."""
+    budget_notice: str = DEFAULT_BUDGET_NOTICE
+    """The notice; `{pct}` is replaced by the percent of the window left."""
+    repair_message: str = DEFAULT_REPAIR_MESSAGE
+    """The corrective message; `{errors}` is replaced by what the parser found wrong."""

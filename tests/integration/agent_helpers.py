@@ -1,0 +1,84 @@
+"""Shared by the agent integration tests: a scripted token policy and a gateway subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
+
+
+class ScriptedPolicy(PolicyClient):
+    """Replays recorded turns through the real tokenizer, as a token sampler would return them.
+
+    Each turn's ids are the text's tokens plus `<|im_end|>` (sampling stopped on it); logprobs are
+    distinct per token so tests can check they land at the right positions.
+    """
+
+    supports_tokens = True
+
+    def __init__(self, tokenizer: Any, turns: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.turns = list(turns)
+        self.prompts: list[list[int]] = []
+        self.sampled: list[tuple[list[int], list[float]]] = []
+        self.session_ids: set[str | None] = set()
+        self.end_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    async def complete(
+        self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
+    ) -> Completion:
+        self.prompts.append(list(prompt_ids))
+        self.session_ids.add(session_id)
+        text = self.turns.pop(0) if self.turns else "I am done."
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.end_id]
+        finish = FinishReason.STOP
+        if len(ids) > params.max_tokens:
+            ids, finish = ids[: params.max_tokens], FinishReason.LENGTH
+            text = self.tokenizer.decode(ids)
+        base = -0.001 * (len(self.sampled) + 1)
+        lps = [base - 0.0001 * i for i in range(len(ids))]
+        self.sampled.append((ids, lps))
+        return Completion(text=text, token_ids=ids, logprobs=lps, finish_reason=finish)
+
+    async def chat(self, messages: Any, params: SamplingParams, **kw: Any) -> Completion:
+        raise NotImplementedError
+
+
+@contextmanager
+def world_gateway(root: Path, timeout_s: float = 60.0) -> Iterator[str]:
+    """`kwrl world serve ROOT` in a subprocess; yields its MCP URL once it prints ready."""
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        assert proc.stdout is not None
+        line = ""
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("kwrl-gateway ready"):
+                break
+            if not line and proc.poll() is not None:
+                raise RuntimeError(f"gateway exited: {proc.stderr.read() if proc.stderr else ''}")
+        else:
+            raise TimeoutError("gateway did not become ready")
+        yield line.split()[-1]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

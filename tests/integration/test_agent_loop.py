@@ -1,0 +1,127 @@
+"""The agent loop against a real world gateway (`kwrl world serve` subprocess) with a scripted
+token policy replaying recorded turns through the real Qwen2.5 tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_helpers import ScriptedPolicy, world_gateway
+
+from kwrl.agent.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
+from kwrl.agent.drift import measure_drift
+from kwrl.agent.loop import StopReason, run_agent
+from kwrl.agent.tito import ChatTemplate
+from kwrl.agent.tools import openai_tools
+from kwrl.worlds.client import GatewayClient
+
+NOTES = "Q3 revenue: 1,204,000 EUR\nHeadcount: 41\n"
+
+TURNS = [
+    # 1: a well-formed call
+    "I'll read the notes first.\n<tool_call>\n"
+    '{"name": "filesystem_read_text_file", "arguments": {"path": "/notes.txt"}}\n</tool_call>',
+    # 2: malformed JSON -> corrective message
+    '<tool_call>\n{"name": "filesystem_list_files", "arguments": {"path": "/"</tool_call>',
+    # 3: an unknown tool and a tool error (missing file) in one turn
+    '<tool_call>\n{"name": "filesystem_nope", "arguments": {}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "filesystem_read_text_file", "arguments": {"path": "/missing.txt"}}\n</tool_call>',
+    # 4: final answer
+    "Q3 revenue was 1,204,000 EUR and headcount was 41.",
+]
+
+
+@pytest.fixture(scope="module")
+def qwen_tokenizer() -> Any:
+    from kwrl.agent.tokenizer import load_tokenizer
+
+    return load_tokenizer("qwen2.5-coder-0.5b")
+
+
+async def _prompt_len(gw: GatewayClient, tok: Any, instruction: str) -> int:
+    tools, _ = openai_tools(await gw.list_tools())
+    msgs = [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": instruction},
+    ]
+    return len(ChatTemplate(tok, tools).prompt_ids(msgs))
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root: Path = tmp_path_factory.mktemp("world")
+    (root / "filesystem").mkdir()
+    (root / "filesystem" / "notes.txt").write_text(NOTES)
+    with world_gateway(root) as url:
+        yield url
+
+
+async def test_loop_runs_tools_repairs_and_stops_on_the_final_answer(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    policy = ScriptedPolicy(qwen_tokenizer, TURNS)
+    async with GatewayClient(gateway_url) as gw:
+        run = await run_agent(
+            policy,
+            gw,
+            "What were Q3 revenue and headcount?",
+            AgentConfig(max_steps=10),
+            tokenizer=qwen_tokenizer,
+            session_id="trial-1",
+        )
+    assert run.stop_reason == StopReason.FINAL, run.error
+    assert run.final_answer == TURNS[-1]
+    assert len(run.turns) == 4 and policy.session_ids == {"trial-1"}
+    tool_msgs = [m for m in run.messages if m["role"] == "tool"]
+    assert "1,204,000 EUR" in tool_msgs[0]["content"]
+    assert "unknown tool 'filesystem_nope'" in tool_msgs[1]["content"]
+    assert tool_msgs[2]["content"].startswith("Error")
+    assert [s.outcome for s in run.turns[2].tool_calls] == ["unknown_tool", "tool_error"]
+    assert run.turns[1].malformed and "could not be parsed" in run.messages[5]["content"]
+
+    state = run.tito
+    assert state is not None
+    # Strictly appending: every prompt is a prefix of the final list.
+    for prompt in policy.prompts:
+        assert state.tokens[: len(prompt)] == prompt
+    # Mask 1 exactly on the sampled tokens, with the sampler's logprobs.
+    ones = [i for i, m in enumerate(state.loss_mask) if m]
+    assert [state.tokens[i] for i in ones] == [t for ids, _ in policy.sampled for t in ids]
+    assert [state.logprobs[i] for i in ones] == [x for _, lps in policy.sampled for x in lps]
+    assert all(state.logprobs[i] == 0.0 for i, m in enumerate(state.loss_mask) if not m)
+    # Tool output tokens are mask 0.
+    notes_ids = qwen_tokenizer.encode("1,204,000 EUR", add_special_tokens=False)
+    n = len(notes_ids)
+    starts = [i for i in range(len(state.tokens) - n) if state.tokens[i : i + n] == notes_ids]
+    assert starts and all(state.loss_mask[s] == 0 for s in starts[:1])
+    # Recorded turns are canonical tokenizations here, so a re-render matches exactly.
+    assert measure_drift(state, run.messages).n_mismatched == 0
+
+
+async def test_budget_notice_is_added_once_when_the_context_runs_low(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    call = TURNS[0]
+    policy = ScriptedPolicy(qwen_tokenizer, [call, call, call, "done"])
+    async with GatewayClient(gateway_url) as gw:
+        window = await _prompt_len(gw, qwen_tokenizer, "Read the notes.") + 600
+        config = AgentConfig(context_window=window, budget_notice_ratio=0.9)
+        run = await run_agent(policy, gw, "Read the notes.", config, tokenizer=qwen_tokenizer)
+    notices = [m for m in run.messages if "SYSTEM NOTICE" in str(m.get("content"))]
+    assert len(notices) == 1 and notices[0]["role"] == "tool"
+    assert run.stop_reason == StopReason.FINAL
+
+
+async def test_a_full_context_window_ends_the_run_as_context_overflow(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    call = TURNS[0]
+    policy = ScriptedPolicy(qwen_tokenizer, [call] * 20)
+    async with GatewayClient(gateway_url) as gw:
+        window = await _prompt_len(gw, qwen_tokenizer, "Read the notes.") + 400
+        config = AgentConfig(context_window=window)
+        run = await run_agent(policy, gw, "Read the notes.", config, tokenizer=qwen_tokenizer)
+    assert run.stop_reason == StopReason.CONTEXT
+    # An observation may overshoot the window; the next turn then finds no room and stops.
+    assert run.tito is not None and len(run.tito.tokens) >= window
