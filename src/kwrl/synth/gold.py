@@ -27,13 +27,17 @@ def solve_sh(d: TaskDraft) -> str:
     lines = [
         "#!/usr/bin/env bash",
         "# Gold solution (generated): replay the gold tool calls through the world gateway,",
-        "# then write the gold final answer. Needs env KWRL_GATEWAY (set inside every trial).",
+        "# then write the gold final answer. Needs env KWRL_GATEWAY (set inside every trial);",
+        "# env KWRL_ANSWER overrides where the answer goes (default /logs/agent/final_answer.txt).",
         "set -euo pipefail",
         'KWRL="${KWRL:-kwrl}"',
     ]
     for c in d.calls:
         args = json.dumps(c.args, sort_keys=True, ensure_ascii=False)
         lines.append(f'"$KWRL" world call {shlex.quote(c.tool)} {shlex.quote(args)} >/dev/null')
-    out = ANSWER_PATH
-    lines += [f"mkdir -p {shlex.quote(out.rsplit('/', 1)[0])}", f"printf '%s\\n' {shlex.quote(d.answer)} > {shlex.quote(out)}"]
+    lines += [
+        f'ANSWER="${{KWRL_ANSWER:-{ANSWER_PATH}}}"',
+        'mkdir -p "$(dirname "$ANSWER")"',
+        f"printf '%s\\n' {shlex.quote(d.answer)} > \"$ANSWER\"",
+    ]
     return "\n".join(lines) + "\n"

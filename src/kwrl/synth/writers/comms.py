@@ -72,9 +72,11 @@ def chat_state(w: World) -> dict[str, bytes]:
         "users.json": _json({"me": w.me.handle, "users": users}),
         "channels.json": _json({"channels": channels}),
     }
-    for ch in w.channels:
+    for c, ch in enumerate(w.channels):
         msgs = [m for m in w.chats if m.channel == ch]
-        out[f"messages/{ch}.json"] = _json({"messages": [_msg(m, i) for i, m in enumerate(msgs)]})
+        # Ids unique across channels (block c*1000): the grader keys posts by id over all files,
+        # and the app continues a channel's sequence from its highest number.
+        out[f"messages/{ch}.json"] = _json({"messages": [_msg(m, (c + 1) * 1000 + i + 1) for i, m in enumerate(msgs)]})
     return out
 
 
@@ -82,6 +84,6 @@ def _json(obj: object) -> bytes:
     return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _msg(m: ChatMessage, i: int) -> dict[str, object]:
+def _msg(m: ChatMessage, n: int) -> dict[str, object]:
     ts = m.ts.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"id": f"m{i + 1:04d}", "user": m.user, "text": m.text, "ts": ts, "thread_id": None, "reactions": {}, "deleted": False}
+    return {"id": f"m{n:04d}", "user": m.user, "text": m.text, "ts": ts, "thread_id": None, "reactions": {}, "deleted": False}

@@ -16,8 +16,10 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from typing import Any
 
 from docx import Document
+from docx.oxml.ns import qn
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from pptx import Presentation
@@ -44,6 +46,8 @@ def normalize_zip(data: bytes, patch: dict[str, bytes] | None = None) -> bytes:
             body = patch[name] if patch and name in patch else src.read(name)
             if name == "docProps/core.xml":
                 body = _ISO.sub(_FIXED_ISO, body)
+            elif name.endswith((".xlsx", ".docx", ".pptx")):
+                body = normalize_zip(body)  # embedded chart workbooks carry their own timestamps
             info = zipfile.ZipInfo(name, ZIP_DATE_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
@@ -61,8 +65,27 @@ def _core(props: object, title: str, author: str) -> None:
             setattr(props, attr, author)
 
 
+_DOC: list[Any] = []
+
+
+def _blank_document() -> Any:
+    """One python-docx Document per process, its body cleared before each use.
+
+    Parsing the default template is most of python-docx's cost per file; every other part
+    (styles, settings, theme) is identical across generated documents, so it is parsed once.
+    """
+    if not _DOC:
+        _DOC.append(Document())
+    doc = _DOC[0]
+    body = doc.element.body
+    for child in list(body):
+        if child.tag != qn("w:sectPr"):
+            body.remove(child)
+    return doc
+
+
 def docx_bytes(title: str, blocks: list[Block], author: str) -> bytes:
-    doc = Document()
+    doc = _blank_document()
     _core(doc.core_properties, title, author)
     # Style objects, not names: python-docx resolves a style name by scanning every style.
     styles = doc.styles
