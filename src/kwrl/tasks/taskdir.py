@@ -256,18 +256,21 @@ def read_task_toml(task_dir: Path) -> tuple[dict[str, Any], TaskConfig]:
     return raw, cfg
 
 
+# Keys harbor still accepts and migrates before validation (deprecated, not model fields).
+_LEGACY_KEYS: dict[str, set[str]] = {
+    "TaskConfig": {"version"},
+    "EnvironmentConfig": {"memory", "storage"},
+}
+
+
 def unknown_keys(model: type[BaseModel], data: Mapping[str, Any], prefix: str = "") -> list[str]:
     """Dotted keys of `data` that `model` (recursively, through nested models) does not declare."""
     out: list[str] = []
     fields = model.model_fields
-    aliases = {f.alias for f in fields.values() if f.alias}
-    legacy = {"version"}  # harbor renames schema `version` -> `schema_version` before validation
+    known = set(fields) | {f.alias for f in fields.values() if f.alias}
+    known |= _LEGACY_KEYS.get(model.__name__, set())
     for key, value in data.items():
-        if (
-            key not in fields
-            and key not in aliases
-            and not (model.__name__ == "TaskConfig" and key in legacy)
-        ):
+        if key not in known:
             out.append(f"{prefix}{key}")
             continue
         if key not in fields or not isinstance(value, Mapping):

@@ -168,3 +168,17 @@ def test_archipelago_simple_task_verifiers_parse(archipelago_fixtures: Path) -> 
     verifiers = parse_verifiers(read_json(path), path)
     assert verifiers[0].verifier_id == "ver_001"
     assert verifiers[0].verifier_values.is_primary_objective
+
+
+def test_task_toml_unknown_keys_are_found_in_nested_tables_but_legacy_keys_pass(
+    dataset: Path,
+) -> None:
+    task_dir = dataset / "tasks" / "task-001"
+    (task_dir / "task.toml").write_text(
+        'version = "1.0"\n[environment]\nmemory = "2G"\n[verifier.environment]\ncpus = 1\ngpu = 1\n'
+    )
+    with pytest.raises(TaskFormatError) as err:
+        load_task(task_dir)
+    assert err.value.field == "verifier.environment.gpu"
+    (task_dir / "task.toml").write_text('version = "1.0"\n[environment]\nmemory = "2G"\n')
+    assert load_task(task_dir).config.environment.memory_mb == 2048
