@@ -1,0 +1,338 @@
+"""The pdfs app: read, search, render and create PDFs (ARCH mcp_servers/pdfs).
+
+Contract: `build(roots) -> FastMCP` named "pdfs"; flat tool arguments; every path confined to
+`roots.filesystem`. Pages are 1-based, as in Archipelago; embedded images are `page{N}_img{M}`
+(M 0-based within page N).
+
+Text comes from PDFium (pypdfium2, installed with pdfplumber): it is about ten times faster than
+pypdf's pure-Python extraction, which matters because models read PDFs often. A file's page
+texts are extracted once and memoised on its stat. PDFium is not thread-safe and tools run in a
+thread pool, so every PDFium call holds `_PDFIUM`. Tables (optional, slower) come from
+pdfplumber; document properties from pypdf; new PDFs are typeset with reportlab.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from xml.sax.saxutils import escape
+
+import pypdf
+import pypdfium2 as pdfium
+from fastmcp import FastMCP
+from fastmcp.utilities.types import Image as McpImage
+from pydantic import Field
+
+from kwrl.io import write_bytes
+from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.office_blocks import Block, inline_runs, parse_content
+from kwrl.worlds.apps.office_common import (
+    cached,
+    existing_file,
+    file_lock,
+    md_table,
+    new_file,
+    open_file,
+)
+from kwrl.worlds.layout import WorldRoots
+
+KIND = "PDF"
+EXTS = (".pdf",)
+FilePath = Annotated[str, Field(description="Path of the .pdf file, e.g. '/contracts/msa.pdf'")]
+_PDFIUM = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PdfText:
+    pages: list[str]
+    images: list[int]
+    """Number of image objects on each page."""
+    meta: dict[str, str]
+
+
+def _extract(p: Path) -> PdfText:
+    with _PDFIUM:
+        doc = pdfium.PdfDocument(str(p))
+        try:
+            pages, images = [], []
+            for i in range(len(doc)):
+                page = doc[i]
+                text = page.get_textpage().get_text_bounded()
+                pages.append(text.replace("\r\n", "\n").replace("\r", "\n"))
+                images.append(
+                    sum(
+                        1
+                        for _ in page.get_objects(
+                            filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=2
+                        )
+                    )
+                )
+            meta = {
+                k: v
+                for k, v in doc.get_metadata_dict(skip_empty=True).items()
+                if k in ("Title", "Author", "Subject")
+            }
+        finally:
+            doc.close()
+    return PdfText(pages, images, meta)
+
+
+def _page_numbers(pages: list[int] | None, n: int) -> list[int]:
+    if not pages:
+        return list(range(1, n + 1))
+    bad = [p for p in pages if not 1 <= p <= n]
+    if bad:
+        raise ToolError(f"page(s) {bad} out of range; the PDF has {n} page(s), numbered from 1")
+    return list(dict.fromkeys(pages))
+
+
+def _tables(p: Path, numbers: list[int]) -> dict[int, list[str]]:
+    import pdfplumber
+
+    out: dict[int, list[str]] = {}
+    with pdfplumber.open(str(p)) as pdf:
+        for n in numbers:
+            tables = pdf.pages[n - 1].extract_tables()
+            out[n] = [md_table([[c or "" for c in row] for row in t]) for t in tables if t]
+    return out
+
+
+def build(roots: WorldRoots) -> FastMCP:
+    root = roots.filesystem
+    mcp = FastMCP("pdfs")
+
+    def read(file_path: str) -> tuple[Path, PdfText]:
+        p = existing_file(root, file_path, EXTS)
+        return p, cached(root, p, _extract, KIND)
+
+    @mcp.tool
+    def read_pdf_pages(
+        file_path: FilePath,
+        pages: Annotated[
+            list[int] | None, Field(description="1-based page numbers, e.g. [1, 3]; default all")
+        ] = None,
+        include_tables: Annotated[
+            bool, Field(description="Also extract tables as markdown (slower)")
+        ] = False,
+        offset: Annotated[
+            int, Field(description="Character offset for paging (from the truncation note)")
+        ] = 0,
+    ) -> str:
+        """Text of PDF pages, with image annotations (page{N}_img{M}) and optional tables."""
+        p, info = read(file_path)
+        numbers = _page_numbers(pages, len(info.pages))
+        tables = open_file(root, p, lambda q: _tables(q, numbers), KIND) if include_tables else {}
+        meta = ", ".join(f"{k.lower()}: {v}" for k, v in info.meta.items())
+        parts = [f"{rel(root, p)}: {len(info.pages)} page(s)" + (f"; {meta}" if meta else "")]
+        for n in numbers:
+            section = [
+                f"--- page {n} ---",
+                info.pages[n - 1].strip() or "(no extractable text; try read_page_as_image)",
+            ]
+            if info.images[n - 1]:
+                section.append(
+                    "images: " + ", ".join(f"page{n}_img{m}" for m in range(info.images[n - 1]))
+                )
+            for t_i, t in enumerate(tables.get(n, [])):
+                section.append(f"table {t_i}:\n{t}")
+            parts.append("\n".join(section))
+        return page_text("\n\n".join(parts), offset=offset)
+
+    @mcp.tool
+    def search_pdf(
+        file_path: FilePath,
+        query: Annotated[str, Field(description="Text to find")],
+        case_sensitive: bool = False,
+        whole_word: bool = False,
+        max_results: int = 100,
+        context_chars: Annotated[int, Field(description="Characters of context each side")] = 60,
+    ) -> str:
+        """Find a text in a PDF: page numbers and context of each match."""
+        if not query:
+            raise ToolError("query must not be empty")
+        p, info = read(file_path)
+        pattern = re.escape(query)
+        if whole_word:
+            pattern = rf"(?<!\w){pattern}(?!\w)"
+        rx = re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+        hits: list[str] = []
+        total = 0
+        for n, text in enumerate(info.pages, start=1):
+            flat = re.sub(r"\s+", " ", text)
+            for m in rx.finditer(flat):
+                total += 1
+                if len(hits) < max_results:
+                    a, b = (
+                        max(m.start() - context_chars, 0),
+                        min(m.end() + context_chars, len(flat)),
+                    )
+                    hits.append(
+                        f"page {n}: ...{flat[a : m.start()]}[{m.group(0)}]{flat[m.end() : b]}..."
+                    )
+        if not total:
+            return f"No match for {query!r} in {rel(root, p)} ({len(info.pages)} page(s))"
+        head = f"{total} match(es) for {query!r} in {rel(root, p)}"
+        if total > len(hits):
+            head += f"; showing {len(hits)}"
+        return head + "\n" + "\n".join(hits)
+
+    @mcp.tool
+    def read_page_as_image(
+        file_path: FilePath,
+        page_number: Annotated[int, Field(description="1-based page number")],
+        dpi: Annotated[int, Field(description="Resolution, 36-300")] = 144,
+    ) -> McpImage:
+        """Render one PDF page to a PNG image (for scanned pages, charts, layout)."""
+        p, info = read(file_path)
+        (n,) = _page_numbers([page_number], len(info.pages))
+        if not 36 <= dpi <= 300:
+            raise ToolError("dpi must be between 36 and 300")
+        with _PDFIUM:
+            doc = pdfium.PdfDocument(str(p))
+            try:
+                pil = doc[n - 1].render(scale=dpi / 72).to_pil()  # type: ignore[arg-type]
+            finally:
+                doc.close()
+        buf = io.BytesIO()
+        pil.save(buf, format="PNG")
+        return McpImage(data=buf.getvalue(), format="png")
+
+    @mcp.tool
+    def read_image(
+        file_path: FilePath,
+        annotation: Annotated[
+            str, Field(description="Image key from read_pdf_pages, e.g. 'page1_img0'")
+        ],
+    ) -> McpImage:
+        """Return an image embedded in a PDF page."""
+        p, info = read(file_path)
+        m = re.fullmatch(r"page(\d+)_img(\d+)", annotation.strip().lstrip("@"))
+        if m is None:
+            raise ToolError(
+                f"annotation {annotation!r} must look like 'page1_img0' (see read_pdf_pages)"
+            )
+        n, i = int(m.group(1)), int(m.group(2))
+        _page_numbers([n], len(info.pages))
+        if i >= info.images[n - 1]:
+            raise ToolError(
+                f"image {annotation!r} not found; page {n} has {info.images[n - 1]} image(s)"
+            )
+        with _PDFIUM:
+            doc = pdfium.PdfDocument(str(p))
+            try:
+                objs = list(
+                    doc[n - 1].get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=2)
+                )
+                pil = objs[i].get_bitmap(render=False).to_pil()  # type: ignore[attr-defined]
+            finally:
+                doc.close()
+        buf = io.BytesIO()
+        pil.save(buf, format="PNG")
+        return McpImage(data=buf.getvalue(), format="png")
+
+    @mcp.tool
+    def create_pdf(
+        directory: Annotated[
+            str, Field(description="Folder to create the file in, e.g. '/' or '/reports'")
+        ],
+        file_name: Annotated[str, Field(description="File name ending with .pdf, no '/'")],
+        content: Annotated[
+            str | list[Block],
+            Field(
+                description="Body: markdown-ish text (# heading, - bullet, 1. item, | table |, one paragraph per line) "
+                "or a list of blocks {type: paragraph|heading|bullet_list|numbered_list|table|page_break, text, level, items, rows, header}"
+            ),
+        ],
+        title: str | None = None,
+        author: str | None = None,
+        page_size: Literal["letter", "a4"] = "letter",
+        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
+    ) -> str:
+        """Typeset a new PDF from content blocks or markdown-ish text."""
+        blocks = parse_content(content)
+        target = new_file(root, directory, file_name, ".pdf", overwrite=overwrite)
+        data = render_pdf(blocks, title=title, author=author, page_size=page_size)
+        with file_lock(target):
+            write_bytes(target, data)
+        n = len(pypdf.PdfReader(io.BytesIO(data)).pages)
+        return f"Created {rel(root, target)} ({n} page(s))"
+
+    return mcp
+
+
+def _markup(text: str) -> str:
+    out = []
+    for chunk, bold, italic in inline_runs(text):
+        s = escape(chunk)
+        out.append(f"<b>{s}</b>" if bold else f"<i>{s}</i>" if italic else s)
+    return "".join(out)
+
+
+def render_pdf(
+    blocks: list[Block], *, title: str | None, author: str | None, page_size: str
+) -> bytes:
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4, LETTER
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.lib.units import inch
+    from reportlab.platypus import (
+        ListFlowable,
+        ListItem,
+        PageBreak,
+        Paragraph,
+        SimpleDocTemplate,
+        Spacer,
+        Table,
+        TableStyle,
+    )
+
+    styles = getSampleStyleSheet()
+    story: list[Any] = []
+    for b in blocks:
+        t = b["type"]
+        if t == "heading":
+            level = b.get("level", 1)
+            story.append(Paragraph(_markup(b.get("text", "")), styles[f"Heading{level}"]))
+        elif t == "paragraph":
+            story.append(Paragraph(_markup(b.get("text", "")), styles["BodyText"]))
+        elif t in ("bullet_list", "numbered_list"):
+            items: list[Any] = [
+                ListItem(Paragraph(_markup(x), styles["BodyText"])) for x in b.get("items", [])
+            ]
+            story.append(
+                ListFlowable(
+                    items,
+                    bulletType="bullet" if t == "bullet_list" else "1",
+                    start=None if t == "bullet_list" else 1,
+                )
+            )
+        elif t == "table":
+            rows = [
+                [Paragraph(_markup(str(c)), styles["BodyText"]) for c in r]
+                for r in b.get("rows", [])
+            ]
+            table = Table(rows, repeatRows=1 if b.get("header", True) else 0)
+            style = [
+                ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ]
+            if b.get("header", True):
+                style.append(("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#DDDDDD")))
+            table.setStyle(TableStyle(style))
+            story += [table, Spacer(1, 0.15 * inch)]
+        elif t == "page_break":
+            story.append(PageBreak())
+    buf = io.BytesIO()
+    doc = SimpleDocTemplate(
+        buf, pagesize=A4 if page_size == "a4" else LETTER, title=title or "", author=author or "",
+        leftMargin=inch, rightMargin=inch, topMargin=inch, bottomMargin=inch,
+    )  # fmt: skip
+    try:
+        doc.build(story)
+    except Exception as exc:  # reportlab rejects e.g. a table cell taller than a page
+        raise ToolError(f"the PDF could not be laid out: {type(exc).__name__}: {exc}") from exc
+    return buf.getvalue()
