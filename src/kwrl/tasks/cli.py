@@ -94,7 +94,10 @@ def extract(
     revision: Annotated[str | None, typer.Option(help="HF dataset revision.")] = None,
     quiet: Quiet = False,
 ) -> None:
-    """Extract parquet task bundles (columns path, task_binary) into <out>/<path>."""
+    """Extract parquet task bundles (columns path, task_binary) into <out>/<path>.
+
+    Extract task bundles into DATASET/tasks so the tasks find their worlds at DATASET/worlds.
+    """
     from rich.console import Console
 
     from kwrl.tasks.bundles import extract_bundles, resolve_source

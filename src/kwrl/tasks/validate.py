@@ -5,7 +5,8 @@ hide another): instruction.md present and non-empty; archipelago.json against `A
 (expected_output among the known values, task_slug equal to the dir name); world seed resolvable
 (and its world.json, when present, names the same world); tests/verifiers.json against `Verifier`
 (non-empty, unique ids, a primary objective, task_id/world_id agreeing with archipelago.json);
-golden_responses.json; tests/test.sh present; task.toml through harbor's own `TaskConfig` plus
+golden_responses.json; tests/test.sh present; environment/overlay holding only the two world
+subsystems; task.toml through harbor's own `TaskConfig` plus
 kwrl's unknown-key check. Across the dataset: duplicate task ids.
 
 A `Problem` is data, not an exception, so the CLI can print them all in one table.
@@ -24,6 +25,7 @@ from kwrl.tasks.models import ArchipelagoMeta
 from kwrl.tasks.taskdir import (
     INSTRUCTION,
     META_JSON,
+    OVERLAY_DIR,
     TASK_TOML,
     TEST_SH,
     VERIFIERS_JSON,
@@ -35,6 +37,7 @@ from kwrl.tasks.taskdir import (
     resolve_world,
     task_dirs,
 )
+from kwrl.worlds.layout import SUBSYSTEMS
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,14 @@ def validate_task(
     parsed = check(lambda: read_task_toml(task_dir))
     if not (task_dir / TEST_SH).is_file():
         fault(TEST_SH, None, "missing file: the verifier entry point")
+    overlay = task_dir / OVERLAY_DIR
+    if overlay.is_dir():
+        for entry in sorted(p.name for p in overlay.iterdir() if p.name not in SUBSYSTEMS):
+            fault(
+                OVERLAY_DIR,
+                entry,
+                f"unexpected entry; an overlay holds only {' and '.join(SUBSYSTEMS)}",
+            )
     if meta is not None:
         if meta.task_slug != task_dir.name:
             fault(

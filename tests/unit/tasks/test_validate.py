@@ -78,3 +78,11 @@ def test_single_task_dir_and_folder_of_tasks_are_accepted(dataset: Path) -> None
     assert validate_dataset(dataset / "tasks").tasks == 3
     single = validate_dataset(dataset / "tasks" / "task-001")
     assert single.ok and single.tasks == 1
+
+
+def test_overlay_may_hold_only_the_world_subsystems(dataset: Path) -> None:
+    overlay = dataset / "tasks" / "task-001" / "environment" / "overlay"
+    (overlay / "filesystem").mkdir(parents=True)
+    (overlay / "etc").mkdir()
+    (problem,) = validate_dataset(dataset).problems
+    assert (problem.file, problem.field) == ("tasks/task-001/environment/overlay", "etc")
