@@ -1,0 +1,315 @@
+"""The chat app: the world's team chat as JSON files (ARCH mcp_servers/chat, Slack/Google-Chat-like).
+
+Data (`.apps_data/chat/`), UTF-8 JSON, written atomically:
+
+    users.json                {"me": "u_ana",                         # the world's own user (optional;
+                               "users": [{"id": "u_ana",              #  default: the first user)
+                                          "name": "Ana Lima",
+                                          "email": "ana@acme.example",   # optional
+                                          "title": "Analyst",            # optional
+                                          "department": "Finance"}]}     # optional; extra keys kept
+    channels.json             {"channels": [{"id": "general",         # [A-Za-z0-9_.-]+, the file stem below
+                                             "name": "general",
+                                             "description": "...",    # optional
+                                             "members": ["u_ana"]}]}  # optional user ids
+    messages/<channel id>.json {"messages": [{"id": "m0001",          # unique within the channel
+                                             "user": "u_ana",
+                                             "text": "...",
+                                             "ts": "2025-03-04T09:30:00Z",   # ISO 8601
+                                             "thread_id": null,       # or the id of the thread's root
+                                             "reactions": {"👍": ["u_bob"]},
+                                             "deleted": false}]}      # delete_post sets true, clears text
+
+Messages are kept in posting order. Tools: list_channels, get_channel_history (root messages with
+reply counts, newest last), get_thread_replies, post_message, reply_to_thread, add_reaction,
+delete_post, get_users, get_user_profile. New message ids continue the channel's `m<NNNN>` sequence.
+Posts are made as `me` unless `user_id` names another user.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from kwrl.io import write_json
+from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.layout import WorldRoots
+
+CHANNEL_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class ChatStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.lock = threading.RLock()
+
+    def _read(self, path: Path, key: str) -> list[dict[str, Any]]:
+        if not path.exists():
+            return []
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ToolError(f"chat file {path.name} is not valid JSON: {e}") from e
+        items = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise ToolError(f"chat file {path.name}: expected an object with a {key!r} list")
+        return items
+
+    def users_doc(self) -> tuple[str | None, list[dict[str, Any]]]:
+        path = self.root / "users.json"
+        users = self._read(path, "users")
+        me = None
+        if path.exists():
+            me = json.loads(path.read_text(encoding="utf-8")).get("me")
+        return (me or (users[0]["id"] if users else None)), users
+
+    def user(self, user_id: str) -> dict[str, Any]:
+        _, users = self.users_doc()
+        for u in users:
+            if u.get("id") == user_id or u.get("email", "").lower() == user_id.lower():
+                return u
+        raise ToolError(f"no user {user_id!r}; use get_users to list user ids")
+
+    def user_names(self) -> dict[str, str]:
+        return {u["id"]: u.get("name", u["id"]) for u in self.users_doc()[1]}
+
+    def channels(self) -> list[dict[str, Any]]:
+        return self._read(self.root / "channels.json", "channels")
+
+    def channel(self, channel_id: str) -> dict[str, Any]:
+        for c in self.channels():
+            if channel_id in (c.get("id"), c.get("name"), f"#{c.get('name')}"):
+                return c
+        raise ToolError(f"no channel {channel_id!r}; use list_channels to see channel ids")
+
+    def _messages_path(self, channel_id: str) -> Path:
+        if not CHANNEL_ID_RE.match(channel_id):
+            raise ToolError(f"channel {channel_id!r} has an invalid id")
+        return self.root / "messages" / f"{channel_id}.json"
+
+    def messages(self, channel_id: str) -> list[dict[str, Any]]:
+        return self._read(self._messages_path(channel_id), "messages")
+
+    def save_messages(self, channel_id: str, messages: list[dict[str, Any]]) -> None:
+        write_json(self._messages_path(channel_id), {"messages": messages})
+
+
+def _find(messages: list[dict[str, Any]], message_id: str, channel: str) -> dict[str, Any]:
+    for m in messages:
+        if m.get("id") == message_id:
+            return m
+    raise ToolError(f"no message {message_id!r} in channel {channel!r}; use get_channel_history")
+
+
+def _next_id(messages: list[dict[str, Any]]) -> str:
+    n = 0
+    for m in messages:
+        digits = re.sub(r"\D", "", str(m.get("id", "")))
+        if digits:
+            n = max(n, int(digits))
+    return f"m{n + 1:04d}"
+
+
+def build(roots: WorldRoots) -> FastMCP:
+    store = ChatStore(roots.chat)
+    mcp = FastMCP("chat")
+
+    def view(
+        m: dict[str, Any], names: dict[str, str], replies: int | None = None
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "message_id": m.get("id"),
+            "user": names.get(m.get("user", ""), m.get("user")),
+            "user_id": m.get("user"),
+            "ts": m.get("ts"),
+            "text": m.get("text", ""),
+        }
+        if m.get("thread_id"):
+            out["thread_id"] = m["thread_id"]
+        if replies:
+            out["reply_count"] = replies
+        if m.get("reactions"):
+            out["reactions"] = {k: len(v) for k, v in m["reactions"].items()}
+        return out
+
+    def post(
+        channel_id: str, text: str, user_id: str | None, thread_id: str | None
+    ) -> dict[str, Any]:
+        if not text.strip():
+            raise ToolError("text must not be empty")
+        with store.lock:
+            cid = store.channel(channel_id)["id"]
+            me, _ = store.users_doc()
+            author = store.user(user_id)["id"] if user_id else me
+            if author is None:
+                raise ToolError("no users in this chat; pass user_id")
+            messages = store.messages(cid)
+            if thread_id is not None:
+                root = _find(messages, thread_id, cid)
+                thread_id = root.get("thread_id") or root["id"]
+            msg = {
+                "id": _next_id(messages),
+                "user": author,
+                "text": text,
+                "ts": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+                "thread_id": thread_id,
+                "reactions": {},
+                "deleted": False,
+            }
+            messages.append(msg)
+            store.save_messages(cid, messages)
+        return {"message_id": msg["id"], "channel_id": cid, "thread_id": thread_id, "ts": msg["ts"]}
+
+    @mcp.tool
+    def list_channels() -> dict[str, object]:
+        """List chat channels (id, name, description, member count)."""
+        rows = [
+            {
+                "channel_id": c.get("id"),
+                "name": c.get("name", c.get("id")),
+                "description": c.get("description", ""),
+                "members": len(c.get("members", [])),
+            }
+            for c in store.channels()
+        ]
+        return {"channels": rows}
+
+    @mcp.tool
+    def get_channel_history(
+        channel_id: Annotated[str, Field(description="Channel id or name from list_channels.")],
+        limit: Annotated[
+            int, Field(description="Most recent messages to return.", ge=1, le=500)
+        ] = 50,
+        offset: Annotated[int, Field(description="Skip this many of the most recent.", ge=0)] = 0,
+    ) -> dict[str, object]:
+        """Read a channel's messages (thread roots with reply counts), oldest first."""
+        cid = store.channel(channel_id)["id"]
+        names = store.user_names()
+        messages = [m for m in store.messages(cid) if not m.get("deleted")]
+        counts: dict[str, int] = {}
+        for m in messages:
+            if m.get("thread_id"):
+                counts[m["thread_id"]] = counts.get(m["thread_id"], 0) + 1
+        roots_ = [m for m in messages if not m.get("thread_id")]
+        end = len(roots_) - offset
+        page = roots_[max(0, end - limit) : max(0, end)]
+        return {
+            "channel_id": cid,
+            "total": len(roots_),
+            "messages": [view(m, names, counts.get(m["id"])) for m in page],
+        }
+
+    @mcp.tool
+    def get_thread_replies(
+        channel_id: Annotated[str, Field(description="Channel id or name.")],
+        message_id: Annotated[str, Field(description="The thread's root message id.")],
+    ) -> dict[str, object]:
+        """Read a thread: its root message and every reply, oldest first."""
+        cid = store.channel(channel_id)["id"]
+        names = store.user_names()
+        messages = store.messages(cid)
+        root = _find(messages, message_id, cid)
+        tid = root.get("thread_id") or root["id"]
+        thread = [m for m in messages if (m["id"] == tid or m.get("thread_id") == tid)]
+        return {"channel_id": cid, "thread_id": tid,
+                "messages": [view(m, names) for m in thread if not m.get("deleted")]}  # fmt: skip
+
+    @mcp.tool
+    def post_message(
+        channel_id: Annotated[str, Field(description="Channel id or name.")],
+        text: Annotated[str, Field(description="Message text.")],
+        user_id: Annotated[
+            str | None, Field(description="Author; default the world's user.")
+        ] = None,
+    ) -> dict[str, object]:
+        """Post a new message to a channel."""
+        return post(channel_id, text, user_id, None)
+
+    @mcp.tool
+    def reply_to_thread(
+        channel_id: Annotated[str, Field(description="Channel id or name.")],
+        message_id: Annotated[str, Field(description="The message to reply to (its thread).")],
+        text: Annotated[str, Field(description="Reply text.")],
+        user_id: Annotated[
+            str | None, Field(description="Author; default the world's user.")
+        ] = None,
+    ) -> dict[str, object]:
+        """Reply in the thread of a message."""
+        return post(channel_id, text, user_id, message_id)
+
+    @mcp.tool
+    def add_reaction(
+        channel_id: Annotated[str, Field(description="Channel id or name.")],
+        message_id: Annotated[str, Field(description="The message to react to.")],
+        emoji: Annotated[str, Field(description="Emoji, e.g. '👍' or ':thumbsup:'.")],
+        user_id: Annotated[
+            str | None, Field(description="Who reacts; default the world's user.")
+        ] = None,
+    ) -> dict[str, object]:
+        """Add an emoji reaction to a message."""
+        if not emoji.strip():
+            raise ToolError("emoji must not be empty")
+        with store.lock:
+            cid = store.channel(channel_id)["id"]
+            who = store.user(user_id)["id"] if user_id else store.users_doc()[0]
+            messages = store.messages(cid)
+            m = _find(messages, message_id, cid)
+            reactors = m.setdefault("reactions", {}).setdefault(emoji.strip(), [])
+            if who not in reactors:
+                reactors.append(who)
+            store.save_messages(cid, messages)
+        return {
+            "message_id": message_id,
+            "reactions": {k: len(v) for k, v in m["reactions"].items()},
+        }
+
+    @mcp.tool
+    def delete_post(
+        channel_id: Annotated[str, Field(description="Channel id or name.")],
+        message_id: Annotated[str, Field(description="The message to delete.")],
+    ) -> dict[str, object]:
+        """Delete a message (its text is removed; replies stay)."""
+        with store.lock:
+            cid = store.channel(channel_id)["id"]
+            messages = store.messages(cid)
+            m = _find(messages, message_id, cid)
+            if m.get("deleted"):
+                raise ToolError(f"message {message_id!r} is already deleted")
+            m["deleted"] = True
+            m["text"] = ""
+            store.save_messages(cid, messages)
+        return {"message_id": message_id, "message": "deleted"}
+
+    @mcp.tool
+    def get_users(
+        limit: Annotated[int, Field(description="Most users to return.", ge=1, le=1000)] = 100,
+        offset: Annotated[int, Field(description="Users to skip.", ge=0)] = 0,
+    ) -> dict[str, object]:
+        """List chat users (id, name, title)."""
+        me, users = store.users_doc()
+        rows = [
+            {"user_id": u.get("id"), "name": u.get("name"), "title": u.get("title", ""),
+             **({"is_me": True} if u.get("id") == me else {})}
+            for u in users[offset : offset + limit]
+        ]  # fmt: skip
+        return {"total": len(users), "users": rows}
+
+    @mcp.tool
+    def get_user_profile(
+        user_id: Annotated[
+            str, Field(description="A user id from get_users, or an email address.")
+        ],
+    ) -> dict[str, object]:
+        """Read a user's full profile."""
+        u = dict(store.user(user_id))
+        u["user_id"] = u.pop("id")
+        return u
+
+    return mcp

@@ -1,0 +1,116 @@
+"""`GatewayClient`: the async MCP client for a world gateway, over TCP or a Unix socket.
+
+`GatewayClient(url)` accepts `http://host:port/mcp/` or `unix:///path/to.sock` (the sandbox's
+socket; the MCP path defaults to `/mcp/`, or give it after the socket as `unix:///run/gw.sock#/mcp/`).
+It wraps the official MCP SDK client (`mcp.Client` over `mcp.client.streamable_http`), so the agent,
+`kwrl world call` and the tests speak exactly what a real MCP host speaks.
+
+Non-obvious choice: a tool error is a *result* (`is_error=True`) that the agent shows the model,
+never an exception; only transport failures raise (`WorldError` naming the URL).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, ImageContent, TextContent, Tool
+
+from kwrl.errors import WorldError
+
+ENV_GATEWAY = "KWRL_GATEWAY"
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def resolve_url(url: str | None) -> str:
+    """The gateway URL from the argument or env `KWRL_GATEWAY`; a clear error when neither is set."""
+    url = url or os.environ.get(ENV_GATEWAY)
+    if not url:
+        raise WorldError(f"no gateway URL: pass --gateway URL or set {ENV_GATEWAY}")
+    if not url.startswith(("http://", "https://", "unix://")):
+        raise WorldError(
+            f"gateway URL {url!r}: expected http://host:port/mcp/ or unix:///path.sock"
+        )
+    return url
+
+
+def _split(url: str, timeout_s: float) -> tuple[str, httpx2.AsyncClient]:
+    timeout = httpx2.Timeout(30.0, read=timeout_s)
+    if url.startswith("unix://"):
+        sock, _, path = url.removeprefix("unix://").partition("#")
+        transport = httpx2.AsyncHTTPTransport(uds=sock)
+        return f"http://localhost{path or '/mcp/'}", httpx2.AsyncClient(
+            transport=transport, timeout=timeout
+        )
+    return url, httpx2.AsyncClient(timeout=timeout)
+
+
+def result_text(result: CallToolResult) -> str:
+    """A tool result as text: text blocks joined; other blocks named by type."""
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent):
+            parts.append(f"[image {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
+        else:
+            parts.append(f"[{block.type} content]")
+    return "\n".join(parts)
+
+
+class GatewayClient:
+    """One MCP session with a world gateway. Use as `async with GatewayClient(url) as gw:`."""
+
+    def __init__(self, url: str | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.url = resolve_url(url)
+        self.timeout_s = timeout_s
+        self._stack: AsyncExitStack | None = None
+        self._client: Client | None = None
+
+    async def __aenter__(self) -> GatewayClient:
+        stack = AsyncExitStack()
+        endpoint, http = _split(self.url, self.timeout_s)
+        try:
+            await stack.enter_async_context(http)
+            transport = streamable_http_client(endpoint, http_client=http)
+            self._client = await stack.enter_async_context(
+                Client(transport, read_timeout_seconds=self.timeout_s, cache=None)
+            )
+        except BaseException as e:
+            await stack.aclose()
+            if isinstance(e, Exception):
+                raise WorldError(f"gateway {self.url}: cannot connect: {e!r}") from e
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._stack = self._client = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise WorldError("GatewayClient used outside 'async with'")
+        return self._client
+
+    async def list_tools(self) -> list[Tool]:
+        tools: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await self.client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        return await self.client.call_tool(name, arguments or {})

@@ -1,0 +1,121 @@
+"""The world gateway: one HTTP server over every app of a world (ARCH environment).
+
+Routes (docs/contracts.md):
+- `/mcp/`: streamable-HTTP MCP endpoint. Each app in `kwrl.worlds.apps.APPS` is built on the world's
+  roots and mounted with its app name as namespace, so the model sees `<server>_<tool>`
+  (`mail_send_mail`, `code_execution_code_exec`); the apps' schemas are already flat.
+- `GET /health`: `{"status": "ok", "apps": [...], "missing_apps": [...]}`.
+- `POST /data/populate?subsystem=filesystem|.apps_data`: body is a tar (optionally compressed) whose
+  members are relative to that subsystem's root; extracted over it after every member is checked
+  (`kwrl.worlds.snapshot.populate`). 400 with the reason on an unsafe or unreadable archive.
+- `POST /data/snapshot`: streams a tar.gz holding `filesystem/` and `.apps_data/`.
+
+Non-obvious choice: an app module that does not exist is skipped with a logged warning (and listed
+under `missing_apps`), so a world can be served while an app is still being written; any other
+import error is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import tempfile
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+from fastmcp import FastMCP
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from kwrl.errors import UnsafeArchiveError
+from kwrl.worlds.apps import APPS
+from kwrl.worlds.layout import SUBSYSTEMS, WorldRoots
+from kwrl.worlds.snapshot import populate, write_snapshot
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp/"
+_SPOOL_BYTES = 32 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def build_server(roots: WorldRoots) -> tuple[FastMCP, list[str], list[str]]:
+    """The composed MCP server, the mounted app names, and the names of app modules not found."""
+    server = FastMCP("kwrl-world")
+    mounted: list[str] = []
+    missing: list[str] = []
+    for name, module_path in APPS.items():
+        try:
+            module = importlib.import_module(module_path)
+        except ModuleNotFoundError as e:
+            if e.name != module_path:
+                raise
+            log.warning(
+                "world gateway: app %r skipped: module %s does not exist", name, module_path
+            )
+            missing.append(name)
+            continue
+        server.mount(module.build(roots), namespace=name)
+        mounted.append(name)
+    return server, mounted, missing
+
+
+def build_app(roots: WorldRoots) -> Starlette:
+    """The gateway's ASGI app for a world: MCP at /mcp/ plus /health and /data/* routes."""
+    server, mounted, missing = build_server(roots)
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "apps": mounted, "missing_apps": missing})
+
+    @server.custom_route("/data/populate", methods=["POST"])
+    async def data_populate(request: Request) -> Response:
+        subsystem = request.query_params.get("subsystem", "")
+        if subsystem not in SUBSYSTEMS:
+            return JSONResponse(
+                {
+                    "error": f"query parameter subsystem={subsystem!r}: expected one of {list(SUBSYSTEMS)}"
+                },
+                status_code=400,
+            )
+        dest = roots.subsystem(subsystem)
+        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+            async for chunk in request.stream():
+                spool.write(chunk)
+            spool.seek(0)
+            try:
+                counts = await anyio.to_thread.run_sync(
+                    lambda: populate(spool, dest, source=f"populate?subsystem={subsystem}")  # type: ignore[arg-type]
+                )
+            except UnsafeArchiveError as e:
+                return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse({"subsystem": subsystem, **counts})
+
+    @server.custom_route("/data/snapshot", methods=["POST"])
+    async def data_snapshot(request: Request) -> Response:
+        spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115 (closed by the stream)
+        try:
+            await anyio.to_thread.run_sync(lambda: write_snapshot(roots, spool))  # type: ignore[arg-type]
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                while chunk := spool.read(_CHUNK):
+                    yield chunk
+            finally:
+                spool.close()
+
+        return StreamingResponse(
+            body(),
+            media_type="application/gzip",
+            headers={"Content-Disposition": 'attachment; filename="snapshot.tar.gz"'},
+        )
+
+    return server.http_app(path=MCP_PATH, json_response=True)
