@@ -33,6 +33,7 @@ from kwrl.config import KwrlConfig
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.io import atomic_dir, write_json
 from kwrl.tasks.archive import DEFAULT_MAX_BYTES, ByteBudget, extract_zip
+from kwrl.tasks.hub import fetch_dataset, looks_like_repo_id
 from kwrl.tasks.models import (
     ApexTask,
     ApexWorld,
@@ -182,14 +183,8 @@ def fetch_source(src: str | Path, *, revision: str | None = None) -> Path:
     p = Path(src)
     if p.is_dir():
         return p
-    if str(src).count("/") == 1 and not str(src).startswith((".", "/")):
-        from huggingface_hub import snapshot_download
-
-        return Path(
-            snapshot_download(
-                repo_id=str(src), repo_type="dataset", allow_patterns=HF_PATTERNS, revision=revision
-            )
-        )
+    if looks_like_repo_id(src):
+        return fetch_dataset(str(src), HF_PATTERNS, revision=revision)
     raise TaskFormatError(src, None, "not a folder in the APEX HF layout nor a HF dataset id")
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.io import atomic_dir, write_bytes
 from kwrl.tasks.archive import DEFAULT_MAX_BYTES, ByteBudget, extract_tar, member_path, pack_tar_gz
+from kwrl.tasks.hub import fetch_dataset, looks_like_repo_id
 from kwrl.tasks.progress import progress_bar
 
 COLUMNS = ("path", "task_binary")
@@ -36,13 +37,8 @@ def resolve_source(src: str | Path, *, revision: str | None = None) -> list[Path
         if not shards:
             raise TaskFormatError(p, None, "no *.parquet shards in this folder")
         return shards
-    if str(src).count("/") == 1 and not str(src).startswith((".", "/")):
-        from huggingface_hub import snapshot_download
-
-        local = snapshot_download(
-            repo_id=str(src), repo_type="dataset", allow_patterns=["*.parquet"], revision=revision
-        )
-        return resolve_source(local)
+    if looks_like_repo_id(src):
+        return resolve_source(fetch_dataset(str(src), ["*.parquet"], revision=revision))
     raise TaskFormatError(
         src, None, "not a parquet file, a folder of shards, or a HF dataset id (org/name)"
     )

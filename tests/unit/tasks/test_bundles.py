@@ -228,3 +228,15 @@ def test_any_tree_round_trips_byte_for_byte(
     assert _tree(base / "x") == _tree(base / "src")
     second = pack_bundles(base / "x", base / "b2")
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def test_a_failed_hub_download_is_a_task_format_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    def offline(**kwargs: object) -> str:
+        raise OSError("offline mode is enabled")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    with pytest.raises(TaskFormatError, match="fetching it as a HF dataset failed: offline") as err:
+        resolve_source("org/missing")
+    assert err.value.path == "org/missing"
