@@ -20,6 +20,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
@@ -52,7 +53,7 @@ def source_text(ev: Evidence, source: Source) -> tuple[str, list[str]]:
     if source == "answer":
         return ev.answer, ["final answer"]
     files = ev.produced_text()
-    seen = [a.path for a in ev.artifacts]
+    seen = [display_path(c.path) for c in ev.file_changes if c.change != "deleted"]
     if source == "files":
         return files, seen
     return ev.answer + "\n\n" + files, ["final answer", *seen]
@@ -173,9 +174,29 @@ def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
     return norm(str(actual)) == norm(str(want))
 
 
-def check_xlsx_cell(c: XlsxCellCheck, ev: Evidence) -> CheckResult:
+def _load(path: Path, data_only: bool) -> Any:
     import openpyxl
 
+    with warnings.catch_warnings():  # openpyxl's "Unknown extension" notice is noise here
+        warnings.simplefilter("ignore", UserWarning)
+        return openpyxl.load_workbook(str(path), data_only=data_only, read_only=True)
+
+
+def _cell(path: Path, sheet: str | None, cell: str, data_only: bool) -> tuple[str, Any, list[str]]:
+    """(sheet used, cell value, sheet names); the sheet is '' when it does not exist."""
+    wb = _load(path, data_only)
+    try:
+        names = list(wb.sheetnames)
+        name = sheet or names[0]
+        if name not in names or not hasattr(wb[name], "iter_rows"):
+            return "", None, names
+        return name, wb[name][cell].value, names
+    finally:
+        wb.close()
+
+
+def check_xlsx_cell(c: XlsxCellCheck, ev: Evidence) -> CheckResult:
+    """The cached value decides; the formula workbook is read only to explain a miss."""
     hits = [h for h in ev.final.glob(c.path) if h.lower().endswith((".xlsx", ".xlsm"))]
     if not hits:
         return CheckResult(False, f"no workbook matching {c.path!r} in the final state")
@@ -185,31 +206,26 @@ def check_xlsx_cell(c: XlsxCellCheck, ev: Evidence) -> CheckResult:
         assert path is not None
         name = display_path(rel)
         try:
-            with warnings.catch_warnings():  # openpyxl's "Unknown extension" notice is noise here
-                warnings.simplefilter("ignore", UserWarning)
-                wb_v = openpyxl.load_workbook(str(path), data_only=True)
-                wb_f = openpyxl.load_workbook(str(path), data_only=False)
+            sheet, actual, names = _cell(path, c.sheet, c.cell, data_only=True)
+            if not sheet:
+                reasons.append(f"{name}: no sheet {c.sheet!r} (sheets: {names})")
+                continue
+            shown = f"{name}!{sheet}!{c.cell} = {actual!r}"
+            if _cell_matches(actual, c.value, c.rel_tol):
+                return CheckResult(True, shown + f", matches {c.value!r}", [name])
+            _, formula, _ = _cell(path, sheet, c.cell, data_only=False)
         except Exception as e:  # a corrupt agent-written workbook fails the check, not the grader
             reasons.append(f"{name}: unreadable ({type(e).__name__}: {e})")
             continue
-        sheet = c.sheet or wb_v.sheetnames[0]
-        if sheet not in wb_v.sheetnames:
-            reasons.append(f"{name}: no sheet {sheet!r} (sheets: {wb_v.sheetnames})")
-            continue
-        actual = wb_v[sheet][c.cell].value  # type: ignore[index]
-        formula = wb_f[sheet][c.cell].value  # type: ignore[index]
-        shown = f"{name}!{sheet}!{c.cell} = {actual!r}"
         if isinstance(formula, str) and formula.startswith("="):
             shown += f" (formula {formula})"
+            if isinstance(c.value, str) and norm(c.value) == norm(formula):
+                return CheckResult(True, shown + " equals the expected formula", [name])
             if actual is None:
-                if isinstance(c.value, str) and norm(c.value) == norm(formula):
-                    return CheckResult(True, shown + " equals the expected formula", [name])
                 reasons.append(
                     shown + ": formula has no cached value (workbook never recalculated)"
                 )
                 continue
-        if _cell_matches(actual, c.value, c.rel_tol):
-            return CheckResult(True, shown + f", matches {c.value!r}", [name])
         reasons.append(shown + f", expected {c.value!r}")
     return CheckResult(False, "; ".join(reasons), [display_path(h) for h in hits])
 

@@ -45,23 +45,24 @@ _IGNORED_NAMES = frozenset({".DS_Store", "Thumbs.db"})
 def _scan(root: Path) -> dict[str, Path]:
     """Every regular file under root's subsystems, keyed by its posix path relative to root."""
     found: dict[str, Path] = {}
+    cut = len(str(root).rstrip("/")) + 1
     for sub in SUBSYSTEMS:
         base = root / sub
         if not base.is_dir():
             continue
-        stack = [base]
+        stack = [str(base)]
         while stack:
             d = stack.pop()
             with os.scandir(d) as it:
                 for entry in it:
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
+                        stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
                         name = entry.name
                         if name in _IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES):
                             continue
-                        p = Path(entry.path)
-                        found[p.relative_to(root).as_posix()] = p
+                        rel = entry.path[cut:]
+                        found[rel if os.sep == "/" else rel.replace(os.sep, "/")] = Path(entry.path)
     return found
 
 

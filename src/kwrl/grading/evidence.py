@@ -96,22 +96,19 @@ class Evidence:
 
     @cached_property
     def mail(self) -> list[MailRecord]:
-        return new_mail(self.initial, self.final) if self._touched(".apps_data/mail/") else []
+        return new_mail(self.initial, self.final, self._touched(".apps_data/mail/"))
 
     @cached_property
     def events(self) -> list[EventRecord]:
-        return (
-            changed_events(self.initial, self.final)
-            if self._touched(".apps_data/calendar/")
-            else []
-        )
+        return changed_events(self.initial, self.final, self._touched(".apps_data/calendar/"))
 
     @cached_property
     def chat(self) -> list[ChatRecord]:
-        return new_chat_posts(self.initial, self.final) if self._touched(".apps_data/chat/") else []
+        return new_chat_posts(self.initial, self.final, self._touched(".apps_data/chat/"))
 
-    def _touched(self, prefix: str) -> bool:
-        return any(c.path.startswith(prefix) for c in self.changes)
+    def _touched(self, prefix: str) -> list[str]:
+        """Changed paths under an app's data dir."""
+        return [c.path for c in self.changes if c.path.startswith(prefix)]
 
     # ----------------------------------------------------------------- files
 

@@ -5,7 +5,7 @@ The apps keep their state in `.apps_data` (kwrl.worlds.layout): `mail/*.mbox`, `
 checks need the records inside. Each function here reads all of one app's files in two states and
 returns the records present in the final state and absent (or different) in the initial one.
 
-Identity: a mail is its Message-ID (else a hash of its bytes); an event is its UID (a changed
+Only the app files that changed are read. Identity: a mail is its Message-ID (else a hash of its bytes); an event is its UID (a changed
 event keeps its UID); a chat post is its `id` field where it has one, else its canonical JSON.
 
 The chat app's JSON schema belongs to the apps, so posts are found structurally: any JSON object
@@ -17,10 +17,12 @@ storage layout changes.
 
 from __future__ import annotations
 
+import email
 import hashlib
 import json
 import mailbox
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from email.header import decode_header, make_header
 from email.message import Message
@@ -91,13 +93,9 @@ class ChatRecord:
         return any(n.strip().lstrip("#").lower() == want for n in names if n)
 
 
-def _files(state: StateView, app: str, suffixes: tuple[str, ...]) -> list[Path]:
-    prefix = f".apps_data/{app}/"
-    return [
-        p
-        for rel, p in sorted(state.files().items())
-        if rel.startswith(prefix) and rel.endswith(suffixes)
-    ]
+def _files(state: StateView, rels: Iterable[str], suffix: str) -> list[Path]:
+    """The files of `rels` (relative paths) that exist in `state` and end with `suffix`."""
+    return [p for rel in sorted(rels) if rel.endswith(suffix) and (p := state.get(rel)) is not None]
 
 
 # --------------------------------------------------------------------------- mail
@@ -125,39 +123,66 @@ def _body(msg: Message) -> str:
     return "\n".join(texts).strip()
 
 
-def read_mail(state: StateView) -> dict[str, MailRecord]:
-    out: dict[str, MailRecord] = {}
-    for path in _files(state, "mail", (".mbox",)):
-        for msg in mailbox.mbox(str(path), create=False):
-            key = (msg.get("Message-ID") or "").strip() or hashlib.sha256(
-                msg.as_bytes()
-            ).hexdigest()
-            rcpts = getaddresses([_header(msg, "To"), _header(msg, "Cc"), _header(msg, "Bcc")])
-            out[key] = MailRecord(
-                key=key,
-                sender=_header(msg, "From"),
-                to=tuple(addr or name for name, addr in rcpts if addr or name),
-                subject=_header(msg, "Subject"),
-                body=_body(msg),
-                date=_header(msg, "Date"),
-                mailbox=path.name,
+_MSGID = re.compile(rb"^message-id:[ \t]*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _raw_messages(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(identity, raw bytes) of each message; identities come from the header block, unparsed."""
+    box = mailbox.mbox(str(path), create=False)
+    try:
+        for k in box.iterkeys():
+            raw = box.get_bytes(k)
+            m = _MSGID.search(raw.split(b"\n\n", 1)[0])
+            yield (
+                (m.group(1).decode(errors="replace") if m else hashlib.sha256(raw).hexdigest()),
+                raw,
             )
-    return out
+    finally:
+        box.close()
 
 
-def new_mail(initial: StateView, final: StateView) -> list[MailRecord]:
-    before = read_mail(initial)
-    return [m for k, m in read_mail(final).items() if k not in before]
+def _mail_record(key: str, raw: bytes, mailbox_name: str) -> MailRecord:
+    msg = email.message_from_bytes(raw)
+    rcpts = getaddresses([_header(msg, "To"), _header(msg, "Cc"), _header(msg, "Bcc")])
+    return MailRecord(
+        key=key,
+        sender=_header(msg, "From"),
+        to=tuple(addr or name for name, addr in rcpts if addr or name),
+        subject=_header(msg, "Subject"),
+        body=_body(msg),
+        date=_header(msg, "Date"),
+        mailbox=mailbox_name,
+    )
+
+
+def new_mail(initial: StateView, final: StateView, rels: Iterable[str]) -> list[MailRecord]:
+    """Messages of the changed mailboxes `rels` in the final state that none of them held before.
+
+    Only changed files are read: a message can only appear in a file that changed, and a message
+    moved between mailboxes changes both. Only new messages are parsed.
+    """
+    rels = [r for r in rels if r.endswith(".mbox")]
+    before: set[str] = set()
+    for rel in rels:
+        if (p := initial.get(rel)) is not None:
+            before.update(k for k, _ in _raw_messages(p))
+    out: dict[str, MailRecord] = {}
+    for rel in rels:
+        if (p := final.get(rel)) is not None:
+            for key, raw in _raw_messages(p):
+                if key not in before and key not in out:
+                    out[key] = _mail_record(key, raw, p.name)
+    return list(out.values())
 
 
 # --------------------------------------------------------------------------- calendar
 
 
-def read_events(state: StateView) -> dict[str, EventRecord]:
+def read_events(state: StateView, rels: Iterable[str]) -> dict[str, EventRecord]:
     import icalendar
 
     out: dict[str, EventRecord] = {}
-    for path in _files(state, "calendar", (".ics",)):
+    for path in _files(state, rels, ".ics"):
         cal = icalendar.Calendar.from_ical(path.read_bytes())
         for ev in cal.walk("VEVENT"):
             uid = str(ev.get("UID") or f"{path.name}:{ev.get('SUMMARY')}:{ev.get('DTSTART')}")
@@ -185,11 +210,12 @@ def _dt(prop: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def changed_events(initial: StateView, final: StateView) -> list[EventRecord]:
-    """Events created, or whose fields changed, between the two states."""
-    before = read_events(initial)
+def changed_events(initial: StateView, final: StateView, rels: Iterable[str]) -> list[EventRecord]:
+    """Events created, or whose fields changed, in the changed calendar files `rels`."""
+    rels = list(rels)
+    before = read_events(initial, rels)
     out: list[EventRecord] = []
-    for uid, ev in read_events(final).items():
+    for uid, ev in read_events(final, rels).items():
         old = before.get(uid)
         if old is None:
             out.append(ev)
@@ -220,9 +246,9 @@ def _walk_posts(
             yield from _walk_posts(v, where)
 
 
-def read_chat(state: StateView) -> dict[str, ChatRecord]:
+def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
     out: dict[str, ChatRecord] = {}
-    for path in _files(state, "chat", (".json",)):
+    for path in _files(state, rels, ".json"):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -244,6 +270,10 @@ def read_chat(state: StateView) -> dict[str, ChatRecord]:
     return out
 
 
-def new_chat_posts(initial: StateView, final: StateView) -> list[ChatRecord]:
-    before = read_chat(initial)
-    return [p for k, p in read_chat(final).items() if k not in before or before[k].text != p.text]
+def new_chat_posts(initial: StateView, final: StateView, rels: Iterable[str]) -> list[ChatRecord]:
+    """Posts in the changed chat files `rels` that are new or whose text changed."""
+    rels = list(rels)
+    before = read_chat(initial, rels)
+    return [
+        p for k, p in read_chat(final, rels).items() if k not in before or before[k].text != p.text
+    ]

@@ -64,46 +64,62 @@ def _table_rows(table: Any) -> Iterator[str]:
         yield "| " + " | ".join(cells) + " |"
 
 
-def _xlsx(path: Path) -> str:
+def _load_wb(path: Path, data_only: bool) -> Any:
     import openpyxl
 
     with warnings.catch_warnings():  # "Unknown extension is not supported": irrelevant to text
         warnings.simplefilter("ignore", UserWarning)
-        formulas = openpyxl.load_workbook(str(path), data_only=False, read_only=True)
-        values = openpyxl.load_workbook(str(path), data_only=True, read_only=True)
-    out: list[str] = []
+        return openpyxl.load_workbook(str(path), data_only=data_only, read_only=True)
+
+
+def _xlsx(path: Path) -> str:
+    """Cells per sheet; the cached-values workbook is loaded only when a formula needs it."""
+    wb = _load_wb(path, data_only=False)
+    cells: list[tuple[str, int, int, str, Any, bool]] = []  # sheet, row, col, coord, value, formula
+    sheets: list[tuple[str, bool]] = []
     try:
-        for name in formulas.sheetnames:
-            ws_f, ws_v = formulas[name], values[name]
-            out.append(f"## Sheet: {name}")
-            if not hasattr(ws_f, "iter_rows"):  # chartsheet
-                out.append("[chart sheet]")
+        for name in wb.sheetnames:
+            ws = wb[name]
+            is_grid = hasattr(ws, "iter_rows")
+            sheets.append((name, is_grid))
+            if not is_grid:  # chartsheet
                 continue
-            cached = {
-                (c.row, c.column): c.value
-                for row in ws_v.iter_rows()  # type: ignore[union-attr]
-                for c in row
-                if getattr(c, "value", None) is not None
-            }
-            for row in ws_f.iter_rows():  # type: ignore[union-attr]
+            for row in ws.iter_rows():
                 for c in row:
                     v = getattr(c, "value", None)
-                    if v is None:
-                        continue
                     coord = getattr(c, "coordinate", None)
-                    if coord is None:
+                    if v is None or coord is None:
                         continue
-                    if isinstance(v, str) and v.startswith("="):
-                        out.append(f"{coord} = {v} -> {_fmt(cached.get((c.row, c.column)))}")
-                    elif hasattr(v, "text"):  # ArrayFormula / DataTableFormula
-                        out.append(
-                            f"{coord} = {getattr(v, 'text', v)} -> {_fmt(cached.get((c.row, c.column)))}"
-                        )
-                    else:
-                        out.append(f"{coord} = {_fmt(v)}")
+                    if hasattr(v, "text") and not isinstance(
+                        v, str
+                    ):  # ArrayFormula / DataTableFormula
+                        v = getattr(v, "text", v)
+                    formula = isinstance(v, str) and v.startswith("=")
+                    cells.append((name, c.row, c.column, coord, v, formula))
     finally:
-        formulas.close()
-        values.close()
+        wb.close()
+    cached: dict[tuple[str, int, int], Any] = {}
+    if any(f for *_, f in cells):
+        values = _load_wb(path, data_only=True)
+        try:
+            for name, is_grid in sheets:
+                if is_grid:
+                    for row in values[name].iter_rows():
+                        for c in row:
+                            if getattr(c, "value", None) is not None:
+                                cached[(name, c.row, c.column)] = c.value
+        finally:
+            values.close()
+    out: list[str] = []
+    by_sheet: dict[str, list[str]] = {name: [] for name, _ in sheets}
+    for name, r, col, coord, v, formula in cells:
+        if formula:
+            by_sheet[name].append(f"{coord} = {v} -> {_fmt(cached.get((name, r, col)))}")
+        else:
+            by_sheet[name].append(f"{coord} = {_fmt(v)}")
+    for name, is_grid in sheets:
+        out.append(f"## Sheet: {name}")
+        out.extend(by_sheet[name] if is_grid else ["[chart sheet]"])
     return "\n".join(out)
 
 
