@@ -58,6 +58,8 @@ class LearnerConfig(KwrlConfig):
     """Sampling temperature of the rollouts (logits are scaled by it)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Parameter dtype of the trained model."""
+    compile: bool = False
+    """torch.compile the decoder layers (GPU: fewer, fused kernels; slow first step)."""
 
 
 def _chunk_logprobs(
@@ -122,9 +124,13 @@ class Learner:
         self.cfg = cfg
         self.ref_model = ref_model
         params = [p for p in model.parameters() if p.requires_grad]
+        on_gpu = bool(params) and params[0].is_cuda
         self.optimizer = torch.optim.AdamW(
-            params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay
+            params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=on_gpu
         )
+        if cfg.compile:
+            for layer in getattr(getattr(model, "model", None), "layers", []):
+                layer.compile(dynamic=True)
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""
 
