@@ -136,3 +136,7 @@ def call(
     stream.flush()
     if is_error:
         raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    app()

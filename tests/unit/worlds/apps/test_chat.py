@@ -1,0 +1,105 @@
+"""The chat app reads and writes the documented JSON state under .apps_data/chat/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from apps_testkit import data, demo_world, error
+from fastmcp import Client
+
+from kwrl.worlds.apps import chat
+from kwrl.worlds.layout import WorldRoots
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> WorldRoots:
+    return demo_world(tmp_path)
+
+
+@pytest.fixture
+async def client(roots: WorldRoots):
+    async with Client(chat.build(roots)) as c:
+        yield c
+
+
+def stored(roots: WorldRoots, channel: str) -> list[dict]:
+    return json.loads((roots.chat / "messages" / f"{channel}.json").read_text())["messages"]
+
+
+async def test_channels_history_and_threads(client: Client) -> None:
+    channels = (await data(client, "list_channels"))["channels"]
+    assert [c["channel_id"] for c in channels] == ["general", "atlas", "random"]
+    hist = await data(client, "get_channel_history", {"channel_id": "#project-atlas", "limit": 100})
+    assert hist["channel_id"] == "atlas"
+    assert all("thread_id" not in m for m in hist["messages"])
+    threaded = [m for m in hist["messages"] if m.get("reply_count")]
+    assert threaded
+    thread = await data(
+        client,
+        "get_thread_replies",
+        {"channel_id": "atlas", "message_id": threaded[0]["message_id"]},
+    )
+    assert len(thread["messages"]) == threaded[0]["reply_count"] + 1
+    last2 = await data(client, "get_channel_history", {"channel_id": "atlas", "limit": 2})
+    assert [m["message_id"] for m in last2["messages"]] == [
+        m["message_id"] for m in hist["messages"][-2:]
+    ]
+
+
+async def test_post_reply_react_delete_are_written_to_the_json(
+    client: Client, roots: WorldRoots
+) -> None:
+    posted = await data(client, "post_message", {"channel_id": "general", "text": "Deck is ready"})
+    assert posted["message_id"] == "m0021"
+    reply = await data(
+        client,
+        "reply_to_thread",
+        {"channel_id": "general", "message_id": "m0021", "text": "Thanks!", "user_id": "u_ben"},
+    )
+    await data(
+        client, "add_reaction", {"channel_id": "general", "message_id": "m0021", "emoji": "🎉"}
+    )
+    msgs = {m["id"]: m for m in stored(roots, "general")}
+    assert msgs["m0021"]["user"] == "u_ana" and msgs["m0021"]["text"] == "Deck is ready"
+    assert (
+        msgs[reply["message_id"]]["thread_id"] == "m0021"
+        and msgs[reply["message_id"]]["user"] == "u_ben"
+    )
+    assert msgs["m0021"]["reactions"] == {"🎉": ["u_ana"]}
+    await data(client, "delete_post", {"channel_id": "general", "message_id": "m0021"})
+    msgs = {m["id"]: m for m in stored(roots, "general")}
+    assert msgs["m0021"]["deleted"] is True and msgs["m0021"]["text"] == ""
+    hist = await data(client, "get_channel_history", {"channel_id": "general", "limit": 500})
+    assert "m0021" not in [m["message_id"] for m in hist["messages"]]
+
+
+async def test_users_and_profiles(client: Client) -> None:
+    users = await data(client, "get_users")
+    assert users["total"] == 5 and users["users"][0] == {
+        "user_id": "u_ana",
+        "name": "Ana Lima",
+        "title": "Associate",
+        "is_me": True,
+    }
+    prof = await data(client, "get_user_profile", {"user_id": "ben.okafor@northwind.example"})
+    assert prof["user_id"] == "u_ben" and prof["title"] == "Vice President"
+
+
+async def test_bad_input_is_a_tool_error_and_leaves_state_alone(
+    client: Client, roots: WorldRoots
+) -> None:
+    before = (roots.chat / "messages" / "general.json").read_bytes()
+    assert "no channel" in await error(client, "post_message", {"channel_id": "nope", "text": "x"})
+    assert "no message" in await error(
+        client, "reply_to_thread", {"channel_id": "general", "message_id": "m9999", "text": "x"}
+    )
+    assert "must not be empty" in await error(
+        client, "post_message", {"channel_id": "general", "text": " "}
+    )
+    assert "no user" in await error(client, "get_user_profile", {"user_id": "u_zed"})
+    assert "no user" in await error(
+        client, "post_message", {"channel_id": "general", "text": "x", "user_id": "u_zed"}
+    )
+    assert (roots.chat / "messages" / "general.json").read_bytes() == before

@@ -1,0 +1,113 @@
+"""The mail app reads the world's mbox files and appends everything sent to sent.mbox."""
+
+from __future__ import annotations
+
+import mailbox
+from pathlib import Path
+
+import pytest
+from apps_testkit import data, demo_world, error, text
+from fastmcp import Client
+
+from kwrl.worlds.apps import mail
+from kwrl.worlds.layout import WorldRoots
+
+ME = "ana.lima@northwind.example"
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> WorldRoots:
+    return demo_world(tmp_path)
+
+
+@pytest.fixture
+async def client(roots: WorldRoots):
+    async with Client(mail.build(roots)) as c:
+        yield c
+
+
+def sent(roots: WorldRoots) -> list[mailbox.mboxMessage]:
+    return list(mailbox.mbox(roots.mail / "sent.mbox"))
+
+
+async def test_list_mails_pages_newest_first(client: Client) -> None:
+    page = await data(client, "list_mails", {"limit": 5})
+    assert page["total"] == 40
+    ids = [m["mail_id"] for m in page["mails"]]
+    assert ids[0] == "<demo-0039@northwind.example>"
+    nxt = await data(client, "list_mails", {"limit": 5, "offset": 5})
+    assert nxt["mails"][0]["mail_id"] == "<demo-0034@northwind.example>"
+
+
+async def test_read_mail_shows_headers_body_and_attachments(client: Client) -> None:
+    out = await text(client, "read_mail", {"mail_id": "demo-0005@northwind.example"})
+    assert "subject: Engagement letter" in out
+    assert "attachments: figures.csv" in out
+    assert "the figure to use is" in out
+
+
+async def test_search_mail_by_words_and_sender(client: Client) -> None:
+    hits = await data(client, "search_mail", {"query": "atlas diligence", "from_email": "chen.wei"})
+    assert hits["total"] >= 1
+    assert all("Chen Wei" in m["from"] and "Atlas" in m["subject"] for m in hits["mails"])
+    assert (await data(client, "search_mail", {"query": "no such words zzz"}))["total"] == 0
+
+
+async def test_send_mail_is_visible_to_list_and_in_the_sent_mbox(
+    client: Client, roots: WorldRoots
+) -> None:
+    out = await text(
+        client,
+        "send_mail",
+        {
+            "to_email": "eli.haddad@clientco.example",
+            "subject": "Model",
+            "body": "Attached.",
+            "cc": [ME],
+        },
+    )
+    assert "saved in mailbox 'sent'" in out
+    [msg] = sent(roots)
+    assert msg["From"] == ME  # the world's user, inferred from the inbox
+    assert msg["To"] == "eli.haddad@clientco.example" and msg["Cc"] == ME
+    assert msg.get_payload().strip() == "Attached."
+    listed = await data(client, "list_mails", {"mailbox": "sent"})
+    assert listed["mails"][0]["mail_id"] == msg["Message-ID"]
+    assert listed["mails"][0]["mail_id"] in out
+
+
+async def test_reply_reply_all_and_forward_thread_correctly(
+    client: Client, roots: WorldRoots
+) -> None:
+    parent_id = "<demo-0003@northwind.example>"
+    parent = await text(client, "read_mail", {"mail_id": parent_id})
+    await text(client, "reply_mail", {"mail_id": parent_id, "body": "Thanks"})
+    await text(client, "reply_all_mail", {"mail_id": parent_id, "body": "Thanks all"})
+    await text(
+        client,
+        "forward_mail",
+        {"mail_id": parent_id, "to_email": "dana.novak@northwind.example", "body": "FYI"},
+    )
+    reply, reply_all, fwd = sent(roots)
+    sender = parent.split("from: ")[1].split("\n")[0]
+    assert reply["To"] in sender and reply["In-Reply-To"] == parent_id
+    assert reply["Subject"].startswith("Re: ")
+    assert ME not in (reply_all["To"] + (reply_all["Cc"] or ""))
+    assert reply_all["Cc"]  # the demo mail 3 has a cc, kept on reply-all
+    assert fwd["Subject"].startswith("Fwd: ") and fwd["To"] == "dana.novak@northwind.example"
+    assert "Forwarded message" in fwd.get_payload() and "FYI" in fwd.get_payload()
+
+
+async def test_bad_input_is_a_tool_error_and_nothing_is_sent(
+    client: Client, roots: WorldRoots
+) -> None:
+    assert "no mail with mail_id" in await error(client, "read_mail", {"mail_id": "<nope@x>"})
+    assert "invalid email" in await error(
+        client, "send_mail", {"to_email": "not-an-address", "subject": "s", "body": "b"}
+    )
+    assert "subject" in await error(
+        client, "send_mail", {"to_email": ME, "subject": " ", "body": "b"}
+    )
+    assert "no mailbox" in await error(client, "list_mails", {"mailbox": "archive"})
+    assert await error(client, "list_mails", {"limit": "many"})
+    assert not (roots.mail / "sent.mbox").exists()
