@@ -116,7 +116,7 @@ def open_file[T](root: Path, path: Path, loader: Callable[[Path], T], kind: str)
 
 _CACHE: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
-_CACHE_MAX = 32
+_CACHE_MAX = 96
 
 
 def cached[T](root: Path, path: Path, loader: Callable[[Path], T], kind: str, tag: str = "") -> T:

@@ -404,9 +404,14 @@ def build(roots: WorldRoots) -> FastMCP:
         ] = 0,
     ) -> str:
         """The whole deck's text as markdown: titles, text, tables, charts, notes."""
-        p, prs = read_deck(file_path)
-        body = "\n\n".join(slide_text_md(s, i) for i, s in enumerate(prs.slides))
-        return page_text(f"{rel(root, p)}: {len(prs.slides)} slide(s)\n\n{body}", offset=offset)
+        p = existing_file(root, file_path, EXTS)
+
+        def render(q: Path) -> str:
+            prs = cached(root, q, _load, KIND)
+            body = "\n\n".join(slide_text_md(s, i) for i, s in enumerate(prs.slides))
+            return f"{rel(root, q)}: {len(prs.slides)} slide(s)\n\n{body}"
+
+        return page_text(cached(root, p, render, KIND, "read_slides"), offset=offset)
 
     @mcp.tool
     def read_completedeck(file_path: FilePath) -> str:
@@ -439,8 +444,11 @@ def build(roots: WorldRoots) -> FastMCP:
     @mcp.tool
     def read_individualslide(file_path: FilePath, slide_index: SlideIndex) -> str:
         """One slide in detail: every shape with index, kind, position, text; tables, charts, images, notes."""
-        _, prs = read_deck(file_path)
-        return slide_detail(slide_at(prs, slide_index), slide_index)
+        p, prs = read_deck(file_path)
+        slide = slide_at(prs, slide_index)
+        return cached(
+            root, p, lambda _: slide_detail(slide, slide_index), KIND, f"slide:{slide_index}"
+        )
 
     @mcp.tool
     def add_shape(

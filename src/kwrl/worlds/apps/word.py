@@ -258,8 +258,15 @@ def build(roots: WorldRoots) -> FastMCP:
         offset: Offset = 0,
     ) -> str:
         """Read a .docx: every paragraph and table in order, each with its identifier for edits."""
-        p, doc = read_doc(file_path)
-        return page_text(render_document(doc, rel(root, p), show_runs), offset=offset)
+        p = existing_file(root, file_path, EXTS)
+        rendered = cached(
+            root,
+            p,
+            lambda q: render_document(cached(root, q, _load, KIND), rel(root, q), show_runs),
+            KIND,
+            f"read:{show_runs}",
+        )
+        return page_text(rendered, offset=offset)
 
     @mcp.tool
     def get_document_overview(file_path: FilePath) -> str:
