@@ -124,19 +124,21 @@ class Cgroups:
         return out
 
     def events(self) -> ResourceEvents:
+        """Limit hits summed over the trial and its children (v1 counts them where they happen)."""
         ev = ResourceEvents()
-        try:
-            for line in (self.dirs["pids"] / "pids.events").read_text().splitlines():
-                key, _, val = line.partition(" ")
+        for d in self._tree("pids"):
+            for key, val in _pairs(d / "pids.events"):
                 if key == "max":
-                    ev.pids_max = int(val)
-            for line in (self.dirs["memory"] / "memory.oom_control").read_text().splitlines():
-                key, _, val = line.partition(" ")
+                    ev.pids_max += val
+        for d in self._tree("memory"):
+            for key, val in _pairs(d / "memory.oom_control"):
                 if key == "oom_kill":
-                    ev.oom_kill = int(val)
-        except FileNotFoundError:
-            pass
+                    ev.oom_kill += val
         return ev
+
+    def _tree(self, controller: str) -> list[Path]:
+        d = self.dirs[controller]
+        return [d, *(d / c for c in CHILDREN)]
 
     def memory_bytes(self) -> int:
         try:
@@ -175,6 +177,19 @@ class Cgroups:
             for child in CHILDREN:
                 _rmdir(d / child)
             _rmdir(d)
+
+
+def _pairs(path: Path) -> list[tuple[str, int]]:
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        key, _, val = line.partition(" ")
+        if val.strip().isdigit():
+            out.append((key, int(val)))
+    return out
 
 
 def _rmdir(d: Path) -> None:

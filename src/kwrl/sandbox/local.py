@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import os
 import pwd
 import secrets
@@ -70,6 +71,8 @@ from kwrl.sandbox.forward import UnixForwarder
 # Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
 _MOUNT = 'mount -t overlay overlay -o "$1" "$2" && shift 2 && exec "$@"'
+# The sandbox's only long-lived process; its line says bwrap finished building the namespaces.
+_KEEPER = "echo kwrl-sandbox-ready; exec sleep infinity"
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
 _swept = False
@@ -182,14 +185,14 @@ class LocalEnvironment(BaseEnvironment):
             "sh",
             opts,
             str(root / "merged"),
-            *bwrap_argv(spec, ["sleep", "infinity"], info_fd=write_fd),
+            *bwrap_argv(spec, ["sh", "-c", _KEEPER], info_fd=write_fd),
         ]
         log = open(self.trial_paths.trial_dir / "sandbox.log", "ab")  # noqa: SIM115
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=log,
                 pass_fds=(write_fd,),
                 start_new_session=True,
@@ -198,13 +201,15 @@ class LocalEnvironment(BaseEnvironment):
         finally:
             os.close(write_fd)
             log.close()
+        assert self._proc.stdout is not None
         info = await asyncio.to_thread(_read_all, read_fd)
-        if not info:
+        line = await self._proc.stdout.readline() if info else b""
+        if not line.startswith(b"kwrl-sandbox-ready"):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
             rc = await self._proc.wait()
             text = (self.trial_paths.trial_dir / "sandbox.log").read_text(errors="replace")
             raise SandboxError(f"bwrap exited ({rc}) before the sandbox was up: {text[-2000:]}")
-        import json
-
         self._init_pid = int(json.loads(info)["child-pid"])
         if self.settings.gateway:
             await self._start_gateway()
@@ -348,7 +353,7 @@ class LocalEnvironment(BaseEnvironment):
         if self._stopped or not self._init_pid:
             raise SandboxError(f"{self.session_id}: sandbox is not running")
         workdir = cwd or self.task_env_config.workdir or "/filesystem"
-        shell = ["bash", "-c", f"cd {_q(workdir)} && {command}"]
+        shell = ["bash", "-c", f"cd {_q(workdir)} || exit 1\n{command}"]
         ids = [] if user is None else [f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         if not self._verifier_phase:
             return [

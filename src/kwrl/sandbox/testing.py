@@ -20,6 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kwrl.sandbox.local import LocalEnvironment
 
 SHELL_TEST_SH = r"""#!/usr/bin/env bash
 # Shell verifier: two criteria, reward = fraction met.
@@ -140,7 +144,13 @@ def make_task(
 
 
 def make_dataset(
-    root: Path, n_tasks: int = 1, *, solution: str = "oracle", grader: str = "shell", **kw: object
+    root: Path,
+    n_tasks: int = 1,
+    *,
+    solution: str = "oracle",
+    grader: str = "shell",
+    agent_timeout_sec: float = 60.0,
+    memory_mb: int = 1024,
 ) -> list[Path]:
     """A world and `n_tasks` task dirs under `root`; returns the task dirs."""
     world = make_world(root)
@@ -151,7 +161,34 @@ def make_dataset(
             world_id=world.name,
             solution=solution,
             grader=grader,
-            **kw,
-        )  # type: ignore[arg-type]
+            agent_timeout_sec=agent_timeout_sec,
+            memory_mb=memory_mb,
+        )  # fmt: skip
         for i in range(n_tasks)
     ]
+
+
+def make_environment(task_dir: Path, trial_dir: Path, **settings: Any) -> LocalEnvironment:
+    """A `LocalEnvironment` for `task_dir` outside a harbor trial, with harbor's /logs mounts."""
+    from harbor.models.task.task import Task
+    from harbor.models.trial.config import ServiceVolumeConfig
+    from harbor.models.trial.paths import TrialPaths
+
+    from kwrl.sandbox.local import LocalEnvironment
+
+    task = Task(task_dir)
+    paths = TrialPaths(trial_dir=trial_dir)
+    paths.mkdir()
+    mounts = [
+        ServiceVolumeConfig(type="bind", source=str(d.resolve()), target=f"/logs/{d.name}")
+        for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)
+    ]
+    return LocalEnvironment(
+        environment_dir=task.paths.environment_dir,
+        environment_name=task.short_name,
+        session_id=f"{trial_dir.name}__env",
+        trial_paths=paths,
+        task_env_config=task.config.environment,
+        mounts=mounts,
+        **settings,
+    )

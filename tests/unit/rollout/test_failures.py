@@ -1,0 +1,58 @@
+"""Failure classification from what harbor and the sandbox leave behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from kwrl.rollout.failures import FailureCause as F
+from kwrl.rollout.failures import classify
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        ("AgentTimeoutError", F.AGENT_TIMEOUT),
+        ("VerifierTimeoutError", F.VERIFIER_TIMEOUT),
+        ("SandboxError", F.SANDBOX),
+        ("EnvironmentStartTimeoutError", F.SANDBOX),
+        ("SandboxLimitError", F.RESOURCE_LIMIT),
+        ("RewardFileNotFoundError", F.VERIFIER),
+        ("PolicyError", F.MODEL),
+        ("CancelledError", F.CANCELLED),
+        ("ZeroDivisionError", F.AGENT),
+    ],
+)
+def test_exception_types_map_to_causes(exc: str, expected: F) -> None:
+    assert classify(exception_type=exc, rewards=None) is expected
+
+
+def test_a_graded_trial_without_exception_is_none() -> None:
+    assert classify(exception_type=None, rewards={"reward": 0.0}) is F.NONE
+
+
+def test_no_reward_and_no_exception_is_a_verifier_failure() -> None:
+    assert classify(exception_type=None, rewards=None) is F.VERIFIER
+    assert classify(exception_type=None, rewards={"criterion/a": 1.0}) is F.VERIFIER
+
+
+def test_agent_stop_reasons_are_read() -> None:
+    r = {"reward": 0.0}
+    assert (
+        classify(exception_type=None, rewards=r, stop_reason="context_overflow")
+        is F.CONTEXT_OVERFLOW
+    )
+    assert classify(exception_type=None, rewards=r, stop_reason="length") is F.MAX_TOKENS
+    assert classify(exception_type=None, rewards=r, stop_reason="policy_error") is F.MODEL
+    assert classify(exception_type=None, rewards=r, stop_reason="stop") is F.NONE
+
+
+def test_a_limit_hit_wins_over_the_timeout_it_caused() -> None:
+    events = {"pids_max": 3, "oom_kill": 0}
+    assert (
+        classify(exception_type="AgentTimeoutError", rewards=None, sandbox_events=events)
+        is F.RESOURCE_LIMIT
+    )
+    assert (
+        classify(exception_type=None, rewards={"reward": 1.0}, sandbox_events={"oom_kill": 1})
+        is F.RESOURCE_LIMIT
+    )
