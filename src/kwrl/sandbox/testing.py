@@ -163,7 +163,7 @@ def make_dataset(
             grader=grader,
             agent_timeout_sec=agent_timeout_sec,
             memory_mb=memory_mb,
-        )  # fmt: skip
+        )
         for i in range(n_tasks)
     ]
 
