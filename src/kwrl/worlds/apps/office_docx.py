@@ -135,6 +135,39 @@ def body_blips(doc: DocxDocument) -> list[Any]:
     return list(doc.element.body.xpath(".//a:blip"))
 
 
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_TEXT_TAGS = (f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}cr", f"{_W}delText")
+
+
+def _collect(el: Any, *, deleted: bool) -> str:
+    out: list[str] = []
+    for node in el.iter(*_TEXT_TAGS):
+        tag = node.tag
+        if (tag == f"{_W}t" and not deleted) or (tag == f"{_W}delText" and deleted):
+            out.append(node.text or "")
+        elif tag == f"{_W}tab" and not deleted:
+            out.append("\t")
+        elif tag in (f"{_W}br", f"{_W}cr") and not deleted:
+            out.append("\n")
+    return "".join(out)
+
+
+def para_text(p: Paragraph) -> str:
+    """A paragraph's text as Word shows it with tracked changes accepted: insertions included
+    (python-docx's `.text` drops text inside w:ins), deletions left out."""
+    return _collect(p._p, deleted=False)
+
+
+def tracked_changes(p: Paragraph) -> list[str]:
+    changes = [f"+{_collect(el, deleted=False)!r}" for el in p._p.iter(f"{_W}ins")]
+    changes += [f"-{_collect(el, deleted=True)!r}" for el in p._p.iter(f"{_W}del")]
+    return [c for c in changes if len(c) > 3]
+
+
+def cell_text(cell: Any) -> str:
+    return "\n".join(para_text(p) for p in cell.paragraphs)
+
+
 def _run_format(run: Run) -> str:
     flags = [n for n in ("bold", "italic", "underline") if getattr(run, n)]
     if run.font.strike:
@@ -162,7 +195,10 @@ def _paragraph_line(p: Paragraph, ident: str, blips: list[Any], show_runs: bool)
             extras.append(f"[image img{idx}]")
     for cid in p._p.xpath(".//w:commentRangeStart/@w:id"):
         extras.append(f"[comment {cid}]")
-    line = " ".join([head, p.text, *extras]).rstrip()
+    changes = tracked_changes(p)
+    if changes:
+        extras.append(f"[tracked changes: {'; '.join(changes)}]")
+    line = " ".join([head, para_text(p), *extras]).rstrip()
     lines = [line]
     if show_runs:
         for r_i, run in enumerate(p.runs):
@@ -172,7 +208,7 @@ def _paragraph_line(p: Paragraph, ident: str, blips: list[Any], show_runs: bool)
 
 
 def _table_lines(tbl: Table, ident: str) -> list[str]:
-    rows = [[c.text for c in row.cells] for row in tbl.rows]
+    rows = [[cell_text(c) for c in row.cells] for row in tbl.rows]
     ncols = max((len(r) for r in rows), default=0)
     head = f"[{ident}] table, {len(rows)} rows x {ncols} cols; cells are {ident}.r.<row>.c.<col>"
     header = [f"c.{i}" for i in range(ncols)]
@@ -194,6 +230,10 @@ def render_container(container: Any, prefix: str, blips: list[Any], show_runs: b
         elif tag == "tbl":
             lines += _table_lines(Table(child, container), f"{prefix}.tbl.{t_i}")
             t_i += 1
+        elif tag == "sdt":  # content control: shown, not addressable by the edit tools
+            inner = _collect(child, deleted=False).strip()
+            if inner:
+                lines.append(f"[content control, read-only here] {inner}")
     return lines
 
 

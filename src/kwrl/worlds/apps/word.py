@@ -48,6 +48,7 @@ from kwrl.worlds.apps.office_docx import (
     Target,
     body_blips,
     heading_level,
+    para_text,
     paragraphs_of,
     remove_element,
     render_container,
@@ -272,7 +273,7 @@ def build(roots: WorldRoots) -> FastMCP:
     def get_document_overview(file_path: FilePath) -> str:
         """Outline of a .docx: headings with identifiers, counts, properties, page setup."""
         p, doc = read_doc(file_path)
-        words = sum(len(par.text.split()) for par in doc.paragraphs)
+        words = sum(len(para_text(par).split()) for par in doc.paragraphs)
         cp = doc.core_properties
         sec = doc.sections[0]
         lines = [
@@ -284,7 +285,7 @@ def build(roots: WorldRoots) -> FastMCP:
             "headings:",
         ]
         heads = [
-            f"{'  ' * max(lvl - 1, 0)}- [body.p.{i}] (level {lvl}) {par.text}"
+            f"{'  ' * max(lvl - 1, 0)}- [body.p.{i}] (level {lvl}) {para_text(par)}"
             for i, par in enumerate(doc.paragraphs)
             if (lvl := heading_level(par)) is not None
         ]
@@ -769,7 +770,8 @@ def _replace_in(t: Target, old: str, new: str) -> str:
     else:
         n = 0
         for par in paragraphs_of(t):
-            count = par.text.count(old)
+            full = para_text(par)
+            count = full.count(old)
             if not count:
                 continue
             n += count
@@ -778,8 +780,8 @@ def _replace_in(t: Target, old: str, new: str) -> str:
                 for r in runs:
                     if old in r.text:
                         r.text = r.text.replace(old, new)
-            else:  # the text spans runs: rewrite the paragraph with its first run's format
-                _set_paragraph_text(par, par.text.replace(old, new))
+            else:  # the text spans runs or tracked changes: rewrite with the first run's format
+                _set_paragraph_text(par, full.replace(old, new))
     if n == 0:
         raise ToolError(f"{old!r} not found in {t.ident}")
     return f"Replaced {n} occurrence(s) of {old!r} in {t.ident}"

@@ -298,3 +298,11 @@ async def test_missing_wrong_type_corrupt_and_bad_identifier(client: Client) -> 
         client, "edit_content_text", {"file_path": TABLES, "identifier": "foo.p.1", "new_text": "x"}
     )
     assert "[body.p.0]" in await text(client, "read_document_content", {"file_path": TABLES})
+
+
+async def test_tracked_insertions_are_read_and_flagged(client: Client) -> None:
+    out = await text(
+        client, "read_document_content", {"file_path": "redlines__expected_redline.docx"}
+    )
+    assert "Pity the poor production file." in out
+    assert "[tracked changes: +'production'" in out
