@@ -63,7 +63,10 @@ class JudgeConfig(KwrlConfig):
     model: str = DEFAULT_MODEL
     """litellm model id, or `openai:<base_url>#<model>` for any OpenAI-compatible endpoint."""
     api_key_env: str | None = None
-    """Env var holding the API key for an `openai:` endpoint (default OPENAI_API_KEY, optional)."""
+    """Env var holding the API key (`openai:` endpoints default to OPENAI_API_KEY; litellm models
+    default to the provider's own variable, e.g. GEMINI_API_KEY)."""
+    api_base: str | None = None
+    """Base URL passed to litellm (e.g. a proxy or `hosted_vllm/...` server); unused for `openai:`."""
     temperature: float = 0.0
     """Sampling temperature of the judge."""
     max_tokens: int = Field(default=4096, gt=0)
@@ -347,6 +350,11 @@ class Judge:
 
         cfg = self.config
         fatal = (AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError)
+        extra: dict[str, Any] = {}
+        if cfg.api_base:
+            extra["api_base"] = cfg.api_base
+        if cfg.api_key_env:
+            extra["api_key"] = os.environ.get(cfg.api_key_env, "")
         try:
             resp: Any = await litellm.acompletion(
                 model=self.model,
@@ -356,6 +364,8 @@ class Judge:
                 response_format=Verdict,
                 timeout=cfg.timeout_s,
                 num_retries=0,
+                max_retries=0,
+                **extra,
             )
         except fatal as e:
             raise JudgeError(f"judge {cfg.model}: {type(e).__name__}: {e}") from e

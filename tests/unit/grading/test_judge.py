@@ -154,3 +154,24 @@ def test_verdict_parsing_tolerates_fences_and_prose_but_not_garbage() -> None:
         parse_verdict("yes")
     with pytest.raises(ValueError):
         parse_verdict("")
+
+
+@pytest.mark.slow  # importing litellm alone takes 7-35 s of CPU on the shared dev machine
+async def test_litellm_models_go_through_litellm_with_the_same_retries(
+    fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "sk-fake")
+    cfg = config(
+        fake_judge, model="openai/fake-judge", api_base=fake_judge.url, api_key_env="FAKE_KEY"
+    )
+    fake_judge.faults.extend([429, "malformed"])
+    async with Judge(cfg) as judge:
+        verdict, _ = await judge.verdict(*prompt())
+    assert verdict.is_criteria_true and len(fake_judge.requests) == 3
+    assert fake_judge.requests[-1]["body"]["model"] == "fake-judge"
+    assert fake_judge.requests[-1]["auth"] == "Bearer sk-fake"
+    fake_judge.faults.append(401)
+    async with Judge(cfg) as judge:
+        with pytest.raises(JudgeError, match="AuthenticationError"):
+            await judge.verdict(*prompt(answer="other"))
+    assert len(fake_judge.requests) == 4
