@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -92,6 +93,8 @@ def serve(
     roots = WorldRoots.of_dir(root)
     roots.ensure()
     sock, url = _bind(host, port, uds)
+    # uvicorn re-raises SIGTERM once it has shut down; exit through `finally` so the socket is removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         asyncio.run(_serve(build_app(roots), sock, url))
     except KeyboardInterrupt:

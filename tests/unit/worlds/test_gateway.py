@@ -1,0 +1,63 @@
+"""The gateway mounts every app as `<server>_<tool>` and skips only app modules that do not exist."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+
+from kwrl.worlds import gateway
+from kwrl.worlds.layout import WorldRoots
+
+DESIGN_TOOLS = {
+    "filesystem": ["list_files", "read_text_file", "read_image_file", "search_files", "get_file_metadata", "get_directory_tree"],
+    "code_execution": ["code_exec"],
+    "mail": ["list_mails", "read_mail", "search_mail", "send_mail", "reply_mail", "reply_all_mail", "forward_mail"],
+    "calendar": ["list_events", "read_event", "create_event", "update_event", "delete_event"],
+    "chat": ["list_channels", "get_channel_history", "get_thread_replies", "post_message", "reply_to_thread",
+             "add_reaction", "delete_post", "get_users", "get_user_profile"],
+}  # fmt: skip
+
+
+@pytest.fixture
+def only_my_apps(monkeypatch: pytest.MonkeyPatch) -> None:
+    apps = {name: f"kwrl.worlds.apps.{name}" for name in DESIGN_TOOLS}
+    monkeypatch.setattr(gateway, "APPS", apps)
+
+
+async def test_tools_are_named_server_underscore_tool_with_flat_schemas(
+    tmp_path: Path, only_my_apps
+) -> None:
+    server, mounted, missing = gateway.build_server(WorldRoots.of_dir(tmp_path))
+    assert mounted == list(DESIGN_TOOLS) and missing == []
+    async with Client(server) as c:
+        tools = {t.name: t for t in await c.list_tools()}
+    assert set(tools) == {f"{s}_{t}" for s, names in DESIGN_TOOLS.items() for t in names}
+    for tool in tools.values():
+        for prop in tool.input_schema.get("properties", {}).values():
+            assert prop.get("type") != "object" and "$ref" not in str(prop), tool.name
+
+
+def test_a_missing_app_module_is_skipped_with_a_warning(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    monkeypatch.setattr(
+        gateway, "APPS", {"mail": "kwrl.worlds.apps.mail", "ghost": "kwrl.worlds.apps.ghost"}
+    )
+    _, mounted, missing = gateway.build_server(WorldRoots.of_dir(tmp_path))
+    assert mounted == ["mail"] and missing == ["ghost"]
+    assert "kwrl.worlds.apps.ghost does not exist" in caplog.text
+
+
+def test_a_broken_app_module_is_an_error_not_a_skip(tmp_path: Path, monkeypatch) -> None:
+    pkg = tmp_path / "brokenapps"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bad.py").write_text("import kwrl_no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(gateway, "APPS", {"bad": "brokenapps.bad"})
+    with pytest.raises(ModuleNotFoundError, match="kwrl_no_such_dependency"):
+        gateway.build_server(WorldRoots.of_dir(tmp_path))
+    sys.modules.pop("brokenapps", None)
