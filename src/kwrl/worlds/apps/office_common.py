@@ -19,6 +19,7 @@ tools always open a fresh copy with `open_file`.
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -47,6 +48,7 @@ __all__ = [
     "rel",
     "save_atomic",
     "transform_image",
+    "write_atomic",
 ]
 
 IMAGE_EXTS: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
@@ -148,11 +150,19 @@ def file_lock(path: Path) -> Iterator[None]:
         yield
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Temp file beside `path`, then rename; keeps an existing file's mode (new files: 0644,
+    not mkstemp's 0600, so other users of the world, e.g. the grader, can read them)."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    write_bytes(path, data)
+    os.chmod(path, mode)
+
+
 def save_atomic(obj: Any, path: Path) -> None:
-    """Save a python-docx / openpyxl / python-pptx object: to memory, then temp file + rename."""
+    """Save a python-docx / openpyxl / python-pptx object: to memory, then `write_atomic`."""
     buf = io.BytesIO()
     obj.save(buf)
-    write_bytes(path, buf.getvalue())
+    write_atomic(path, buf.getvalue())
 
 
 # -- rendering -----------------------------------------------------------------------------------

@@ -27,7 +27,6 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.io import write_bytes
 from kwrl.worlds.apps.base import ToolError, page_text, rel
 from kwrl.worlds.apps.office_blocks import Block, inline_runs, parse_content
 from kwrl.worlds.apps.office_common import (
@@ -37,6 +36,7 @@ from kwrl.worlds.apps.office_common import (
     md_table,
     new_file,
     open_file,
+    write_atomic,
 )
 from kwrl.worlds.layout import WorldRoots
 
@@ -257,7 +257,7 @@ def build(roots: WorldRoots) -> FastMCP:
         target = new_file(root, directory, file_name, ".pdf", overwrite=overwrite)
         data = render_pdf(blocks, title=title, author=author, page_size=page_size)
         with file_lock(target):
-            write_bytes(target, data)
+            write_atomic(target, data)
         n = len(pypdf.PdfReader(io.BytesIO(data)).pages)
         return f"Created {rel(root, target)} ({n} page(s))"
 

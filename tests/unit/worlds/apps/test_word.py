@@ -59,12 +59,16 @@ async def test_read_lists_paragraphs_and_tables_with_identifiers(
 
 
 async def test_edit_is_visible_in_the_next_read(client: Client, roots: WorldRoots) -> None:
+    (roots.filesystem / TABLES).chmod(0o640)
     await text(
         client,
         "edit_content_text",
         {"file_path": TABLES, "identifier": "body.p.0", "new_text": "Brand new opening"},
     )
     assert fs(roots, TABLES).paragraphs[0].text == "Brand new opening"
+    assert (
+        roots.filesystem / TABLES
+    ).stat().st_mode & 0o777 == 0o640  # the atomic save keeps the mode
     out = await text(client, "read_document_content", {"file_path": TABLES})
     assert "[body.p.0] Brand new opening" in out
     await text(
@@ -230,6 +234,7 @@ async def test_create_with_blocks_and_markdown_then_delete(
     assert doc.paragraphs[1].text == "Revenue grew 12%." and doc.paragraphs[1].runs[1].bold
     assert doc.paragraphs[2].style.name == "List Bullet" and doc.tables[0].cell(1, 1).text == "1"
     assert doc.core_properties.title == "Memo"
+    assert (roots.filesystem / "memo.docx").stat().st_mode & 0o777 == 0o644
     assert "already exists" in await error(
         client, "create_document", {"directory": "/", "file_name": "memo.docx", "content": "x"}
     )
