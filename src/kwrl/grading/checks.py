@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
+from kwrl.grading.render import read_xlsx
 from kwrl.tasks.models import (
     ChatPostedCheck,
     ContainsCheck,
@@ -174,29 +173,8 @@ def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
     return norm(str(actual)) == norm(str(want))
 
 
-def _load(path: Path, data_only: bool) -> Any:
-    import openpyxl
-
-    with warnings.catch_warnings():  # openpyxl's "Unknown extension" notice is noise here
-        warnings.simplefilter("ignore", UserWarning)
-        return openpyxl.load_workbook(str(path), data_only=data_only, read_only=True)
-
-
-def _cell(path: Path, sheet: str | None, cell: str, data_only: bool) -> tuple[str, Any, list[str]]:
-    """(sheet used, cell value, sheet names); the sheet is '' when it does not exist."""
-    wb = _load(path, data_only)
-    try:
-        names = list(wb.sheetnames)
-        name = sheet or names[0]
-        if name not in names or not hasattr(wb[name], "iter_rows"):
-            return "", None, names
-        return name, wb[name][cell].value, names
-    finally:
-        wb.close()
-
-
 def check_xlsx_cell(c: XlsxCellCheck, ev: Evidence) -> CheckResult:
-    """The cached value decides; the formula workbook is read only to explain a miss."""
+    """The cached value decides; the formula explains a miss (or matches an expected '=...')."""
     hits = [h for h in ev.final.glob(c.path) if h.lower().endswith((".xlsx", ".xlsm"))]
     if not hits:
         return CheckResult(False, f"no workbook matching {c.path!r} in the final state")
@@ -206,17 +184,19 @@ def check_xlsx_cell(c: XlsxCellCheck, ev: Evidence) -> CheckResult:
         assert path is not None
         name = display_path(rel)
         try:
-            sheet, actual, names = _cell(path, c.sheet, c.cell, data_only=True)
-            if not sheet:
-                reasons.append(f"{name}: no sheet {c.sheet!r} (sheets: {names})")
-                continue
-            shown = f"{name}!{sheet}!{c.cell} = {actual!r}"
-            if _cell_matches(actual, c.value, c.rel_tol):
-                return CheckResult(True, shown + f", matches {c.value!r}", [name])
-            _, formula, _ = _cell(path, sheet, c.cell, data_only=False)
+            sheets = read_xlsx(path)
         except Exception as e:  # a corrupt agent-written workbook fails the check, not the grader
             reasons.append(f"{name}: unreadable ({type(e).__name__}: {e})")
             continue
+        by_name = {s.name: s for s in sheets if s.grid}
+        sheet = by_name.get(c.sheet) if c.sheet else next(iter(by_name.values()), None)
+        if sheet is None:
+            reasons.append(f"{name}: no sheet {c.sheet!r} (sheets: {[s.name for s in sheets]})")
+            continue
+        formula, actual = sheet.value(c.cell)
+        shown = f"{name}!{sheet.name}!{c.cell} = {actual!r}"
+        if _cell_matches(actual, c.value, c.rel_tol):
+            return CheckResult(True, shown + f", matches {c.value!r}", [name])
         if isinstance(formula, str) and formula.startswith("="):
             shown += f" (formula {formula})"
             if isinstance(c.value, str) and norm(c.value) == norm(formula):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +74,44 @@ def _load_wb(path: Path, data_only: bool) -> Any:
         return openpyxl.load_workbook(str(path), data_only=data_only, read_only=True)
 
 
-def _xlsx(path: Path) -> str:
-    """Cells per sheet; the cached-values workbook is loaded only when a formula needs it."""
-    wb = _load_wb(path, data_only=False)
-    cells: list[tuple[str, int, int, str, Any, bool]] = []  # sheet, row, col, coord, value, formula
-    sheets: list[tuple[str, bool]] = []
+@dataclass(frozen=True)
+class Sheet:
+    """One sheet's non-empty cells: coord -> (raw value or '=FORMULA', cached value or None)."""
+
+    name: str
+    grid: bool
+    cells: dict[str, tuple[Any, Any]]
+
+    def value(self, coord: str) -> tuple[Any, Any]:
+        """(raw, cached) of a cell ("d2", "$D$2" and "D2" are the same); (None, None) if empty."""
+        return self.cells.get(coord.replace("$", "").upper(), (None, None))
+
+
+def read_xlsx(path: Path) -> list[Sheet]:
+    """Every sheet's cells, memoised on (path, size, mtime): rendering and checks share one read.
+
+    The cached-values workbook is loaded only when some cell holds a formula.
+    """
+    st = path.stat()
+    return _read_xlsx(str(path), st.st_size, st.st_mtime_ns)
+
+
+def clear_cache() -> None:
+    """Forget memoised workbooks (benchmarks measure cold reads)."""
+    _read_xlsx.cache_clear()
+
+
+@lru_cache(maxsize=32)
+def _read_xlsx(path: str, size: int, mtime_ns: int) -> list[Sheet]:
+    wb = _load_wb(Path(path), data_only=False)
+    sheets: list[Sheet] = []
+    has_formula = False
     try:
         for name in wb.sheetnames:
             ws = wb[name]
-            is_grid = hasattr(ws, "iter_rows")
-            sheets.append((name, is_grid))
-            if not is_grid:  # chartsheet
+            cells: dict[str, tuple[Any, Any]] = {}
+            sheets.append(Sheet(name, hasattr(ws, "iter_rows"), cells))
+            if not sheets[-1].grid:  # chartsheet
                 continue
             for row in ws.iter_rows():
                 for c in row:
@@ -90,36 +119,40 @@ def _xlsx(path: Path) -> str:
                     coord = getattr(c, "coordinate", None)
                     if v is None or coord is None:
                         continue
-                    if hasattr(v, "text") and not isinstance(
-                        v, str
-                    ):  # ArrayFormula / DataTableFormula
+                    if not isinstance(v, str) and hasattr(v, "text"):  # Array/DataTable formula
                         v = getattr(v, "text", v)
-                    formula = isinstance(v, str) and v.startswith("=")
-                    cells.append((name, c.row, c.column, coord, v, formula))
+                    is_formula = isinstance(v, str) and v.startswith("=")
+                    has_formula = has_formula or is_formula
+                    cells[coord] = (v, None if is_formula else v)
     finally:
         wb.close()
-    cached: dict[tuple[str, int, int], Any] = {}
-    if any(f for *_, f in cells):
-        values = _load_wb(path, data_only=True)
+    if has_formula:
+        values = _load_wb(Path(path), data_only=True)
         try:
-            for name, is_grid in sheets:
-                if is_grid:
-                    for row in values[name].iter_rows():
-                        for c in row:
-                            if getattr(c, "value", None) is not None:
-                                cached[(name, c.row, c.column)] = c.value
+            for sheet in sheets:
+                if not sheet.grid:
+                    continue
+                for row in values[sheet.name].iter_rows():
+                    for c in row:
+                        coord = getattr(c, "coordinate", None)
+                        if coord in sheet.cells and sheet.cells[coord][1] is None:
+                            sheet.cells[coord] = (sheet.cells[coord][0], getattr(c, "value", None))
         finally:
             values.close()
+    return sheets
+
+
+def _xlsx(path: Path) -> str:
     out: list[str] = []
-    by_sheet: dict[str, list[str]] = {name: [] for name, _ in sheets}
-    for name, r, col, coord, v, formula in cells:
-        if formula:
-            by_sheet[name].append(f"{coord} = {v} -> {_fmt(cached.get((name, r, col)))}")
-        else:
-            by_sheet[name].append(f"{coord} = {_fmt(v)}")
-    for name, is_grid in sheets:
-        out.append(f"## Sheet: {name}")
-        out.extend(by_sheet[name] if is_grid else ["[chart sheet]"])
+    for sheet in read_xlsx(path):
+        out.append(f"## Sheet: {sheet.name}")
+        if not sheet.grid:
+            out.append("[chart sheet]")
+        for coord, (raw, cached) in sheet.cells.items():
+            if isinstance(raw, str) and raw.startswith("="):
+                out.append(f"{coord} = {raw} -> {_fmt(cached)}")
+            else:
+                out.append(f"{coord} = {_fmt(raw)}")
     return "\n".join(out)
 
 
