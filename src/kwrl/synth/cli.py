@@ -11,15 +11,22 @@ import typer
 def synth(
     out: Annotated[Path, typer.Option("--out", help="Output dataset dir.")],
     worlds: Annotated[int, typer.Option("--worlds", help="Number of worlds.")] = 3,
-    tasks_per_world: Annotated[int, typer.Option("--tasks-per-world", help="Tasks per world.")] = 10,
+    tasks_per_world: Annotated[
+        int, typer.Option("--tasks-per-world", help="Tasks per world.")
+    ] = 10,
     seed: Annotated[int, typer.Option("--seed", help="Root seed: same seed, same bytes.")] = 0,
     domains: Annotated[
         list[str] | None,
-        typer.Option("--domains", help="Domain(s), repeatable: 'Investment Banking', 'Law', 'Management Consulting'."),
+        typer.Option(
+            "--domains",
+            help="Domain(s), repeatable: 'Investment Banking', 'Law', 'Management Consulting'.",
+        ),
     ] = None,
     layout: Annotated[str, typer.Option("--layout", help="task-dirs | apex-hf")] = "task-dirs",
     workers: Annotated[int, typer.Option("--workers", help="Worker processes.")] = 2,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Write into a non-empty dir.")] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Write into a non-empty dir.")
+    ] = False,
 ) -> None:
     """Generate simulated companies (worlds) and tasks with rubrics, machine checks and gold solutions."""
     from pydantic import ValidationError

@@ -53,11 +53,21 @@ def ib_deal(rng: Rng) -> tuple[Table, dict[str, Fact]]:
         Fact("shares", "Diluted shares outstanding", shares, "m"),
         Fact("equity_value", "Implied equity value", r1(ev - net_debt), "$m"),
         Fact("ev_ebitda", "EV / FY2025 EBITDA", round(ev / ebitda[-1], 2), "x"),
-        Fact("price_per_share", "Implied offer price per share", round((ev - net_debt) / shares, 2), "$ps"),
+        Fact(
+            "price_per_share",
+            "Implied offer price per share",
+            round((ev - net_debt) / shares, 2),
+            "$ps",
+        ),
         Fact("advisory_fee", "Success fee", rng.pick((0.75, 1.0, 1.25, 1.5)), "%"),
         Fact("break_fee", "Break fee", r1(ev * rng.uniform(0.01, 0.03)), "$m"),
         Fact("bid_deadline", "Final bid deadline", day(rng.randint(10, 40)), ""),
-        Fact("data_room", "Data room provider", rng.pick(("Datasite", "Intralinks", "Ansarada", "Firmex")), ""),
+        Fact(
+            "data_room",
+            "Data room provider",
+            rng.pick(("Datasite", "Intralinks", "Ansarada", "Firmex")),
+            "",
+        ),
     ]
     return table, {f.key: f for f in facts}
 
@@ -105,26 +115,82 @@ def law_matter(rng: Rng, pb: Playbook) -> tuple[Table, dict[str, Fact], list[Cla
         Fact("settlement_offer", "Counterparty settlement offer", 0.0, "$m"),
         Fact("hearing_date", "Hearing date", day(rng.randint(8, 60)), ""),
         Fact("filing_deadline", "Filing deadline", day(rng.randint(3, 30)), ""),
-        Fact("case_number", "Court case number", f"{rng.randint(2025, 2026)}-CV-{rng.randint(1000, 9999)}", ""),
+        Fact(
+            "case_number",
+            "Court case number",
+            f"{rng.randint(2025, 2026)}-CV-{rng.randint(1000, 9999)}",
+            "",
+        ),
         Fact("contract_value", "Annual contract value", rng.money(1, 25, 0.1), "$m"),
     ]
     d = {f.key: f for f in facts}
-    d["settlement_offer"] = Fact("settlement_offer", "Counterparty settlement offer", r1(float(d["damages"].value) * rng.uniform(0.2, 0.7)), "$m")
+    d["settlement_offer"] = Fact(
+        "settlement_offer",
+        "Counterparty settlement offer",
+        r1(float(d["damages"].value) * rng.uniform(0.2, 0.7)),
+        "$m",
+    )
     bad = set(rng.sample(range(6), rng.randint(1, 3)))
-    cap = pb.min_cap - rng.pick((0.5, 1.0, 1.5)) if 0 in bad else pb.min_cap + rng.pick((0.0, 1.0, 2.5, 5.0))
-    notice = pb.min_notice - rng.pick((10, 15, 20)) if 1 in bad else pb.min_notice + rng.pick((0, 15, 30))
-    payment = pb.max_payment + rng.pick((15, 30)) if 2 in bad else pb.max_payment - rng.pick((0, 15))
+    cap = (
+        pb.min_cap - rng.pick((0.5, 1.0, 1.5))
+        if 0 in bad
+        else pb.min_cap + rng.pick((0.0, 1.0, 2.5, 5.0))
+    )
+    notice = (
+        pb.min_notice - rng.pick((10, 15, 20))
+        if 1 in bad
+        else pb.min_notice + rng.pick((0, 15, 30))
+    )
+    payment = (
+        pb.max_payment + rng.pick((15, 30)) if 2 in bad else pb.max_payment - rng.pick((0, 15))
+    )
     other_laws = [g for g in GOVERNING_LAWS if g not in pb.laws]
     law = rng.pick(other_laws) if 3 in bad else rng.pick(pb.laws)
     nc = pb.max_noncompete + rng.pick((6, 12)) if 4 in bad else pb.max_noncompete - rng.pick((0, 6))
     ren = pb.max_renewal + 12 if 5 in bad else pb.max_renewal - rng.pick((0, 12))
     clauses = [
-        Clause("8.2", "Limitation of Liability", f"Each party's aggregate liability under this Agreement shall not exceed ${cap:,.1f} million.", 0 not in bad, f"Liability cap of at least ${pb.min_cap:,.1f} million"),
-        Clause("12.1", "Termination for Convenience", f"Either party may terminate this Agreement on {notice} days' prior written notice.", 1 not in bad, f"Termination notice of at least {pb.min_notice} days"),
-        Clause("5.3", "Payment Terms", f"Invoices are payable within {payment} days of receipt.", 2 not in bad, f"Payment within at most {pb.max_payment} days"),
-        Clause("15.1", "Governing Law", f"This Agreement is governed by the laws of {law}.", 3 not in bad, "Governing law one of " + ", ".join(pb.laws)),
-        Clause("9.4", "Non-Compete", f"For {nc} months after termination, the Supplier shall not provide competing services to the Customer's competitors.", 4 not in bad, f"Non-compete of at most {pb.max_noncompete} months"),
-        Clause("12.4", "Renewal", f"This Agreement renews automatically for successive terms of {ren} months.", 5 not in bad, f"Automatic renewal terms of at most {pb.max_renewal} months"),
+        Clause(
+            "8.2",
+            "Limitation of Liability",
+            f"Each party's aggregate liability under this Agreement shall not exceed ${cap:,.1f} million.",
+            0 not in bad,
+            f"Liability cap of at least ${pb.min_cap:,.1f} million",
+        ),
+        Clause(
+            "12.1",
+            "Termination for Convenience",
+            f"Either party may terminate this Agreement on {notice} days' prior written notice.",
+            1 not in bad,
+            f"Termination notice of at least {pb.min_notice} days",
+        ),
+        Clause(
+            "5.3",
+            "Payment Terms",
+            f"Invoices are payable within {payment} days of receipt.",
+            2 not in bad,
+            f"Payment within at most {pb.max_payment} days",
+        ),
+        Clause(
+            "15.1",
+            "Governing Law",
+            f"This Agreement is governed by the laws of {law}.",
+            3 not in bad,
+            "Governing law one of " + ", ".join(pb.laws),
+        ),
+        Clause(
+            "9.4",
+            "Non-Compete",
+            f"For {nc} months after termination, the Supplier shall not provide competing services to the Customer's competitors.",
+            4 not in bad,
+            f"Non-compete of at most {pb.max_noncompete} months",
+        ),
+        Clause(
+            "12.4",
+            "Renewal",
+            f"This Agreement renews automatically for successive terms of {ren} months.",
+            5 not in bad,
+            f"Automatic renewal terms of at most {pb.max_renewal} months",
+        ),
     ]
     return table, d, clauses
 

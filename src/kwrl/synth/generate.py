@@ -50,7 +50,9 @@ class SynthConfig(KwrlConfig):
         return v
 
 
-def _one(args: tuple[int, int, str, int, str, str]) -> tuple[int, dict[str, Any] | None, list[dict[str, Any]]]:
+def _one(
+    args: tuple[int, int, str, int, str, str],
+) -> tuple[int, dict[str, Any] | None, list[dict[str, Any]]]:
     seed, index, domain, n_tasks, layout, out = args
     from kwrl.synth.layout import build_world, write_apex_world, write_task_dirs
 
@@ -71,7 +73,10 @@ def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
     if out.exists() and any(out.iterdir()) and not cfg.overwrite:
         raise ConfigError(f"{out}: output dir is not empty (pass --overwrite to write into it)")
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(cfg.seed, i, cfg.domains[i % len(cfg.domains)], cfg.tasks_per_world, cfg.layout, str(out)) for i in range(cfg.worlds)]
+    jobs = [
+        (cfg.seed, i, cfg.domains[i % len(cfg.domains)], cfg.tasks_per_world, cfg.layout, str(out))
+        for i in range(cfg.worlds)
+    ]
     t0 = time.perf_counter()
     results: dict[int, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}
     from rich.progress import Progress
@@ -96,4 +101,9 @@ def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
         n_tasks = len(rows)
     else:
         n_tasks = sum(1 for _ in (out / "tasks").iterdir()) if (out / "tasks").exists() else 0
-    return {"worlds": len(jobs), "tasks": n_tasks, "seconds": round(time.perf_counter() - t0, 2), "out": str(out)}
+    return {
+        "worlds": len(jobs),
+        "tasks": n_tasks,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "out": str(out),
+    }

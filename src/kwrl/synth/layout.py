@@ -76,7 +76,9 @@ def json_bytes(obj: Any) -> bytes:
 def zip_bytes(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        dirs = sorted({"/".join(p.split("/")[:i]) + "/" for p in files for i in range(1, p.count("/") + 1)})
+        dirs = sorted(
+            {"/".join(p.split("/")[:i]) + "/" for p in files for i in range(1, p.count("/") + 1)}
+        )
         for d in dirs:
             info = zipfile.ZipInfo(d, ZIP_DATE_TIME)
             info.external_attr = (0o40755 << 16) | 0x10
@@ -101,7 +103,9 @@ def write_files(root: Path, files: dict[str, bytes]) -> None:
 def golden(t: Task) -> list[GoldenResponse]:
     d = t.draft
     if d.outputs:
-        return [GoldenResponse(golden_text_response=d.answer, golden_file_responses=list(d.outputs))]
+        return [
+            GoldenResponse(golden_text_response=d.answer, golden_file_responses=list(d.outputs))
+        ]
     return [GoldenResponse(golden_text_response=d.answer)]
 
 

@@ -20,18 +20,36 @@ from kwrl.synth.writers.pdf import pdf_bytes
 
 FACT_HOME: dict[str, dict[str, str]] = {
     "Investment Banking": {
-        "offer_ev": "memo", "net_debt": "memo", "equity_value": "memo", "advisory_fee": "memo",
-        "shares": "model", "ev_ebitda": "model", "price_per_share": "model",
-        "break_fee": "mail", "bid_deadline": "calendar", "data_room": "chat",
+        "offer_ev": "memo",
+        "net_debt": "memo",
+        "equity_value": "memo",
+        "advisory_fee": "memo",
+        "shares": "model",
+        "ev_ebitda": "model",
+        "price_per_share": "model",
+        "break_fee": "mail",
+        "bid_deadline": "calendar",
+        "data_room": "chat",
     },
     "Law": {
-        "budget": "billing", "blended_rate": "billing", "damages": "complaint",
-        "settlement_offer": "mail", "hearing_date": "calendar", "filing_deadline": "advice",
-        "case_number": "chat", "contract_value": "contract",
+        "budget": "billing",
+        "blended_rate": "billing",
+        "damages": "complaint",
+        "settlement_offer": "mail",
+        "hearing_date": "calendar",
+        "filing_deadline": "advice",
+        "case_number": "chat",
+        "contract_value": "contract",
     },
     "Management Consulting": {
-        "market_size": "market", "market_cagr": "market", "fee": "proposal", "savings_target": "proposal",
-        "sites": "proposal", "steerco_date": "calendar", "budget_ceiling": "mail", "workshop_room": "chat",
+        "market_size": "market",
+        "market_cagr": "market",
+        "fee": "proposal",
+        "savings_target": "proposal",
+        "sites": "proposal",
+        "steerco_date": "calendar",
+        "budget_ceiling": "mail",
+        "workshop_room": "chat",
     },
 }
 TABLE_HOMES = {
@@ -53,7 +71,12 @@ def table_rows(p: Project, *, scale: float = 1.0) -> list[list[str]]:
     rows = [["", *t.periods]]
     for name, vals in t.rows.items():
         unit = t.units[name]
-        rows.append([f"{name} ({unit})", *[f"{v:,.0f}" if unit == "hours" else _n1(round(v * scale, 1)) for v in vals]])
+        rows.append(
+            [
+                f"{name} ({unit})",
+                *[f"{v:,.0f}" if unit == "hours" else _n1(round(v * scale, 1)) for v in vals],
+            ]
+        )
     return rows
 
 
@@ -95,29 +118,54 @@ def model_sheets(p: Project, domain: str, *, scale: float = 1.0) -> list[Sheet]:
             an.formulas[f"{c}3"] = (f"Inputs!{c}3/Inputs!{c}2*100", ebitda[j] / rev[j] * 100)
             if j:
                 pc = col(j)
-                an.formulas[f"{c}2"] = (f"(Inputs!{c}2/Inputs!{pc}2-1)*100", (rev[j] / rev[j - 1] - 1) * 100)
+                an.formulas[f"{c}2"] = (
+                    f"(Inputs!{c}2/Inputs!{pc}2-1)*100",
+                    (rev[j] / rev[j - 1] - 1) * 100,
+                )
         an.cells["A2"] = "Revenue growth (%)"
         an.cells["A3"] = "EBITDA margin (%)"
         va = Sheet("Valuation", widths={"A": 34})
         va.cells["A1"] = "Valuation at offer"
         va.cells["B1"] = "Value"
-        ev, nd, sh = float(f["offer_ev"].value), float(f["net_debt"].value), float(f["shares"].value)
+        ev, nd, sh = (
+            float(f["offer_ev"].value),
+            float(f["net_debt"].value),
+            float(f["shares"].value),
+        )
         va.cells["A2"], va.formulas["B2"] = "Enterprise value ($m)", (f"Inputs!B{base + 2}", ev)
         va.cells["A3"], va.formulas["B3"] = "Net debt ($m)", (f"Inputs!B{base}", nd)
         va.cells["A4"], va.formulas["B4"] = "Equity value ($m)", ("B2-B3", ev - nd)
-        va.cells["A5"], va.formulas["B5"] = f"EV / {t.periods[-1]} EBITDA (x)", (f"B2/Inputs!{last}3", ev / ebitda[-1])
-        va.cells["A6"], va.formulas["B6"] = "Offer price per share ($)", (f"B4/Inputs!B{base + 1}", (ev - nd) / sh)
+        va.cells["A5"], va.formulas["B5"] = (
+            f"EV / {t.periods[-1]} EBITDA (x)",
+            (f"B2/Inputs!{last}3", ev / ebitda[-1]),
+        )
+        va.cells["A6"], va.formulas["B6"] = (
+            "Offer price per share ($)",
+            (f"B4/Inputs!B{base + 1}", (ev - nd) / sh),
+        )
         out += [an, va]
     elif domain == "Law":
         f = p.facts
         su = Sheet("Summary", widths={"A": 34})
         hours, fees = t.rows["Hours billed"], t.rows["Fees billed"]
         su.cells["A1"], su.cells["B1"] = "Matter billing summary", "Value"
-        su.cells["A2"], su.formulas["B2"] = "Total hours billed", (f"SUM(Inputs!B2:{last}2)", sum(hours))
-        su.cells["A3"], su.formulas["B3"] = "Total fees billed ($k)", (f"SUM(Inputs!B3:{last}3)", sum(fees))
-        su.cells["A4"], su.formulas["B4"] = "Total disbursements ($k)", (f"SUM(Inputs!B4:{last}4)", sum(t.rows["Disbursements"]))
+        su.cells["A2"], su.formulas["B2"] = (
+            "Total hours billed",
+            (f"SUM(Inputs!B2:{last}2)", sum(hours)),
+        )
+        su.cells["A3"], su.formulas["B3"] = (
+            "Total fees billed ($k)",
+            (f"SUM(Inputs!B3:{last}3)", sum(fees)),
+        )
+        su.cells["A4"], su.formulas["B4"] = (
+            "Total disbursements ($k)",
+            (f"SUM(Inputs!B4:{last}4)", sum(t.rows["Disbursements"])),
+        )
         su.cells["A5"], su.cells["B5"] = "Approved fee budget ($k)", f["budget"].value
-        su.cells["A6"], su.formulas["B6"] = "Budget remaining ($k)", ("B5-B3", float(f["budget"].value) - sum(fees))
+        su.cells["A6"], su.formulas["B6"] = (
+            "Budget remaining ($k)",
+            ("B5-B3", float(f["budget"].value) - sum(fees)),
+        )
         su.cells["A7"], su.cells["B7"] = "Blended hourly rate ($)", f["blended_rate"].value
         out.append(su)
     else:
@@ -131,7 +179,10 @@ def model_sheets(p: Project, domain: str, *, scale: float = 1.0) -> list[Sheet]:
             su.cells[f"{c}1"] = per
             su.formulas[f"{c}2"] = (f"SUM(Inputs!{c}2:{c}{n})", totals[j])
             if j:
-                su.formulas[f"{c}3"] = (f"({c}2/{col(j)}2-1)*100", (totals[j] / totals[j - 1] - 1) * 100)
+                su.formulas[f"{c}3"] = (
+                    f"({c}2/{col(j)}2-1)*100",
+                    (totals[j] / totals[j - 1] - 1) * 100,
+                )
         out.append(su)
     return out
 
@@ -160,77 +211,296 @@ def plan_files(w: World) -> dict[str, Builder]:
         def deck_slides(p: Project = p, tbl: list[list[str]] = tbl) -> list[Slide]:
             first = next(iter(p.table.rows))
             return [
-                Slide("Overview", [f"Client: {p.client.name} ({p.client.sector}, {p.client.city})", f"Lead: {p.lead.name}"]),
+                Slide(
+                    "Overview",
+                    [
+                        f"Client: {p.client.name} ({p.client.sector}, {p.client.city})",
+                        f"Lead: {p.lead.name}",
+                    ],
+                ),
                 Slide(p.table.title, table=tbl),
                 Slide(f"{first} by period", chart=(p.table.periods, {first: p.table.rows[first]})),
             ]
 
         if d == "Investment Banking":
-            p.files["model"] = add(f"{base}/Model/{c} - Operating Model.xlsx", lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} model", author))
+            p.files["model"] = add(
+                f"{base}/Model/{c} - Operating Model.xlsx",
+                lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} model", author),
+            )
             if i % 2 == 0:
-                p.files["model_old"] = add(f"{base}/Model/Archive/{c} - Operating Model (v1 OLD).xlsx", lambda p=p: xlsx_bytes(model_sheets(p, d, scale=0.96), f"{p.code} model v1", author))
+                p.files["model_old"] = add(
+                    f"{base}/Model/Archive/{c} - Operating Model (v1 OLD).xlsx",
+                    lambda p=p: xlsx_bytes(
+                        model_sheets(p, d, scale=0.96), f"{p.code} model v1", author
+                    ),
+                )
             memo = [
                 ("h", "Transaction overview"),
-                ("p", f"{p.code} is the proposed acquisition of {c}, a {p.client.sector.lower()} business based in {p.client.city}, by {p.counterparty.name}. {w.firm.name} acts as financial adviser."),
-                ("table", _facts_table(p, ["offer_ev", "net_debt", "equity_value", "advisory_fee"])),
+                (
+                    "p",
+                    f"{p.code} is the proposed acquisition of {c}, a {p.client.sector.lower()} business based in {p.client.city}, by {p.counterparty.name}. {w.firm.name} acts as financial adviser.",
+                ),
+                (
+                    "table",
+                    _facts_table(p, ["offer_ev", "net_debt", "equity_value", "advisory_fee"]),
+                ),
                 ("h", "Recommendation"),
                 ("p", f"The deal team recommends proceeding to final bids. Lead: {p.lead.name}."),
             ]
-            p.files["memo"] = add(f"{base}/{p.short} - IC Memo.docx", lambda p=p, memo=memo: docx_bytes(f"{p.code} - Investment Committee Memo", memo, author))
-            p.files["deck"] = add(f"{base}/{p.short} - Pitch Book.pptx", lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Pitch Book", s(), author))
-            p.files["deck_dup"] = add(f"{base}/Drafts/{p.short} - Pitch Book (draft).pptx", lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Pitch Book (draft)", s()[:2], author))
-            teaser = [("p", f"{c} is a leading {p.client.sector.lower()} company headquartered in {p.client.city}."), ("h", "Historical financials"), ("table", tbl)]
-            p.files["teaser"] = add(f"{base}/{p.short} - Information Memorandum.pdf", lambda p=p, b=teaser: pdf_bytes(f"{p.client.name} - Confidential Information Memorandum", b, author))
-            p.files["nda"] = add(f"{base}/Legal/{p.short} - NDA.docx", lambda p=p: docx_bytes(f"Non-Disclosure Agreement - {p.client.name}", [("p", f"This agreement is made between {p.client.name} and {p.counterparty.name}. Confidential Information shall be kept confidential for 24 months.")], author))
+            p.files["memo"] = add(
+                f"{base}/{p.short} - IC Memo.docx",
+                lambda p=p, memo=memo: docx_bytes(
+                    f"{p.code} - Investment Committee Memo", memo, author
+                ),
+            )
+            p.files["deck"] = add(
+                f"{base}/{p.short} - Pitch Book.pptx",
+                lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Pitch Book", s(), author),
+            )
+            p.files["deck_dup"] = add(
+                f"{base}/Drafts/{p.short} - Pitch Book (draft).pptx",
+                lambda p=p, s=deck_slides: pptx_bytes(
+                    f"{p.code} - Pitch Book (draft)", s()[:2], author
+                ),
+            )
+            teaser = [
+                (
+                    "p",
+                    f"{c} is a leading {p.client.sector.lower()} company headquartered in {p.client.city}.",
+                ),
+                ("h", "Historical financials"),
+                ("table", tbl),
+            ]
+            p.files["teaser"] = add(
+                f"{base}/{p.short} - Information Memorandum.pdf",
+                lambda p=p, b=teaser: pdf_bytes(
+                    f"{p.client.name} - Confidential Information Memorandum", b, author
+                ),
+            )
+            p.files["nda"] = add(
+                f"{base}/Legal/{p.short} - NDA.docx",
+                lambda p=p: docx_bytes(
+                    f"Non-Disclosure Agreement - {p.client.name}",
+                    [
+                        (
+                            "p",
+                            f"This agreement is made between {p.client.name} and {p.counterparty.name}. Confidential Information shall be kept confidential for 24 months.",
+                        )
+                    ],
+                    author,
+                ),
+            )
         elif d == "Law":
-            p.files["billing"] = add(f"{base}/Billing/{p.short} - Billing.xlsx", lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} billing", author))
-            clauses: list[Block] = [("p", f"This Master Services Agreement is made between {c} (the Customer) and {p.counterparty.name} (the Supplier). The annual contract value is {p.facts['contract_value'].text}.")]
+            p.files["billing"] = add(
+                f"{base}/Billing/{p.short} - Billing.xlsx",
+                lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} billing", author),
+            )
+            clauses: list[Block] = [
+                (
+                    "p",
+                    f"This Master Services Agreement is made between {c} (the Customer) and {p.counterparty.name} (the Supplier). The annual contract value is {p.facts['contract_value'].text}.",
+                )
+            ]
             for cl in sorted(p.clauses, key=lambda x: float(x.number)):
                 clauses += [("h", f"{cl.number} {cl.name}"), ("p", cl.text)]
-            p.files["contract"] = add(f"{base}/Contracts/{c} - {p.counterparty.short} MSA (executed).docx", lambda p=p, b=clauses: docx_bytes(f"Master Services Agreement - {p.client.name}", b, author))
-            draft = [(k, v.replace("days", "days (TBC)") if isinstance(v, str) else v) for k, v in clauses]
-            p.files["contract_draft"] = add(f"{base}/Contracts/Drafts/{c} - {p.counterparty.short} MSA (draft v1).docx", lambda p=p, b=draft: docx_bytes(f"DRAFT Master Services Agreement - {p.client.name}", b, author))
+            p.files["contract"] = add(
+                f"{base}/Contracts/{c} - {p.counterparty.short} MSA (executed).docx",
+                lambda p=p, b=clauses: docx_bytes(
+                    f"Master Services Agreement - {p.client.name}", b, author
+                ),
+            )
+            draft = [
+                (k, v.replace("days", "days (TBC)") if isinstance(v, str) else v)
+                for k, v in clauses
+            ]
+            p.files["contract_draft"] = add(
+                f"{base}/Contracts/Drafts/{c} - {p.counterparty.short} MSA (draft v1).docx",
+                lambda p=p, b=draft: docx_bytes(
+                    f"DRAFT Master Services Agreement - {p.client.name}", b, author
+                ),
+            )
             dmg = float(p.facts["damages"].value)
             parts = [round(dmg * 0.5, 1), round(dmg * 0.3, 1)]
             parts.append(round(dmg - sum(parts), 1))
             complaint = [
-                ("p", f"{c} (Claimant) v. {p.counterparty.name} (Respondent). The Claimant seeks damages for breach of the Master Services Agreement."),
-                ("table", [["Head of loss", "Amount"], ["Lost profits", fmt(parts[0], "$m")], ["Remediation costs", fmt(parts[1], "$m")], ["Consequential losses", fmt(parts[2], "$m")], ["Total damages claimed", p.facts["damages"].text]]),
+                (
+                    "p",
+                    f"{c} (Claimant) v. {p.counterparty.name} (Respondent). The Claimant seeks damages for breach of the Master Services Agreement.",
+                ),
+                (
+                    "table",
+                    [
+                        ["Head of loss", "Amount"],
+                        ["Lost profits", fmt(parts[0], "$m")],
+                        ["Remediation costs", fmt(parts[1], "$m")],
+                        ["Consequential losses", fmt(parts[2], "$m")],
+                        ["Total damages claimed", p.facts["damages"].text],
+                    ],
+                ),
             ]
-            p.files["complaint"] = add(f"{base}/Pleadings/{p.short} - Statement of Claim.pdf", lambda p=p, b=complaint: pdf_bytes(f"Statement of Claim - {p.client.name}", b, author))
-            p.files["update"] = add(f"{base}/{p.short} - Case Update.pptx", lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Case Update", s(), author))
-            advice = [("h", "Summary"), ("p", f"We act for {c} against {p.counterparty.name}. The next filing deadline is {p.facts['filing_deadline'].text}."), ("p", "Our view is that the claim has reasonable prospects.")]
-            p.files["advice"] = add(f"{base}/{p.short} - Advice Memo.docx", lambda p=p, b=advice: docx_bytes(f"{p.code} - Advice Memo", b, author))
+            p.files["complaint"] = add(
+                f"{base}/Pleadings/{p.short} - Statement of Claim.pdf",
+                lambda p=p, b=complaint: pdf_bytes(
+                    f"Statement of Claim - {p.client.name}", b, author
+                ),
+            )
+            p.files["update"] = add(
+                f"{base}/{p.short} - Case Update.pptx",
+                lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Case Update", s(), author),
+            )
+            advice = [
+                ("h", "Summary"),
+                (
+                    "p",
+                    f"We act for {c} against {p.counterparty.name}. The next filing deadline is {p.facts['filing_deadline'].text}.",
+                ),
+                ("p", "Our view is that the claim has reasonable prospects."),
+            ]
+            p.files["advice"] = add(
+                f"{base}/{p.short} - Advice Memo.docx",
+                lambda p=p, b=advice: docx_bytes(f"{p.code} - Advice Memo", b, author),
+            )
         else:
-            p.files["kpi"] = add(f"{base}/Data/{c} - KPI Data.xlsx", lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} KPIs", author))
+            p.files["kpi"] = add(
+                f"{base}/Data/{c} - KPI Data.xlsx",
+                lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} KPIs", author),
+            )
             if i % 2 == 0:
-                p.files["kpi_old"] = add(f"{base}/Data/Old/{c} - KPI Data (old extract).xlsx", lambda p=p: xlsx_bytes(model_sheets(p, d, scale=1.03), f"{p.code} KPIs old", author))
-            market = [("p", f"This report sizes the {p.client.sector.lower()} market for {c}."), ("table", _facts_table(p, ["market_size", "market_cagr"]))]
-            p.files["market"] = add(f"{base}/Research/{p.short} - Market Report.pdf", lambda p=p, b=market: pdf_bytes(f"{p.client.sector} Market Report", b, author))
-            p.files["steerco"] = add(f"{base}/{p.short} - Steering Committee.pptx", lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Steering Committee", s(), author))
-            prop = [("h", "Scope"), ("p", f"{w.firm.name} will support {c} on an operating model review across {p.facts['sites'].text} sites."), ("table", _facts_table(p, ["fee", "savings_target", "sites"]))]
-            p.files["proposal"] = add(f"{base}/{p.short} - Proposal.docx", lambda p=p, b=prop: docx_bytes(f"{p.code} - Proposal", b, author))
-            p.files["interviews"] = add(f"{base}/{p.short} - Interview Notes.docx", lambda p=p: docx_bytes(f"{p.code} - Interview Notes", [("p", f"Interviews with {p.client.name} leadership on {p.client.sector.lower()} priorities.")], author))
+                p.files["kpi_old"] = add(
+                    f"{base}/Data/Old/{c} - KPI Data (old extract).xlsx",
+                    lambda p=p: xlsx_bytes(
+                        model_sheets(p, d, scale=1.03), f"{p.code} KPIs old", author
+                    ),
+                )
+            market = [
+                ("p", f"This report sizes the {p.client.sector.lower()} market for {c}."),
+                ("table", _facts_table(p, ["market_size", "market_cagr"])),
+            ]
+            p.files["market"] = add(
+                f"{base}/Research/{p.short} - Market Report.pdf",
+                lambda p=p, b=market: pdf_bytes(f"{p.client.sector} Market Report", b, author),
+            )
+            p.files["steerco"] = add(
+                f"{base}/{p.short} - Steering Committee.pptx",
+                lambda p=p, s=deck_slides: pptx_bytes(
+                    f"{p.code} - Steering Committee", s(), author
+                ),
+            )
+            prop = [
+                ("h", "Scope"),
+                (
+                    "p",
+                    f"{w.firm.name} will support {c} on an operating model review across {p.facts['sites'].text} sites.",
+                ),
+                ("table", _facts_table(p, ["fee", "savings_target", "sites"])),
+            ]
+            p.files["proposal"] = add(
+                f"{base}/{p.short} - Proposal.docx",
+                lambda p=p, b=prop: docx_bytes(f"{p.code} - Proposal", b, author),
+            )
+            p.files["interviews"] = add(
+                f"{base}/{p.short} - Interview Notes.docx",
+                lambda p=p: docx_bytes(
+                    f"{p.code} - Interview Notes",
+                    [
+                        (
+                            "p",
+                            f"Interviews with {p.client.name} leadership on {p.client.sector.lower()} priorities.",
+                        )
+                    ],
+                    author,
+                ),
+            )
         notes = rng.sample(range(1, 29), 4)
-        add(f"{base}/Notes/2026-02-{notes[0]:02d} team notes.docx", lambda p=p: docx_bytes(f"{p.code} team notes", [("p", f"Attendees: {', '.join(x.name for x in p.team)}."), ("p", f"Action items for {p.code}: circulate materials.")], author))
+        add(
+            f"{base}/Notes/2026-02-{notes[0]:02d} team notes.docx",
+            lambda p=p: docx_bytes(
+                f"{p.code} team notes",
+                [
+                    ("p", f"Attendees: {', '.join(x.name for x in p.team)}."),
+                    ("p", f"Action items for {p.code}: circulate materials."),
+                ],
+                author,
+            ),
+        )
         for k, nd in enumerate(notes[1:]):
             text = f"# {p.code} call notes ({nd} Feb 2026)\n\nAttendees: {', '.join(x.name for x in p.team[: 2 + k % 2])}\n\n- Workstream {k + 1}: materials in progress.\n- Next check-in with {p.client.name} to be scheduled.\n"
             add(f"{base}/Notes/2026-02-{nd:02d} call notes.md", lambda text=text: text.encode())
     # Firm-wide files.
-    projects_tbl = [["Code", "Client", "Lead", "Status"]] + [[p.code, p.client.name, p.lead.name, rng.pick(("Active", "Active", "On hold"))] for p in w.projects]
-    add("/Firm/Portfolio Tracker.xlsx", lambda: xlsx_bytes([Sheet("Tracker", {f"{col(j)}{i + 1}": v for i, row in enumerate(projects_tbl) for j, v in enumerate(row)})], "Portfolio tracker", author))
-    add("/Firm/Staff Directory.docx", lambda: docx_bytes("Staff Directory", [("table", [["Name", "Title", "Email"]] + [[x.name, x.title, x.email] for x in w.people])], author))
-    add("/Firm/Office Guide.pdf", lambda: pdf_bytes("Office Guide", [("p", f"Welcome to {w.firm.name} in {w.firm.city}.")], author))
+    projects_tbl = [["Code", "Client", "Lead", "Status"]] + [
+        [p.code, p.client.name, p.lead.name, rng.pick(("Active", "Active", "On hold"))]
+        for p in w.projects
+    ]
+    add(
+        "/Firm/Portfolio Tracker.xlsx",
+        lambda: xlsx_bytes(
+            [
+                Sheet(
+                    "Tracker",
+                    {
+                        f"{col(j)}{i + 1}": v
+                        for i, row in enumerate(projects_tbl)
+                        for j, v in enumerate(row)
+                    },
+                )
+            ],
+            "Portfolio tracker",
+            author,
+        ),
+    )
+    add(
+        "/Firm/Staff Directory.docx",
+        lambda: docx_bytes(
+            "Staff Directory",
+            [
+                (
+                    "table",
+                    [["Name", "Title", "Email"]] + [[x.name, x.title, x.email] for x in w.people],
+                )
+            ],
+            author,
+        ),
+    )
+    add(
+        "/Firm/Office Guide.pdf",
+        lambda: pdf_bytes(
+            "Office Guide", [("p", f"Welcome to {w.firm.name} in {w.firm.city}.")], author
+        ),
+    )
     if d == "Law" and w.playbook is not None:
         pb = w.playbook
-        rules = [["Clause", "Firm position"], ["Limitation of Liability", f"Liability cap of at least ${pb.min_cap:,.1f} million"], ["Termination for Convenience", f"Notice of at least {pb.min_notice} days"], ["Payment Terms", f"Payment within at most {pb.max_payment} days"], ["Governing Law", "One of: " + ", ".join(pb.laws)], ["Non-Compete", f"At most {pb.max_noncompete} months"], ["Renewal", f"Automatic renewal terms of at most {pb.max_renewal} months"]]
-        add("/Firm/Contract Playbook.pdf", lambda: pdf_bytes("Contract Playbook", [("p", "Every client contract must meet the positions below. Deviations need partner sign-off."), ("table", rules)], author))
+        rules = [
+            ["Clause", "Firm position"],
+            ["Limitation of Liability", f"Liability cap of at least ${pb.min_cap:,.1f} million"],
+            ["Termination for Convenience", f"Notice of at least {pb.min_notice} days"],
+            ["Payment Terms", f"Payment within at most {pb.max_payment} days"],
+            ["Governing Law", "One of: " + ", ".join(pb.laws)],
+            ["Non-Compete", f"At most {pb.max_noncompete} months"],
+            ["Renewal", f"Automatic renewal terms of at most {pb.max_renewal} months"],
+        ]
+        add(
+            "/Firm/Contract Playbook.pdf",
+            lambda: pdf_bytes(
+                "Contract Playbook",
+                [
+                    (
+                        "p",
+                        "Every client contract must meet the positions below. Deviations need partner sign-off.",
+                    ),
+                    ("table", rules),
+                ],
+                author,
+            ),
+        )
     return files
 
 
 def apps_files(w: World) -> dict[str, bytes]:
     """Paths under .apps_data/ -> bytes."""
-    out = {"mail/inbox.mbox": mbox_bytes(w.mails), "calendar/calendar.ics": ics_bytes(w.events, f"{w.me.name}")}
+    out = {
+        "mail/inbox.mbox": mbox_bytes(w.mails),
+        "calendar/calendar.ics": ics_bytes(w.events, f"{w.me.name}"),
+    }
     for name, data in chat_state(w).items():
         out[f"chat/{name}"] = data
     return out

@@ -18,9 +18,21 @@ from kwrl.synth.rng import TODAY, Rng, world_id
 
 KIND = {"Investment Banking": "deal", "Law": "matter", "Management Consulting": "engagement"}
 TITLES = {
-    "Investment Banking": ("Managing Director", "Director", "Vice President", "Associate", "Analyst"),
+    "Investment Banking": (
+        "Managing Director",
+        "Director",
+        "Vice President",
+        "Associate",
+        "Analyst",
+    ),
     "Law": ("Partner", "Counsel", "Senior Associate", "Associate", "Paralegal"),
-    "Management Consulting": ("Partner", "Principal", "Engagement Manager", "Consultant", "Analyst"),
+    "Management Consulting": (
+        "Partner",
+        "Principal",
+        "Engagement Manager",
+        "Consultant",
+        "Analyst",
+    ),
 }
 ROOT_DIR = {"Investment Banking": "Deals", "Law": "Matters", "Management Consulting": "Engagements"}
 
@@ -92,7 +104,9 @@ class World:
         lines = [
             f"{self.firm.name} is a {self.domain.lower()} firm based in {self.firm.city}.",
             f"You work there as {self.me.title} {self.me.name} ({self.me.email}).",
-            f"Active {kinds}: " + "; ".join(f"{p.code} ({p.client.name})" for p in self.projects) + ".",
+            f"Active {kinds}: "
+            + "; ".join(f"{p.code} ({p.client.name})" for p in self.projects)
+            + ".",
         ]
         return " ".join(lines)
 
@@ -132,7 +146,9 @@ def plan_world(seed: int, index: int, domain: str, *, projects: int = 5) -> Worl
             table, facts, clauses = domains.law_matter(prng, playbook)
         else:
             table, facts = domains.mc_engagement(prng)
-        p = Project(f"Project {code}", KIND[domain], client, counter, lead, team, table, facts, clauses)
+        p = Project(
+            f"Project {code}", KIND[domain], client, counter, lead, team, table, facts, clauses
+        )
         p.channel = code.lower().replace(" ", "-")
         plist.append(p)
     w = World(seed, index, world_id(seed, index), domain, firm, me, people, plist, playbook)
@@ -142,19 +158,37 @@ def plan_world(seed: int, index: int, domain: str, *, projects: int = 5) -> Worl
 
 def _contact(p: Project) -> Person:
     first, last = p.client.short, "Finance"
-    return Person(first, last, "Client contact", f"cfo@{p.client.email_domain}", f"cfo.{p.client.short.lower()}")
+    return Person(
+        first,
+        last,
+        "Client contact",
+        f"cfo@{p.client.email_domain}",
+        f"cfo.{p.client.short.lower()}",
+    )
 
 
 def mail_only_fact(w: World) -> str:
-    return {"Investment Banking": "break_fee", "Law": "settlement_offer", "Management Consulting": "budget_ceiling"}[w.domain]
+    return {
+        "Investment Banking": "break_fee",
+        "Law": "settlement_offer",
+        "Management Consulting": "budget_ceiling",
+    }[w.domain]
 
 
 def chat_only_fact(w: World) -> str:
-    return {"Investment Banking": "data_room", "Law": "case_number", "Management Consulting": "workshop_room"}[w.domain]
+    return {
+        "Investment Banking": "data_room",
+        "Law": "case_number",
+        "Management Consulting": "workshop_room",
+    }[w.domain]
 
 
 def meeting_fact(w: World) -> str:
-    return {"Investment Banking": "bid_deadline", "Law": "hearing_date", "Management Consulting": "steerco_date"}[w.domain]
+    return {
+        "Investment Banking": "bid_deadline",
+        "Law": "hearing_date",
+        "Management Consulting": "steerco_date",
+    }[w.domain]
 
 
 def _plan_comms(w: World, rng: Rng) -> None:
@@ -170,50 +204,134 @@ def _plan_comms(w: World, rng: Rng) -> None:
     for i, p in enumerate(w.projects):
         lead = p.lead
         mf = p.facts[mail_only_fact(w)]
-        w.mails.append(Mail(f"{lead.name} <{lead.email}>", [me.email], f"{p.code}: latest from the other side",
-                            f"Hi {me.first},\n\nQuick update on {p.code} ({p.client.name}): we now have the "
-                            f"{mf.label.lower()} confirmed at {mf.text}. Please keep this in mind for the "
-                            f"next turn of the documents.\n\nThanks,\n{lead.first}", _dt(-6 + i % 3, 9 + i), mid()))
+        w.mails.append(
+            Mail(
+                f"{lead.name} <{lead.email}>",
+                [me.email],
+                f"{p.code}: latest from the other side",
+                f"Hi {me.first},\n\nQuick update on {p.code} ({p.client.name}): we now have the "
+                f"{mf.label.lower()} confirmed at {mf.text}. Please keep this in mind for the "
+                f"next turn of the documents.\n\nThanks,\n{lead.first}",
+                _dt(-6 + i % 3, 9 + i),
+                mid(),
+            )
+        )
         stale = p.facts[mail_only_fact(w)]
         if isinstance(stale.value, float):
-            w.mails.append(Mail(f"{lead.name} <{lead.email}>", [me.email], f"{p.code}: preliminary numbers",
-                                f"{me.first},\n\nVery preliminary: the {stale.label.lower()} could land around "
-                                f"{type(stale)(stale.key, stale.label, round(stale.value * 1.2, 1), stale.unit).text}. "
-                                f"Not confirmed yet; I will send the final figure.\n\n{lead.first}",
-                                _dt(-20 + i, 15), mid()))
+            w.mails.append(
+                Mail(
+                    f"{lead.name} <{lead.email}>",
+                    [me.email],
+                    f"{p.code}: preliminary numbers",
+                    f"{me.first},\n\nVery preliminary: the {stale.label.lower()} could land around "
+                    f"{type(stale)(stale.key, stale.label, round(stale.value * 1.2, 1), stale.unit).text}. "
+                    f"Not confirmed yet; I will send the final figure.\n\n{lead.first}",
+                    _dt(-20 + i, 15),
+                    mid(),
+                )
+            )
         contact = _contact(p)
         row = rng.pick(list(p.table.rows))
         period = p.table.periods[-1]
         rid = mid()
         w.requests[p.code] = (rid, row, period)
-        w.mails.append(Mail(f"{contact.first} {contact.last} <{contact.email}>", [me.email], f"Question on {row} ({p.code})",
-                            f"Hello {me.first},\n\nCould you confirm the {row} figure for {period} that your team is "
-                            f"using for {p.code}? We want to make sure our board pack matches.\n\nBest regards,\n"
-                            f"{contact.first} {contact.last}, {p.client.name}", _dt(-1, 8 + i), rid))
+        w.mails.append(
+            Mail(
+                f"{contact.first} {contact.last} <{contact.email}>",
+                [me.email],
+                f"Question on {row} ({p.code})",
+                f"Hello {me.first},\n\nCould you confirm the {row} figure for {period} that your team is "
+                f"using for {p.code}? We want to make sure our board pack matches.\n\nBest regards,\n"
+                f"{contact.first} {contact.last}, {p.client.name}",
+                _dt(-1, 8 + i),
+                rid,
+            )
+        )
         cf = p.facts[chat_only_fact(w)]
-        w.chats.append(ChatMessage(p.channel, lead.handle, f"FYI team: {cf.label.lower()} for {p.code} is {cf.text}.", _dt(-3, 10 + i)))
+        w.chats.append(
+            ChatMessage(
+                p.channel,
+                lead.handle,
+                f"FYI team: {cf.label.lower()} for {p.code} is {cf.text}.",
+                _dt(-3, 10 + i),
+            )
+        )
         w.chats.append(ChatMessage(p.channel, p.team[1].handle, "Thanks, noted.", _dt(-3, 11 + i)))
-        w.chats.append(ChatMessage(p.channel, p.team[2].handle, f"Working on the {p.code} materials today.", _dt(-2, 9 + i)))
+        w.chats.append(
+            ChatMessage(
+                p.channel,
+                p.team[2].handle,
+                f"Working on the {p.code} materials today.",
+                _dt(-2, 9 + i),
+            )
+        )
         mfact = p.facts[meeting_fact(w)]
         d = datetime.fromisoformat(str(mfact.value)).replace(hour=14, tzinfo=UTC)
-        w.events.append(Event(f"{w.world_id[6:18]}-m{i}@{w.firm.email_domain}", f"{p.code} {mfact.label}", d, d + timedelta(hours=1),
-                              [x.email for x in p.team], w.firm.city, f"{p.code} for {p.client.name}."))
-    for k, subject in enumerate(("IT maintenance this weekend", "Holiday schedule", "Expense policy reminder",
-                                 "Coffee machine on floor 3", "Quarterly town hall")):
+        w.events.append(
+            Event(
+                f"{w.world_id[6:18]}-m{i}@{w.firm.email_domain}",
+                f"{p.code} {mfact.label}",
+                d,
+                d + timedelta(hours=1),
+                [x.email for x in p.team],
+                w.firm.city,
+                f"{p.code} for {p.client.name}.",
+            )
+        )
+    for k, subject in enumerate(
+        (
+            "IT maintenance this weekend",
+            "Holiday schedule",
+            "Expense policy reminder",
+            "Coffee machine on floor 3",
+            "Quarterly town hall",
+        )
+    ):
         sender = w.people[(k + 5) % 10]
-        w.mails.append(Mail(f"{sender.name} <{sender.email}>", [me.email], subject,
-                            f"Hi all,\n\n{subject}. Details to follow.\n\n{sender.first}", _dt(-10 + k, 16), mid()))
+        w.mails.append(
+            Mail(
+                f"{sender.name} <{sender.email}>",
+                [me.email],
+                subject,
+                f"Hi all,\n\n{subject}. Details to follow.\n\n{sender.first}",
+                _dt(-10 + k, 16),
+                mid(),
+            )
+        )
     for k in range(4):
         who = w.people[k + 4]
-        w.chats.append(ChatMessage("general", who.handle, rng.pick(("Morning all!", "Lunch at 12:30?", "Printer on 4 is fixed.", "Reminder: timesheets due Friday.")), _dt(-4 + k, 9)))
+        w.chats.append(
+            ChatMessage(
+                "general",
+                who.handle,
+                rng.pick(
+                    (
+                        "Morning all!",
+                        "Lunch at 12:30?",
+                        "Printer on 4 is fixed.",
+                        "Reminder: timesheets due Friday.",
+                    )
+                ),
+                _dt(-4 + k, 9),
+            )
+        )
     # Busy day for scheduling: everyone in project 0's team has meetings at random hours.
     w.busy_day = (TODAY + timedelta(days=rng.randint(2, 4))).isoformat()
     bd = datetime.fromisoformat(w.busy_day).replace(tzinfo=UTC)
     for j, who in enumerate([*w.projects[0].team, *w.people[:4]]):
         for h in sorted(rng.sample(range(9, 17), 3)):
             start = bd.replace(hour=h)
-            w.events.append(Event(f"{w.world_id[6:18]}-b{j}-{h}@{w.firm.email_domain}", rng.pick(("Client call", "Internal review", "Model review", "1:1", "Training")),
-                                  start, start + timedelta(hours=1), [who.email], "", ""))
+            w.events.append(
+                Event(
+                    f"{w.world_id[6:18]}-b{j}-{h}@{w.firm.email_domain}",
+                    rng.pick(("Client call", "Internal review", "Model review", "1:1", "Training")),
+                    start,
+                    start + timedelta(hours=1),
+                    [who.email],
+                    "",
+                    "",
+                )
+            )
     w.mails.sort(key=lambda m: (m.date, m.message_id))
 
 

@@ -51,7 +51,10 @@ def test_easy_tasks_need_at_most_two_calls_and_hard_ones_write_or_act() -> None:
             if t.draft.difficulty == "easy":
                 assert len(t.draft.calls) <= 2
             if t.draft.difficulty == "hard":
-                acts = any(not c.tool.split("_", 1)[1].startswith(("read", "list", "search", "get")) for c in t.draft.calls)
+                acts = any(
+                    not c.tool.split("_", 1)[1].startswith(("read", "list", "search", "get"))
+                    for c in t.draft.calls
+                )
                 assert acts or len(t.draft.calls) >= 2, t.slug
 
 

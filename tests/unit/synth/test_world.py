@@ -51,7 +51,9 @@ def test_world_has_between_50_and_200_files_across_formats(wf: WorldFiles) -> No
     assert ".apps_data/chat/users.json" in wf.files
 
 
-def test_workbook_formulas_carry_cached_values_that_match_the_facts(wf: WorldFiles, tmp_path: Path) -> None:
+def test_workbook_formulas_carry_cached_values_that_match_the_facts(
+    wf: WorldFiles, tmp_path: Path
+) -> None:
     w = wf.world
     p = w.projects[0]
     path = tmp_path / "m.xlsx"
@@ -64,14 +66,21 @@ def test_workbook_formulas_carry_cached_values_that_match_the_facts(wf: WorldFil
             for cell in row:
                 if isinstance(cell.value, str) and cell.value.startswith("="):
                     n_formulas += 1
-                    assert values[ws.title][cell.coordinate].value is not None, (ws.title, cell.coordinate)
+                    assert values[ws.title][cell.coordinate].value is not None, (
+                        ws.title,
+                        cell.coordinate,
+                    )
     assert n_formulas >= 4
-    assert any("!" in str(c.value) for ws in formulas.worksheets[1:] for r in ws.iter_rows() for c in r)
+    assert any(
+        "!" in str(c.value) for ws in formulas.worksheets[1:] for r in ws.iter_rows() for c in r
+    )
     inputs = values["Inputs"]
     first = next(iter(p.table.rows))
     assert inputs["B2"].value == pytest.approx(p.table.rows[first][0])
     if w.domain == "Investment Banking":
-        assert values["Valuation"]["B5"].value == pytest.approx(p.facts["ev_ebitda"].value, abs=0.01)
+        assert values["Valuation"]["B5"].value == pytest.approx(
+            p.facts["ev_ebitda"].value, abs=0.01
+        )
 
 
 def test_deck_and_report_show_the_model_figures(wf: WorldFiles) -> None:
@@ -82,9 +91,13 @@ def test_deck_and_report_show_the_model_figures(wf: WorldFiles) -> None:
         for cell in row[1:]:
             assert cell in deck
     if w.domain == "Investment Banking":
-        pdf = "\n".join(pg.extract_text() for pg in PdfReader(io.BytesIO(fs(wf, p.files["teaser"]))).pages)
+        pdf = "\n".join(
+            pg.extract_text() for pg in PdfReader(io.BytesIO(fs(wf, p.files["teaser"]))).pages
+        )
         assert table_rows(p)[1][-1] in pdf
-        memo = "\n".join(par.text for par in Document(io.BytesIO(fs(wf, p.files["memo"]))).paragraphs)
+        memo = "\n".join(
+            par.text for par in Document(io.BytesIO(fs(wf, p.files["memo"]))).paragraphs
+        )
         tables = Document(io.BytesIO(fs(wf, p.files["memo"]))).tables
         cells = [c.text for t in tables for r in t.rows for c in r.cells]
         assert p.facts["offer_ev"].text in cells
@@ -100,13 +113,17 @@ def test_stale_versions_differ_from_the_current_files(wf: WorldFiles, tmp_path: 
         assert fs(wf, p.files[r]) != fs(wf, p.files[r.rsplit("_", 1)[0]])
 
 
-def test_mail_calendar_chat_parse_and_hold_the_mail_only_fact(wf: WorldFiles, tmp_path: Path) -> None:
+def test_mail_calendar_chat_parse_and_hold_the_mail_only_fact(
+    wf: WorldFiles, tmp_path: Path
+) -> None:
     mb = tmp_path / "inbox.mbox"
     mb.write_bytes(wf.files[".apps_data/mail/inbox.mbox"])
     msgs = list(mailbox.mbox(mb))
     assert len(msgs) == len(wf.world.mails)
     assert all(m["Message-ID"] for m in msgs)
-    body = "\n".join(m.get_payload(decode=True).decode() for m in msgs if isinstance(m, email.message.Message))
+    body = "\n".join(
+        m.get_payload(decode=True).decode() for m in msgs if isinstance(m, email.message.Message)
+    )
     from kwrl.synth.world import mail_only_fact
 
     p = wf.world.projects[2]

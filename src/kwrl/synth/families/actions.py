@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from kwrl.synth.cast import Project
-from kwrl.synth.families.base import Call, Criterion, TaskDraft, num, read_call, table_file
+from kwrl.synth.families.base import Call, Criterion, TaskDraft, read_call, table_file
 from kwrl.synth.families.lookup import row_phrase, value_text
 from kwrl.synth.families.metrics import metrics
 from kwrl.synth.rng import Rng
@@ -26,7 +26,7 @@ def reply_figure(w: World, p: Project, rng: Rng) -> TaskDraft:
     path = table_file(w, p)
     vt = value_text(v, unit)
     prompt = (
-        f"The client emailed me asking to confirm a figure for {p.code} (subject \"{mail.subject}\"). "
+        f'The client emailed me asking to confirm a figure for {p.code} (subject "{mail.subject}"). '
         f"Reply to that email with the figure from the current workbook."
     )
     body = f"Hello,\n\nThe {row} figure for {period} we are using for {p.code} is {vt} ({unit}).\n\nBest regards,\n{w.me.name}"
@@ -53,20 +53,40 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
     title = f"{p.short} working session"
     names = " and ".join(x.name for x in pick)
     prompt = (
-        f"Book a one-hour meeting titled \"{title}\" on {d:%A} {d:%B} {d.day} ({w.busy_day}) with {names}, "
+        f'Book a one-hour meeting titled "{title}" on {d:%A} {d:%B} {d.day} ({w.busy_day}) with {names}, '
         f"at the earliest whole hour between 09:00 and 17:00 UTC when all of us, me included, are free. "
         f"Invite them and tell me the time you chose."
     )
     start = f"{w.busy_day}T{hour:02d}:00:00"
     end = f"{w.busy_day}T{hour + 1:02d}:00:00"
-    crits = [Criterion(f"An event titled \"{title}\" is created on {w.busy_day} starting at {hour:02d}:00", EventExistsCheck(title_contains=title, date=f"{w.busy_day}T{hour:02d}"))]
+    crits = [
+        Criterion(
+            f'An event titled "{title}" is created on {w.busy_day} starting at {hour:02d}:00',
+            EventExistsCheck(title_contains=title, date=f"{w.busy_day}T{hour:02d}"),
+        )
+    ]
     for x in pick:
-        crits.append(Criterion(f"{x.name} ({x.email}) is invited", EventExistsCheck(title_contains=title, attendee=x.email)))
-    crits.append(Criterion(f"The answer states the chosen start time {hour:02d}:00", RegexCheck(pattern=rf"\b{hour}[:.]00|\b{hour % 12 or 12}\s?(:00)?\s?{'pm' if hour >= 12 else 'am'}")))
+        crits.append(
+            Criterion(
+                f"{x.name} ({x.email}) is invited",
+                EventExistsCheck(title_contains=title, attendee=x.email),
+            )
+        )
+    crits.append(
+        Criterion(
+            f"The answer states the chosen start time {hour:02d}:00",
+            RegexCheck(
+                pattern=rf"\b{hour}[:.]00|\b{hour % 12 or 12}\s?(:00)?\s?{'pm' if hour >= 12 else 'am'}"
+            ),
+        )
+    )
     nxt = (d + timedelta(days=1)).isoformat()
     calls = [
         Call("calendar_list_events", {"start_date": w.busy_day, "end_date": nxt}),
-        Call("calendar_create_event", {"summary": title, "start": start, "end": end, "attendees": [x.email for x in pick]}),
+        Call(
+            "calendar_create_event",
+            {"summary": title, "start": start, "end": end, "attendees": [x.email for x in pick]},
+        ),
     ]
     return TaskDraft("schedule", "medium", None, prompt, crits, calls,
                      f"Booked \"{title}\" on {w.busy_day} from {hour:02d}:00 to {hour + 1:02d}:00 UTC with {names}.")  # fmt: skip
@@ -83,13 +103,30 @@ def brief_team(w: World, p: Project, rng: Rng) -> TaskDraft:
     body = f"Hi {lead.first},\n\nThe {m.label} for {p.code} is {m.text}. Inputs: {ins}.\n\nBest,\n{w.me.first}"
     post = f"{p.code}: {m.label} is {m.text}."
     crits = [
-        Criterion(f"An email to {lead.name} states the {m.label} as {m.text}", MailSentCheck(to=lead.email, body_contains=[m.text])),
-        Criterion(f"A post in #{p.channel} states {m.text}", ChatPostedCheck(channel=p.channel, all_of=[m.text])),
-        Criterion(f"The final answer states {m.text}", num(m.value, pct=m.unit == "%")),
+        Criterion(
+            f"An email to {lead.name} states the {m.label} as {m.text}",
+            MailSentCheck(to=lead.email, body_contains=[m.text]),
+        ),
+        Criterion(
+            f"A post in #{p.channel} states {m.text}",
+            ChatPostedCheck(channel=p.channel, all_of=[m.text]),
+        ),
+        Criterion(f"The final answer states {m.text}", m.check()),
     ]
     for label, v, _ in m.inputs:
-        crits.append(Criterion(f"The email to {lead.name} quotes {label}: {v:,.1f}", MailSentCheck(to=lead.email, body_contains=[f"{v:,.1f}"])))
-    calls = [*m.calls, Call("mail_send_mail", {"to_email": lead.email, "subject": f"{p.code}: {m.label}", "body": body}),
-             Call("chat_post_message", {"channel_id": p.channel, "text": post})]
+        crits.append(
+            Criterion(
+                f"The email to {lead.name} quotes {label}: {v:,.1f}",
+                MailSentCheck(to=lead.email, body_contains=[f"{v:,.1f}"]),
+            )
+        )
+    calls = [
+        *m.calls,
+        Call(
+            "mail_send_mail",
+            {"to_email": lead.email, "subject": f"{p.code}: {m.label}", "body": body},
+        ),
+        Call("chat_post_message", {"channel_id": p.channel, "text": post}),
+    ]
     return TaskDraft("brief_team", "hard", None, prompt, crits, calls,
                      f"Emailed {lead.name} and posted in #{p.channel}: the {m.label} is {m.text} ({ins}).")  # fmt: skip

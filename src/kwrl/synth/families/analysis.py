@@ -25,7 +25,7 @@ def compute(w: World, p: Project, rng: Rng) -> TaskDraft:
         f"For {p.code}, what is the {m.label}? Use the current files only (not archived, old or draft "
         f"versions), give it as {unit} to two decimals, and quote the inputs you used."
     )
-    crits = [Criterion(f"States the {m.label} as {m.text} (±0.05)", num(m.value, pct=m.unit == "%"))]
+    crits = [Criterion(f"States the {m.label} as {m.text} (±0.05)", m.check())]
     for label, v, _where in m.inputs:
         crits.append(Criterion(f"Quotes the input {label}: {n1(v)}", num(v)))
     ins = "; ".join(f"{label}: {n1(v)}" for label, v, _ in m.inputs)
@@ -50,8 +50,13 @@ def reconcile_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     tbl[i][j + 1] = value_text(wrong, unit)
     name = deck.rsplit("/", 1)[-1].replace(".pptx", " (for review).pptx")
     review = deck.rsplit("/", 1)[0] + "/Review/" + name
-    slides = [Slide("Overview", [f"Client: {p.client.name}", f"Lead: {p.lead.name}"]), Slide(p.table.title, table=tbl)]
-    overlay = {"filesystem" + review: (lambda: pptx_bytes(f"{p.code} (for review)", slides, w.firm.name))}
+    slides = [
+        Slide("Overview", [f"Client: {p.client.name}", f"Lead: {p.lead.name}"]),
+        Slide(p.table.title, table=tbl),
+    ]
+    overlay = {
+        "filesystem" + review: (lambda: pptx_bytes(f"{p.code} (for review)", slides, w.firm.name))
+    }
     prompt = (
         f"{p.lead.first} asked me to check the review copy {review} against the {p.code} workbook before "
         f"it goes out. One figure in its table does not match the workbook. Which metric and period is it, "
@@ -59,7 +64,10 @@ def reconcile_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     )
     crits = [
         Criterion(f"Gives the correct value {value_text(v, unit)} for {row} in {period}", num(v)),
-        Criterion(f"Identifies the {row} figure for {period} as the wrong one", ContainsCheck(all_of=[row, period])),
+        Criterion(
+            f"Identifies the {row} figure for {period} as the wrong one",
+            ContainsCheck(all_of=[row, period]),
+        ),
         Criterion(f"States that the deck shows {value_text(wrong, unit)}", num(wrong)),
     ]
     answer = (
@@ -81,15 +89,21 @@ def clause_review(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         f"(/Firm/Contract Playbook.pdf). List every clause that deviates from the playbook, with the "
         f"clause number and what the playbook requires."
     )
-    crits = [Criterion("Identifies every deviating clause: " + ", ".join(f"{c.number} {c.name}" for c in bad),
-                       ContainsCheck(all_of=[c.name for c in bad]))]
+    crits = [
+        Criterion(
+            "Identifies every deviating clause: " + ", ".join(f"{c.number} {c.name}" for c in bad),
+            ContainsCheck(all_of=[c.name for c in bad]),
+        )
+    ]
     for c in bad:
-        crits.append(Criterion(f"States that clause {c.number} ({c.name}) deviates: playbook requires {c.policy.lower()}",
-                               ContainsCheck(all_of=[c.number])))
-    lines = [f"- {c.number} {c.name}: \"{c.text}\" Playbook: {c.policy}." for c in bad]
+        crits.append(
+            Criterion(
+                f"States that clause {c.number} ({c.name}) deviates: playbook requires {c.policy.lower()}",
+                ContainsCheck(all_of=[c.number]),
+            )
+        )
+    lines = [f'- {c.number} {c.name}: "{c.text}" Playbook: {c.policy}.' for c in bad]
     answer = f"Clauses of the {p.code} MSA that deviate from the playbook:\n" + "\n".join(lines)
     return TaskDraft("clause_review", "hard" if len(bad) > 2 else "medium", "message_in_console", prompt, crits,
                      [read_call(contract), read_call("/Firm/Contract Playbook.pdf")], answer,
                      input_files=[contract, "/Firm/Contract Playbook.pdf"])  # fmt: skip
-
-

@@ -105,15 +105,21 @@ def cagr(a: float, b: float, years: int) -> float:
 
 def num(value: float, *, pct: bool = False, source: str = "answer") -> NumberCheck:
     """A number check: 0.5% relative, and for percentages also 0.05 points absolute."""
-    return NumberCheck(value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source)  # type: ignore[arg-type]
+    return NumberCheck(
+        value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source
+    )  # type: ignore[arg-type]
 
 
 def unit_word(unit: str) -> str:
-    return {"$m": "$ millions", "$k": "$ thousands", "hours": "hours", "$bn": "$ billions"}.get(unit, unit)
+    return {"$m": "$ millions", "$k": "$ thousands", "hours": "hours", "$bn": "$ billions"}.get(
+        unit, unit
+    )
 
 
 def kind_word(w: World) -> str:
-    return {"Investment Banking": "deal", "Law": "matter", "Management Consulting": "engagement"}[w.domain]
+    return {"Investment Banking": "deal", "Law": "matter", "Management Consulting": "engagement"}[
+        w.domain
+    ]
 
 
 # --------------------------------------------------------------------------- write calls
@@ -127,17 +133,30 @@ def split_path(path: str) -> tuple[str, str]:
 
 def create_doc(path: str, title: str, paragraphs: list[str]) -> Call:
     d, name = split_path(path)
-    content = [{"type": "heading", "text": title, "level": 1}] + [{"type": "paragraph", "text": t} for t in paragraphs]
+    content = [{"type": "heading", "text": title, "level": 1}] + [
+        {"type": "paragraph", "text": t} for t in paragraphs
+    ]
     return Call("word_create_document", {"directory": d, "file_name": name, "content": content})
 
 
 def append_doc(path: str, last_paragraph: int, text: str) -> Call:
-    return Call("word_add_content_text", {"file_path": path, "identifier": f"body.p.{last_paragraph}", "text": text, "position": "after"})
+    return Call(
+        "word_add_content_text",
+        {
+            "file_path": path,
+            "identifier": f"body.p.{last_paragraph}",
+            "text": text,
+            "position": "after",
+        },
+    )
 
 
 def create_sheet(path: str, sheet: str, rows: list[list[Any]]) -> Call:
     d, name = split_path(path)
-    return Call("excel_create_spreadsheet", {"directory": d, "file_name": name, "sheets": [{"name": sheet, "rows": rows}]})
+    return Call(
+        "excel_create_spreadsheet",
+        {"directory": d, "file_name": name, "sheets": [{"name": sheet, "rows": rows}]},
+    )
 
 
 def add_tab(path: str, tab: str, rows: list[list[Any]]) -> list[Call]:
@@ -146,8 +165,18 @@ def add_tab(path: str, tab: str, rows: list[list[Any]]) -> list[Call]:
 
 def create_deck(path: str, title: str, slides: list[dict[str, Any]]) -> Call:
     d, name = split_path(path)
-    return Call("powerpoint_create_slides", {"directory": d, "file_name": name, "slides": [{"layout": "title", "title": title}, *slides]})
+    return Call(
+        "powerpoint_create_slides",
+        {
+            "directory": d,
+            "file_name": name,
+            "slides": [{"layout": "title", "title": title}, *slides],
+        },
+    )
 
 
 def add_slide(path: str, title: str, bullets: list[str]) -> Call:
-    return Call("powerpoint_add_slide", {"file_path": path, "layout": "title_and_content", "title": title, "bullets": bullets})
+    return Call(
+        "powerpoint_add_slide",
+        {"file_path": path, "layout": "title_and_content", "title": title, "bullets": bullets},
+    )

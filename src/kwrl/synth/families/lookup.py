@@ -93,7 +93,10 @@ def mail_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
         f"{p.lead.first} emailed me the confirmed {f.label.lower()} for {p.code}. "
         f"What is it? Ignore any preliminary figures."
     )
-    calls = [Call("mail_search_mail", {"query": p.code}), Call("mail_read_mail", {"mail_id": mail.message_id})]
+    calls = [
+        Call("mail_search_mail", {"query": p.code}),
+        Call("mail_read_mail", {"mail_id": mail.message_id}),
+    ]
     return TaskDraft(
         "mail_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)], calls,
         f"{p.lead.name} confirmed the {f.label.lower()} for {p.code} at {f.text}.",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kwrl.synth.cast import Project
 from kwrl.synth.families.base import Call, cagr, fact_file, read_call, read_tab, table_file
 from kwrl.synth.world import World, mail_only_fact
+from kwrl.tasks.models import NumberCheck
 
 
 @dataclass
@@ -24,6 +25,15 @@ class Metric:
     inputs: list[tuple[str, float, str]]
     """(label, value, where) for each input; `where` is a path, 'mail' or 'computed'."""
     calls: list[Call]
+
+    def check(self, source: str = "answer") -> NumberCheck:
+        """The value as stated to two decimals: 0.5% relative, or half a unit of the last decimal."""
+        return NumberCheck(
+            value=round(self.value, 6),
+            rel_tol=0.005,
+            abs_tol=0.05 if self.unit == "%" else 0.005,
+            source=source,
+        )  # type: ignore[arg-type]
 
     @property
     def text(self) -> str:
@@ -50,49 +60,161 @@ def metrics(w: World, p: Project) -> list[Metric]:
         assert memo
         for row in ("Revenue", "EBITDA"):
             a, b = t.get(row, first), t.get(row, last)
-            out.append(Metric(f"{row.lower()}_cagr", f"{first}-{last} {row} CAGR", cagr(a, b, years), "%",
-                              [(f"{first} {row} ($m)", a, model), (f"{last} {row} ($m)", b, model)], _calls(model)))
+            out.append(
+                Metric(
+                    f"{row.lower()}_cagr",
+                    f"{first}-{last} {row} CAGR",
+                    cagr(a, b, years),
+                    "%",
+                    [(f"{first} {row} ($m)", a, model), (f"{last} {row} ($m)", b, model)],
+                    _calls(model),
+                )
+            )
         ev, e24 = float(f["offer_ev"].value), t.get("EBITDA", t.periods[-2])
-        out.append(Metric("ev_ebitda_prev", f"offer EV / {t.periods[-2]} EBITDA multiple", ev / e24, "x",
-                          [("Offer enterprise value ($m)", ev, memo), (f"{t.periods[-2]} EBITDA ($m)", e24, model)], _calls(memo, model)))
+        out.append(
+            Metric(
+                "ev_ebitda_prev",
+                f"offer EV / {t.periods[-2]} EBITDA multiple",
+                ev / e24,
+                "x",
+                [
+                    ("Offer enterprise value ($m)", ev, memo),
+                    (f"{t.periods[-2]} EBITDA ($m)", e24, model),
+                ],
+                _calls(memo, model),
+            )
+        )
         nd, e25 = float(f["net_debt"].value), t.get("EBITDA", last)
-        out.append(Metric("leverage", f"net debt / {last} EBITDA leverage", nd / e25, "x",
-                          [("Net debt ($m)", nd, memo), (f"{last} EBITDA ($m)", e25, model)], _calls(memo, model)))
+        out.append(
+            Metric(
+                "leverage",
+                f"net debt / {last} EBITDA leverage",
+                nd / e25,
+                "x",
+                [("Net debt ($m)", nd, memo), (f"{last} EBITDA ($m)", e25, model)],
+                _calls(memo, model),
+            )
+        )
         ni, rv = t.get("Net Income", last), t.get("Revenue", last)
-        out.append(Metric("ni_margin", f"{last} net income margin", ni / rv * 100, "%",
-                          [(f"{last} Net Income ($m)", ni, model), (f"{last} Revenue ($m)", rv, model)], _calls(model)))
+        out.append(
+            Metric(
+                "ni_margin",
+                f"{last} net income margin",
+                ni / rv * 100,
+                "%",
+                [(f"{last} Net Income ($m)", ni, model), (f"{last} Revenue ($m)", rv, model)],
+                _calls(model),
+            )
+        )
     elif w.domain == "Law":
         a, b = t.get("Fees billed", first), t.get("Fees billed", last)
-        out.append(Metric("fees_change", f"{first} to {last} change in fees billed", (b / a - 1) * 100, "%",
-                          [(f"{first} fees billed ($k)", a, model), (f"{last} fees billed ($k)", b, model)], _calls(model)))
+        out.append(
+            Metric(
+                "fees_change",
+                f"{first} to {last} change in fees billed",
+                (b / a - 1) * 100,
+                "%",
+                [(f"{first} fees billed ($k)", a, model), (f"{last} fees billed ($k)", b, model)],
+                _calls(model),
+            )
+        )
         total, budget = sum(t.rows["Fees billed"]), float(f["budget"].value)
-        out.append(Metric("budget_used", "share of the approved fee budget already billed", total / budget * 100, "%",
-                          [("Total fees billed ($k)", total, model), ("Approved fee budget ($k)", budget, model)],
-                          [read_tab(model, "Summary")]))
+        out.append(
+            Metric(
+                "budget_used",
+                "share of the approved fee budget already billed",
+                total / budget * 100,
+                "%",
+                [
+                    ("Total fees billed ($k)", total, model),
+                    ("Approved fee budget ($k)", budget, model),
+                ],
+                [read_tab(model, "Summary")],
+            )
+        )
         complaint, contract = fact_file(w, p, "damages"), fact_file(w, p, "contract_value")
         assert complaint and contract
         dmg, acv = float(f["damages"].value), float(f["contract_value"].value)
-        out.append(Metric("damages_multiple", "damages claimed as a multiple of the annual contract value", dmg / acv, "x",
-                          [("Damages claimed ($m)", dmg, complaint), ("Annual contract value ($m)", acv, contract)], _calls(complaint, contract)))
+        out.append(
+            Metric(
+                "damages_multiple",
+                "damages claimed as a multiple of the annual contract value",
+                dmg / acv,
+                "x",
+                [
+                    ("Damages claimed ($m)", dmg, complaint),
+                    ("Annual contract value ($m)", acv, contract),
+                ],
+                _calls(complaint, contract),
+            )
+        )
         so = float(f[mail_only_fact(w)].value)
         mail = next(m for m in w.mails if m.subject == f"{p.code}: latest from the other side")
-        out.append(Metric("settlement_pct", "settlement offer as a percentage of damages claimed", so / dmg * 100, "%",
-                          [("Settlement offer ($m)", so, "mail"), ("Damages claimed ($m)", dmg, complaint)],
-                          [Call("mail_read_mail", {"mail_id": mail.message_id}), read_call(complaint)]))
+        out.append(
+            Metric(
+                "settlement_pct",
+                "settlement offer as a percentage of damages claimed",
+                so / dmg * 100,
+                "%",
+                [("Settlement offer ($m)", so, "mail"), ("Damages claimed ($m)", dmg, complaint)],
+                [Call("mail_read_mail", {"mail_id": mail.message_id}), read_call(complaint)],
+            )
+        )
     else:
         tot = [sum(t.rows[r][j] for r in t.rows) for j in range(len(t.periods))]
-        out.append(Metric("total_cagr", f"{first}-{last} total revenue CAGR (all regions)", cagr(tot[0], tot[-1], years), "%",
-                          [(f"{first} total revenue ($m)", tot[0], model), (f"{last} total revenue ($m)", tot[-1], model)], _calls(model)))
+        out.append(
+            Metric(
+                "total_cagr",
+                f"{first}-{last} total revenue CAGR (all regions)",
+                cagr(tot[0], tot[-1], years),
+                "%",
+                [
+                    (f"{first} total revenue ($m)", tot[0], model),
+                    (f"{last} total revenue ($m)", tot[-1], model),
+                ],
+                _calls(model),
+            )
+        )
         market = fact_file(w, p, "market_size")
         prop = fact_file(w, p, "fee")
         assert market and prop
         ms = float(f["market_size"].value)
-        out.append(Metric("market_share", f"{last} market share (total revenue / addressable market)", tot[-1] / (ms * 1000) * 100, "%",
-                          [(f"{last} total revenue ($m)", tot[-1], model), ("Addressable market ($bn)", ms, market)], _calls(model, market)))
+        out.append(
+            Metric(
+                "market_share",
+                f"{last} market share (total revenue / addressable market)",
+                tot[-1] / (ms * 1000) * 100,
+                "%",
+                [
+                    (f"{last} total revenue ($m)", tot[-1], model),
+                    ("Addressable market ($bn)", ms, market),
+                ],
+                _calls(model, market),
+            )
+        )
         fee, sav = float(f["fee"].value), float(f["savings_target"].value)
-        out.append(Metric("fee_pct", "engagement fee as a percentage of the cost savings target", fee / (sav * 1000) * 100, "%",
-                          [("Engagement fee ($k)", fee, prop), ("Cost savings target ($m)", sav, prop)], _calls(prop)))
+        out.append(
+            Metric(
+                "fee_pct",
+                "engagement fee as a percentage of the cost savings target",
+                fee / (sav * 1000) * 100,
+                "%",
+                [("Engagement fee ($k)", fee, prop), ("Cost savings target ($m)", sav, prop)],
+                _calls(prop),
+            )
+        )
         region = max(t.rows, key=lambda r: t.rows[r][-1])
-        out.append(Metric("top_region_share", f"{region} share of {last} total revenue", t.rows[region][-1] / tot[-1] * 100, "%",
-                          [(f"{last} {region} revenue ($m)", t.rows[region][-1], model), (f"{last} total revenue ($m)", tot[-1], model)], _calls(model)))
+        out.append(
+            Metric(
+                "top_region_share",
+                f"{region} share of {last} total revenue",
+                t.rows[region][-1] / tot[-1] * 100,
+                "%",
+                [
+                    (f"{last} {region} revenue ($m)", t.rows[region][-1], model),
+                    (f"{last} total revenue ($m)", tot[-1], model),
+                ],
+                _calls(model),
+            )
+        )
     return out

@@ -42,10 +42,16 @@ def memo_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
     paras = [f"The {m.label} for {p.code} is {m.text}."]
     paras += [f"{label}: {v:,.1f} (source: {where})." for label, v, where in m.inputs]
     crits = [
-        Criterion(f"The memo states the {m.label} as {m.text}", num(m.value, pct=m.unit == "%", source="files")),
+        Criterion(
+            f"The memo states the {m.label} as {m.text}",
+            m.check("files"),
+        ),
         Criterion(f"A Word memo exists at {path}", FileExistsCheck(path=path.lstrip("/"))),
     ]
-    crits += [Criterion(f"The memo quotes {label}: {v:,.1f}", num(v, source="files")) for label, v, _ in m.inputs]
+    crits += [
+        Criterion(f"The memo quotes {label}: {v:,.1f}", num(v, source="files"))
+        for label, v, _ in m.inputs
+    ]
     calls = [*m.calls, create_doc(path, f"{p.code}: {m.label}", paras)]
     return TaskDraft("memo_doc", "hard", "make_new_doc", prompt, crits, calls,
                      f"Wrote {path}: the {m.label} is {m.text}.", outputs=[path])  # fmt: skip
@@ -56,15 +62,36 @@ def summary_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
     path = f"{OUT_DIR}/{p.short} Metrics.xlsx"
     rows: list[list[object]] = [["Metric", "Value"]] + [[m.label, round(m.value, 2)] for m in ms]
     prompt = (
-        f"Create a workbook {path} with one sheet named \"Summary\": A1 \"Metric\", B1 \"Value\"; row 2 the "
+        f'Create a workbook {path} with one sheet named "Summary": A1 "Metric", B1 "Value"; row 2 the '
         f"{ms[0].label} and row 3 the {ms[1].label} for {p.code}, labels in column A and values in column B "
         f"as plain numbers rounded to two decimals ({'percent values like 12.34' if '%' in (ms[0].unit, ms[1].unit) else 'multiples like 7.25'})."
     )
     crits = [
-        Criterion(f"Summary!B2 holds the {ms[0].label}: {ms[0].value:.2f}", XlsxCellCheck(path=path.lstrip("/"), sheet="Summary", cell="B2", value=round(ms[0].value, 2), rel_tol=0.005)),
-        Criterion(f"Summary!B3 holds the {ms[1].label}: {ms[1].value:.2f}", XlsxCellCheck(path=path.lstrip("/"), sheet="Summary", cell="B3", value=round(ms[1].value, 2), rel_tol=0.005)),
+        Criterion(
+            f"Summary!B2 holds the {ms[0].label}: {ms[0].value:.2f}",
+            XlsxCellCheck(
+                path=path.lstrip("/"),
+                sheet="Summary",
+                cell="B2",
+                value=round(ms[0].value, 2),
+                rel_tol=0.005,
+            ),
+        ),
+        Criterion(
+            f"Summary!B3 holds the {ms[1].label}: {ms[1].value:.2f}",
+            XlsxCellCheck(
+                path=path.lstrip("/"),
+                sheet="Summary",
+                cell="B3",
+                value=round(ms[1].value, 2),
+                rel_tol=0.005,
+            ),
+        ),
         Criterion(f"The workbook exists at {path}", FileExistsCheck(path=path.lstrip("/"))),
-        Criterion("Summary!A1 reads \"Metric\"", XlsxCellCheck(path=path.lstrip("/"), sheet="Summary", cell="A1", value="Metric")),
+        Criterion(
+            'Summary!A1 reads "Metric"',
+            XlsxCellCheck(path=path.lstrip("/"), sheet="Summary", cell="A1", value="Metric"),
+        ),
     ]
     calls = [c for m in ms for c in m.calls]
     calls.append(create_sheet(path, "Summary", rows))
@@ -76,13 +103,25 @@ def edit_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
     m = rng.pick(metrics(w, p))
     path = table_file(w, p)
     prompt = (
-        f"In the current {p.code} workbook ({path}), add a tab named \"Checks\" with the label "
-        f"\"{m.label}\" in A1 and the value in B1 as a plain number rounded to two decimals."
+        f'In the current {p.code} workbook ({path}), add a tab named "Checks" with the label '
+        f'"{m.label}" in A1 and the value in B1 as a plain number rounded to two decimals.'
     )
     rows: list[list[object]] = [[m.label, round(m.value, 2)]]
     crits = [
-        Criterion(f"Checks!B1 of {path} holds {m.value:.2f}", XlsxCellCheck(path=path.lstrip("/"), sheet="Checks", cell="B1", value=round(m.value, 2), rel_tol=0.005)),
-        Criterion(f"Checks!A1 labels the figure \"{m.label}\"", XlsxCellCheck(path=path.lstrip("/"), sheet="Checks", cell="A1", value=m.label)),
+        Criterion(
+            f"Checks!B1 of {path} holds {m.value:.2f}",
+            XlsxCellCheck(
+                path=path.lstrip("/"),
+                sheet="Checks",
+                cell="B1",
+                value=round(m.value, 2),
+                rel_tol=0.005,
+            ),
+        ),
+        Criterion(
+            f'Checks!A1 labels the figure "{m.label}"',
+            XlsxCellCheck(path=path.lstrip("/"), sheet="Checks", cell="A1", value=m.label),
+        ),
     ]
     return TaskDraft("edit_sheet", "medium", "edit_existing_sheet", prompt, crits, [*m.calls, *add_tab(path, "Checks", rows)],
                      f"Added tab Checks to {path}: {m.label} = {m.value:.2f}.", outputs=[path])  # fmt: skip
@@ -100,14 +139,20 @@ def edit_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
     m = rng.pick(metrics(w, p))
     path = p.files[DOC_ROLE[w.domain]]
     prompt = (
-        f"Add a paragraph at the end of {path} that starts with \"Analyst update:\" and states the "
+        f'Add a paragraph at the end of {path} that starts with "Analyst update:" and states the '
         f"{m.label} for {p.code} (two decimals) with its inputs."
     )
     ins = "; ".join(f"{label}: {v:,.1f}" for label, v, _ in m.inputs)
     text = f"Analyst update: the {m.label} is {m.text} ({ins})."
     crits = [
-        Criterion(f"The document states the {m.label} as {m.text}", num(m.value, pct=m.unit == "%", source="files")),
-        Criterion("The new paragraph starts with \"Analyst update:\"", DocContainsCheck(path=path.lstrip("/"), all_of=["Analyst update:"])),
+        Criterion(
+            f"The document states the {m.label} as {m.text}",
+            m.check("files"),
+        ),
+        Criterion(
+            'The new paragraph starts with "Analyst update:"',
+            DocContainsCheck(path=path.lstrip("/"), all_of=["Analyst update:"]),
+        ),
     ]
     return TaskDraft("edit_doc", "hard", "edit_existing_doc", prompt, crits,
                      [*m.calls, read_call(path), append_doc(path, doc_paragraphs(w, p), text)],
@@ -122,17 +167,38 @@ def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     vl, vp = p.table.get(row, last), p.table.get(row, prev)
     change = (vl / vp - 1) * 100
     prompt = (
-        f"Make a short deck at {path} for {p.code}: a title slide \"{p.code} update\" and one slide "
+        f'Make a short deck at {path} for {p.code}: a title slide "{p.code} update" and one slide '
         f"stating the {row} for {prev} and {last} from the current workbook and the change between them in percent."
     )
-    bullets = [f"{row} {prev}: {value_text(vp, unit)}", f"{row} {last}: {value_text(vl, unit)}", f"Change: {change:.2f}%"]
-    crits = [
-        Criterion(f"The deck states the {prev} to {last} change in {row} as {change:.2f}%", num(change, pct=True, source="files")),
-        Criterion(f"The deck states the {last} {row} of {value_text(vl, unit)}", num(vl, source="files")),
-        Criterion(f"The deck states the {prev} {row} of {value_text(vp, unit)}", num(vp, source="files")),
-        Criterion(f"A deck exists at {path} titled \"{p.code} update\"", DocContainsCheck(path=path.lstrip("/"), all_of=[f"{p.code} update"])),
+    bullets = [
+        f"{row} {prev}: {value_text(vp, unit)}",
+        f"{row} {last}: {value_text(vl, unit)}",
+        f"Change: {change:.2f}%",
     ]
-    calls = [read_call(table_file(w, p)), create_deck(path, f"{p.code} update", [{"layout": "title_and_content", "title": f"{row}", "bullets": bullets}])]
+    crits = [
+        Criterion(
+            f"The deck states the {prev} to {last} change in {row} as {change:.2f}%",
+            num(change, pct=True, source="files"),
+        ),
+        Criterion(
+            f"The deck states the {last} {row} of {value_text(vl, unit)}", num(vl, source="files")
+        ),
+        Criterion(
+            f"The deck states the {prev} {row} of {value_text(vp, unit)}", num(vp, source="files")
+        ),
+        Criterion(
+            f'A deck exists at {path} titled "{p.code} update"',
+            DocContainsCheck(path=path.lstrip("/"), all_of=[f"{p.code} update"]),
+        ),
+    ]
+    calls = [
+        read_call(table_file(w, p)),
+        create_deck(
+            path,
+            f"{p.code} update",
+            [{"layout": "title_and_content", "title": f"{row}", "bullets": bullets}],
+        ),
+    ]
     return TaskDraft("new_deck", "hard", "make_new_slide_deck", prompt, crits, calls,
                      f"Created {path}: {row} {prev} {value_text(vp, unit)}, {last} {value_text(vl, unit)}, change {change:.2f}%.", outputs=[path])  # fmt: skip
 
@@ -141,16 +207,23 @@ def edit_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     m = rng.pick(metrics(w, p))
     path = p.files[TABLE_HOMES[w.domain][1]]
     prompt = (
-        f"Add a slide at the end of {path} titled \"Key metric\" that states the {m.label} for {p.code} "
+        f'Add a slide at the end of {path} titled "Key metric" that states the {m.label} for {p.code} '
         f"(two decimals) and its inputs."
     )
     bullets = [f"{m.label}: {m.text}"] + [f"{label}: {v:,.1f}" for label, v, _ in m.inputs]
     crits = [
-        Criterion(f"The new slide states the {m.label} as {m.text}", num(m.value, pct=m.unit == "%", source="files")),
-        Criterion("The deck has a slide titled \"Key metric\"", DocContainsCheck(path=path.lstrip("/"), all_of=["Key metric"])),
+        Criterion(
+            f"The new slide states the {m.label} as {m.text}",
+            m.check("files"),
+        ),
+        Criterion(
+            'The deck has a slide titled "Key metric"',
+            DocContainsCheck(path=path.lstrip("/"), all_of=["Key metric"]),
+        ),
     ]
-    crits += [Criterion(f"The slide quotes {label}: {v:,.1f}", num(v, source="files")) for label, v, _ in m.inputs[:1]]
+    crits += [
+        Criterion(f"The slide quotes {label}: {v:,.1f}", num(v, source="files"))
+        for label, v, _ in m.inputs[:1]
+    ]
     return TaskDraft("edit_deck", "hard", "edit_existing_slide_deck", prompt, crits,
                      [*m.calls, add_slide(path, "Key metric", bullets)], f"Added a Key metric slide to {path}: {m.text}.", outputs=[path])  # fmt: skip
-
-

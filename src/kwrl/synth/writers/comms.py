@@ -67,7 +67,9 @@ def chat_state(w: World) -> dict[str, bytes]:
     """Files under .apps_data/chat/ (relative name -> bytes) in the chat app's schema
     (kwrl.worlds.apps.chat: users.json, channels.json, messages/<channel>.json)."""
     users = [{"id": p.handle, "name": p.name, "title": p.title, "email": p.email} for p in w.people]
-    channels = [{"id": ch, "name": ch, "members": [p.handle for p in w.people]} for ch in w.channels]
+    channels = [
+        {"id": ch, "name": ch, "members": [p.handle for p in w.people]} for ch in w.channels
+    ]
     out = {
         "users.json": _json({"me": w.me.handle, "users": users}),
         "channels.json": _json({"channels": channels}),
@@ -76,7 +78,9 @@ def chat_state(w: World) -> dict[str, bytes]:
         msgs = [m for m in w.chats if m.channel == ch]
         # Ids unique across channels (block c*1000): the grader keys posts by id over all files,
         # and the app continues a channel's sequence from its highest number.
-        out[f"messages/{ch}.json"] = _json({"messages": [_msg(m, (c + 1) * 1000 + i + 1) for i, m in enumerate(msgs)]})
+        out[f"messages/{ch}.json"] = _json(
+            {"messages": [_msg(m, (c + 1) * 1000 + i + 1) for i, m in enumerate(msgs)]}
+        )
     return out
 
 
@@ -86,4 +90,12 @@ def _json(obj: object) -> bytes:
 
 def _msg(m: ChatMessage, n: int) -> dict[str, object]:
     ts = m.ts.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"id": f"m{n:04d}", "user": m.user, "text": m.text, "ts": ts, "thread_id": None, "reactions": {}, "deleted": False}
+    return {
+        "id": f"m{n:04d}",
+        "user": m.user,
+        "text": m.text,
+        "ts": ts,
+        "thread_id": None,
+        "reactions": {},
+        "deleted": False,
+    }

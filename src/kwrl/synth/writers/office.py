@@ -138,9 +138,13 @@ def xlsx_bytes(sheets: list[Sheet], title: str, author: str) -> bytes:
         xml = src.read(name)
         for ref, (_formula, value) in sh.formulas.items():
             pat = re.compile(rb'(<c r="' + ref.encode() + rb'"[^>]*><f>[^<]*</f>)<v\s*/?>(</v>)?')
-            xml, k = pat.subn(lambda m, v=value: m.group(1) + b"<v>" + _num(v).encode() + b"</v>", xml, count=1)
+            xml, k = pat.subn(
+                lambda m, v=value: m.group(1) + b"<v>" + _num(v).encode() + b"</v>", xml, count=1
+            )
             if k != 1:
-                raise AssertionError(f"{name}: formula cell {ref} not found while writing its cached value")
+                raise AssertionError(
+                    f"{name}: formula cell {ref} not found while writing its cached value"
+                )
         patch[name] = xml
     return normalize_zip(data, patch)
 
@@ -164,7 +168,9 @@ def pptx_bytes(title: str, slides: list[Slide], author: str) -> bytes:
             top = Inches(3.0)
         if s.table:
             rows, cols = len(s.table), len(s.table[0])
-            shape = slide.shapes.add_table(rows, cols, Inches(0.5), top, Inches(9), Inches(0.4 * rows))
+            shape = slide.shapes.add_table(
+                rows, cols, Inches(0.5), top, Inches(9), Inches(0.4 * rows)
+            )
             for i, row in enumerate(s.table):
                 for j, val in enumerate(row):
                     cell = shape.table.cell(i, j)
@@ -178,7 +184,9 @@ def pptx_bytes(title: str, slides: list[Slide], author: str) -> bytes:
             cd.categories = cats
             for name, vals in series.items():
                 cd.add_series(name, vals)
-            slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(0.5), top, Inches(9), Inches(4), cd)
+            slide.shapes.add_chart(
+                XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(0.5), top, Inches(9), Inches(4), cd
+            )
     buf = io.BytesIO()
     prs.save(buf)
     return normalize_zip(buf.getvalue())

@@ -29,11 +29,15 @@ def pdf_bytes(title: str, blocks: list[Block], author: str) -> bytes:
             story.append(Spacer(1, 6))
         elif kind == "table":
             t = Table(content)
-            t.setStyle(TableStyle([
-                ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
-                ("BACKGROUND", (0, 0), (-1, 0), colors.lightgrey),
-                ("FONTSIZE", (0, 0), (-1, -1), 9),
-            ]))
+            t.setStyle(
+                TableStyle(
+                    [
+                        ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
+                        ("BACKGROUND", (0, 0), (-1, 0), colors.lightgrey),
+                        ("FONTSIZE", (0, 0), (-1, -1), 9),
+                    ]
+                )
+            )
             story.append(t)
             story.append(Spacer(1, 10))
     doc.build(story)  # type: ignore[arg-type]
