@@ -54,6 +54,11 @@ class Completion(BaseModel):
 class PolicyClient(ABC):
     supports_tokens: bool = False
 
+    @classmethod
+    def from_spec(cls, target: str, cfg: Any) -> PolicyClient:
+        """Build from a spec's target and a `kwrl.llm.policy.PolicyConfig` (used by `build_policy`)."""
+        raise NotImplementedError(f"{cls.__name__} cannot be built from a policy spec")
+
     async def complete(
         self,
         prompt_ids: list[int],

@@ -41,7 +41,7 @@ from kwrl.llm.base import FinishReason, SamplingParams
 
 if TYPE_CHECKING:
     import torch
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
 _GREEDY_T = 1e-5
 
@@ -97,7 +97,7 @@ class Engine:
     def __init__(
         self,
         model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        tokenizer: Any,
         *,
         max_batch_size: int = 8,
         batch_wait_ms: float = 5.0,
@@ -123,6 +123,8 @@ class Engine:
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._seed_rng = torch.Generator().manual_seed(int(time.time_ns() % (1 << 62)))
         self._closed = False
+        self.stats = {"batches": 0, "requests": 0, "completion_tokens": 0, "largest_batch": 0}
+        """Counters since start: batches run, requests served, tokens sampled, largest batch."""
         self._worker = threading.Thread(target=self._run, name=f"kwrl-engine-{name}", daemon=True)
         self._worker.start()
 
@@ -298,6 +300,10 @@ class Engine:
         active = [r for r in reqs if r.finish is None]
         if active:
             self._decode(active)
+        self.stats["batches"] += 1
+        self.stats["requests"] += len(reqs)
+        self.stats["completion_tokens"] += sum(len(r.token_ids) for r in reqs)
+        self.stats["largest_batch"] = max(self.stats["largest_batch"], len(reqs))
         for r in reqs:
             r.future.set_result(
                 EngineOutput(
@@ -391,10 +397,10 @@ class Engine:
             r.finish = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
 
     def _decode_text(self, token_ids: list[int]) -> str:
-        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return str(self.tokenizer.decode(token_ids, skip_special_tokens=True))
 
 
-def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
+def _eos_ids(model: PreTrainedModel, tokenizer: Any) -> frozenset[int]:
     ids: set[int] = set()
     for src in (getattr(model, "generation_config", None), model.config):
         e = getattr(src, "eos_token_id", None) if src is not None else None

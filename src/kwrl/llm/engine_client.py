@@ -23,6 +23,13 @@ class EngineClient(PolicyClient):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    @classmethod
+    def from_spec(cls, target: str, cfg: Any) -> EngineClient:
+        """`target` is a model for `EngineConfig.model`; the engine is shared per process."""
+        from kwrl.llm.policy import shared_engine
+
+        return cls(shared_engine(cfg.engine.model_copy(update={"model": target})))
+
     async def complete(
         self,
         prompt_ids: list[int],

@@ -1,0 +1,112 @@
+"""Building a policy client from config: `PolicyConfig`, the `POLICIES` registry, `build_policy`.
+
+A policy is named by one spec string, so a CLI flag or a TOML line picks any of them:
+
+- `http://127.0.0.1:8000/v1#smollm2`: an OpenAI-compatible server (vLLM, `kwrl serve`), TITO
+  through `/v1/completions` (`completions`); the part after `#` is the served model name
+  (default: the first id of `/v1/models` is not fetched; `default` is sent).
+- `litellm:gemini/gemini-2.5-flash`: any litellm model, chat only (`litellm`).
+- `engine:smollm2-135m`: an in-process engine over a packaged name, a folder or a hub id
+  (`engine`). Engines are shared per process and engine config: building the same policy twice
+  loads the model once.
+
+`kind` overrides what the spec's shape says. API keys are never in configs: `api_key_env` names
+the environment variable that holds one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from pydantic import Field
+
+from kwrl.config import KwrlConfig
+from kwrl.errors import ConfigError
+from kwrl.llm.base import PolicyClient, SamplingParams
+from kwrl.llm.engine import Engine, EngineConfig
+from kwrl.llm.engine_client import EngineClient
+from kwrl.llm.litellm_chat import LiteLLMChatClient
+from kwrl.llm.openai_completions import OpenAICompletionsClient
+
+
+class PolicyConfig(KwrlConfig):
+    """Which policy samples the agent's turns, and how to reach it."""
+
+    model: str = "engine:smollm2-135m"
+    """Policy spec: `http(s)://HOST:PORT/v1#NAME`, `litellm:PROVIDER/MODEL` or `engine:MODEL`."""
+    kind: str | None = None
+    """Client kind from the registry (`completions`, `litellm`, `engine`); default: from `model`."""
+    api_base: str | None = None
+    """Base URL for litellm providers that need one (e.g. an OpenAI-compatible chat endpoint)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself never goes in a config)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds one policy call may take before it fails."""
+    retries: int = Field(default=2, ge=0)
+    """Retries after a transport error or a 5xx answer."""
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    """Default sampling parameters of the agent's turns."""
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    """In-process engine settings (kind `engine`); its `model` is replaced by the spec's."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Extra keyword arguments for litellm calls (provider-specific options)."""
+
+    def api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"policy.api_key_env: environment variable {self.api_key_env} is not set"
+            )
+        return key
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """`spec` -> (kind, target): the registry key and what that client is built on."""
+    if spec.startswith(("http://", "https://")):
+        return "completions", spec
+    for prefix in ("litellm:", "engine:", "completions:"):
+        if spec.startswith(prefix):
+            target = spec[len(prefix) :]
+            if not target:
+                raise ConfigError(f"policy.model {spec!r}: nothing after {prefix!r}")
+            return prefix[:-1], target
+    raise ConfigError(
+        f"policy.model {spec!r}: expected http://HOST:PORT/v1#NAME, litellm:PROVIDER/MODEL "
+        "or engine:MODEL"
+    )
+
+
+_ENGINES: dict[str, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def shared_engine(cfg: EngineConfig) -> Engine:
+    """One engine per distinct config in this process."""
+    key = cfg.model_dump_json()
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            _ENGINES[key] = Engine.from_config(cfg)
+        return _ENGINES[key]
+
+
+POLICIES: dict[str, type[PolicyClient]] = {
+    "completions": OpenAICompletionsClient,
+    "litellm": LiteLLMChatClient,
+    "engine": EngineClient,
+}
+"""Policy kinds by name; `build_policy` looks `kind` up here."""
+
+
+def build_policy(cfg: PolicyConfig) -> PolicyClient:
+    """The client `cfg` names (see the module doc for spec strings)."""
+    kind, target = split_spec(cfg.model)
+    if cfg.kind is not None:
+        kind = cfg.kind
+    cls = POLICIES.get(kind)
+    if cls is None:
+        raise ConfigError(f"policy.kind {kind!r}: unknown; choose one of {sorted(POLICIES)}")
+    return cls.from_spec(target, cfg)
