@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import string
 import zipfile
 from pathlib import Path
@@ -281,3 +282,23 @@ def test_fuzzed_paths_never_reach_outside_the_root(
         assert "outside the allowed root" not in message
         if not result.is_error:
             assert resolved.suffix == ".xlsx" and resolved.is_file()
+
+
+async def test_concurrent_edits_of_one_file_all_land(client: Client, roots: WorldRoots) -> None:
+    cells = [f"H{i}" for i in range(1, 9)]
+    await asyncio.gather(
+        *(
+            client.call_tool("add_content_text", {"file_path": BOOK, "cell": c, "value": i})
+            for i, c in enumerate(cells)
+        )
+    )
+    ws = wb(roots, BOOK)["Sheet1"]
+    assert [ws[c].value for c in cells] == list(range(8))
+
+
+async def test_reads_follow_outside_writes(client: Client, roots: WorldRoots) -> None:
+    assert "| 2 | 12345 |" in await text(client, "read_tab", {"file_path": FORMULAE})
+    book = wb(roots, FORMULAE)
+    book["Sheet1"]["A2"] = 777
+    book.save(roots.filesystem / FORMULAE)  # e.g. code_exec rewrote the file in place
+    assert "| 2 | 777 |" in await text(client, "read_tab", {"file_path": FORMULAE})
