@@ -52,15 +52,11 @@ class ScriptedPolicy(PolicyClient):
 
 
 @contextmanager
-def world_gateway(root: Path, timeout_s: float = 60.0) -> Iterator[str]:
-    """`kwrl world serve ROOT` in a subprocess; yields its MCP URL once it prints ready."""
+def ready_process(argv: list[str], ready: str, timeout_s: float) -> Iterator[str]:
+    """Run `argv`; yield the last word of its stdout line starting with `ready` (its URL)."""
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
         deadline = time.monotonic() + timeout_s
@@ -68,12 +64,12 @@ def world_gateway(root: Path, timeout_s: float = 60.0) -> Iterator[str]:
         line = ""
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
-            if line.startswith("kwrl-gateway ready"):
+            if line.startswith(ready):
                 break
             if not line and proc.poll() is not None:
-                raise RuntimeError(f"gateway exited: {proc.stderr.read() if proc.stderr else ''}")
+                raise RuntimeError(f"{argv} exited: {proc.stderr.read() if proc.stderr else ''}")
         else:
-            raise TimeoutError("gateway did not become ready")
+            raise TimeoutError(f"{argv} did not print {ready!r}")
         yield line.split()[-1]
     finally:
         proc.terminate()
@@ -82,3 +78,15 @@ def world_gateway(root: Path, timeout_s: float = 60.0) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def world_gateway(root: Path, timeout_s: float = 120.0) -> Any:
+    """`kwrl world serve ROOT` in a subprocess; yields its MCP URL once ready."""
+    argv = [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--port", "0"]
+    return ready_process(argv, "kwrl-gateway ready", timeout_s)
+
+
+def policy_server(model: str = "smollm2-135m", timeout_s: float = 300.0) -> Any:
+    """`kwrl serve MODEL` (CPU) in a subprocess; yields its `/v1` base URL once ready."""
+    argv = [sys.executable, "-m", "kwrl.cli", "serve", model, "--port", "0", "--threads", "1"]
+    return ready_process(argv, "kwrl-serve ready", timeout_s)

@@ -46,6 +46,9 @@ class AgentConfig(KwrlConfig):
     """Nucleus sampling mass."""
     seed: int | None = None
     """Sampling seed, when the policy honours one."""
+    tools: list[str] | None = None
+    """Tool names or fnmatch patterns offered to the model (e.g. `filesystem_*`); None offers
+    every tool of the gateway. Small-context policies need a subset: all nine apps are ~15k tokens."""
     tool_call_parser: str = "hermes"
     """Format of tool calls in sampled text: hermes (Qwen2.5, SmolLM2), qwen3_xml, glm4."""
     tool_call_timeout_s: float = Field(default=600.0, gt=0)

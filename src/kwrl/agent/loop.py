@@ -19,6 +19,7 @@ mask the trial. Everything it measured comes back in `AgentRun`.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -128,6 +129,9 @@ class AgentLoop:
 
     async def start(self, instruction: str) -> None:
         listed = await self.session.list_tools()
+        if self.config.tools is not None:
+            patterns = self.config.tools
+            listed = [t for t in listed if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)]
         self.tool_schemas, self.wrappers = openai_tools(listed)
         self.tool_names = {t.name for t in listed}
         user = instruction

@@ -1,0 +1,207 @@
+"""`KwrlAgent`: the agent loop as a harbor agent (`--agent-import-path kwrl.agent:KwrlAgent`).
+
+Inputs, in harbor's terms:
+- policy: the `model_name` harbor passes (`--model`), a `kwrl.llm` spec: `http://HOST:PORT/v1#NAME`
+  (TITO over `/v1/completions`, e.g. `kwrl serve`), `engine:MODEL` or `litellm:PROVIDER/MODEL`;
+  or the `policy` kwarg. Kwarg `policy_config` (a dict of `PolicyConfig` fields) tunes the client.
+- tokenizer (token policies): kwarg `tokenizer` or env `KWRL_TOKENIZER` (a folder, a packaged
+  name or a hub id); by default the model part of the spec (`...#smollm2-135m`, `engine:NAME`).
+- tools: the environment's `mcp_url` (kwrl's LocalEnvironment), else the first HTTP MCP server
+  harbor hands over (`mcp_servers`, task.toml), else kwarg `mcp_url` / env `KWRL_AGENT_MCP_URL`.
+- loop settings: any `AgentConfig` field as a kwarg (`max_steps=250`), or `agent_config` (TOML path).
+
+Outputs: `/logs/agent/final_answer.txt` in the environment (docs/contracts.md); an ATIF
+`trajectory.json` and `tito_debug.txt` in the agent logs dir; `context.metadata` with the TITO
+arrays, stop reason, per-turn stats and the drift report (keys in docs/contracts.md); token counts.
+Metadata is filled in a `finally`, so a trial cut by harbor's agent timeout keeps what was done.
+A policy or MCP infrastructure failure is raised after that (the trial is an error and is masked);
+a full context window or a cut last turn is not (the trial is graded, reward usually 0).
+
+harbor 0.25 hands MCP servers only to agents declaring the capability; declared when available.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harbor.agents.base import BaseAgent
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext
+
+from kwrl.agent.config import AgentConfig
+from kwrl.agent.drift import measure_drift
+from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
+from kwrl.config import load_config
+from kwrl.errors import AgentError
+from kwrl.io import write_json, write_text
+
+try:  # harbor >= 0.25
+    from harbor.agents.capabilities import (  # type: ignore[import-not-found]
+        AgentCapabilities as _Capabilities,
+    )
+except ImportError:  # harbor 0.21: every agent receives MCP servers
+    _Capabilities = None
+
+ENV_TOKENIZER = "KWRL_TOKENIZER"
+ENV_MCP_URL = "KWRL_AGENT_MCP_URL"
+FINAL_ANSWER_PATH = "/logs/agent/final_answer.txt"
+_INFRA = (StopReason.POLICY_ERROR, StopReason.TOOL_ERROR)
+
+
+class KwrlAgent(BaseAgent):
+    """kwrl's MCP tool-calling agent with token-in/token-out recording (see the module doc)."""
+
+    if _Capabilities is not None:
+        capabilities = _Capabilities(atif=True, mcp_servers=True)
+    else:
+        SUPPORTS_ATIF = True
+
+    def __init__(
+        self,
+        logs_dir: Path,
+        model_name: str | None = None,
+        *args: Any,
+        policy: str | None = None,
+        policy_config: dict[str, Any] | None = None,
+        tokenizer: str | None = None,
+        mcp_url: str | None = None,
+        agent_config: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        fields = set(AgentConfig.model_fields)
+        overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+        super().__init__(logs_dir, model_name, *args, **kwargs)
+        base = load_config(AgentConfig, Path(agent_config)) if agent_config else AgentConfig()
+        self.config = base.model_copy(update=overrides)
+        AgentConfig.model_validate(self.config.model_dump())
+        self.policy_spec = policy or model_name
+        if not self.policy_spec:
+            raise AgentError("KwrlAgent needs a policy: harbor --model SPEC or kwarg policy=SPEC")
+        self.policy_config = dict(policy_config or {})
+        self.tokenizer_spec = tokenizer or os.environ.get(ENV_TOKENIZER)
+        self.mcp_url = mcp_url
+        self.run_result: AgentRun | None = None
+
+    @staticmethod
+    def name() -> str:
+        return "kwrl"
+
+    def version(self) -> str | None:
+        from importlib.metadata import version
+
+        return version("kwrl")
+
+    async def setup(self, environment: BaseEnvironment) -> None:
+        """Nothing to install: the agent runs on the host and reaches the sandbox over MCP."""
+
+    # ------------------------------------------------------------------ resolution
+
+    def _gateway_url(self, environment: BaseEnvironment) -> str:
+        url = getattr(environment, "mcp_url", None)
+        if url:
+            return str(url)
+        for server in self.mcp_servers:
+            if server.url and server.transport in ("streamable-http", "http", "sse"):
+                return server.url
+        url = self.mcp_url or os.environ.get(ENV_MCP_URL)
+        if not url:
+            raise AgentError(
+                "no MCP gateway: the environment has no mcp_url, the task lists no MCP server, "
+                f"and neither kwarg mcp_url nor env {ENV_MCP_URL} is set"
+            )
+        return url
+
+    def _tokenizer_spec(self) -> str:
+        if self.tokenizer_spec:
+            return self.tokenizer_spec
+        spec = str(self.policy_spec)
+        if spec.startswith("engine:"):
+            return spec.removeprefix("engine:")
+        if "#" in spec:
+            return spec.split("#", 1)[1]
+        raise AgentError(
+            f"policy {spec!r} samples tokens: name its tokenizer (kwarg tokenizer= or env "
+            f"{ENV_TOKENIZER}), or use a spec ending in #MODEL"
+        )
+
+    def _build_policy(self) -> Any:
+        from kwrl.llm.policy import PolicyConfig, build_policy
+
+        cfg = PolicyConfig.model_validate({**self.policy_config, "model": self.policy_spec})
+        return build_policy(cfg)
+
+    # ------------------------------------------------------------------ run
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        from kwrl.worlds.client import GatewayClient
+
+        url = self._gateway_url(environment)
+        policy = self._build_policy()
+        tokenizer = None
+        if policy.supports_tokens:
+            from kwrl.agent.tokenizer import load_tokenizer
+
+            tokenizer = load_tokenizer(self._tokenizer_spec())
+        session_id = f"{self.session_id or 'kwrl'}-{uuid.uuid4().hex[:8]}"
+        loop: AgentLoop | None = None
+        started = time.time()
+        try:
+            async with GatewayClient(url, timeout_s=self.config.tool_call_timeout_s + 30) as gw:
+                loop = AgentLoop(
+                    policy, gw, self.config, tokenizer=tokenizer, session_id=session_id
+                )
+                self.run_result = await loop.run(instruction)
+        finally:
+            await policy.aclose()
+            run = self.run_result or (loop.run_ if loop is not None else None)
+            if run is not None:
+                self._record(run, context, time.time() - started)
+                await self._write_final_answer(run, environment)
+        run = self.run_result
+        if run is not None and run.stop_reason in _INFRA:
+            raise AgentError(f"agent stopped on {run.stop_reason}: {run.error}")
+
+    def _record(self, run: AgentRun, context: AgentContext, elapsed_s: float) -> None:
+        context.n_input_tokens = run.n_input_tokens
+        context.n_output_tokens = run.n_output_tokens
+        meta: dict[str, Any] = {
+            "session_id": run.session_id,
+            "stop_reason": str(run.stop_reason),
+            "error": run.error,
+            "final_answer": run.final_answer,
+            "n_turns": len(run.turns),
+            "elapsed_s": elapsed_s,
+            "turn_stats": [asdict(t) for t in run.turns],
+        }
+        if run.tito is not None:
+            state = run.tito
+            meta.update(state.arrays())
+            try:
+                meta["tito_drift"] = measure_drift(state, run.messages).to_dict()
+            except AgentError as e:
+                meta["tito_drift"] = {"error": str(e)}
+            write_text(self.logs_dir / "tito_debug.txt", state.debug_text())
+        context.metadata = meta
+        from kwrl.agent.atif import build_trajectory
+
+        traj = build_trajectory(
+            run,
+            agent_name=self.name(),
+            agent_version=self.version() or "unknown",
+            model_name=self.policy_spec,
+        )
+        write_json(self.logs_dir / "trajectory.json", traj.to_json_dict())
+
+    async def _write_final_answer(self, run: AgentRun, environment: BaseEnvironment) -> None:
+        with tempfile.TemporaryDirectory(prefix="kwrl-answer-") as tmp:
+            path = Path(tmp) / "final_answer.txt"
+            path.write_text(run.final_answer, encoding="utf-8")
+            await environment.upload_file(path, FINAL_ANSWER_PATH)
