@@ -48,8 +48,8 @@ from kwrl.tasks.models import Verifier
 OFFICE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "office"
 
 
-def build_world(root: Path, n_files: int) -> None:
-    fixtures = sorted(p for p in OFFICE.rglob("*") if p.is_file() and p.suffix != ".ics")
+def build_world(root: Path, n_files: int, office: Path = OFFICE) -> None:
+    fixtures = sorted(p for p in office.rglob("*") if p.is_file() and p.suffix != ".ics")
     fs = root / "filesystem"
     for i in range(n_files - 3):
         src = fixtures[i % len(fixtures)]
@@ -194,10 +194,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=170)
     ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument("--office", type=Path, default=OFFICE, help="dir of office fixture files to copy")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         world, final = Path(tmp) / "world", Path(tmp) / "final"
-        build_world(world, args.files)
+        build_world(world, args.files, args.office)
         shutil.copytree(world, final)  # copy2: mtimes preserved, as a tar populate does
         act(final)
         n_files = sum(1 for p in world.rglob("*") if p.is_file())

@@ -143,7 +143,10 @@ def _raw_messages(path: Path) -> Iterator[tuple[str, bytes]]:
 
 def _mail_record(key: str, raw: bytes, mailbox_name: str) -> MailRecord:
     msg = email.message_from_bytes(raw)
-    rcpts = getaddresses([_header(msg, "To"), _header(msg, "Cc"), _header(msg, "Bcc")])
+    # Empty headers must not reach getaddresses: since 3.12.3 its strict mode turns the whole list
+    # into [("", "")] when an empty entry is present.
+    heads = [h for h in (_header(msg, "To"), _header(msg, "Cc"), _header(msg, "Bcc")) if h.strip()]
+    rcpts = getaddresses(heads)
     return MailRecord(
         key=key,
         sender=_header(msg, "From"),
