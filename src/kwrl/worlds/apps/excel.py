@@ -7,8 +7,9 @@ no cells and are only listed) or `tab_name`; cells in A1 notation.
 `read_tab` shows values AND formulas: the workbook is parsed twice, once for formulas and once
 with `data_only=True` for the values Excel cached at its last save; a formula cell reads
 `=SUM(A1:A3) → 6`, or `→ (no cached value)` when the file holds none. openpyxl never computes
-formulas, so a formula written by these tools has no cached value until a spreadsheet program
-recalculates the file; read_tab says so rather than inventing a value.
+formulas; after a write that leaves formulas in the workbook, LibreOffice (when installed, as in
+Archipelago) recalculates the file (`office_recalc`); otherwise read_tab says the value is
+missing rather than inventing one.
 Writes apply all of a call's operations to a fresh parse, then save once, atomically.
 """
 
@@ -38,6 +39,7 @@ from kwrl.worlds.apps.office_common import (
     open_file,
     save_atomic,
 )
+from kwrl.worlds.apps.office_recalc import recalculate, soffice
 from kwrl.worlds.apps.office_xlsx import (
     CellValue,
     FilterCondition,
@@ -103,7 +105,8 @@ def build(roots: WorldRoots) -> FastMCP:
             wb = open_file(root, p, _formulas, KIND)
             msg = fn(wb)
             save_atomic(wb, p)
-        return f"{msg} in {rel(root, p)}"
+            note = _recalc(p, wb)
+        return f"{msg} in {rel(root, p)}{note}"
 
     @mcp.tool
     def create_spreadsheet(
@@ -131,7 +134,8 @@ def build(roots: WorldRoots) -> FastMCP:
             _fill(ws, spec.get("headers"), spec.get("rows") or [])
         with file_lock(target):
             save_atomic(wb, target)
-        return f"Created {rel(root, target)} with sheets {wb.sheetnames}"
+            note = _recalc(target, wb)
+        return f"Created {rel(root, target)} with sheets {wb.sheetnames}{note}"
 
     @mcp.tool
     def delete_spreadsheet(file_path: FilePath) -> str:
@@ -417,6 +421,23 @@ def _column_index(column: str, header: list[str] | None, letters: list[str]) -> 
         return letters.index(col.upper())
     known = f"headers {header}" if header else f"columns {letters[0]}..{letters[-1]}"
     raise ToolError(f"filter column {column!r} not found; use a letter or one of the {known}")
+
+
+def _recalc(path: Path, wb: Workbook) -> str:
+    """Let LibreOffice compute the formulas of a saved workbook, when there are any and it can."""
+    if path.suffix.lower() != ".xlsx" or not _has_formulas(wb):
+        return ""
+    if recalculate(path):
+        return " (formulas recalculated)"
+    return " (formulas not recalculated: read_tab shows them without values)" if soffice() else ""
+
+
+def _has_formulas(wb: Workbook) -> bool:
+    for ws in wb.worksheets:
+        for row in ws.iter_rows(values_only=True):
+            if any(isinstance(v, str) and v.startswith("=") for v in row):
+                return True
+    return False
 
 
 def _tab_of(wb: Workbook, ws: Any) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import string
 import zipfile
 from pathlib import Path
@@ -24,7 +25,10 @@ CHARTSHEETS = "openpyxl__contains_chartsheets.xlsx"
 
 
 @pytest.fixture
-def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
+def roots(tmp_path: Path, office_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> WorldRoots:
+    monkeypatch.setenv(
+        "KWRL_FORMULA_RECALC", "0"
+    )  # LibreOffice recalculation has its own (slow) test
     r = make_world(tmp_path, office_fixtures, "xlsx")
     (r.filesystem / "people.csv").write_text(
         "name,age,city\nAnn,34,Oslo\nBob,27,Rome\nCy,41,Oslo\n"
@@ -302,3 +306,27 @@ async def test_reads_follow_outside_writes(client: Client, roots: WorldRoots) ->
     book["Sheet1"]["A2"] = 777
     book.save(roots.filesystem / FORMULAE)  # e.g. code_exec rewrote the file in place
     assert "| 2 | 777 |" in await text(client, "read_tab", {"file_path": FORMULAE})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
+async def test_libreoffice_recalculates_written_formulas(
+    client: Client, roots: WorldRoots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KWRL_FORMULA_RECALC", "auto")
+    out = await text(
+        client,
+        "edit_spreadsheet",
+        {
+            "file_path": FORMULAE,
+            "operations": [{"type": "set_cell", "cell": "C2", "value": "=A2*2"}],
+        },
+    )
+    assert "(formulas recalculated)" in out
+    assert (
+        await text(client, "read_tab", {"file_path": FORMULAE, "cell_range": "C2"})
+        == "Sheet1!C2: =A2*2 → 24690"
+    )
+    assert wb(roots, FORMULAE)["Sheet1"]["C2"].value == "=A2*2"
