@@ -41,6 +41,8 @@ class CriterionGrade:
     is_primary_objective: bool = False
     judge_model: str | None = None
     cached: bool = False
+    cache_key: str | None = None
+    """sha256 of (model, prompt): names the verdict's cache file and identifies the exact prompt."""
 
     @property
     def passed(self) -> bool:
@@ -107,6 +109,7 @@ async def _judge_one(v: Verifier, evidence: Evidence, judge: Judge) -> Criterion
         vals.is_primary_objective,
         judge.config.model,
         cached,
+        judge.cache_key(system, user),
     )
 
 

@@ -4,7 +4,8 @@
 task, the scope, the final answer and the selected artifacts. `Judge.verdict(system, user)` returns a
 `Verdict`, with the fault tolerance a trial's reward depends on:
 
-- concurrency: an asyncio semaphore (`concurrency`) and a requests-per-minute pacer;
+- concurrency: an asyncio semaphore (`concurrency`) and a requests-per-minute pacer, both per
+  process, i.e. per trial's verifier (a shared quota across trials belongs to a proxy in front);
 - retries: 429, 408, 5xx, transport errors, timeouts and malformed output (not JSON, or not the
   schema) are retried with exponential backoff up to `max_retries`; other 4xx (bad key, bad model)
   fail at once;
@@ -75,14 +76,15 @@ class JudgeConfig(KwrlConfig):
     """Judge requests in flight at once."""
     requests_per_minute: float | None = Field(default=600.0, gt=0)
     """Pace of request starts; None for no pacing."""
-    max_retries: int = Field(default=5, ge=0)
+    max_retries: int = Field(default=4, ge=0)
     """Retries after the first attempt, on 429/5xx/timeouts/malformed output."""
     backoff_s: float = Field(default=2.0, ge=0)
     """First backoff; doubles per retry (with jitter), capped by backoff_max_s."""
     backoff_max_s: float = Field(default=60.0, ge=0)
     """Longest wait between two attempts."""
-    timeout_s: float = Field(default=180.0, gt=0)
-    """Timeout of one request."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Timeout of one request. With the default retries the worst case (~10.5 min) stays inside the
+    verifier's 900 s task.toml limit."""
     cache_dir: Path | None = None
     """Directory of cached verdicts (one JSON file each); None disables the cache."""
     max_artifact_chars: int = Field(default=300_000, gt=0)

@@ -175,3 +175,13 @@ async def test_litellm_models_go_through_litellm_with_the_same_retries(
         with pytest.raises(JudgeError, match="AuthenticationError"):
             await judge.verdict(*prompt(answer="other"))
     assert len(fake_judge.requests) == 4
+
+
+async def test_requests_are_paced_by_requests_per_minute(fake_judge: FakeJudge) -> None:
+    import time
+
+    async with Judge(config(fake_judge, requests_per_minute=1200.0)) as judge:  # one per 50 ms
+        t0 = time.monotonic()
+        await asyncio.gather(*(judge.verdict(*prompt(answer=f"a{i}")) for i in range(4)))
+        elapsed = time.monotonic() - t0
+    assert elapsed >= 0.15 and len(fake_judge.requests) == 4
