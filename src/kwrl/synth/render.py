@@ -348,7 +348,7 @@ def plan_files(w: World) -> dict[str, Builder]:
                 f"{base}/{p.short} - Case Update.pptx",
                 lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Case Update", s(), author),
             )
-            advice = [
+            advice: list[Block] = [
                 ("h", "Summary"),
                 (
                     "p",

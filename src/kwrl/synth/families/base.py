@@ -18,7 +18,7 @@ from kwrl.synth.cast import Project
 from kwrl.synth.render import FACT_HOME, TABLE_HOMES
 from kwrl.synth.rng import Rng
 from kwrl.synth.world import World
-from kwrl.tasks.models import MachineCheck, NumberCheck
+from kwrl.tasks.models import MachineCheck, NumberCheck, Source
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -103,11 +103,11 @@ def cagr(a: float, b: float, years: int) -> float:
     return (math.pow(b / a, 1 / years) - 1) * 100
 
 
-def num(value: float, *, pct: bool = False, source: str = "answer") -> NumberCheck:
+def num(value: float, *, pct: bool = False, source: Source = "answer") -> NumberCheck:
     """A number check: 0.5% relative, and for percentages also 0.05 points absolute."""
     return NumberCheck(
         value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source
-    )  # type: ignore[arg-type]
+    )
 
 
 def unit_word(unit: str) -> str:

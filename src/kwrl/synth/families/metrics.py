@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kwrl.synth.cast import Project
 from kwrl.synth.families.base import Call, cagr, fact_file, read_call, read_tab, table_file
 from kwrl.synth.world import World, mail_only_fact
-from kwrl.tasks.models import NumberCheck
+from kwrl.tasks.models import NumberCheck, Source
 
 
 @dataclass
@@ -26,14 +26,14 @@ class Metric:
     """(label, value, where) for each input; `where` is a path, 'mail' or 'computed'."""
     calls: list[Call]
 
-    def check(self, source: str = "answer") -> NumberCheck:
+    def check(self, source: Source = "answer") -> NumberCheck:
         """The value as stated to two decimals: 0.5% relative, or half a unit of the last decimal."""
         return NumberCheck(
             value=round(self.value, 6),
             rel_tol=0.005,
             abs_tol=0.05 if self.unit == "%" else 0.005,
             source=source,
-        )  # type: ignore[arg-type]
+        )
 
     @property
     def text(self) -> str:

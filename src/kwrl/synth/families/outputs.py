@@ -7,6 +7,8 @@ a new sheet, a marker heading in an edited document.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kwrl.synth.cast import Project
 from kwrl.synth.families.base import (
     Criterion,
@@ -60,7 +62,7 @@ def memo_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
 def summary_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
     ms = rng.sample(metrics(w, p), 2)
     path = f"{OUT_DIR}/{p.short} Metrics.xlsx"
-    rows: list[list[object]] = [["Metric", "Value"]] + [[m.label, round(m.value, 2)] for m in ms]
+    rows: list[list[Any]] = [["Metric", "Value"]] + [[m.label, round(m.value, 2)] for m in ms]
     prompt = (
         f'Create a workbook {path} with one sheet named "Summary": A1 "Metric", B1 "Value"; row 2 the '
         f"{ms[0].label} and row 3 the {ms[1].label} for {p.code}, labels in column A and values in column B "
@@ -106,7 +108,7 @@ def edit_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
         f'In the current {p.code} workbook ({path}), add a tab named "Checks" with the label '
         f'"{m.label}" in A1 and the value in B1 as a plain number rounded to two decimals.'
     )
-    rows: list[list[object]] = [[m.label, round(m.value, 2)]]
+    rows: list[list[Any]] = [[m.label, round(m.value, 2)]]
     crits = [
         Criterion(
             f"Checks!B1 of {path} holds {m.value:.2f}",

@@ -185,7 +185,12 @@ def pptx_bytes(title: str, slides: list[Slide], author: str) -> bytes:
             for name, vals in series.items():
                 cd.add_series(name, vals)
             slide.shapes.add_chart(
-                XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(0.5), top, Inches(9), Inches(4), cd
+                XL_CHART_TYPE.COLUMN_CLUSTERED,
+                Inches(0.5),
+                top,
+                Inches(9),
+                Inches(4),
+                cd,  # type: ignore[arg-type]  (python-pptx's stub names the base class)
             )
     buf = io.BytesIO()
     prs.save(buf)

@@ -28,7 +28,7 @@ def pdf_bytes(title: str, blocks: list[Block], author: str) -> bytes:
             story.append(Paragraph(_esc(str(content)), styles["BodyText"]))
             story.append(Spacer(1, 6))
         elif kind == "table":
-            t = Table(content)
+            t = Table(content)  # type: ignore[arg-type]
             t.setStyle(
                 TableStyle(
                     [

@@ -1,0 +1,68 @@
+"""`kwrl data synth` through the real CLI, in both layouts; the data layer accepts what it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kwrl.cli import app
+from kwrl.tasks.apex import convert_apex, load_apex
+from kwrl.tasks.stats import dataset_stats
+from kwrl.tasks.validate import validate_dataset
+
+runner = CliRunner()
+
+
+def synth(out: Path, *extra: str) -> None:
+    args = [
+        "data",
+        "synth",
+        "--out",
+        str(out),
+        "--worlds",
+        "2",
+        "--tasks-per-world",
+        "3",
+        "--seed",
+        "4",
+        *extra,
+    ]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "wrote 2 worlds" in res.output
+
+
+def test_task_dirs_layout_validates_and_has_stats(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    synth(out, "--domains", "Law", "--domains", "Management Consulting")
+    report = validate_dataset(out)
+    assert report.ok, report.problems
+    s = dataset_stats(out)
+    assert s.tasks == 6
+    assert set(s.domains) == {"Law", "Management Consulting"}
+    assert sum(s.difficulty.values()) == 6
+    task = next((out / "tasks").iterdir())
+    assert (task / "solution" / "solve.sh").stat().st_mode & 0o100
+    calls = json.loads((task / "solution" / "gold_calls.json").read_text())
+    assert calls and all("_" in c["tool"] for c in calls)
+    res = runner.invoke(app, ["data", "stats", str(out)])
+    assert res.exit_code == 0 and "difficulty" in res.output
+
+
+def test_apex_hf_layout_loads_converts_and_validates(tmp_path: Path) -> None:
+    out = tmp_path / "hf"
+    synth(out, "--layout", "apex-hf", "--domains", "Investment Banking")
+    src = load_apex(out)
+    assert len(src.tasks) == 6 and len(src.worlds) == 2
+    conv = tmp_path / "conv"
+    convert_apex(out, conv)
+    report = validate_dataset(conv)
+    assert report.ok, report.problems
+
+
+def test_bad_domain_is_a_clear_error(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["data", "synth", "--out", str(tmp_path / "x"), "--domains", "Tax"])
+    assert res.exit_code != 0
+    assert "unknown domain" in str(res.exception) + res.output
