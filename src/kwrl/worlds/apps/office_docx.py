@@ -1,4 +1,7 @@
-"""Addressing and rendering .docx content for the word app (python-docx).
+"""Addressing, rendering and editing .docx content for the word app (python-docx).
+
+The MCP tools live in `word.py`; this module holds what they share: identifier resolution,
+the reader's rendering, text writers that keep the first run's formatting, and style lookup.
 
 Identifiers (Archipelago's grammar) name one element so edits are precise:
 
@@ -16,15 +19,23 @@ Images are numbered in body order (`img0`, `img1`, ...) over every `a:blip` in t
 
 from __future__ import annotations
 
+import copy
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from docx.document import Document as DocxDocument
+from docx.enum.section import WD_ORIENT
+from docx.enum.style import WD_STYLE_TYPE
+from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_BREAK
+from docx.oxml import OxmlElement
+from docx.shared import Pt
 from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 from docx.text.run import Run
 
 from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.office_blocks import Block, inline_runs
 from kwrl.worlds.apps.office_common import md_table
 
 
@@ -272,3 +283,186 @@ def is_cell(obj: Any) -> bool:
 
 def is_row(obj: Any) -> bool:
     return isinstance(obj, _Row)
+
+
+ALIGN = {
+    "left": WD_ALIGN_PARAGRAPH.LEFT,
+    "center": WD_ALIGN_PARAGRAPH.CENTER,
+    "right": WD_ALIGN_PARAGRAPH.RIGHT,
+    "justify": WD_ALIGN_PARAGRAPH.JUSTIFY,
+}
+
+
+def add_text_runs(p: Paragraph, text: str, rpr: Any = None) -> None:
+    for chunk, bold, italic in inline_runs(text):
+        run = p.add_run(chunk)
+        if rpr is not None:
+            run._r.insert(0, copy.deepcopy(rpr))
+        if bold:
+            run.bold = True
+        if italic:
+            run.italic = True
+
+
+def write_blocks(doc: DocxDocument, blocks: list[Block]) -> None:
+    """Append content blocks to a document body."""
+    for b in blocks:
+        t = b["type"]
+        if t == "heading":
+            doc.add_heading(b.get("text", ""), level=b.get("level", 1))
+        elif t == "paragraph":
+            style = b.get("style")
+            add_text_runs(
+                doc.add_paragraph(style=ensure_style(doc, style) if style else None),
+                b.get("text", ""),
+            )
+        elif t in ("bullet_list", "numbered_list"):
+            style = "List Bullet" if t == "bullet_list" else "List Number"
+            for item in b.get("items", []):
+                add_text_runs(doc.add_paragraph(style=style), item)
+        elif t == "table":
+            rows = b.get("rows", [])
+            table = doc.add_table(rows=len(rows), cols=len(rows[0]))
+            table.style = "Table Grid"
+            for r_i, row in enumerate(rows):
+                for c_i, value in enumerate(row):
+                    cell = table.cell(r_i, c_i)
+                    cell.text = str(value)
+                    if r_i == 0 and b.get("header", True):
+                        for run in cell.paragraphs[0].runs:
+                            run.bold = True
+        elif t == "page_break":
+            doc.add_paragraph().add_run().add_break(WD_BREAK.PAGE)
+
+
+_HEADING_PT = {0: 26, 1: 16, 2: 13, 3: 12}
+
+
+def ensure_style(doc: DocxDocument, name: str) -> Any:
+    """The paragraph style `name`; Word's built-in headings, Title and list styles are added
+    when a document lacks them (Word keeps them latent until first use)."""
+    names = {s.name for s in doc.styles}
+    if name in names:
+        return doc.styles[name]
+    m = re.fullmatch(r"Heading ([1-9])|Title|List (Bullet|Number)|Quote", name)
+    if m is None:
+        shown = ", ".join(sorted(n for n in names if n)[:20])
+        raise ToolError(f"style {name!r} does not exist in this document; some that do: {shown}")
+    style: Any = doc.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
+    if "Normal" in names:
+        style.base_style = doc.styles["Normal"]
+    if name.startswith("Heading") or name == "Title":
+        level = 0 if name == "Title" else int(name.split()[1])
+        style.font.bold = True
+        style.font.size = Pt(_HEADING_PT.get(level, 11))
+        style.paragraph_format.space_before = Pt(12)
+        style.paragraph_format.keep_with_next = True
+    elif name == "Quote":
+        style.font.italic = True
+    return style
+
+
+def first_rpr(p: Paragraph) -> Any:
+    for r in p.runs:
+        if r.text and r._r.rPr is not None:
+            return r._r.rPr
+    return None
+
+
+def set_paragraph_text(p: Paragraph, text: str) -> None:
+    """Replace a paragraph's text, keeping its first run's formatting and any image runs."""
+    rpr = first_rpr(p)
+    anchor_index: int | None = None
+    for child in list(p._p.iterchildren()):
+        tag = child.tag.rsplit("}", 1)[-1]
+        if tag in ("r", "hyperlink", "ins", "del", "smartTag") and not child.xpath(".//a:blip"):
+            if anchor_index is None:
+                anchor_index = p._p.index(child)
+            p._p.remove(child)
+    run = p.add_run(text)
+    if rpr is not None:
+        run._r.insert(0, copy.deepcopy(rpr))
+    if anchor_index is not None:
+        p._p.remove(run._r)
+        p._p.insert(anchor_index, run._r)
+
+
+def new_paragraph_after(el: Any, parent: Any, text: str, style: Any, rpr: Any) -> Paragraph:
+    new = OxmlElement("w:p")
+    el.addnext(new)
+    para = Paragraph(new, parent)
+    if style is not None:
+        para.style = style
+    add_text_runs(para, text, rpr)
+    return para
+
+
+def prepend_run(p: Paragraph, text: str) -> None:
+    rpr = first_rpr(p)
+    run = p.add_run(text)
+    if rpr is not None:
+        run._r.insert(0, copy.deepcopy(rpr))
+    p._p.remove(run._r)
+    p._p.insert(1 if p._p.pPr is not None else 0, run._r)
+
+
+def image_part(doc: DocxDocument, index: int) -> tuple[Any, Any]:
+    blips = body_blips(doc)
+    if not 0 <= index < len(blips):
+        raise ToolError(f"image {index} not found; the document has {len(blips)} image(s) (img0..)")
+    blip = blips[index]
+    rid = blip.get("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed")
+    part = doc.part.related_parts.get(rid) if rid else None
+    if part is None:
+        raise ToolError(f"image {index} is linked, not embedded; it cannot be read or modified")
+    return blip, part
+
+
+def replace_in(t: Target, old: str, new: str) -> str:
+    if not old:
+        raise ToolError("old_text must not be empty")
+    if t.kind == "run":
+        n = t.obj.text.count(old)
+        t.obj.text = t.obj.text.replace(old, new)
+    else:
+        n = 0
+        for par in paragraphs_of(t):
+            full = para_text(par)
+            count = full.count(old)
+            if not count:
+                continue
+            n += count
+            runs = par.runs
+            if sum(r.text.count(old) for r in runs) == count:
+                for r in runs:
+                    if old in r.text:
+                        r.text = r.text.replace(old, new)
+            else:  # the text spans runs or tracked changes: rewrite with the first run's format
+                set_paragraph_text(par, full.replace(old, new))
+    if n == 0:
+        raise ToolError(f"{old!r} not found in {t.ident}")
+    return f"Replaced {n} occurrence(s) of {old!r} in {t.ident}"
+
+
+def section_at(doc: DocxDocument, index: int) -> Any:
+    if not 0 <= index < len(doc.sections):
+        raise ToolError(
+            f"section_index {index} out of range (document has {len(doc.sections)} sections)"
+        )
+    return doc.sections[index]
+
+
+def inches(v: Any) -> str:
+    return "?" if v is None else f"{v / 914400:.2f}"
+
+
+def orientation_of(sec: Any) -> str:
+    return "landscape" if sec.orientation == WD_ORIENT.LANDSCAPE else "portrait"
+
+
+def comment_anchors(doc: DocxDocument) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for i, par in enumerate(doc.paragraphs):
+        for cid in par._p.xpath(".//w:commentRangeStart/@w:id | .//w:commentReference/@w:id"):
+            out.setdefault(int(cid), f"body.p.{i}")
+    return out

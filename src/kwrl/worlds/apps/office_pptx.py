@@ -1,4 +1,7 @@
-"""Slides, placeholders and rendering for the powerpoint app (python-pptx).
+"""Slides, placeholders, rendering and batch operations for the powerpoint app (python-pptx).
+
+The MCP tools live in `powerpoint.py`; this module holds slide building, `edit_slides`
+operations (`apply_op`), chart data and rendering.
 
 Slides, shapes, tables and pictures are addressed by 0-based index in the order python-pptx
 lists them (`read_individualslide` prints those indices). Pictures get annotations
@@ -11,16 +14,22 @@ the deck's own layouts by name, then by placeholder kinds. Decks whose masters l
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict
 
-from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
+import openpyxl
+from pptx.chart.data import CategoryChartData, XyChartData
+from pptx.enum.chart import XL_CHART_TYPE
+from pptx.enum.shapes import MSO_SHAPE, MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.presentation import Presentation as PptxPresentation
 from pptx.shapes.base import BaseShape
 from pptx.slide import Slide
 from pptx.util import Emu, Inches, Pt
 
-from kwrl.worlds.apps.base import ToolError
-from kwrl.worlds.apps.office_common import md_table
+from kwrl.worlds.apps.base import ToolError, rel
+from kwrl.worlds.apps.office_common import cached, existing_file, md_table
+from kwrl.worlds.apps.office_xlsx import fmt, parse_range
 
 LAYOUT_NAMES = {
     "title": ("Title Slide",),
@@ -256,3 +265,280 @@ def slide_detail(slide: Slide, index: int) -> str:
     if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
         lines.append(f"notes: {slide.notes_slide.notes_text_frame.text.strip() or '(empty)'}")
     return "\n".join(lines)
+
+
+Layout = Literal[
+    "title", "title_and_content", "section_header", "two_content", "title_only", "blank"
+]
+
+
+class SlideSpec(TypedDict):
+    layout: NotRequired[Layout]
+    title: NotRequired[str]
+    subtitle: NotRequired[str]
+    bullets: NotRequired[list[str]]
+    table: NotRequired[list[list[str]]]
+    notes: NotRequired[str]
+
+
+class SlideOp(TypedDict):
+    type: Literal[
+        "replace_text",
+        "update_slide_title",
+        "update_slide_subtitle",
+        "set_bullets",
+        "append_bullets",
+        "clear_placeholder",
+        "update_shape_text",
+        "update_table_cell",
+        "set_notes",
+        "delete_slide",
+    ]
+    index: NotRequired[int]
+    search: NotRequired[str]
+    replace: NotRequired[str]
+    match_case: NotRequired[bool]
+    title: NotRequired[str]
+    subtitle: NotRequired[str]
+    placeholder: NotRequired[Literal["body", "left", "right"]]
+    items: NotRequired[list[str]]
+    shape_index: NotRequired[int]
+    text: NotRequired[str]
+    table_idx: NotRequired[int]
+    row: NotRequired[int]
+    column: NotRequired[int]
+    notes: NotRequired[str]
+
+
+SHAPES = {
+    "rectangle": MSO_SHAPE.RECTANGLE,
+    "rounded_rectangle": MSO_SHAPE.ROUNDED_RECTANGLE,
+    "oval": MSO_SHAPE.OVAL,
+    "triangle": MSO_SHAPE.ISOSCELES_TRIANGLE,
+    "right_arrow": MSO_SHAPE.RIGHT_ARROW,
+    "left_arrow": MSO_SHAPE.LEFT_ARROW,
+    "up_arrow": MSO_SHAPE.UP_ARROW,
+    "down_arrow": MSO_SHAPE.DOWN_ARROW,
+    "pentagon": MSO_SHAPE.REGULAR_PENTAGON,
+    "hexagon": MSO_SHAPE.HEXAGON,
+    "star": MSO_SHAPE.STAR_5_POINT,
+    "heart": MSO_SHAPE.HEART,
+    "cloud": MSO_SHAPE.CLOUD,
+}
+
+
+CHART_TYPES = {
+    "bar": XL_CHART_TYPE.COLUMN_CLUSTERED,
+    "horizontal_bar": XL_CHART_TYPE.BAR_CLUSTERED,
+    "line": XL_CHART_TYPE.LINE_MARKERS,
+    "pie": XL_CHART_TYPE.PIE,
+    "area": XL_CHART_TYPE.AREA,
+    "scatter": XL_CHART_TYPE.XY_SCATTER,
+    "doughnut": XL_CHART_TYPE.DOUGHNUT,
+    "radar": XL_CHART_TYPE.RADAR,
+}
+
+
+def fill_slide(prs: PptxPresentation, spec: dict[str, Any]) -> Any:
+    layout = spec.get("layout") or "title_and_content"
+    slide = prs.slides.add_slide(pick_layout(prs, layout))
+    if spec.get("title") is not None and layout != "blank":
+        set_title(slide, spec["title"])
+    if spec.get("subtitle") is not None:
+        sub = subtitle_shape(slide)
+        if sub is None:
+            sub = body_shape(slide, create=True)
+        sub.text_frame.text = spec["subtitle"]
+    if spec.get("bullets"):
+        set_bullets(body_shape(slide, create=True), list(spec["bullets"]))
+    if spec.get("table"):
+        rows = spec["table"]
+        check_rows(rows, "table")
+        frame = slide.shapes.add_table(
+            len(rows),
+            len(rows[0]),
+            Inches(0.5),
+            Inches(1.6),
+            Inches(9.0),
+            Emu(int(Inches(0.4)) * len(rows)),
+        )
+        fill_table(frame.table, rows, True)
+    if spec.get("notes"):
+        notes_frame(slide).text = spec["notes"]
+    return slide
+
+
+def notes_frame(slide: Any) -> Any:
+    frame = slide.notes_slide.notes_text_frame
+    if frame is None:
+        raise ToolError("this slide's notes page has no notes placeholder")
+    return frame
+
+
+def move_slide(prs: PptxPresentation, old: int, new: int) -> None:
+    lst = prs.slides._sldIdLst
+    el = list(lst)[old]
+    lst.remove(el)
+    lst.insert(new, el)
+
+
+def delete_slide_at(prs: PptxPresentation, index: int) -> None:
+    slide_at(prs, index)
+    lst = prs.slides._sldIdLst
+    el = list(lst)[index]
+    prs.part.drop_rel(el.rId)
+    lst.remove(el)
+
+
+def apply_op(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
+    kind = o.get("type")
+    where = f"operations[{i}] ({kind})"
+
+    def need(key: str) -> Any:
+        if o.get(key) is None:
+            raise ToolError(f"{where} needs '{key}'")
+        return o[key]
+
+    if kind == "replace_text":
+        search, repl = need("search"), o.get("replace", "")
+        n = 0
+        for slide in prs.slides:
+            shapes: list[Any] = list(slide.shapes)
+            for shape in shapes:
+                frames = [shape.text_frame] if shape.has_text_frame else []
+                if getattr(shape, "has_table", False):
+                    frames += [c.text_frame for row in shape.table.rows for c in row.cells]
+                for tf in frames:
+                    for p in tf.paragraphs:
+                        for run in p.runs:
+                            mc = bool(o.get("match_case"))
+                            count = (
+                                run.text.count(search)
+                                if mc
+                                else run.text.lower().count(search.lower())
+                            )
+                            if count:
+                                n += count
+                                run.text = replace_text_in(run.text, search, repl, mc)
+        return f"replaced {n} occurrence(s) of {search!r}"
+    if kind == "delete_slide":
+        delete_slide_at(prs, need("index"))
+        return f"deleted slide {o['index']}"
+    slide = slide_at(prs, need("index"), f"{where} index")
+    if kind == "update_slide_title":
+        set_title(slide, need("title"))
+    elif kind == "update_slide_subtitle":
+        sub = subtitle_shape(slide)
+        if sub is None:
+            raise ToolError(f"{where}: slide {o['index']} has no subtitle or body placeholder")
+        sub.text_frame.text = need("subtitle")
+    elif kind in ("set_bullets", "append_bullets", "clear_placeholder"):
+        which = o.get("placeholder") or "body"
+        shape = body_shape(slide, which, create=kind != "clear_placeholder" and which == "body")
+        if shape is None:
+            raise ToolError(f"{where}: slide {o['index']} has no {which} placeholder")
+        if kind == "clear_placeholder":
+            shape.text_frame.text = ""
+        else:
+            set_bullets(shape, [str(x) for x in need("items")], append=kind == "append_bullets")
+    elif kind == "update_shape_text":
+        all_shapes: list[Any] = list(slide.shapes)
+        si = need("shape_index")
+        if not 0 <= si < len(all_shapes) or not all_shapes[si].has_text_frame:
+            raise ToolError(
+                f"{where}: shape {si} is not a text shape on slide {o['index']} (see read_individualslide)"
+            )
+        all_shapes[si].text_frame.text = need("text")
+    elif kind == "update_table_cell":
+        tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
+        ti = o.get("table_idx") or 0
+        if not 0 <= ti < len(tables):
+            raise ToolError(
+                f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
+            )
+        t = tables[ti].table
+        r, c = need("row"), need("column")
+        if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
+            raise ToolError(
+                f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
+            )
+        t.cell(r, c).text = str(o.get("text", ""))
+    elif kind == "set_notes":
+        notes_frame(slide).text = need("notes")
+    else:
+        raise ToolError(f"{where}: unknown type {kind!r}")
+    return f"{kind} on slide {o['index']}"
+
+
+def replace_text_in(text: str, search: str, repl: str, match_case: bool) -> str:
+    if match_case:
+        return text.replace(search, repl)
+    return re.sub(re.escape(search), lambda _: repl, text, flags=re.IGNORECASE)
+
+
+def picture_at(prs: PptxPresentation, slide_index: int, image_index: int) -> Any:
+    pics = pictures(slide_at(prs, slide_index))
+    if not 0 <= image_index < len(pics):
+        raise ToolError(
+            f"image {image_index} not found; slide {slide_index} has {len(pics)} picture(s)"
+        )
+    return pics[image_index]
+
+
+def read_sheet_range(
+    root: Path, path: str | None, sheet: str | None, rng: str | None
+) -> list[list[Any]]:
+    if not path or not rng:
+        raise ToolError("pass data (a 2D list), or spreadsheet_path and data_range")
+    p = existing_file(root, path, (".xlsx", ".xlsm"), arg="spreadsheet_path")
+    wb = cached(root, p, lambda q: openpyxl.load_workbook(q, data_only=True), "Excel (.xlsx)", "v")
+    if sheet is not None and sheet not in wb.sheetnames:
+        raise ToolError(f"sheet {sheet!r} not found in {rel(root, p)}; sheets: {wb.sheetnames}")
+    ws = wb[sheet] if sheet else wb.worksheets[0]
+    c1, r1, c2, r2 = parse_range(rng)
+    return [
+        list(r)
+        for r in ws.iter_rows(min_row=r1, max_row=r2, min_col=c1, max_col=c2, values_only=True)
+    ]
+
+
+def to_number(v: Any, where: str) -> float | None:
+    if v is None or v == "":
+        return None
+    try:
+        return float(str(v).replace(",", "")) if not isinstance(v, int | float) else float(v)
+    except ValueError as exc:
+        raise ToolError(f"chart value {v!r} at {where} is not a number") from exc
+
+
+def build_chart_data(table: list[list[Any]], chart_type: str, include_header: bool) -> Any:
+    check_rows(table, "data")
+    if len(table[0]) < 2:
+        raise ToolError(
+            "chart data needs at least 2 columns: categories, then one column per series"
+        )
+    header = (
+        [fmt(v) for v in table[0]]
+        if include_header
+        else ["", *(f"Series {i}" for i in range(1, len(table[0])))]
+    )
+    body = table[1:] if include_header else table
+    if not body:
+        raise ToolError("chart data has no data rows")
+    if chart_type == "scatter":
+        xy = XyChartData()
+        for c in range(1, len(header)):
+            series = xy.add_series(header[c] or f"Series {c}")
+            for r, row in enumerate(body):
+                xv, yv = to_number(row[0], f"row {r}"), to_number(row[c], f"row {r}")
+                if xv is not None and yv is not None:
+                    series.add_data_point(xv, yv)
+        return xy
+    cd = CategoryChartData()
+    cd.categories = [fmt(row[0]) for row in body]
+    for c in range(1, len(header)):
+        cd.add_series(
+            header[c] or f"Series {c}",
+            [to_number(row[c], f"row {r}, column {c}") for r, row in enumerate(body)],
+        )
+    return cd

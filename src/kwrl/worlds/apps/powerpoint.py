@@ -10,18 +10,13 @@ Positions and sizes are inches from the slide's top-left corner (a default deck 
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal
 
-import openpyxl
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pptx import Presentation
-from pptx.chart.data import CategoryChartData, XyChartData
 from pptx.dml.color import RGBColor
-from pptx.enum.chart import XL_CHART_TYPE
-from pptx.enum.shapes import MSO_SHAPE
 from pptx.presentation import Presentation as PptxPresentation
 from pptx.util import Emu, Inches, Pt
 from pydantic import Field
@@ -42,235 +37,36 @@ from kwrl.worlds.apps.office_common import (
     transform_image,
 )
 from kwrl.worlds.apps.office_pptx import (
-    body_shape,
+    CHART_TYPES,
+    SHAPES,
+    Layout,
+    SlideOp,
+    SlideSpec,
+    apply_op,
+    build_chart_data,
     check_rows,
+    delete_slide_at,
+    fill_slide,
     fill_table,
-    pick_layout,
+    move_slide,
+    picture_at,
     pictures,
-    set_bullets,
-    set_title,
+    read_sheet_range,
     slide_at,
     slide_detail,
     slide_text_md,
-    subtitle_shape,
     title_shape,
 )
-from kwrl.worlds.apps.office_xlsx import fmt, parse_range
 from kwrl.worlds.layout import WorldRoots
 
 KIND = "PowerPoint (.pptx)"
 EXTS = (".pptx",)
 FilePath = Annotated[str, Field(description="Path of the .pptx file, e.g. '/decks/q3.pptx'")]
 SlideIndex = Annotated[int, Field(description="0-based slide index")]
-Layout = Literal[
-    "title", "title_and_content", "section_header", "two_content", "title_only", "blank"
-]
-
-
-class SlideSpec(TypedDict):
-    layout: NotRequired[Layout]
-    title: NotRequired[str]
-    subtitle: NotRequired[str]
-    bullets: NotRequired[list[str]]
-    table: NotRequired[list[list[str]]]
-    notes: NotRequired[str]
-
-
-class SlideOp(TypedDict):
-    type: Literal[
-        "replace_text",
-        "update_slide_title",
-        "update_slide_subtitle",
-        "set_bullets",
-        "append_bullets",
-        "clear_placeholder",
-        "update_shape_text",
-        "update_table_cell",
-        "set_notes",
-        "delete_slide",
-    ]
-    index: NotRequired[int]
-    search: NotRequired[str]
-    replace: NotRequired[str]
-    match_case: NotRequired[bool]
-    title: NotRequired[str]
-    subtitle: NotRequired[str]
-    placeholder: NotRequired[Literal["body", "left", "right"]]
-    items: NotRequired[list[str]]
-    shape_index: NotRequired[int]
-    text: NotRequired[str]
-    table_idx: NotRequired[int]
-    row: NotRequired[int]
-    column: NotRequired[int]
-    notes: NotRequired[str]
-
-
-_SHAPES = {
-    "rectangle": MSO_SHAPE.RECTANGLE,
-    "rounded_rectangle": MSO_SHAPE.ROUNDED_RECTANGLE,
-    "oval": MSO_SHAPE.OVAL,
-    "triangle": MSO_SHAPE.ISOSCELES_TRIANGLE,
-    "right_arrow": MSO_SHAPE.RIGHT_ARROW,
-    "left_arrow": MSO_SHAPE.LEFT_ARROW,
-    "up_arrow": MSO_SHAPE.UP_ARROW,
-    "down_arrow": MSO_SHAPE.DOWN_ARROW,
-    "pentagon": MSO_SHAPE.REGULAR_PENTAGON,
-    "hexagon": MSO_SHAPE.HEXAGON,
-    "star": MSO_SHAPE.STAR_5_POINT,
-    "heart": MSO_SHAPE.HEART,
-    "cloud": MSO_SHAPE.CLOUD,
-}
-_CHART_TYPES = {
-    "bar": XL_CHART_TYPE.COLUMN_CLUSTERED,
-    "horizontal_bar": XL_CHART_TYPE.BAR_CLUSTERED,
-    "line": XL_CHART_TYPE.LINE_MARKERS,
-    "pie": XL_CHART_TYPE.PIE,
-    "area": XL_CHART_TYPE.AREA,
-    "scatter": XL_CHART_TYPE.XY_SCATTER,
-    "doughnut": XL_CHART_TYPE.DOUGHNUT,
-    "radar": XL_CHART_TYPE.RADAR,
-}
 
 
 def _load(p: Path) -> PptxPresentation:
     return Presentation(str(p))
-
-
-def _fill_slide(prs: PptxPresentation, spec: dict[str, Any]) -> Any:
-    layout = spec.get("layout") or "title_and_content"
-    slide = prs.slides.add_slide(pick_layout(prs, layout))
-    if spec.get("title") is not None and layout != "blank":
-        set_title(slide, spec["title"])
-    if spec.get("subtitle") is not None:
-        sub = subtitle_shape(slide)
-        if sub is None:
-            sub = body_shape(slide, create=True)
-        sub.text_frame.text = spec["subtitle"]
-    if spec.get("bullets"):
-        set_bullets(body_shape(slide, create=True), list(spec["bullets"]))
-    if spec.get("table"):
-        rows = spec["table"]
-        check_rows(rows, "table")
-        frame = slide.shapes.add_table(
-            len(rows),
-            len(rows[0]),
-            Inches(0.5),
-            Inches(1.6),
-            Inches(9.0),
-            Emu(int(Inches(0.4)) * len(rows)),
-        )
-        fill_table(frame.table, rows, True)
-    if spec.get("notes"):
-        _notes_frame(slide).text = spec["notes"]
-    return slide
-
-
-def _notes_frame(slide: Any) -> Any:
-    frame = slide.notes_slide.notes_text_frame
-    if frame is None:
-        raise ToolError("this slide's notes page has no notes placeholder")
-    return frame
-
-
-def _move_slide(prs: PptxPresentation, old: int, new: int) -> None:
-    lst = prs.slides._sldIdLst
-    el = list(lst)[old]
-    lst.remove(el)
-    lst.insert(new, el)
-
-
-def _delete_slide(prs: PptxPresentation, index: int) -> None:
-    slide_at(prs, index)
-    lst = prs.slides._sldIdLst
-    el = list(lst)[index]
-    prs.part.drop_rel(el.rId)
-    lst.remove(el)
-
-
-def _apply(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
-    kind = o.get("type")
-    where = f"operations[{i}] ({kind})"
-
-    def need(key: str) -> Any:
-        if o.get(key) is None:
-            raise ToolError(f"{where} needs '{key}'")
-        return o[key]
-
-    if kind == "replace_text":
-        search, repl = need("search"), o.get("replace", "")
-        n = 0
-        for slide in prs.slides:
-            shapes: list[Any] = list(slide.shapes)
-            for shape in shapes:
-                frames = [shape.text_frame] if shape.has_text_frame else []
-                if getattr(shape, "has_table", False):
-                    frames += [c.text_frame for row in shape.table.rows for c in row.cells]
-                for tf in frames:
-                    for p in tf.paragraphs:
-                        for run in p.runs:
-                            mc = bool(o.get("match_case"))
-                            count = (
-                                run.text.count(search)
-                                if mc
-                                else run.text.lower().count(search.lower())
-                            )
-                            if count:
-                                n += count
-                                run.text = _replace(run.text, search, repl, mc)
-        return f"replaced {n} occurrence(s) of {search!r}"
-    if kind == "delete_slide":
-        _delete_slide(prs, need("index"))
-        return f"deleted slide {o['index']}"
-    slide = slide_at(prs, need("index"), f"{where} index")
-    if kind == "update_slide_title":
-        set_title(slide, need("title"))
-    elif kind == "update_slide_subtitle":
-        sub = subtitle_shape(slide)
-        if sub is None:
-            raise ToolError(f"{where}: slide {o['index']} has no subtitle or body placeholder")
-        sub.text_frame.text = need("subtitle")
-    elif kind in ("set_bullets", "append_bullets", "clear_placeholder"):
-        which = o.get("placeholder") or "body"
-        shape = body_shape(slide, which, create=kind != "clear_placeholder" and which == "body")
-        if shape is None:
-            raise ToolError(f"{where}: slide {o['index']} has no {which} placeholder")
-        if kind == "clear_placeholder":
-            shape.text_frame.text = ""
-        else:
-            set_bullets(shape, [str(x) for x in need("items")], append=kind == "append_bullets")
-    elif kind == "update_shape_text":
-        all_shapes: list[Any] = list(slide.shapes)
-        si = need("shape_index")
-        if not 0 <= si < len(all_shapes) or not all_shapes[si].has_text_frame:
-            raise ToolError(
-                f"{where}: shape {si} is not a text shape on slide {o['index']} (see read_individualslide)"
-            )
-        all_shapes[si].text_frame.text = need("text")
-    elif kind == "update_table_cell":
-        tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
-        ti = o.get("table_idx") or 0
-        if not 0 <= ti < len(tables):
-            raise ToolError(
-                f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
-            )
-        t = tables[ti].table
-        r, c = need("row"), need("column")
-        if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
-            raise ToolError(
-                f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
-            )
-        t.cell(r, c).text = str(o.get("text", ""))
-    elif kind == "set_notes":
-        _notes_frame(slide).text = need("notes")
-    else:
-        raise ToolError(f"{where}: unknown type {kind!r}")
-    return f"{kind} on slide {o['index']}"
-
-
-def _replace(text: str, search: str, repl: str, match_case: bool) -> str:
-    if match_case:
-        return text.replace(search, repl)
-    return re.sub(re.escape(search), lambda _: repl, text, flags=re.IGNORECASE)
 
 
 def build(roots: WorldRoots) -> FastMCP:
@@ -309,7 +105,7 @@ def build(roots: WorldRoots) -> FastMCP:
         target = new_file(root, directory, file_name, ".pptx", overwrite=overwrite)
         prs = Presentation()
         for spec in slides:
-            _fill_slide(prs, dict(spec))
+            fill_slide(prs, dict(spec))
         if title is not None:
             prs.core_properties.title = title
         if author is not None:
@@ -332,7 +128,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         def op(prs: PptxPresentation) -> str:
             for i in sorted(set(slide_indices), reverse=True):
-                _delete_slide(prs, i)
+                delete_slide_at(prs, i)
             return f"Deleted slide(s) {sorted(set(slide_indices))}; {len(prs.slides)} left"
 
         return edit_deck(file_path, op)
@@ -364,9 +160,9 @@ def build(roots: WorldRoots) -> FastMCP:
                 "bullets": bullets,
                 "notes": notes,
             }
-            _fill_slide(prs, dict(spec))
+            fill_slide(prs, dict(spec))
             if at != n:
-                _move_slide(prs, n, at)
+                move_slide(prs, n, at)
             return f"Added slide {at} ({layout})"
 
         return edit_deck(file_path, op)
@@ -391,7 +187,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         def op(prs: PptxPresentation) -> str:
             return "Applied: " + "; ".join(
-                _apply(prs, dict(o), i) for i, o in enumerate(operations)
+                apply_op(prs, dict(o), i) for i, o in enumerate(operations)
             )
 
         return edit_deck(file_path, op)
@@ -495,7 +291,7 @@ def build(roots: WorldRoots) -> FastMCP:
         def op(prs: PptxPresentation) -> str:
             slide = slide_at(prs, slide_index)
             shp: Any = slide.shapes.add_shape(
-                _SHAPES[shape_type], Inches(x), Inches(y), Inches(width), Inches(height)
+                SHAPES[shape_type], Inches(x), Inches(y), Inches(width), Inches(height)
             )
             if "fill_color" in colors:
                 shp.fill.solid()
@@ -572,14 +368,14 @@ def build(roots: WorldRoots) -> FastMCP:
         table = (
             data
             if data is not None
-            else _sheet_data(root, spreadsheet_path, sheet_name, data_range)
+            else read_sheet_range(root, spreadsheet_path, sheet_name, data_range)
         )
-        chart_data = _chart_data(table, chart_type, include_header)
+        chart_data = build_chart_data(table, chart_type, include_header)
 
         def op(prs: PptxPresentation) -> str:
             slide = slide_at(prs, slide_index)
             frame: Any = slide.shapes.add_chart(
-                _CHART_TYPES[chart_type],
+                CHART_TYPES[chart_type],
                 Inches(x),
                 Inches(y),
                 Inches(width),
@@ -648,7 +444,7 @@ def build(roots: WorldRoots) -> FastMCP:
         from PIL import Image as PILImage
 
         def op(prs: PptxPresentation) -> str:
-            pic = _picture(prs, slide_index, image_index)
+            pic = picture_at(prs, slide_index, image_index)
             part = pic.part.related_part(pic._element.blip_rId)
             new = transform_image(
                 part.blob, operation, rotation=rotation, flip=flip, brightness=brightness, contrast=contrast,
@@ -681,74 +477,6 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError(
                 f"annotation {annotation!r} must look like 'slide0_img0' (see read_individualslide)"
             ) from exc
-        return image_result(_picture(prs, s, i).image.blob)
+        return image_result(picture_at(prs, s, i).image.blob)
 
     return mcp
-
-
-def _picture(prs: PptxPresentation, slide_index: int, image_index: int) -> Any:
-    pics = pictures(slide_at(prs, slide_index))
-    if not 0 <= image_index < len(pics):
-        raise ToolError(
-            f"image {image_index} not found; slide {slide_index} has {len(pics)} picture(s)"
-        )
-    return pics[image_index]
-
-
-def _sheet_data(
-    root: Path, path: str | None, sheet: str | None, rng: str | None
-) -> list[list[Any]]:
-    if not path or not rng:
-        raise ToolError("pass data (a 2D list), or spreadsheet_path and data_range")
-    p = existing_file(root, path, (".xlsx", ".xlsm"), arg="spreadsheet_path")
-    wb = cached(root, p, lambda q: openpyxl.load_workbook(q, data_only=True), "Excel (.xlsx)", "v")
-    if sheet is not None and sheet not in wb.sheetnames:
-        raise ToolError(f"sheet {sheet!r} not found in {rel(root, p)}; sheets: {wb.sheetnames}")
-    ws = wb[sheet] if sheet else wb.worksheets[0]
-    c1, r1, c2, r2 = parse_range(rng)
-    return [
-        list(r)
-        for r in ws.iter_rows(min_row=r1, max_row=r2, min_col=c1, max_col=c2, values_only=True)
-    ]
-
-
-def _number(v: Any, where: str) -> float | None:
-    if v is None or v == "":
-        return None
-    try:
-        return float(str(v).replace(",", "")) if not isinstance(v, int | float) else float(v)
-    except ValueError as exc:
-        raise ToolError(f"chart value {v!r} at {where} is not a number") from exc
-
-
-def _chart_data(table: list[list[Any]], chart_type: str, include_header: bool) -> Any:
-    check_rows(table, "data")
-    if len(table[0]) < 2:
-        raise ToolError(
-            "chart data needs at least 2 columns: categories, then one column per series"
-        )
-    header = (
-        [fmt(v) for v in table[0]]
-        if include_header
-        else ["", *(f"Series {i}" for i in range(1, len(table[0])))]
-    )
-    body = table[1:] if include_header else table
-    if not body:
-        raise ToolError("chart data has no data rows")
-    if chart_type == "scatter":
-        xy = XyChartData()
-        for c in range(1, len(header)):
-            series = xy.add_series(header[c] or f"Series {c}")
-            for r, row in enumerate(body):
-                xv, yv = _number(row[0], f"row {r}"), _number(row[c], f"row {r}")
-                if xv is not None and yv is not None:
-                    series.add_data_point(xv, yv)
-        return xy
-    cd = CategoryChartData()
-    cd.categories = [fmt(row[0]) for row in body]
-    for c in range(1, len(header)):
-        cd.add_series(
-            header[c] or f"Series {c}",
-            [_number(row[c], f"row {r}, column {c}") for r, row in enumerate(body)],
-        )
-    return cd

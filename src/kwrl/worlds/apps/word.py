@@ -10,17 +10,13 @@ Reads are memoised on the file's stat (never stale); writes open a fresh copy an
 
 from __future__ import annotations
 
-import copy
 import io
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from docx import Document
 from docx.document import Document as DocxDocument
 from docx.enum.section import WD_ORIENT
-from docx.enum.style import WD_STYLE_TYPE
-from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_BREAK
 from docx.oxml import OxmlElement
 from docx.shared import Inches, Pt, RGBColor
 from docx.text.paragraph import Paragraph
@@ -29,7 +25,7 @@ from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
 from kwrl.worlds.apps.base import ToolError, page_text, rel
-from kwrl.worlds.apps.office_blocks import Block, inline_runs, parse_content
+from kwrl.worlds.apps.office_blocks import Block, parse_content
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
@@ -45,16 +41,29 @@ from kwrl.worlds.apps.office_common import (
     transform_image,
 )
 from kwrl.worlds.apps.office_docx import (
-    Target,
+    ALIGN,
+    add_text_runs,
     body_blips,
+    comment_anchors,
+    ensure_style,
+    first_rpr,
     heading_level,
+    image_part,
+    inches,
+    new_paragraph_after,
+    orientation_of,
     para_text,
     paragraphs_of,
+    prepend_run,
     remove_element,
     render_container,
     render_document,
+    replace_in,
     resolve,
     runs_of,
+    section_at,
+    set_paragraph_text,
+    write_blocks,
 )
 from kwrl.worlds.layout import WorldRoots
 
@@ -71,129 +80,9 @@ Offset = Annotated[
     int, Field(description="Character offset for paging long output (from the truncation note)")
 ]
 
-_ALIGN = {
-    "left": WD_ALIGN_PARAGRAPH.LEFT,
-    "center": WD_ALIGN_PARAGRAPH.CENTER,
-    "right": WD_ALIGN_PARAGRAPH.RIGHT,
-    "justify": WD_ALIGN_PARAGRAPH.JUSTIFY,
-}
-
 
 def _load(p: Path) -> DocxDocument:
     return Document(str(p))
-
-
-def _add_text_runs(p: Paragraph, text: str, rpr: Any = None) -> None:
-    for chunk, bold, italic in inline_runs(text):
-        run = p.add_run(chunk)
-        if rpr is not None:
-            run._r.insert(0, copy.deepcopy(rpr))
-        if bold:
-            run.bold = True
-        if italic:
-            run.italic = True
-
-
-def write_blocks(doc: DocxDocument, blocks: list[Block]) -> None:
-    """Append content blocks to a document body."""
-    for b in blocks:
-        t = b["type"]
-        if t == "heading":
-            doc.add_heading(b.get("text", ""), level=b.get("level", 1))
-        elif t == "paragraph":
-            style = b.get("style")
-            _add_text_runs(
-                doc.add_paragraph(style=ensure_style(doc, style) if style else None),
-                b.get("text", ""),
-            )
-        elif t in ("bullet_list", "numbered_list"):
-            style = "List Bullet" if t == "bullet_list" else "List Number"
-            for item in b.get("items", []):
-                _add_text_runs(doc.add_paragraph(style=style), item)
-        elif t == "table":
-            rows = b.get("rows", [])
-            table = doc.add_table(rows=len(rows), cols=len(rows[0]))
-            table.style = "Table Grid"
-            for r_i, row in enumerate(rows):
-                for c_i, value in enumerate(row):
-                    cell = table.cell(r_i, c_i)
-                    cell.text = str(value)
-                    if r_i == 0 and b.get("header", True):
-                        for run in cell.paragraphs[0].runs:
-                            run.bold = True
-        elif t == "page_break":
-            doc.add_paragraph().add_run().add_break(WD_BREAK.PAGE)
-
-
-_HEADING_PT = {0: 26, 1: 16, 2: 13, 3: 12}
-
-
-def ensure_style(doc: DocxDocument, name: str) -> Any:
-    """The paragraph style `name`; Word's built-in headings, Title and list styles are added
-    when a document lacks them (Word keeps them latent until first use)."""
-    names = {s.name for s in doc.styles}
-    if name in names:
-        return doc.styles[name]
-    m = re.fullmatch(r"Heading ([1-9])|Title|List (Bullet|Number)|Quote", name)
-    if m is None:
-        shown = ", ".join(sorted(n for n in names if n)[:20])
-        raise ToolError(f"style {name!r} does not exist in this document; some that do: {shown}")
-    style: Any = doc.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
-    if "Normal" in names:
-        style.base_style = doc.styles["Normal"]
-    if name.startswith("Heading") or name == "Title":
-        level = 0 if name == "Title" else int(name.split()[1])
-        style.font.bold = True
-        style.font.size = Pt(_HEADING_PT.get(level, 11))
-        style.paragraph_format.space_before = Pt(12)
-        style.paragraph_format.keep_with_next = True
-    elif name == "Quote":
-        style.font.italic = True
-    return style
-
-
-def _first_rpr(p: Paragraph) -> Any:
-    for r in p.runs:
-        if r.text and r._r.rPr is not None:
-            return r._r.rPr
-    return None
-
-
-def _set_paragraph_text(p: Paragraph, text: str) -> None:
-    """Replace a paragraph's text, keeping its first run's formatting and any image runs."""
-    rpr = _first_rpr(p)
-    anchor_index: int | None = None
-    for child in list(p._p.iterchildren()):
-        tag = child.tag.rsplit("}", 1)[-1]
-        if tag in ("r", "hyperlink", "ins", "del", "smartTag") and not child.xpath(".//a:blip"):
-            if anchor_index is None:
-                anchor_index = p._p.index(child)
-            p._p.remove(child)
-    run = p.add_run(text)
-    if rpr is not None:
-        run._r.insert(0, copy.deepcopy(rpr))
-    if anchor_index is not None:
-        p._p.remove(run._r)
-        p._p.insert(anchor_index, run._r)
-
-
-def _new_paragraph_after(el: Any, parent: Any, text: str, style: Any, rpr: Any) -> Paragraph:
-    new = OxmlElement("w:p")
-    el.addnext(new)
-    para = Paragraph(new, parent)
-    if style is not None:
-        para.style = style
-    _add_text_runs(para, text, rpr)
-    return para
-
-
-def _prepend_run(p: Paragraph, text: str) -> None:
-    rpr = _first_rpr(p)
-    run = p.add_run(text)
-    if rpr is not None:
-        run._r.insert(0, copy.deepcopy(rpr))
-    p._p.remove(run._r)
-    p._p.insert(1 if p._p.pPr is not None else 0, run._r)
 
 
 def build(roots: WorldRoots) -> FastMCP:
@@ -281,7 +170,7 @@ def build(roots: WorldRoots) -> FastMCP:
             f"paragraphs: {len(doc.paragraphs)}, tables: {len(doc.tables)}, sections: {len(doc.sections)}, "
             f"images: {len(body_blips(doc))}, comments: {len(list(doc.comments))}, words: {words}",
             f"title: {cp.title or '-'}, author: {cp.author or '-'}",
-            f"page: {_inches(sec.page_width)} x {_inches(sec.page_height)} in, {_orientation(sec)}",
+            f"page: {inches(sec.page_width)} x {inches(sec.page_height)} in, {orientation_of(sec)}",
             "headings:",
         ]
         heads = [
@@ -324,9 +213,9 @@ def build(roots: WorldRoots) -> FastMCP:
                         else t.obj.paragraphs[-1 if position == "end" else 0]
                     )
                     if position == "end":
-                        _add_text_runs(par, text, _first_rpr(par))
+                        add_text_runs(par, text, first_rpr(par))
                     else:
-                        _prepend_run(par, text)
+                        prepend_run(par, text)
                 else:
                     raise ToolError(
                         f"{identifier!r} is a {t.kind}; add text into a paragraph, run or cell"
@@ -339,19 +228,19 @@ def build(roots: WorldRoots) -> FastMCP:
             el = t.obj._p if t.kind == "paragraph" else t.obj._tbl
             parent = t.obj._parent
             st = style_of(doc, style) if style else (t.obj.style if t.kind == "paragraph" else None)
-            rpr = _first_rpr(t.obj) if t.kind == "paragraph" and style is None else None
+            rpr = first_rpr(t.obj) if t.kind == "paragraph" and style is None else None
             lines = text.split("\n")
             if position == "before":
                 first = Paragraph(OxmlElement("w:p"), parent)
                 el.addprevious(first._p)
                 if st is not None:
                     first.style = st
-                _add_text_runs(first, lines[0], rpr)
+                add_text_runs(first, lines[0], rpr)
                 anchor = first._p
             else:
-                anchor = _new_paragraph_after(el, parent, lines[0], st, rpr)._p
+                anchor = new_paragraph_after(el, parent, lines[0], st, rpr)._p
             for line in lines[1:]:
-                anchor = _new_paragraph_after(anchor, parent, line, st, rpr)._p
+                anchor = new_paragraph_after(anchor, parent, line, st, rpr)._p
             return f"Inserted {len(lines)} paragraph(s) {position} {identifier}"
 
         return edit_doc(file_path, op)
@@ -373,14 +262,14 @@ def build(roots: WorldRoots) -> FastMCP:
         def op(doc: DocxDocument) -> str:
             t = resolve(doc, identifier)
             if old_text is not None:
-                return _replace_in(t, old_text, new_text)
+                return replace_in(t, old_text, new_text)
             if t.kind == "run":
                 t.obj.text = new_text
             elif t.kind == "paragraph":
-                _set_paragraph_text(t.obj, new_text)
+                set_paragraph_text(t.obj, new_text)
             elif t.kind == "cell":
                 pars = t.obj.paragraphs
-                _set_paragraph_text(pars[0], new_text)
+                set_paragraph_text(pars[0], new_text)
                 for extra in pars[1:]:
                     remove_element(extra._p)
             else:
@@ -416,7 +305,7 @@ def build(roots: WorldRoots) -> FastMCP:
                 t.obj.text = ""
             else:
                 for par in paragraphs_of(t):
-                    _set_paragraph_text(par, "")
+                    set_paragraph_text(par, "")
             return f"Cleared the text of {identifier}"
 
         return edit_doc(file_path, op)
@@ -459,7 +348,7 @@ def build(roots: WorldRoots) -> FastMCP:
             pars = paragraphs_of(t)
             for par in pars:
                 if alignment is not None:
-                    par.alignment = _ALIGN[alignment]
+                    par.alignment = ALIGN[alignment]
                 if st is not None:
                     par.style = st
             if (alignment or st) and not pars:
@@ -487,7 +376,7 @@ def build(roots: WorldRoots) -> FastMCP:
         if action == "read":
             p, doc = read_doc(file_path)
             rows = [[c.comment_id, c.author, c.timestamp or "", c.text] for c in doc.comments]
-            where = _comment_anchors(doc)
+            where = comment_anchors(doc)
             if not rows:
                 return f"{rel(root, p)} has no comments"
             return md_table(
@@ -573,7 +462,7 @@ def build(roots: WorldRoots) -> FastMCP:
                 if child.tag.rsplit("}", 1)[-1] in ("p", "tbl"):
                     hf._element.remove(child)
             for line in (text or "").split("\n") if action == "set" else [""]:
-                _add_text_runs(hf.add_paragraph(), line)
+                add_text_runs(hf.add_paragraph(), line)
             return (
                 f"{'Set' if action == 'set' else 'Cleared'} the {area} of section {section_index}"
             )
@@ -594,18 +483,18 @@ def build(roots: WorldRoots) -> FastMCP:
         values = {"top": top, "bottom": bottom, "left": left, "right": right}
 
         def describe(sec: Any) -> str:
-            return ", ".join(f"{k} {_inches(getattr(sec, f'{k}_margin'))} in" for k in values)
+            return ", ".join(f"{k} {inches(getattr(sec, f'{k}_margin'))} in" for k in values)
 
         if action == "read":
             _, doc = read_doc(file_path)
-            return f"section {section_index} margins: " + describe(_section(doc, section_index))
+            return f"section {section_index} margins: " + describe(section_at(doc, section_index))
         if all(v is None for v in values.values()):
             raise ToolError("action 'set' needs at least one of top, bottom, left, right")
         if any(v is not None and not 0 <= v <= 22 for v in values.values()):
             raise ToolError("margins must be between 0 and 22 inches")
 
         def op(doc: DocxDocument) -> str:
-            sec = _section(doc, section_index)
+            sec = section_at(doc, section_index)
             for k, v in values.items():
                 if v is not None:
                     setattr(sec, f"{k}_margin", Inches(v))
@@ -623,13 +512,13 @@ def build(roots: WorldRoots) -> FastMCP:
         """Read or set a section's page orientation (swaps page width and height)."""
         if action == "read":
             _, doc = read_doc(file_path)
-            sec = _section(doc, section_index)
-            return f"section {section_index}: {_orientation(sec)}, {_inches(sec.page_width)} x {_inches(sec.page_height)} in"
+            sec = section_at(doc, section_index)
+            return f"section {section_index}: {orientation_of(sec)}, {inches(sec.page_width)} x {inches(sec.page_height)} in"
         if orientation is None:
             raise ToolError("action 'set' needs orientation 'portrait' or 'landscape'")
 
         def op(doc: DocxDocument) -> str:
-            sec = _section(doc, section_index)
+            sec = section_at(doc, section_index)
             w, h = sec.page_width, sec.page_height
             sec.orientation = (
                 WD_ORIENT.LANDSCAPE if orientation == "landscape" else WD_ORIENT.PORTRAIT
@@ -667,7 +556,7 @@ def build(roots: WorldRoots) -> FastMCP:
                 raise ToolError(f"images go into a paragraph or cell; {identifier!r} is a {t.kind}")
             par = t.obj if t.kind == "paragraph" else t.obj.paragraphs[-1]
             if position == "after":
-                par = _new_paragraph_after(par._p, par._parent, "", None, None)
+                par = new_paragraph_after(par._p, par._parent, "", None, None)
             run = par.add_run()
             try:
                 run.add_picture(
@@ -705,7 +594,7 @@ def build(roots: WorldRoots) -> FastMCP:
         from PIL import Image as PILImage
 
         def op(doc: DocxDocument) -> str:
-            blip, part = _image_part(doc, image_index)
+            blip, part = image_part(doc, image_index)
             data = transform_image(
                 part.blob,
                 operation,
@@ -743,69 +632,7 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError(
                 f"annotation {annotation!r} must look like 'img0' (see read_document_content)"
             )
-        _, part = _image_part(doc, int(key))
+        _, part = image_part(doc, int(key))
         return image_result(part.blob)
 
     return mcp
-
-
-def _image_part(doc: DocxDocument, index: int) -> tuple[Any, Any]:
-    blips = body_blips(doc)
-    if not 0 <= index < len(blips):
-        raise ToolError(f"image {index} not found; the document has {len(blips)} image(s) (img0..)")
-    blip = blips[index]
-    rid = blip.get("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed")
-    part = doc.part.related_parts.get(rid) if rid else None
-    if part is None:
-        raise ToolError(f"image {index} is linked, not embedded; it cannot be read or modified")
-    return blip, part
-
-
-def _replace_in(t: Target, old: str, new: str) -> str:
-    if not old:
-        raise ToolError("old_text must not be empty")
-    if t.kind == "run":
-        n = t.obj.text.count(old)
-        t.obj.text = t.obj.text.replace(old, new)
-    else:
-        n = 0
-        for par in paragraphs_of(t):
-            full = para_text(par)
-            count = full.count(old)
-            if not count:
-                continue
-            n += count
-            runs = par.runs
-            if sum(r.text.count(old) for r in runs) == count:
-                for r in runs:
-                    if old in r.text:
-                        r.text = r.text.replace(old, new)
-            else:  # the text spans runs or tracked changes: rewrite with the first run's format
-                _set_paragraph_text(par, full.replace(old, new))
-    if n == 0:
-        raise ToolError(f"{old!r} not found in {t.ident}")
-    return f"Replaced {n} occurrence(s) of {old!r} in {t.ident}"
-
-
-def _section(doc: DocxDocument, index: int) -> Any:
-    if not 0 <= index < len(doc.sections):
-        raise ToolError(
-            f"section_index {index} out of range (document has {len(doc.sections)} sections)"
-        )
-    return doc.sections[index]
-
-
-def _inches(v: Any) -> str:
-    return "?" if v is None else f"{v / 914400:.2f}"
-
-
-def _orientation(sec: Any) -> str:
-    return "landscape" if sec.orientation == WD_ORIENT.LANDSCAPE else "portrait"
-
-
-def _comment_anchors(doc: DocxDocument) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for i, par in enumerate(doc.paragraphs):
-        for cid in par._p.xpath(".//w:commentRangeStart/@w:id | .//w:commentReference/@w:id"):
-            out.setdefault(int(cid), f"body.p.{i}")
-    return out
