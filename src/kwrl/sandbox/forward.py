@@ -55,6 +55,8 @@ class UnixForwarder:
                 await asyncio.gather(_pump(reader, up_w), _pump(up_r, writer))
             finally:
                 up_w.close()
+        except asyncio.CancelledError:
+            pass  # close() cancels relays; ending quietly keeps asyncio from logging the cancel
         finally:
             writer.close()
             self._relays.discard(task)

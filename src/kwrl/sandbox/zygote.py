@@ -76,7 +76,37 @@ def _drop_capabilities(libc: ctypes.CDLL) -> None:
         raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
 
 
-def _child(req: dict[str, Any], out_fd: int, report_fd: int, libc: ctypes.CDLL) -> None:
+def _serve_app(app: Any, uds: str) -> None:
+    """Serve a prebuilt gateway app on `uds`; print the gateway's ready line once serving."""
+    import logging
+
+    import uvicorn
+
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s"
+    )
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(uds)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(uds)
+
+    async def run() -> None:
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        )
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if task.done():
+                await task
+                raise SandboxError("gateway stopped before it was ready")
+            await asyncio.sleep(0.002)
+        print(f"kwrl-gateway ready unix://{uds}", flush=True)
+        await task
+
+    asyncio.run(run())
+
+
+def _child(req: dict[str, Any], out_fd: int, report_fd: int, libc: ctypes.CDLL, app: Any) -> None:
     """Runs in the forked child: enter the sandbox, fork the server, report its pid, exit."""
     os.setsid()
     for f in req["cgroup_procs"]:
@@ -108,32 +138,41 @@ def _child(req: dict[str, Any], out_fd: int, report_fd: int, libc: ctypes.CDLL) 
     os.environ.update(base_env(None))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.unfreeze()
-    from kwrl.worlds.cli import serve
-
-    serve(root=Path("/"), host="127.0.0.1", port=0, uds=Path(req["uds"]))
+    _serve_app(app, req["uds"])
     os._exit(0)
 
 
-def _warm_imports() -> None:
+def _prebuilt_app() -> Any:
+    """Import everything a gateway touches and build it once for the sandbox roots.
+
+    Every sandbox has its world at the same paths (/filesystem, /.apps_data) and the apps read
+    their data lazily, so one app built here serves every fork: building costs seconds.
+    """
     import importlib
 
-    import kwrl.worlds.cli
-    import kwrl.worlds.gateway
+    import uvicorn
+
+    import kwrl.worlds.cli  # noqa: F401
     from kwrl.worlds.apps import APPS
+    from kwrl.worlds.gateway import build_app
+    from kwrl.worlds.layout import WorldRoots
 
     for module in APPS.values():
         with contextlib.suppress(ModuleNotFoundError):
             importlib.import_module(module)
-    import uvicorn  # noqa: F401
-
-    del kwrl
+    app = build_app(WorldRoots.sandbox_default())
+    uvicorn.Config(app, log_level="warning", lifespan="on").load()
+    server = app.state._state.get("fastmcp_server")
+    if server is not None:  # warm the tool listing (schemas) once, in the zygote
+        asyncio.run(server.list_tools())
+    return app
 
 
 def serve_zygote(path: str) -> None:
     """Zygote main loop: one request per connection, handled in order."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _warm_imports()
+    app = _prebuilt_app()
     gc.collect()
     gc.freeze()
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -154,7 +193,7 @@ def serve_zygote(path: str) -> None:
                 try:
                     srv.close()
                     os.close(r)
-                    _child(req, fds[0], w, libc)
+                    _child(req, fds[0], w, libc, app)
                 except BaseException as e:  # the child must never return into the loop
                     with contextlib.suppress(Exception):
                         os.write(2, f"kwrl-zygote child: {e!r}\n".encode())

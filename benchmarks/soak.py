@@ -1,0 +1,131 @@
+"""Soak test of the local sandbox: many trials, zero leaks.
+
+    .venv/bin/python benchmarks/soak.py [-n 500] [--concurrency 8] [--no-gateway]
+
+Runs N harbor trials through `kwrl.rollout.runner` in the local sandbox, cycling through three
+kinds: the oracle (reward 1), the nop agent (reward 0), and an agent killed by its timeout
+(a solve.sh that sleeps past a 1 s agent timeout). Then counts what this process left behind:
+processes descending from it (the gateway zygote aside), bwrap processes of its sandboxes, mounts
+of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HARBOR_TELEMETRY", "0")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(d.name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
+    except OSError:
+        return ""
+
+
+def leaks(sandbox_dir: Path) -> dict[str, int]:
+    me = os.getpid()
+    prefix = f"{sandbox_dir}/{me}-"
+    procs = [p for p in descendants(me) if "kwrl.sandbox.zygote" not in cmdline(p)]
+    bwraps = [
+        d.name for d in Path("/proc").iterdir()
+        if d.name.isdigit() and cmdline(int(d.name)).startswith("bwrap") and prefix in cmdline(int(d.name))
+    ]  # fmt: skip
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if prefix in line]
+    roots = list(sandbox_dir.glob(f"{me}-*")) if sandbox_dir.is_dir() else []
+    cgroups = [
+        d for c in ("pids", "memory", "cpu", "freezer")
+        for d in Path(f"/sys/fs/cgroup/{c}").rglob(f"kwrl/{me}-*")
+    ]  # fmt: skip
+    return {
+        "processes": len(procs),
+        "bwrap": len(bwraps),
+        "mounts": len(mounts),
+        "temp_dirs": len(roots),
+        "cgroups": len(cgroups),
+    }
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("-n", type=int, default=500)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--no-gateway", action="store_true")
+    args = ap.parse_args()
+    from kwrl.rollout.runner import RolloutConfig, run_trial
+    from kwrl.sandbox.testing import make_task, make_world
+
+    with tempfile.TemporaryDirectory(prefix="kwrl-soak-") as d:
+        tmp = Path(d)
+        sandbox_dir = tmp / "sbx"
+        world = make_world(tmp).name
+        kinds = {
+            "oracle": (make_task(tmp, "oracle", world_id=world), "oracle"),
+            "nop": (make_task(tmp, "nop", world_id=world), "nop"),
+            "timeout": (
+                make_task(tmp, "timeout", world_id=world, solution="sleep", agent_timeout_sec=1),
+                "oracle",
+            ),
+        }
+        env_kwargs = {"gateway": not args.no_gateway, "sandbox_dir": str(sandbox_dir)}
+        print(f"before: {leaks(sandbox_dir)}")
+        sem = asyncio.Semaphore(args.concurrency)
+        outcomes: Counter[str] = Counter()
+        t0 = time.perf_counter()
+
+        async def one(i: int) -> None:
+            kind = list(kinds)[i % len(kinds)]
+            task, agent = kinds[kind]
+            cfg = RolloutConfig(agent=agent, retries=0, environment_kwargs=env_kwargs)
+            async with sem:
+                rec = await run_trial(task, cfg, tmp / "trials", f"{kind}-{i:04d}")
+            outcomes[f"{kind}:{rec.cause}:{rec.reward}"] += 1
+            if (i + 1) % 50 == 0:
+                print(f"  {i + 1} trials, {time.perf_counter() - t0:.0f} s", flush=True)
+
+        await asyncio.gather(*(one(i) for i in range(args.n)))
+        secs = time.perf_counter() - t0
+        after = leaks(sandbox_dir)
+        print(
+            f"{args.n} trials in {secs:.0f} s ({args.n / secs:.2f}/s), concurrency {args.concurrency}"
+        )
+        for k, v in sorted(outcomes.items()):
+            print(f"  {k}: {v}")
+        print(f"after:  {after}")
+        print("LEAKS: none" if not any(after.values()) else f"LEAKS: {after}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
