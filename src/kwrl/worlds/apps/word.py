@@ -73,7 +73,7 @@ FilePath = Annotated[str, Field(description="Path of the .docx file, e.g. '/repo
 Ident = Annotated[
     str,
     Field(
-        description="Element identifier from read_document_content, e.g. 'body.p.0', 'body.tbl.0.r.1.c.2'"
+        description="Element identifier from read_document_content, e.g. 'body.p.0', 'body.tbl.0.r.1.c.2', 'header.s.0.p.0'"
     ),
 ]
 Offset = Annotated[
@@ -199,9 +199,16 @@ def build(roots: WorldRoots) -> FastMCP:
             Field(description="Style of new paragraphs, e.g. 'Heading 2', 'List Bullet'"),
         ] = None,
     ) -> str:
-        """Add text at an element: into it (start/end) or as new paragraphs before/after it."""
+        """Add text at an element: into it (start/end) or as new paragraphs before/after it.
+        identifier 'body' appends new paragraphs at the end of the document."""
 
         def op(doc: DocxDocument) -> str:
+            if identifier.strip().lstrip("@") == "body":
+                st = style_of(doc, style)
+                lines = text.split("\n")
+                for line in lines:
+                    add_text_runs(doc.add_paragraph(style=st), line)
+                return f"Appended {len(lines)} paragraph(s) at the end of the body"
             t = resolve(doc, identifier)
             if position in ("start", "end"):
                 if t.kind == "run":

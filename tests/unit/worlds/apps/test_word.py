@@ -117,6 +117,13 @@ async def test_add_and_delete_content(client: Client, roots: WorldRoots) -> None
     )
     doc = fs(roots, TABLES)
     assert len(doc.paragraphs) == n + 1 and "after two" not in [p.text for p in doc.paragraphs]
+    await text(
+        client,
+        "add_content_text",
+        {"file_path": TABLES, "identifier": "body", "text": "The end", "style": "Quote"},
+    )
+    last = fs(roots, TABLES).paragraphs[-1]
+    assert last.text == "The end" and last.style.name == "Quote"
     await text(client, "delete_content_text", {"file_path": TABLES, "identifier": "body.p.1"})
     assert fs(roots, TABLES).paragraphs[1].text == ""
     await text(
@@ -188,6 +195,14 @@ async def test_header_footer_margins_orientation(client: Client, roots: WorldRoo
         "Confidential",
         "Page",
     ]
+    await text(
+        client,
+        "edit_content_text",
+        {"file_path": HDR, "identifier": "footer.s.0.p.1", "new_text": "Page 1"},
+    )
+    assert "[footer.s.0.p.1] Page 1" in await text(
+        client, "header_footer", {"file_path": HDR, "area": "footer"}
+    )
     await text(client, "header_footer", {"file_path": HDR, "action": "clear", "area": "footer"})
     assert fs(roots, HDR).sections[0].footer.paragraphs[0].text == ""
     await text(
