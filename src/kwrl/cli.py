@@ -26,6 +26,8 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.rollout.cli", "trial_app", "trial"),
     ("kwrl.rollout.cli", "rollout", "rollout"),
     ("kwrl.llm.cli", "serve", "serve"),
+    ("kwrl.eval.cli", "eval", "eval"),
+    ("kwrl.eval.cli", "report", "report"),
 ]
 
 for _module, _attr, _name in _STAGES:

@@ -1,0 +1,335 @@
+"""Resumable evaluation runs: trials through kwrl's rollout runner, one outcome line per trial.
+
+`run_eval(cfg)` evaluates `cfg.model` on every task of `cfg.dataset`, `n_samples` times each:
+
+    RUN_DIR/eval.toml       the resolved EvalConfig (a rerun must name the same model)
+    RUN_DIR/trials/         harbor trial dirs (`<task>__s<k>`, retries `__r<n>`), by kwrl.rollout
+    RUN_DIR/trials.jsonl    append-only: one `TrialOutcome` per finished sample (fsync'd)
+    RUN_DIR/eval.json       config, metrics (kwrl.eval.metrics) and every outcome
+    RUN_DIR/report.html     kwrl.eval.report
+
+The model is `oracle` or `nop` (harbor's agents) or a KwrlAgent policy spec
+(`http://HOST:PORT/v1#NAME`, `litellm:...`, `engine:...`). The judge spec goes to the verifier as
+`KWRL_JUDGE` (docs/contracts.md).
+
+Resuming: a sample already in trials.jsonl is done. A sample whose last attempt dir holds harbor's
+`result.json` (written only when a trial ends) with a final cause is adopted without rerunning (the
+run was killed between the trial's end and its jsonl line). Any other dir of a pending sample is
+what an interrupted trial left: it is deleted and the sample runs again. A truncated last jsonl
+line (killed mid-write) is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from kwrl.config import KwrlConfig, save_config
+from kwrl.errors import ConfigError
+from kwrl.eval.metrics import Bootstrap, CriterionResult, ToolUse, TrialOutcome, compute_metrics
+from kwrl.io import write_json
+from kwrl.rollout.failures import classify_result
+from kwrl.rollout.masking import should_retry
+from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_with_retries
+
+HARBOR_AGENTS = ("oracle", "nop")
+KWRL_AGENT = "kwrl.agent:KwrlAgent"
+OUTCOMES = "trials.jsonl"
+
+
+class EvalConfig(KwrlConfig):
+    """One evaluation run: which model, on which tasks, how many samples, where the results go."""
+
+    dataset: Path
+    """A dataset dir (tasks/*), a dir of task dirs, or one task dir."""
+    model: str
+    """`oracle`, `nop`, or a KwrlAgent policy spec (http://HOST:PORT/v1#NAME, litellm:..., engine:...)."""
+    out: Path = Path("runs/eval")
+    """Run dir: trials/, trials.jsonl, eval.json, report.html."""
+    n_samples: int = Field(default=1, ge=1)
+    """Trials per task (k of pass@k and pass^k goes up to this)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Trials running at once."""
+    judge: str | None = None
+    """Judge spec for criteria without a machine check (KWRL_JUDGE: a litellm id or openai:URL#MODEL)."""
+    retries: int = Field(default=2, ge=0)
+    """Retries of a trial that failed for an infrastructure reason."""
+    environment: str = "local"
+    """local, docker, modal, or an environment import path."""
+    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the environment."""
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """KwrlAgent kwargs (any kwrl.agent.AgentConfig field, e.g. max_tokens_per_turn, tools)."""
+    max_steps: int = Field(default=250, ge=1)
+    """Policy turns per trial for a KwrlAgent (RECIPE evaluates with 250)."""
+    agent_timeout_sec: float | None = None
+    """Override of task.toml's agent timeout."""
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    """More environment of the verifier (KWRL_JUDGE_* settings)."""
+    bootstrap: Bootstrap = Field(default_factory=Bootstrap)
+    """Interval settings of the report."""
+
+
+def rollout_config(cfg: EvalConfig) -> RolloutConfig:
+    """The RolloutConfig that runs `cfg`'s trials."""
+    env = dict(cfg.verifier_env)
+    if cfg.judge:
+        env["KWRL_JUDGE"] = cfg.judge
+    if cfg.model in HARBOR_AGENTS:
+        agent, model, kwargs = cfg.model, None, {}
+    else:
+        agent, model = KWRL_AGENT, cfg.model
+        kwargs = {"max_steps": cfg.max_steps, **cfg.agent_kwargs}
+    return RolloutConfig(
+        agent=agent, model=model, n_samples=cfg.n_samples, concurrency=cfg.concurrency,
+        retries=cfg.retries, environment=cfg.environment,
+        environment_kwargs=cfg.environment_kwargs, agent_kwargs=kwargs,
+        agent_timeout_sec=cfg.agent_timeout_sec, verifier_env=env,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- reading a trial dir
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _criteria(trial_dir: Path, rewards: dict[str, float]) -> list[CriterionResult]:
+    grades = _read_json(trial_dir / "verifier" / "grades.json") or {}
+    if grades.get("grades"):
+        return [
+            CriterionResult(
+                verifier_id=str(g.get("verifier_id", "")),
+                criteria=str(g.get("criteria") or ""),
+                score=float(g.get("score") or 0.0),
+                passed=bool(g.get("passed", (g.get("score") or 0.0) >= 1.0)),
+                method=str(g.get("method") or ""),
+                rationale=str(g.get("rationale") or ""),
+                is_primary_objective=bool(g.get("is_primary_objective")),
+            )
+            for g in grades["grades"]
+        ]
+    return [
+        CriterionResult(verifier_id=k.removeprefix("criterion/"), score=v, passed=v >= 1.0)
+        for k, v in rewards.items()
+        if k.startswith("criterion/")
+    ]
+
+
+def task_labels(task_dir: Path) -> dict[str, str | None]:
+    """task_name, domain, expected_output and difficulty of a task dir (archipelago.json)."""
+    meta = _read_json(Path(task_dir) / "archipelago.json") or {}
+    return {k: meta.get(k) for k in ("task_name", "domain", "expected_output", "difficulty")}
+
+
+def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Path) -> TrialOutcome:
+    """A `TrialOutcome` from the rollout's record and what the trial dir holds."""
+    trial_dir = Path(rec.trial_dir)
+    result = _read_json(trial_dir / "result.json") or {}
+    agent = result.get("agent_result") or {}
+    meta = agent.get("metadata") or {}
+    tools: dict[str, ToolUse] = {}
+    for turn in meta.get("turn_stats") or []:
+        for call in turn.get("tool_calls") or []:
+            use = tools.setdefault(str(call.get("name")), ToolUse())
+            use.calls += 1
+            use.ok += int(bool(call.get("ok")))
+    criteria = _criteria(trial_dir, rec.rewards)
+    if "pass" in rec.rewards:
+        passed = rec.rewards["pass"] == 1.0
+    else:
+        passed = rec.reward is not None and bool(criteria) and all(c.passed for c in criteria)
+    answer = trial_dir / "agent" / "final_answer.txt"
+    try:
+        rel = str(trial_dir.resolve().relative_to(out.resolve()))
+    except ValueError:
+        rel = str(trial_dir)
+    return TrialOutcome(
+        task=rec.task, sample=rec.sample, trial_name=rec.trial_name, trial_dir=rel,
+        task_name=labels.get("task_name") or "", domain=labels.get("domain"),
+        expected_output=labels.get("expected_output"), difficulty=labels.get("difficulty"),
+        cause=str(rec.cause), reward=rec.reward, passed=passed, error=rec.error,
+        criteria=criteria, turns=meta.get("n_turns"), input_tokens=agent.get("n_input_tokens"),
+        output_tokens=agent.get("n_output_tokens"), stop_reason=meta.get("stop_reason"),
+        tools=tools, seconds=rec.seconds, attempts=rec.attempt + 1,
+        final_answer=answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else "",
+    )  # fmt: skip
+
+
+def record_from_dir(trial_dir: Path, task: str, sample: int, attempt: int) -> TrialRecord | None:
+    """The rollout record of a finished trial dir (harbor's result.json), or None if unfinished."""
+    from harbor.models.trial.result import TrialResult
+
+    path = trial_dir / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        result = TrialResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    rewards = result.verifier_result.rewards if result.verifier_result else None
+    rec = TrialRecord(
+        task=task, sample=sample, attempt=attempt, trial_name=trial_dir.name,
+        trial_dir=str(trial_dir), cause=classify_result(result, _read_json(trial_dir / "sandbox.json")),
+    )  # fmt: skip
+    rec.rewards = {k: float(v) for k, v in (rewards or {}).items()}
+    rec.reward = rec.rewards.get("reward")
+    if result.exception_info is not None:
+        info = result.exception_info
+        rec.error = f"{info.exception_type}: {info.exception_message}"[:2000]
+    if result.finished_at is not None and result.started_at is not None:
+        rec.seconds = (result.finished_at - result.started_at).total_seconds()
+    return rec
+
+
+# ---------------------------------------------------------------- the outcome log
+
+
+def read_outcomes(run_dir: Path) -> list[TrialOutcome]:
+    """Outcomes in trials.jsonl; the last line counts for a repeated sample; broken lines skipped."""
+    path = run_dir / OUTCOMES
+    if not path.is_file():
+        return []
+    found: dict[tuple[str, int], TrialOutcome] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            o = TrialOutcome.model_validate_json(line)
+        except ValueError:
+            continue
+        found[(o.task, o.sample)] = o
+    return sorted(found.values(), key=lambda o: (o.task, o.sample))
+
+
+def append_outcome(run_dir: Path, outcome: TrialOutcome) -> None:
+    with (run_dir / OUTCOMES).open("a", encoding="utf-8") as f:
+        f.write(outcome.model_dump_json() + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _attempt_dirs(trials_dir: Path, task: str, sample: int) -> list[Path]:
+    base = f"{task}__s{sample}"
+    found = [
+        p for p in trials_dir.glob(f"{base}*") if p.name == base or p.name.startswith(f"{base}__r")
+    ]
+    return sorted(found, key=lambda p: int(p.name.rsplit("__r", 1)[1]) if "__r" in p.name else 0)
+
+
+def recover_or_clear(trials_dir: Path, task: str, sample: int, retries: int) -> TrialRecord | None:
+    """Adopt a pending sample's finished last attempt, else delete what an interrupted one left."""
+    dirs = _attempt_dirs(trials_dir, task, sample)
+    if dirs:
+        attempt = len(dirs) - 1
+        rec = record_from_dir(dirs[-1], task, sample, attempt)
+        if rec is not None and not should_retry(rec.cause, attempt, retries):
+            return rec
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    return None
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _check_resume(cfg: EvalConfig) -> None:
+    import tomllib
+
+    path = cfg.out / "eval.toml"
+    if not path.is_file():
+        return
+    old = tomllib.loads(path.read_text(encoding="utf-8"))
+    if old.get("model") != cfg.model:
+        raise ConfigError(
+            f"{path}: model: this run dir evaluated {old.get('model')!r}, not {cfg.model!r}; "
+            "pick another --out"
+        )
+
+
+def plan(cfg: EvalConfig) -> tuple[list[tuple[Path, int]], list[TrialOutcome]]:
+    """(pending (task dir, sample) pairs, outcomes already recorded for this dataset)."""
+    from kwrl.tasks.taskdir import task_dirs
+
+    tasks = task_dirs(cfg.dataset)
+    done = {(o.task, o.sample): o for o in read_outcomes(cfg.out)}
+    wanted = [(t, s) for t in tasks for s in range(cfg.n_samples)]
+    pending = [(t, s) for t, s in wanted if (t.name, s) not in done]
+    kept = [done[(t.name, s)] for t, s in wanted if (t.name, s) in done]
+    return pending, kept
+
+
+async def run_eval(
+    cfg: EvalConfig,
+    *,
+    on_start: Callable[[int, int], None] | None = None,
+    on_done: Callable[[TrialOutcome], None] | None = None,
+    render: bool = True,
+) -> list[TrialOutcome]:
+    """Run what is pending, then write eval.json (and report.html); returns every outcome.
+
+    `on_start(total, already_done)` is called once; `on_done(outcome)` after each trial.
+    """
+    _check_resume(cfg)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, cfg.out / "eval.toml")
+    rcfg = rollout_config(cfg)
+    trials_dir = cfg.out / "trials"
+    trials_dir.mkdir(parents=True, exist_ok=True)
+    pending, outcomes = plan(cfg)
+    if on_start is not None:
+        on_start(len(pending) + len(outcomes), len(outcomes))
+    sem = asyncio.Semaphore(cfg.concurrency)
+    labels: dict[str, dict[str, str | None]] = {}
+
+    async def one(task_dir: Path, sample: int) -> None:
+        async with sem:
+            rec = recover_or_clear(trials_dir, task_dir.name, sample, cfg.retries)
+            if rec is None:
+                rec = (await run_with_retries(task_dir, rcfg, trials_dir, sample))[-1]
+        if task_dir.name not in labels:
+            labels[task_dir.name] = task_labels(task_dir)
+        outcome = outcome_from_record(rec, labels[task_dir.name], cfg.out)
+        append_outcome(cfg.out, outcome)
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
+    await asyncio.gather(*(one(t, s) for t, s in pending))
+    outcomes.sort(key=lambda o: (o.task, o.sample))
+    write_eval_json(cfg.out, cfg, outcomes)
+    if render:
+        from kwrl.eval.report import write_report
+
+        write_report(cfg.out)
+    return outcomes
+
+
+def write_eval_json(run_dir: Path, cfg: EvalConfig, outcomes: list[TrialOutcome]) -> dict[str, Any]:
+    """eval.json: the config, every metric, every trial."""
+    data = {
+        "config": cfg.model_dump(mode="json"),
+        "metrics": compute_metrics(outcomes, cfg.bootstrap).model_dump(mode="json"),
+        "trials": [o.model_dump(mode="json") for o in outcomes],
+    }
+    write_json(run_dir / "eval.json", data)
+    return data
+
+
+def load_run(run_dir: Path) -> tuple[EvalConfig, list[TrialOutcome]]:
+    """A run dir's config and outcomes (from eval.toml and trials.jsonl)."""
+    from kwrl.config import load_config
+
+    path = run_dir / "eval.toml"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no eval.toml: {run_dir} is not a `kwrl eval` run dir")
+    return load_config(EvalConfig, path), read_outcomes(run_dir)
