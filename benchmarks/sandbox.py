@@ -41,15 +41,17 @@ def pss_mb(pid: int) -> float:
     return 0.0
 
 
-async def bench_ready(task: Path, tmp: Path, n: int) -> list[float]:
+async def bench_ready(task: Path, tmp: Path, n: int) -> tuple[list[float], list[float]]:
     from kwrl.sandbox.testing import make_environment
     from kwrl.worlds.client import GatewayClient
 
     times: list[float] = []
+    starts: list[float] = []
     for i in range(n + 1):
         env = make_environment(task, tmp / f"ready-{i}")
         t0 = time.perf_counter()
         await env.start(force_build=False)
+        t_started = time.perf_counter() - t0
         assert env.mcp_url is not None
         async with GatewayClient(env.mcp_url, timeout_s=60) as gw:
             tools = await gw.list_tools()
@@ -59,7 +61,8 @@ async def bench_ready(task: Path, tmp: Path, n: int) -> list[float]:
             print(f"  first start (zygote warm-up): {dt * 1000:.0f} ms, {len(tools)} tools")
         else:
             times.append(dt)
-    return times
+            starts.append(t_started)
+    return times, starts
 
 
 async def bench_concurrent(tasks: list[Path], out: Path) -> tuple[float, list[float | None]]:
@@ -106,11 +109,12 @@ async def main() -> None:
         tmp = Path(d)
         tasks = make_dataset(tmp / "ds", max(1, args.concurrent))
         if args.starts:
-            times = await bench_ready(tasks[0], tmp, args.starts)
+            times, starts = await bench_ready(tasks[0], tmp, args.starts)
             q = statistics.quantiles(times, n=10) if len(times) > 1 else times * 9
             print(
                 f"ready (start -> tools listed): p50 {statistics.median(times) * 1000:.0f} ms, "
-                f"p90 {q[8] * 1000:.0f} ms, n={len(times)}"
+                f"p90 {q[8] * 1000:.0f} ms, n={len(times)}; of which start() p50 "
+                f"{statistics.median(starts) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}"
             )
         if args.concurrent:
             secs, rewards = await bench_concurrent(tasks, tmp / "conc")

@@ -298,15 +298,12 @@ class LocalEnvironment(BaseEnvironment):
         return Path(tempfile.gettempdir()) / "kwrl-sandboxes"
 
     def _limits(self) -> cgroups.Limits:
-        cfg = self.task_env_config
-        return (
-            cgroups.Limits(
-                memory_mb=self._effective_memory_mb or self.settings.memory_mb,
-                pids=self.settings.pids_max,
-                cpus=float(self._effective_cpus) if self._effective_cpus else self.settings.cpus,
-            )
-            if cfg is not None
-            else cgroups.Limits()
+        """task.toml's [environment] cpus and memory_mb, else the settings' defaults."""
+        cpus = self._effective_cpus
+        return cgroups.Limits(
+            memory_mb=self._effective_memory_mb or self.settings.memory_mb,
+            pids=self.settings.pids_max,
+            cpus=float(cpus) if cpus else self.settings.cpus,
         )
 
     def _spec(self, *, share_net: bool, verifier: bool) -> SandboxSpec:
@@ -332,7 +329,11 @@ class LocalEnvironment(BaseEnvironment):
         )
 
     def _join(self, child: str) -> list[str]:
-        files = [str(f) for f in self._cg.procs_files(child)] if self._cg else []
+        """Prefix that puts a command in the trial's cgroup `child` (or, without cgroups, under rlimits)."""
+        if self._cg is None:
+            mem = self._limits().memory_mb
+            return ["prlimit", f"--as={mem * 2**20}", "--"] if mem else []
+        files = [str(f) for f in self._cg.procs_files(child)]
         return ["sh", "-c", _JOIN, "kwrl-join", *files, "--"]
 
     def _uid_gid(self, user: str | int | None) -> tuple[int, int] | None:
