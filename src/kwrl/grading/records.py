@@ -189,6 +189,8 @@ def read_events(state: StateView, rels: Iterable[str]) -> dict[str, EventRecord]
         cal = icalendar.Calendar.from_ical(path.read_bytes())
         for ev in cal.walk("VEVENT"):
             uid = str(ev.get("UID") or f"{path.name}:{ev.get('SUMMARY')}:{ev.get('DTSTART')}")
+            if ev.get("RECURRENCE-ID") is not None:  # an override of one occurrence shares the UID
+                uid += "@" + _dt(ev.get("RECURRENCE-ID"))
             attendees = ev.get("ATTENDEE") or []
             if not isinstance(attendees, list):
                 attendees = [attendees]
@@ -249,17 +251,47 @@ def _walk_posts(
             yield from _walk_posts(v, where)
 
 
+def _channel_names(state: StateView) -> dict[str, str]:
+    """Channel id -> name from `chat/channels.json` when the app keeps one (a post file is named by
+    the channel's id, while a check may name the channel by either)."""
+    path = state.get(".apps_data/chat/channels.json")
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    chans = data.get("channels") if isinstance(data, dict) else data
+    return {
+        str(c["id"]): str(c["name"])
+        for c in chans or []
+        if isinstance(c, dict) and c.get("id") is not None and c.get("name") is not None
+    }
+
+
 def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
+    """Posts of the chat files `rels`; deleted posts are skipped; ids are scoped by file, since
+    the chat app numbers messages per channel file (`messages/<channel>.json`)."""
     out: dict[str, ChatRecord] = {}
-    for path in _files(state, rels, ".json"):
+    aliases = _channel_names(state)
+    for rel in sorted(rels):
+        path = state.get(rel)
+        if path is None or not rel.endswith(".json"):
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        for post, where in _walk_posts(data, (path.stem,)):
+        stem = (path.stem, *([aliases[path.stem]] if path.stem in aliases else []))
+        for post, where in _walk_posts(data, stem):
+            if post.get("deleted"):
+                continue
             text = next(str(post[k]) for k in _TEXT_KEYS if isinstance(post.get(k), str))
             ident = post.get("id") or post.get("post_id") or post.get("message_id")
-            key = f"id:{ident}" if ident is not None else "json:" + json.dumps(post, sort_keys=True)
+            body = (
+                f"id:{ident}" if ident is not None else "json:" + json.dumps(post, sort_keys=True)
+            )
+            key = f"{rel}#{body}"
             channel = next((str(post[k]) for k in _CHANNEL_KEYS if post.get(k) is not None), "")
             author = next(
                 (
