@@ -4,7 +4,8 @@ Text in, text out: no token ids, so these policies are evaluated, not trained. T
 provider in OpenAI format and its structured `tool_calls` come back in OpenAI format (arguments
 as a JSON string). Provider finish reasons map to ours: `length` -> LENGTH, anything else (stop,
 tool_calls, content_filter) -> STOP; litellm's ContextWindowExceededError -> an empty CONTEXT
-turn. Other errors raise PolicyError after litellm's own retries (`num_retries`).
+turn. Other errors raise PolicyError after litellm's own retries (`num_retries`). `session_id` is
+unused: providers route by themselves (litellm drops OpenAI's `user` field anyway).
 
 litellm is imported on first use (it is slow to import); `LITELLM_LOCAL_MODEL_COST_MAP=True` keeps
 that import off the network.
@@ -86,8 +87,6 @@ class LiteLLMChatClient(PolicyClient):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        if session_id:
-            kwargs["user"] = session_id
         try:
             resp: Any = await litellm.acompletion(**kwargs)
         except ContextWindowExceededError:

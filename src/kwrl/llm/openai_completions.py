@@ -44,6 +44,7 @@ class OpenAICompletionsClient(PolicyClient):
         retries: int = 2,
         weight_version: int | None = 0,
         max_connections: int = 256,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -55,6 +56,7 @@ class OpenAICompletionsClient(PolicyClient):
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=30.0),
             limits=httpx.Limits(max_connections=max_connections),
+            transport=transport,
         )
 
     @classmethod

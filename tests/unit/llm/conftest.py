@@ -21,6 +21,13 @@ def smollm2_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def smollm2_tokenizer(smollm2_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(smollm2_dir)
+
+
+@pytest.fixture(scope="session")
 def engine(smollm2_dir: Path) -> Iterator[Any]:
     from kwrl.llm.engine import Engine, EngineConfig
 

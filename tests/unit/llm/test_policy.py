@@ -1,0 +1,67 @@
+"""Spec strings pick a policy client from the registry; configs parse from TOML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kwrl.config import load_config
+from kwrl.errors import ConfigError
+from kwrl.llm.engine_client import EngineClient
+from kwrl.llm.litellm_chat import LiteLLMChatClient
+from kwrl.llm.openai_completions import OpenAICompletionsClient
+from kwrl.llm.policy import POLICIES, PolicyConfig, build_policy, split_spec
+
+
+def test_specs_name_their_kind() -> None:
+    assert split_spec("http://127.0.0.1:8000/v1#smollm2") == (
+        "completions",
+        "http://127.0.0.1:8000/v1#smollm2",
+    )
+    assert split_spec("litellm:gemini/gemini-2.5-flash") == ("litellm", "gemini/gemini-2.5-flash")
+    assert split_spec("engine:smollm2-135m") == ("engine", "smollm2-135m")
+    for bad in ("smollm2", "engine:", "ftp://x"):
+        with pytest.raises(ConfigError, match="policy.model"):
+            split_spec(bad)
+    assert set(POLICIES) == {"completions", "litellm", "engine"}
+
+
+async def test_a_url_spec_builds_a_completions_client() -> None:
+    client = build_policy(PolicyConfig(model="http://127.0.0.1:8000/v1/#smollm2", timeout_s=5))
+    assert isinstance(client, OpenAICompletionsClient) and client.supports_tokens
+    assert client.base_url == "http://127.0.0.1:8000/v1" and client.model == "smollm2"
+    await client.aclose()
+
+
+def test_litellm_specs_read_their_key_from_the_named_env_var(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = PolicyConfig(model="litellm:gemini/gemini-2.5-flash", api_key_env="KWRL_TEST_KEY")
+    monkeypatch.delenv("KWRL_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError, match="KWRL_TEST_KEY"):
+        build_policy(cfg)
+    monkeypatch.setenv("KWRL_TEST_KEY", "sk-x")
+    client = build_policy(cfg)
+    assert isinstance(client, LiteLLMChatClient) and not client.supports_tokens
+    assert (client.model, client.api_key) == ("gemini/gemini-2.5-flash", "sk-x")
+
+
+def test_engine_specs_share_one_engine_per_config(engine: Any, smollm2_dir: Path) -> None:
+    cfg = PolicyConfig(model=f"engine:{smollm2_dir}", engine={"threads": 1})
+    a, b = build_policy(cfg), build_policy(cfg)
+    assert isinstance(a, EngineClient) and isinstance(b, EngineClient)
+    assert a.engine is b.engine and a.supports_tokens
+
+
+def test_unknown_kinds_and_fields_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown; choose one of"):
+        build_policy(PolicyConfig(model="engine:x", kind="vllm-direct"))
+    path = tmp_path / "policy.toml"
+    path.write_text('model = "litellm:openai/gpt-4o"\n[sampling]\nmax_tokens = 64\n')
+    cfg = load_config(PolicyConfig, path, ["sampling.temperature=0.5"])
+    assert (cfg.sampling.max_tokens, cfg.sampling.temperature) == (64, 0.5)
+    path.write_text('model = "x"\ntemprature = 1\n')
+    with pytest.raises(ConfigError, match="temprature"):
+        load_config(PolicyConfig, path)

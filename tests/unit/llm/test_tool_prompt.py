@@ -1,0 +1,91 @@
+"""Tool schemas go into prompts Hermes-style; `<tool_call>` JSON comes back as OpenAI tool calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kwrl.llm.tool_prompt import (
+    chat_prompt_text,
+    parse_tool_calls,
+    render_tools_system_prompt,
+    template_messages,
+    template_renders_tools,
+)
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "mail_send_mail",
+        "description": "Send a mail.",
+        "parameters": {"type": "object", "properties": {"to": {"type": "string"}}},
+    },
+}
+
+
+def test_the_system_prompt_lists_each_tool_inside_tools_tags() -> None:
+    text = render_tools_system_prompt("You are an analyst.", [TOOL, TOOL])
+    assert text.startswith("You are an analyst.\n\n# Tools")
+    inner = text.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0]
+    assert [json.loads(line) for line in inner.splitlines()] == [TOOL, TOOL]
+    assert text.endswith('{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>')
+
+
+def test_tool_calls_are_split_from_the_content() -> None:
+    text = (
+        'Let me check.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'
+        '<tool_call>{"name": "b", "arguments": "{\\"y\\": [2]}"}</tool_call>'
+    )
+    content, calls = parse_tool_calls(text)
+    assert content == "Let me check."
+    assert [c["function"]["name"] for c in calls] == ["a", "b"]
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [{"x": 1}, {"y": [2]}]
+    assert [c["id"] for c in calls] == ["call_0", "call_1"]
+    assert all(c["type"] == "function" for c in calls)
+
+
+def test_a_cut_block_still_parses_and_broken_json_stays_in_the_content() -> None:
+    _, calls = parse_tool_calls('<tool_call>\n{"name": "a", "parameters": {}}')
+    assert [c["function"]["name"] for c in calls] == ["a"]
+    broken = '<tool_call>{"name": "a", "arguments": {</tool_call>'
+    assert parse_tool_calls(broken) == (broken, [])
+    assert parse_tool_calls("plain answer") == ("plain answer", [])
+
+
+def test_templates_without_tool_support_see_the_whole_tool_history() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "Sys"},
+        {"role": "user", "content": "send it"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"k": 1}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "sent"},
+    ]
+    msgs, tools = template_messages(messages, [TOOL], native_tools=False)
+    assert tools is None
+    assert msgs[0]["content"] == render_tools_system_prompt("Sys", [TOOL])
+    assert msgs[2] == {
+        "role": "assistant",
+        "content": '<tool_call>\n{"name": "f", "arguments": {"k": 1}}\n</tool_call>',
+    }
+    assert msgs[3] == {"role": "user", "content": "<tool_response>\nsent\n</tool_response>"}
+
+    native, tools = template_messages(messages, [TOOL], native_tools=True)
+    assert tools == [TOOL]
+    assert native[2]["tool_calls"][0]["function"]["arguments"] == {"k": 1}
+    assert native[0]["content"] == "Sys" and native[2]["content"] == ""
+
+
+def test_smollm2_ignores_tools_so_they_are_rendered_into_its_system_prompt(
+    smollm2_tokenizer: Any,
+) -> None:
+    tok = smollm2_tokenizer
+    assert template_renders_tools(tok) is False
+    text = chat_prompt_text(tok, [{"role": "user", "content": "hi"}], [TOOL])
+    assert text.startswith("<|im_start|>system\n\n\n# Tools")
+    assert json.dumps(TOOL) in text
+    assert text.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
