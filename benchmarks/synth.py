@@ -8,6 +8,8 @@ Target (issue 4): 100 worlds x 20 tasks in <= 10 minutes on a 2-core machine wit
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -15,6 +17,15 @@ from collections import Counter
 from pathlib import Path
 
 from kwrl.synth.generate import SynthConfig, generate
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its (finished) workers: robust to a shared, loaded machine."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main() -> None:
@@ -33,16 +44,25 @@ def main() -> None:
     cfg = SynthConfig(out=out, worlds=args.worlds, tasks_per_world=args.tasks, seed=args.seed,
                       layout=args.layout, workers=args.workers, overwrite=True)  # fmt: skip
     t0 = time.perf_counter()
+    c0 = _cpu()
     summary = generate(cfg)
     dt = time.perf_counter() - t0
+    cpu = _cpu() - c0
     files = [p for p in Path(out).rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
     exts = Counter(p.suffix for p in files if "/filesystem/" in p.as_posix())
     print(f"synth: {summary['worlds']} worlds x {args.tasks} tasks = {summary['tasks']} tasks, layout {args.layout}, "
           f"{args.workers} workers: {dt:.1f} s ({dt / summary['worlds']:.2f} s/world)")  # fmt: skip
     print(
+        f"  cpu: {cpu:.1f} s in all ({cpu / summary['worlds']:.2f} cpu-s/world); on {args.workers} idle cores "
+        f"that is about {cpu / args.workers:.1f} s wall; load average now {os.getloadavg()[0]:.1f}"
+    )
+    print(
         f"  {len(files)} files, {size / 2**20:.1f} MiB; world files by type: {dict(exts.most_common(8))}"
     )
+    if args.layout == "task-dirs":
+        prompts = [p.read_text() for p in sorted(Path(out).glob("tasks/*/instruction.md"))]
+        print(f"  prompts: {len(prompts)}, distinct: {len(set(prompts))}")
     print(f"  target <= 600 s: {'OK' if dt <= 600 else 'MISSED'}")
     if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -39,20 +39,25 @@ def value_text(v: float, unit: str) -> str:
 
 def table_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     row = rng.pick(list(p.table.rows))
-    period = rng.pick(p.table.periods)
-    v = p.table.get(row, period)
+    j = rng.randrange(1, len(p.table.periods))
+    period, prev = p.table.periods[j], p.table.periods[j - 1]
+    v, pv = p.table.get(row, period), p.table.get(row, prev)
     unit = p.table.units[row]
     path = table_file(w, p)
     prompt = (
-        f"Open {path} and tell me {row_phrase(w, p, row, period)}. "
-        f"Give the figure in {unit_word(unit)}."
+        f"Open {path} and tell me {row_phrase(w, p, row, period)}, and the same figure for {prev}. "
+        f"Give the figures in {unit_word(unit)}."
     )
-    answer = f"{row} for {p.code} in {period}: {value_text(v, unit)} ({unit})."
-    return TaskDraft(
-        "table_lookup", "easy", "message_in_console", prompt,
-        [Criterion(f"States that {row_phrase(w, p, row, period)} was {value_text(v, unit)} ({unit})", num(v))],
-        [read_call(path)], answer, input_files=[path],
-    )  # fmt: skip
+    answer = f"{row} for {p.code}: {value_text(v, unit)} in {period} and {value_text(pv, unit)} in {prev} ({unit})."
+    crits = [
+        Criterion(
+            f"States that {row_phrase(w, p, row, period)} was {value_text(v, unit)} ({unit})",
+            num(v),
+        ),
+        Criterion(f"States that the {prev} figure was {value_text(pv, unit)} ({unit})", num(pv)),
+    ]
+    return TaskDraft("table_lookup", "easy", "message_in_console", prompt, crits, [read_call(path)], answer,
+                     input_files=[path])  # fmt: skip
 
 
 def _fact_criterion(f: Fact, what: str) -> Criterion:
@@ -90,15 +95,16 @@ def mail_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     mail = next(m for m in w.mails if m.subject == f"{p.code}: latest from the other side")
     what = f"the confirmed {f.label.lower()} for {p.code}"
     prompt = (
-        f"{p.lead.first} emailed me the confirmed {f.label.lower()} for {p.code}. "
-        f"What is it? Ignore any preliminary figures."
+        f"Someone on the team emailed me the confirmed {f.label.lower()} for {p.code}. "
+        f"What is it, and who sent it? Ignore any preliminary figures."
     )
     calls = [
         Call("mail_search_mail", {"query": p.code}),
         Call("mail_read_mail", {"mail_id": mail.message_id}),
     ]
     return TaskDraft(
-        "mail_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)], calls,
+        "mail_fact_lookup", "easy", "message_in_console", prompt,
+        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} sent it", ContainsCheck(all_of=[p.lead.last]))], calls,
         f"{p.lead.name} confirmed the {f.label.lower()} for {p.code} at {f.text}.",
     )  # fmt: skip
 
@@ -106,11 +112,14 @@ def mail_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
 def chat_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     f = p.facts[chat_only_fact(w)]
     what = f"the {f.label.lower()} for {p.code}"
-    prompt = f"Someone posted {what} in the #{p.channel} chat channel. What is it?"
+    prompt = (
+        f"Someone posted {what} in the #{p.channel} chat channel. What is it, and who posted it?"
+    )
     return TaskDraft(
-        "chat_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)],
+        "chat_fact_lookup", "easy", "message_in_console", prompt,
+        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} posted it", ContainsCheck(all_of=[p.lead.last]))],
         [Call("chat_get_channel_history", {"channel_id": p.channel})],
-        f"The {f.label.lower()} for {p.code} is {f.text}.",
+        f"{p.lead.name} posted it: the {f.label.lower()} for {p.code} is {f.text}.",
     )  # fmt: skip
 
 
