@@ -68,7 +68,8 @@ Offset = Annotated[
 
 
 def _formulas(p: Path) -> Workbook:
-    return openpyxl.load_workbook(p)
+    # keep_vba: an .xlsm saved without its macro part would no longer open in Excel
+    return openpyxl.load_workbook(p, keep_vba=p.suffix.lower() == ".xlsm")
 
 
 def _values(p: Path) -> Workbook:

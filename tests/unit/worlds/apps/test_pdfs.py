@@ -54,6 +54,9 @@ async def test_read_pages_matches_the_known_text(client: Client, office_fixtures
     words = expected.split()
     assert "1 page(s)" in out and "--- page 1 ---" in out
     assert " ".join(out.split()).count(" ".join(words[:12])) == 1
+    assert out == await text(
+        client, "read_pdf_pages", {"file_path": f"/filesystem/{CRAZY}"}
+    )  # sandbox-style path
     out = await text(client, "read_pdf_pages", {"file_path": OUTLINE, "pages": [2, 4]})
     assert "--- page 2 ---" in out and "--- page 4 ---" in out and "--- page 1 ---" not in out
     assert "out of range" in await error(
