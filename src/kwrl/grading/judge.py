@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field, ValidationError
 from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError, JudgeError
 from kwrl.grading.evidence import Artifact, Scope
+from kwrl.grading.render import truncate
 from kwrl.io import write_json
 
 PROMPT_FILE = Path(__file__).with_name("judge_prompt.txt")
@@ -92,12 +93,15 @@ class JudgeConfig(KwrlConfig):
 
     @classmethod
     def from_env(cls, model: str | None = None, **overrides: Any) -> JudgeConfig | None:
-        """The judge named by `model` or env KWRL_JUDGE (None if neither).
+        """The judge named by `model` or env KWRL_JUDGE, else Gemini when GEMINI_API_KEY or
+        GOOGLE_API_KEY is set, else None.
 
         Every field can also come from env `KWRL_JUDGE_<FIELD>` (e.g. KWRL_JUDGE_MAX_RETRIES=2,
         KWRL_JUDGE_TIMEOUT_S=60); KWRL_JUDGE_CACHE is the cache dir. Keyword overrides win.
         """
         spec = model or os.environ.get("KWRL_JUDGE")
+        if not spec and (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")):
+            spec = DEFAULT_MODEL  # the seed's judge: Gemini, when its key is present
         if not spec:
             return None
         data: dict[str, Any] = {"model": spec}
@@ -159,7 +163,7 @@ def build_prompt(
     parts: list[str] = []
     if scope in ("answer", "both"):
         parts.append(
-            f"<FINAL_ANSWER>\n{answer.strip() or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
+            f"<FINAL_ANSWER>\n{truncate(answer.strip(), max_artifact_chars // 2) or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
         )
     if scope in ("files", "both"):
         if artifacts:
@@ -357,6 +361,8 @@ class Judge:
             extra["api_base"] = cfg.api_base
         if cfg.api_key_env:
             extra["api_key"] = os.environ.get(cfg.api_key_env, "")
+        elif self.model.startswith("gemini/") and not os.environ.get("GEMINI_API_KEY"):
+            extra["api_key"] = os.environ.get("GOOGLE_API_KEY", "")  # the seed names GOOGLE_API_KEY
         try:
             resp: Any = await litellm.acompletion(
                 model=self.model,

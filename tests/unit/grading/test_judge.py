@@ -185,3 +185,29 @@ async def test_requests_are_paced_by_requests_per_minute(fake_judge: FakeJudge) 
         await asyncio.gather(*(judge.verdict(*prompt(answer=f"a{i}")) for i in range(4)))
         elapsed = time.monotonic() - t0
     assert elapsed >= 0.15 and len(fake_judge.requests) == 4
+
+
+def test_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in (
+        "KWRL_JUDGE",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "KWRL_JUDGE_CACHE",
+        "KWRL_JUDGE_MAX_RETRIES",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    assert JudgeConfig.from_env() is None
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+    assert JudgeConfig.from_env().model == "gemini/gemini-2.5-flash"  # type: ignore[union-attr]
+    monkeypatch.setenv("KWRL_JUDGE", "openai:http://127.0.0.1:8000/v1#qwen")
+    monkeypatch.setenv("KWRL_JUDGE_CACHE", str(tmp_path))
+    monkeypatch.setenv("KWRL_JUDGE_MAX_RETRIES", "2")
+    cfg = JudgeConfig.from_env()
+    assert cfg is not None and (cfg.model, cfg.cache_dir, cfg.max_retries) == (
+        "openai:http://127.0.0.1:8000/v1#qwen",
+        tmp_path,
+        2,
+    )
+    monkeypatch.setenv("KWRL_JUDGE_MAX_RETRIES", "many")
+    with pytest.raises(ConfigError, match="max_retries"):
+        JudgeConfig.from_env()
