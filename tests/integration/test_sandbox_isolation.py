@@ -211,22 +211,3 @@ async def test_files_move_in_and_out(env: LocalEnvironment, tmp_path: Path) -> N
     assert (tmp_path / "out" / "sub" / "a.txt").read_text() == "A"
     await env.download_file("/tmp/deep/f.txt", tmp_path / "f2.txt")
     assert (tmp_path / "f2.txt").read_text() == "F"
-
-
-async def test_the_gateway_answers_on_mcp_url_and_inside(task_dir: Path, tmp_path: Path) -> None:
-    from kwrl.worlds.client import GatewayClient
-
-    env = make_environment(task_dir, tmp_path / "trial", sandbox_dir=str(tmp_path / "sbx"))
-    await env.start(force_build=False)
-    try:
-        assert env.mcp_url is not None and env.mcp_url.startswith("http://127.0.0.1:")
-        async with GatewayClient(env.mcp_url, timeout_s=60) as gw:
-            names = [t.name for t in await gw.list_tools()]
-        assert "filesystem_list_files" in names
-        r = await env.exec(
-            '"$KWRL_PYTHON" -m kwrl.cli world call filesystem_list_files \'{"path": "/"}\''
-        )
-        assert r.return_code == 0, r.stderr
-        assert "readme.txt" in (r.stdout or "")
-    finally:
-        await env.stop(delete=True)

@@ -1,0 +1,45 @@
+"""The world gateway runs inside the sandbox: reachable at mcp_url on the host and at KWRL_GATEWAY inside.
+
+Slow: the first gateway of a process warms the zygote (imports and builds every app), 20-80 s on a
+shared 2-core machine. Run with `-m slow`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kwrl.sandbox.testing import make_dataset, make_environment
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"
+    ),
+]
+
+
+async def test_the_gateway_answers_on_mcp_url_and_inside(tmp_path: Path) -> None:
+    from kwrl.worlds.client import GatewayClient
+
+    task = make_dataset(tmp_path / "ds", 1)[0]
+    env = make_environment(task, tmp_path / "trial", sandbox_dir=str(tmp_path / "sbx"))
+    await env.start(force_build=False)
+    try:
+        assert env.mcp_url is not None and env.mcp_url.startswith("http://127.0.0.1:")
+        async with GatewayClient(env.mcp_url, timeout_s=60) as gw:
+            names = [t.name for t in await gw.list_tools()]
+            listing = await gw.call_tool("filesystem_list_files", {"path": "/"})
+        assert "filesystem_list_files" in names and "mail_send_mail" in names
+        assert "readme.txt" in str(listing.content)
+        r = await env.exec('curl -sf --unix-socket "${KWRL_GATEWAY#unix://}" http://gateway/health')
+        assert r.return_code == 0, r.stderr
+        assert '"status":"ok"' in (r.stdout or "").replace(" ", "")
+        cg = env.cgroups
+        assert cg is not None and len(cg.pids("sandbox")) >= 4  # bwrap, init, keeper, gateway
+    finally:
+        await env.stop(delete=True)
+    assert env.root is not None and not env.root.exists()
