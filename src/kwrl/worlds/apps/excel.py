@@ -7,9 +7,9 @@ no cells and are only listed) or `tab_name`; cells in A1 notation.
 `read_tab` shows values AND formulas: the workbook is parsed twice, once for formulas and once
 with `data_only=True` for the values Excel cached at its last save; a formula cell reads
 `=SUM(A1:A3) → 6`, or `→ (no cached value)` when the file holds none. openpyxl never computes
-formulas; after a write that leaves formulas in the workbook, LibreOffice (when installed, as in
-Archipelago) recalculates the file (`office_recalc`); otherwise read_tab says the value is
-missing rather than inventing one.
+formulas; with `KWRL_FORMULA_RECALC=auto` and LibreOffice installed (as in Archipelago), a write
+that leaves formulas in the workbook is recalculated (`office_recalc`); otherwise read_tab says the
+value is missing rather than inventing one.
 Writes apply all of a call's operations to a fresh parse, then save once, atomically.
 """
 

@@ -6,7 +6,10 @@ a grader loading with `data_only=True`) sees nothing for them. When LibreOffice 
 result back atomically, so formulas carry values again. Without LibreOffice it does nothing and
 `read_tab` says "(no cached value)": degrade, never invent a value.
 
-Env `KWRL_FORMULA_RECALC`: `auto` (default: recalculate when `soffice` is on PATH) or `0` (never).
+Env `KWRL_FORMULA_RECALC`: `0` (default: never) or `1`/`auto` (recalculate when `soffice` is on
+PATH, as Archipelago's sheets server does). Off by default because one recalculation costs a
+LibreOffice start (seconds on a loaded 2-core machine) per excel write; graders evaluate formulas
+themselves, so this only changes what the agent reads back.
 Non-obvious choices: one process-wide lock and one private LibreOffice profile per process,
 because two headless instances sharing a profile hand their work to each other and fail; and
 a failure or timeout is logged and leaves the openpyxl file in place (the edit itself succeeded).
@@ -32,7 +35,13 @@ _PROFILE: Path | None = None
 
 def soffice() -> str | None:
     """The LibreOffice binary to use, or None when recalculation is off or impossible."""
-    if os.environ.get("KWRL_FORMULA_RECALC", "auto").strip().lower() in ("0", "off", "false", "no"):
+    if os.environ.get("KWRL_FORMULA_RECALC", "0").strip().lower() not in (
+        "1",
+        "auto",
+        "on",
+        "true",
+        "yes",
+    ):
         return None
     return shutil.which("soffice") or shutil.which("libreoffice")
 
