@@ -25,7 +25,7 @@ def compute(w: World, p: Project, rng: Rng) -> TaskDraft:
         f"For {p.code}, what is the {m.label}? Use the current files only (not archived, old or draft "
         f"versions), give it as {unit} to two decimals, and quote the inputs you used."
     )
-    crits = [Criterion(f"States the {m.label} as {m.text} (±0.05)", m.check())]
+    crits = [Criterion(f"States the {m.label} as {m.text}", m.check())]
     for label, v, _where in m.inputs:
         crits.append(Criterion(f"Quotes the input {label}: {n1(v)}", num(v)))
     ins = "; ".join(f"{label}: {n1(v)}" for label, v, _ in m.inputs)

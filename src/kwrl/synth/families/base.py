@@ -110,6 +110,12 @@ def num(value: float, *, pct: bool = False, source: Source = "answer") -> Number
     )
 
 
+def change_word(change_pct: float) -> tuple[str, float]:
+    """('increase', x) or ('decrease', |x|): a fall is asked and checked as a positive decrease,
+    since answers say "down 12.3%" as often as "-12.3%" and a number check cannot read both."""
+    return ("increase", change_pct) if change_pct >= 0 else ("decrease", -change_pct)
+
+
 def unit_word(unit: str) -> str:
     return {"$m": "$ millions", "$k": "$ thousands", "hours": "hours", "$bn": "$ billions"}.get(
         unit, unit

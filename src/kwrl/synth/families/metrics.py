@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kwrl.synth.cast import Project
-from kwrl.synth.families.base import Call, cagr, fact_file, read_call, read_tab, table_file
+from kwrl.synth.families.base import (
+    Call,
+    cagr,
+    change_word,
+    fact_file,
+    read_call,
+    read_tab,
+    table_file,
+)
 from kwrl.synth.world import World, mail_only_fact
 from kwrl.tasks.models import NumberCheck, Source
 
@@ -111,8 +119,8 @@ def metrics(w: World, p: Project) -> list[Metric]:
         out.append(
             Metric(
                 "fees_change",
-                f"{first} to {last} change in fees billed",
-                (b / a - 1) * 100,
+                f"{first} to {last} {change_word((b / a - 1) * 100)[0]} in fees billed",
+                change_word((b / a - 1) * 100)[1],
                 "%",
                 [(f"{first} fees billed ($k)", a, model), (f"{last} fees billed ($k)", b, model)],
                 _calls(model),

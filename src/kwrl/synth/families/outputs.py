@@ -16,6 +16,7 @@ from kwrl.synth.families.base import (
     add_slide,
     add_tab,
     append_doc,
+    change_word,
     create_deck,
     create_doc,
     create_sheet,
@@ -167,19 +168,19 @@ def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     path = f"{OUT_DIR}/{p.short} Update.pptx"
     last, prev = p.table.periods[-1], p.table.periods[-2]
     vl, vp = p.table.get(row, last), p.table.get(row, prev)
-    change = (vl / vp - 1) * 100
+    word, change = change_word((vl / vp - 1) * 100)
     prompt = (
         f'Make a short deck at {path} for {p.code}: a title slide "{p.code} update" and one slide '
-        f"stating the {row} for {prev} and {last} from the current workbook and the change between them in percent."
+        f"stating the {row} for {prev} and {last} from the current workbook and the percentage {word} between them."
     )
     bullets = [
         f"{row} {prev}: {value_text(vp, unit)}",
         f"{row} {last}: {value_text(vl, unit)}",
-        f"Change: {change:.2f}%",
+        f"{word.title()}: {change:.2f}%",
     ]
     crits = [
         Criterion(
-            f"The deck states the {prev} to {last} change in {row} as {change:.2f}%",
+            f"The deck states the {prev} to {last} {word} in {row} as {change:.2f}%",
             num(change, pct=True, source="files"),
         ),
         Criterion(
@@ -202,7 +203,7 @@ def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
         ),
     ]
     return TaskDraft("new_deck", "hard", "make_new_slide_deck", prompt, crits, calls,
-                     f"Created {path}: {row} {prev} {value_text(vp, unit)}, {last} {value_text(vl, unit)}, change {change:.2f}%.", outputs=[path])  # fmt: skip
+                     f"Created {path}: {row} {prev} {value_text(vp, unit)}, {last} {value_text(vl, unit)}, {word} {change:.2f}%.", outputs=[path])  # fmt: skip
 
 
 def edit_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
