@@ -59,7 +59,7 @@ def test_model_specs_resolve_to_folders_or_hub_ids(smollm2_dir: Path, tmp_path: 
         resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")
         == "HuggingFaceTB/SmolLM2-135M-Instruct"
     )
-    with pytest.raises(ConfigError, match="no config.json"):
+    with pytest.raises(ConfigError, match=r"no config\.json"):
         resolve_model(str(tmp_path))
     with pytest.raises(ConfigError, match="no such folder"):
         resolve_model("./no-such-model")

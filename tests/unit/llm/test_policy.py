@@ -23,7 +23,7 @@ def test_specs_name_their_kind() -> None:
     assert split_spec("litellm:gemini/gemini-2.5-flash") == ("litellm", "gemini/gemini-2.5-flash")
     assert split_spec("engine:smollm2-135m") == ("engine", "smollm2-135m")
     for bad in ("smollm2", "engine:", "ftp://x"):
-        with pytest.raises(ConfigError, match="policy.model"):
+        with pytest.raises(ConfigError, match=r"policy\.model"):
             split_spec(bad)
     assert set(POLICIES) == {"completions", "litellm", "engine"}
 
