@@ -79,9 +79,15 @@ class ChatTemplate:
         eos_ids = set(eos) if isinstance(eos, list) else {eos} if isinstance(eos, int) else set()
         self.stop_token_ids: set[int] = eos_ids | {self.closing_ids[0]}
         """Token ids that end a turn when sampled (the template's turn end and the tokenizer's EOS)."""
-        self._base_text = self.render(_FIXED_BASE, add_generation_prompt=False)
+        self._obs_tools: list[dict[str, Any]] = self.tools
+        self._base_text = self._render_with(_FIXED_BASE, self.tools, False)
         if not self._base_text.endswith(self._closing_text()):
             raise AgentError("chat template: the assistant turn does not end with its closing text")
+        if self.tools and self._tools_free_delta():
+            # Most templates render tools only in the system turn; then the base is diffed without
+            # them, and a step costs the observation's size, not the (~15k-token) tool list's.
+            self._obs_tools = []
+            self._base_text = self._render_with(_FIXED_BASE, [], False)
 
     def _render_raw(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool
@@ -93,9 +99,30 @@ class ChatTemplate:
             raise AgentError(f"chat template rendered {type(out).__name__}, expected text")
         return out
 
+    def _render_with(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool
+    ) -> str:
+        msgs, native = template_messages(messages, tools, native_tools=not self.tools_in_system)
+        return self._render_raw(msgs, native, gen)
+
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
-        msgs, tools = template_messages(messages, self.tools, native_tools=not self.tools_in_system)
-        return self._render_raw(msgs, tools, add_generation_prompt)
+        return self._render_with(messages, self.tools, add_generation_prompt)
+
+    def _tools_free_delta(self) -> bool:
+        """Whether an observation renders the same with and without the tool list."""
+        probe = [
+            {"role": "tool", "tool_call_id": "call_0", "name": "dummy_fn", "content": "R1"},
+            {"role": "tool", "tool_call_id": "call_1", "name": "dummy_fn", "content": "R2"},
+            {"role": "user", "content": "U2"},
+        ]
+        deltas = []
+        for tools in (self.tools, []):
+            base = self._render_with(_FIXED_BASE, tools, False)
+            full = self._render_with([*_FIXED_BASE, *probe], tools, True)
+            if not full.startswith(base):
+                return False
+            deltas.append(full[len(base) :])
+        return deltas[0] == deltas[1]
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
@@ -116,7 +143,7 @@ class ChatTemplate:
 
         Rendered after the fixed base, so they start right after a closed assistant turn.
         """
-        full = self.render([*_FIXED_BASE, *messages], add_generation_prompt=True)
+        full = self._render_with([*_FIXED_BASE, *messages], self._obs_tools, True)
         if not full.startswith(self._base_text):
             raise AgentError("chat template: rendering is not prefix-stable; TITO cannot diff it")
         return self.encode(full[len(self._base_text) :])
