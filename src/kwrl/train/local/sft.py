@@ -1,0 +1,230 @@
+"""SFT warm start from oracle trajectories of generated tasks (`kwrl train sft`).
+
+A small model does not follow the tool-call format before it has seen it, so RL from scratch
+earns no reward. The warm start turns each generated task's gold solution into a real agent
+trajectory: the agent loop (kwrl.agent) runs against the real world gateway (the composed MCP
+server over a private copy of the world, through an in-memory MCP client), with `GoldPolicy`
+in place of the model. GoldPolicy emits the gold tool calls in the agent's tool-call format and
+then the gold answer, as token ids from the real tokenizer; tool results are real. The
+resulting TITO trajectories (loss mask 1 on the policy's turns only) are exactly what RL
+trajectories look like, and SFT maximises the likelihood of the masked tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import Field
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kwrl.config import KwrlConfig, save_config
+from kwrl.errors import TrainError
+from kwrl.io import write_json
+from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
+from kwrl.train.batch import Trajectory, collate
+from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
+from kwrl.train.local.learner import token_logprobs
+from kwrl.train.local.trainer import task_dirs
+
+
+class SFTConfig(KwrlConfig):
+    dataset: Path
+    """A task-dirs dataset with generated tasks (solution/gold_calls.json)."""
+    out: Path = Path("runs/sft")
+    """Run dir: checkpoints/step-N/model is the warm-started model."""
+    model: str = "smollm2-135m"
+    """Initial weights: packaged name, local folder or hub id."""
+    tasks: list[str] | None = None
+    """Task slugs to learn from; default: every task with a gold solution."""
+    epochs: int = Field(default=2, ge=1)
+    """Passes over the gold trajectories."""
+    batch_size: int = Field(default=4, ge=1)
+    """Trajectories per optimizer step."""
+    lr: float = 5e-5
+    """AdamW learning rate."""
+    max_len: int = Field(default=4096, ge=64)
+    """Trajectories longer than this (tokens) are skipped."""
+    seed: int = 0
+    """Shuffle seed."""
+    agent: dict[str, Any] = Field(default_factory=dict)
+    """AgentConfig fields, as in training (system prompt, tools, parser) so the format matches."""
+
+
+class GoldPolicy(PolicyClient):
+    """Replays a gold solution as policy turns: one tool call a turn, then the answer."""
+
+    supports_tokens = True
+
+    def __init__(self, tokenizer: Any, calls: list[dict[str, Any]], answer: str) -> None:
+        self.tokenizer = tokenizer
+        self.turns = [
+            "<tool_call>\n"
+            + json.dumps({"name": c["tool"], "arguments": c["arguments"]}, ensure_ascii=False)
+            + "\n</tool_call>"
+            for c in calls
+        ] + [answer]
+        end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        self.end_id = (
+            end
+            if isinstance(end, int) and end != tokenizer.unk_token_id
+            else tokenizer.eos_token_id
+        )
+
+    async def complete(
+        self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
+    ) -> Completion:
+        text = self.turns.pop(0) if self.turns else ""
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.end_id]
+        return Completion(
+            text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=FinishReason.STOP
+        )
+
+    async def chat(
+        self, messages: list[dict[str, Any]], params: SamplingParams, **_: Any
+    ) -> Completion:
+        raise NotImplementedError("GoldPolicy replays token turns only")
+
+
+class _InMemoryTools:
+    """The ToolSession protocol over a fastmcp in-memory client."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def list_tools(self) -> Any:
+        return await self.client.list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return await self.client.call_tool_mcp(name, arguments)
+
+
+def _world_copy(task: Any, dest: Path) -> None:
+    for sub in ("filesystem", ".apps_data"):
+        src = task.world_dir / sub
+        if src.is_dir():
+            shutil.copytree(src, dest / sub, symlinks=True)
+        over = task.overlay_dir / sub
+        if over.is_dir():
+            shutil.copytree(over, dest / sub, symlinks=True, dirs_exist_ok=True)
+
+
+async def gold_trajectory(
+    task_dir: Path, tokenizer: Any, agent: dict[str, Any]
+) -> Trajectory | None:
+    """The TITO trajectory of a task's gold solution, or None when it has none."""
+    from fastmcp import Client
+
+    from kwrl.agent.config import AgentConfig
+    from kwrl.agent.loop import AgentLoop, StopReason
+    from kwrl.tasks.taskdir import load_task
+    from kwrl.worlds.gateway import build_server
+    from kwrl.worlds.layout import WorldRoots
+
+    calls_file = task_dir / "solution" / "gold_calls.json"
+    if not calls_file.is_file():
+        return None
+    task = load_task(task_dir)
+    calls = json.loads(calls_file.read_text())
+    golden = task.golden or []
+    answer = next(
+        (g["golden_text_response"] for g in golden if g.get("golden_text_response")), "Done."
+    )
+    cfg = AgentConfig.model_validate({**agent, "max_steps": len(calls) + 2})
+    with tempfile.TemporaryDirectory(prefix="kwrl-sft-") as tmp:
+        root = Path(tmp)
+        _world_copy(task, root)
+        roots = WorldRoots.of_dir(root)
+        roots.ensure()
+        server, _, _ = await asyncio.to_thread(build_server, roots)
+        async with Client(server) as client:
+            loop = AgentLoop(
+                GoldPolicy(tokenizer, calls, answer),
+                _InMemoryTools(client),
+                cfg,
+                tokenizer=tokenizer,
+            )
+            run = await loop.run(task.instruction)
+    if run.tito is None or run.stop_reason is not StopReason.FINAL:
+        raise TrainError(f"{task_dir}: gold replay ended with {run.stop_reason}: {run.error}")
+    a = run.tito.arrays()
+    return Trajectory(
+        prompt_ids=list(a["prompt_token_ids"]),  # type: ignore[arg-type]
+        response_ids=list(a["response_ids"]),  # type: ignore[arg-type]
+        loss_mask=list(a["loss_mask"]),  # type: ignore[arg-type]
+        logprobs=[0.0] * len(a["response_ids"]),
+        reward=1.0,
+        group_id=task_dir.name,
+    )
+
+
+def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
+    """Run the warm start; returns the final model folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kwrl.llm.packaged import resolve_model
+
+    console = console or Console()
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, cfg.out / "config.toml")
+    torch.manual_seed(cfg.seed)
+    src = resolve_model(cfg.model)
+    tokenizer = AutoTokenizer.from_pretrained(src)
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    dirs = task_dirs(cfg.dataset, cfg.tasks)
+
+    async def collect() -> list[Trajectory]:
+        out = []
+        for d in dirs.values():
+            t = await gold_trajectory(d, tokenizer, cfg.agent)
+            if t is not None and len(t.prompt_ids) + len(t.response_ids) <= cfg.max_len:
+                out.append(t)
+        return out
+
+    t0 = time.perf_counter()
+    trajs = asyncio.run(collect())
+    if not trajs:
+        raise TrainError(f"{cfg.dataset}: no gold trajectories within max_len={cfg.max_len}")
+    console.print(f"SFT: {len(trajs)} gold trajectories in {time.perf_counter() - t0:.1f}s")
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    rng = random.Random(cfg.seed)
+    steps_per_epoch = (len(trajs) + cfg.batch_size - 1) // cfg.batch_size
+    state = TrainerState()
+    pad = tokenizer.pad_token_id or 0
+    metrics: list[dict[str, Any]] = []
+    with Progress(
+        TextColumn("[bold]SFT"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"), console=console,
+    ) as prog:  # fmt: skip
+        bar = prog.add_task("sft", total=cfg.epochs * steps_per_epoch, info="")
+        for epoch in range(cfg.epochs):
+            order = list(range(len(trajs)))
+            rng.shuffle(order)
+            for s in range(0, len(order), cfg.batch_size):
+                chunk = [trajs[i] for i in order[s : s + cfg.batch_size]]
+                n_tok = sum(sum(t.loss_mask) for t in chunk)
+                loss_total = 0.0
+                for t in chunk:  # one sequence at a time: CPU memory stays small
+                    b = collate([t], [0.0], pad_id=pad)
+                    lp = token_logprobs(model, b)
+                    loss = -(lp * b.mask_B_L).sum() / max(n_tok, 1)
+                    loss.backward()
+                    loss_total += float(loss)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                state.step += 1
+                metrics.append({"step": state.step, "epoch": epoch, "nll_per_token": loss_total})
+                prog.update(bar, advance=1, info=f"nll/token {loss_total:.3f}")
+    state.extra = {"kind": "sft", "trajectories": len(trajs), "metrics": metrics}
+    ckpt = save_checkpoint(cfg.out, state, model, opt, tokenizer)
+    write_json(cfg.out / "sft_metrics.json", metrics)
+    return ckpt / "model"

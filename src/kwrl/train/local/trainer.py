@@ -1,0 +1,321 @@
+"""The single-machine RL loop: harbor trials -> TITO trajectories -> GRPO/DPPO steps -> new weights.
+
+Rollouts go through exactly the path evaluation uses: `kwrl.rollout.run_rollout` runs harbor
+trials in the configured environment (the local sandbox by default) with `KwrlAgent`, whose policy
+is `engine:<model dir>`. That engine is shared per process (`kwrl.llm.policy.shared_engine`), so
+the trainer holds the same object and pushes the learner's weights into it after every step; the
+engine applies them between batches.
+
+Modes:
+- sync: sample a batch with version v, train on it, push v+1, repeat.
+- async: a producer keeps sampling batches while the learner trains. A batch records the weight
+  version that sampled it; the learner trains on it only while `learner.version - v <=
+  max_staleness` (else it is dropped and counted), and the producer never runs more than
+  `max_staleness` batches ahead (a bounded queue), so no sample is older than that.
+
+Resume: every checkpoint stores the sampler state *as of the batches trained so far*, so prompts
+that were sampled but not trained when the run died are sampled again, none skipped or repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kwrl.config import save_config
+from kwrl.errors import TrainError
+from kwrl.io import write_text
+from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
+from kwrl.train.batch import Trajectory, collate
+from kwrl.train.local.checkpoint import (
+    TrainerState,
+    latest_checkpoint,
+    load_optimizer,
+    load_trainer_state,
+    save_checkpoint,
+)
+from kwrl.train.local.config import TrainConfig
+from kwrl.train.local.learner import Learner
+from kwrl.train.local.sampler import PromptSampler, SamplerState
+
+
+@dataclass
+class SampledBatch:
+    step_hint: int
+    version: int
+    """Weight version of the engine when this batch was sampled."""
+    task_ids: list[str]
+    trajectories: list[Trajectory]
+    sampler_after: SamplerState
+    rollout: dict[str, Any]
+
+
+def task_dirs(dataset: Path, only: list[str] | None) -> dict[str, Path]:
+    root = dataset / "tasks" if (dataset / "tasks").is_dir() else dataset
+    found = {p.name: p for p in sorted(root.iterdir()) if (p / "instruction.md").is_file()}
+    if not found:
+        raise TrainError(f"{dataset}: no task dirs (folders with instruction.md) under {root}")
+    if only is not None:
+        missing = sorted(set(only) - set(found))
+        if missing:
+            raise TrainError(f"tasks: not in {root}: {', '.join(missing)}")
+        found = {k: found[k] for k in only}
+    return found
+
+
+def trajectories_from_records(records: list[Any], version: int) -> list[Trajectory]:
+    """TITO trajectories from finished trials (the agent's metadata in harbor's result.json).
+
+    A trial without token arrays (it crashed before its first turn) is kept as an untrainable
+    placeholder so its group still sees it.
+    """
+    out: list[Trajectory] = []
+    for r in records:
+        meta: dict[str, Any] = {}
+        try:
+            res = json.loads((Path(r.trial_dir) / "result.json").read_text())
+            meta = (res.get("agent_result") or {}).get("metadata") or {}
+        except (OSError, json.JSONDecodeError):
+            pass
+        resp = list(meta.get("response_ids") or [])
+        t = Trajectory(
+            prompt_ids=list(meta.get("prompt_token_ids") or []),
+            response_ids=resp,
+            loss_mask=list(meta.get("loss_mask") or []),
+            logprobs=[float(x) for x in meta.get("rollout_logprobs") or []],
+            reward=float(r.train_reward or 0.0),
+            group_id=r.task,
+            trainable=bool(r.trained) and bool(resp),
+            policy_version=version,
+            meta={"cause": str(r.cause), "reward": r.reward, "trial": r.trial_name},
+        )
+        out.append(t)
+    return out
+
+
+class RLTrainer:
+    def __init__(self, cfg: TrainConfig, *, console: Console | None = None) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from kwrl.llm.packaged import resolve_model
+
+        self.cfg = cfg
+        self.console = console or Console()
+        self.out = cfg.out
+        self.out.mkdir(parents=True, exist_ok=True)
+        save_config(cfg, self.out / "config.toml")
+        torch.manual_seed(cfg.seed)
+        self.tasks = task_dirs(cfg.dataset, cfg.tasks)
+        self.sampler = PromptSampler(list(self.tasks), seed=cfg.seed, epochs=cfg.rl.epochs)
+        self.state = TrainerState()
+
+        resume = latest_checkpoint(self.out)
+        src = str(resume / "model") if resume else resolve_model(cfg.model)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            resolve_model(cfg.tokenizer) if cfg.tokenizer else src
+        )
+        dtype = torch.bfloat16 if cfg.learner.dtype == "bfloat16" else torch.float32
+        self.model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+        self.learner = Learner(self.model, cfg.learner)
+        if resume:
+            load_optimizer(resume, self.learner.optimizer)
+            self.state = load_trainer_state(resume)
+            self.sampler.load_state(self.state.sampler)
+            self.learner.version = self.state.version
+            self.console.print(f"resumed from {resume} (step {self.state.step})")
+        # The engine samples from its own copy, loaded from the same weights (`src`).
+        self.policy_dir = Path(src)
+        self.engine_cfg = cfg.engine.model_copy(update={"model": str(self.policy_dir)})
+        self._engine: Any = None
+        self.metrics_path = self.out / "metrics.jsonl"
+        self._tb: Any = None
+        self.stale_dropped = 0
+
+    # ------------------------------------------------------------------ engine
+
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            from kwrl.llm.policy import shared_engine
+
+            self._engine = shared_engine(self.engine_cfg)
+            self._engine.weight_version = self.learner.version
+        return self._engine
+
+    def push_weights(self) -> None:
+        self.engine.update_weights({k: v.detach() for k, v in self.model.state_dict().items()})
+        self.engine.weight_version = self.learner.version
+
+    # ------------------------------------------------------------------ sampling
+
+    async def sample(self, step_hint: int) -> SampledBatch | None:
+        from kwrl.rollout.runner import RolloutConfig, run_rollout
+
+        ids = self.sampler.next(self.cfg.rl.prompts_per_step)
+        if not ids:
+            return None
+        after = self.sampler.state.model_copy(deep=True)
+        version = int(self.engine.weight_version)
+        rcfg = RolloutConfig(
+            agent="kwrl.agent:KwrlAgent",
+            model=f"engine:{self.policy_dir}",
+            n_samples=self.cfg.rl.samples_per_prompt,
+            concurrency=self.cfg.concurrency,
+            environment=self.cfg.environment,
+            environment_kwargs=self.cfg.environment_kwargs,
+            agent_kwargs={
+                **self.cfg.agent,
+                "policy_config": {"engine": self.cfg.engine.model_dump(mode="json")},
+                "tokenizer": str(self.policy_dir),
+            },
+        )
+        out = self.out / "rollouts" / f"batch-{step_hint:06d}"
+        records = await run_rollout([self.tasks[i] for i in ids], rcfg, out)
+        trajs = trajectories_from_records(records, version)
+        summary = json.loads((out / "summary.json").read_text())
+        return SampledBatch(step_hint, version, ids, trajs, after, summary)
+
+    # ------------------------------------------------------------------ learning
+
+    def learn(self, sb: SampledBatch) -> dict[str, Any]:
+        rl = self.cfg.rl
+        trajs = sb.trajectories
+        rewards = torch.tensor([t.reward for t in trajs])
+        groups = [t.group_id for t in trajs]
+        adv = grpo_advantages(rewards, groups, norm_by_std=rl.norm_adv_by_std)
+        if rl.drop_zero_variance:
+            keep = zero_variance_keep(rewards, groups)
+            for t, k in zip(trajs, keep.tolist(), strict=True):
+                t.trainable = t.trainable and k
+        trainable = [t for t in trajs if t.trainable]
+        graded = [float(r) for t in trajs if isinstance(r := t.meta.get("reward"), int | float)]
+        metrics: dict[str, Any] = {
+            "step": self.state.step + 1,
+            "sampled_version": sb.version,
+            "staleness": self.learner.version - sb.version,
+            "tasks": sb.task_ids,
+            "trials": len(trajs),
+            "trainable_trials": len(trainable),
+            "reward_mean": sum(graded) / len(graded) if graded else None,
+            "causes": sb.rollout.get("causes", {}),
+        }
+        pad = self.tokenizer.pad_token_id or 0
+        if trainable:
+            order = sorted(range(len(trajs)), key=lambda i: str(groups[i]))
+            batch = collate([trajs[i] for i in order], [float(adv[i]) for i in order], pad_id=pad)
+            metrics.update(self.learner.step(batch))
+        else:
+            self.learner.version += 1
+            metrics.update(version=self.learner.version, skipped="no trainable trajectory")
+        self.state.step += 1
+        self.state.version = self.learner.version
+        self.state.sampler = sb.sampler_after
+        self.push_weights()
+        return metrics
+
+    def log(self, metrics: dict[str, Any]) -> None:
+        with self.metrics_path.open("a") as f:
+            f.write(json.dumps(metrics, default=str) + "\n")
+        if self.cfg.tensorboard:
+            if self._tb is None:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.out / "tb"))
+            for k, v in metrics.items():
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    self._tb.add_scalar(f"train/{k}", v, metrics["step"])
+            self._tb.flush()
+
+    def checkpoint(self, force: bool = False) -> None:
+        if force or self.state.step % self.cfg.rl.ckpt_every == 0:
+            save_checkpoint(
+                self.out, self.state, self.model, self.learner.optimizer, self.tokenizer
+            )
+
+    # ------------------------------------------------------------------ loops
+
+    def _done(self) -> bool:
+        return self.state.step >= self.cfg.rl.steps
+
+    async def run(self) -> TrainerState:
+        t0 = time.perf_counter()
+        if self.cfg.rl.mode == "sync":
+            await self._run_sync()
+        else:
+            await self._run_async()
+        self.checkpoint(force=True)
+        write_text(
+            self.out / "DONE",
+            json.dumps({"steps": self.state.step, "seconds": time.perf_counter() - t0}) + "\n",
+        )
+        if self._tb is not None:
+            self._tb.close()
+        return self.state
+
+    def _progress(self) -> Progress:
+        return Progress(
+            TextColumn("[bold]RL"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.fields[info]}"), console=self.console,
+        )  # fmt: skip
+
+    async def _run_sync(self) -> None:
+        with self._progress() as prog:
+            bar = prog.add_task(
+                "steps", total=self.cfg.rl.steps, completed=self.state.step, info=""
+            )
+            while not self._done():
+                sb = await self.sample(self.state.step + 1)
+                if sb is None:
+                    break
+                m = await asyncio.to_thread(self.learn, sb)
+                self.log(m)
+                self.checkpoint()
+                prog.update(bar, advance=1, info=f"reward {m.get('reward_mean')}")
+
+    async def _run_async(self) -> None:
+        rl = self.cfg.rl
+        queue: asyncio.Queue[SampledBatch | None] = asyncio.Queue(maxsize=max(rl.max_staleness, 1))
+
+        async def produce() -> None:
+            hint = self.state.step
+            while True:
+                hint += 1
+                sb = await self.sample(hint)
+                await queue.put(sb)
+                if sb is None:
+                    return
+
+        producer = asyncio.create_task(produce())
+        try:
+            with self._progress() as prog:
+                bar = prog.add_task("steps", total=rl.steps, completed=self.state.step, info="")
+                while not self._done():
+                    sb = await queue.get()
+                    if sb is None:
+                        break
+                    if self.learner.version - sb.version > rl.max_staleness:
+                        self.stale_dropped += 1
+                        self.log({"step": self.state.step, "dropped_stale_batch": sb.version})
+                        continue
+                    m = await asyncio.to_thread(self.learn, sb)
+                    m["stale_dropped"] = self.stale_dropped
+                    self.log(m)
+                    self.checkpoint()
+                    prog.update(bar, advance=1, info=f"reward {m.get('reward_mean')}")
+        finally:
+            producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await producer
+
+
+def train(cfg: TrainConfig) -> TrainerState:
+    return asyncio.run(RLTrainer(cfg).run())
