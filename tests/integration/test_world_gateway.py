@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import io
 import json
 import mailbox
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -384,6 +386,34 @@ _SEGMENTS = st.sampled_from(
 )
 
 
+@pytest.fixture(scope="module")
+def session(gateway: str) -> Iterator[Any]:
+    """One MCP session kept open on a private event loop, so each fuzz example is just 3 calls."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    stop = asyncio.Event()
+    opened: concurrent.futures.Future[GatewayClient] = concurrent.futures.Future()
+
+    async def hold() -> None:  # the session is entered and left in this one task
+        async with GatewayClient(gateway) as gw:
+            opened.set_result(gw)
+            await stop.wait()
+
+    held = asyncio.run_coroutine_threadsafe(hold(), loop)
+    gw = opened.result(120)
+
+    def call_sync(tool: str, args: dict[str, Any]) -> tuple[bool, str]:
+        r = asyncio.run_coroutine_threadsafe(gw.call_tool(tool, args), loop).result(120)
+        return r.is_error, result_text(r)
+
+    yield call_sync
+    loop.call_soon_threadsafe(stop.set)
+    held.result(60)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -391,44 +421,49 @@ _SEGMENTS = st.sampled_from(
     parts=st.lists(_SEGMENTS, min_size=1, max_size=6),
     lead=st.sampled_from(["", "/", "/filesystem/"]),
 )
-def test_fuzzed_path_escapes_never_read_outside(
-    gateway: str, world: Path, parts: list[str], lead: str
-) -> None:
+def test_fuzzed_path_escapes_never_read_outside(session: Any, parts: list[str], lead: str) -> None:
     path = lead + "/".join(parts)
-
-    async def probe() -> list[tuple[bool, str]]:
-        async with GatewayClient(gateway) as gw:
-            out = []
-            for tool in (
-                "filesystem_read_text_file",
-                "filesystem_get_file_metadata",
-                "filesystem_list_files",
-            ):
-                r = await gw.call_tool(tool, {"path": path})
-                out.append((r.is_error, result_text(r)))
-            return out
-
-    for is_error, text in run(probe()):
+    for tool in (
+        "filesystem_read_text_file",
+        "filesystem_get_file_metadata",
+        "filesystem_list_files",
+    ):
+        is_error, text = session(tool, {"path": path})
         assert "TOP SECRET" not in text
         if not is_error:
             assert "gateway.log" not in text  # a listing of the world's parent would show it
+        else:
+            assert text.strip(), "a tool error must say what went wrong"
 
 
-def test_world_call_cli_over_a_unix_socket(world: Path, tmp_path: Path) -> None:
+def test_world_call_cli_prints_results_and_exits_1_on_tool_errors(
+    gateway: str, monkeypatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from kwrl.cli import app
+
+    runner = CliRunner()
+    monkeypatch.setenv("KWRL_GATEWAY", gateway)
+    done = runner.invoke(
+        app, ["world", "call", "filesystem_read_text_file", '{"path": "/notes.txt"}']
+    )
+    assert done.exit_code == 0, done.output
+    assert done.stdout == "alpha\nbeta\n"
+    bad = runner.invoke(app, ["world", "call", "filesystem_read_text_file", '{"path": "/nope"}'])
+    assert bad.exit_code == 1 and "does not exist" in bad.stderr
+    assert runner.invoke(app, ["world", "call", "filesystem_list_files", "[1]"]).exit_code != 0
+
+
+def test_gateway_over_a_unix_socket(world: Path, tmp_path: Path) -> None:
     sock = tmp_path / "gw.sock"
     proc, url = start_gateway(world / "world", "--uds", str(sock), log=tmp_path / "uds.log")
     try:
         assert url == f"unix://{sock}"
-        env = dict(os.environ, KWRL_GATEWAY=url)
-        cli = [sys.executable, "-m", "kwrl.cli", "world", "call"]
-        done = subprocess.run(
-            [*cli, "filesystem_read_text_file", '{"path": "/notes.txt"}'],
-            env=env,
-            capture_output=True,
-            timeout=120,
+        assert run(call(url, "filesystem_read_text_file", {"path": "/notes.txt"})) == (
+            False,
+            "alpha\nbeta\n",
         )
-        assert done.returncode == 0, done.stderr
-        assert done.stdout == b"alpha\nbeta\n"
         is_error, text = run(call(url, "filesystem_read_text_file", {"path": "/nope"}))
         assert is_error and "does not exist" in text
     finally:
