@@ -112,13 +112,13 @@ class CalendarStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.lock = threading.RLock()
-        self._cache: dict[Path, tuple[tuple[int, int], Calendar]] = {}
+        self._cache: dict[Path, tuple[tuple[int, int, int], Calendar]] = {}
 
     def _parse(self, path: Path) -> Calendar:
         from icalendar import Calendar
 
         st = path.stat()
-        key = (st.st_mtime_ns, st.st_size)
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
         hit = self._cache.get(path)
         if hit and hit[0] == key:
             return hit[1]

@@ -13,7 +13,7 @@ Contract:
 - The sender defaults to the world's own user: the address that receives the most mail in the
   non-sent mailboxes (ARCH worlds have one mailbox owner); `from_email` overrides it.
 
-Non-obvious choice: parsed mailboxes are cached per file by (mtime_ns, size), so read tools stay in
+Non-obvious choice: parsed mailboxes are cached per file by (mtime, ctime, size), so read tools stay in
 the low milliseconds on a world of hundreds of mails; writes go through one lock and `mailbox`'s own
 file locking.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import email.header
 import email.policy
 import email.utils
+import functools
 import mailbox
 import re
 import threading
@@ -44,7 +45,7 @@ EMAIL_RE = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Mail:
     mail_id: str
     mailbox: str
@@ -63,6 +64,11 @@ class Mail:
     def addresses(self, *names: str) -> list[str]:
         values = [self.header(n) for n in names if self.header(n)]
         return [addr for _, addr in email.utils.getaddresses(values) if addr]
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The body as text (cached: search reads every body on every call)."""
+        return self.body()
 
     def body(self) -> str:
         msg = self.msg
@@ -120,12 +126,12 @@ class MailStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._cache: dict[Path, tuple[tuple[int, int], list[Mail]]] = {}
+        self._cache: dict[Path, tuple[tuple[int, int, int], list[Mail]]] = {}
         self._lock = threading.Lock()
 
     def _load(self, path: Path) -> list[Mail]:
         st = path.stat()
-        key = (st.st_mtime_ns, st.st_size)
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
         hit = self._cache.get(path)
         if hit and hit[0] == key:
             return hit[1]
@@ -203,7 +209,7 @@ def _render(m: Mail) -> str:
             lines.append(f"{h.lower()}: {m.header(h)}")
     if m.attachments():
         lines.append(f"attachments: {', '.join(m.attachments())}")
-    return "\n".join(lines) + "\n\n" + m.body()
+    return "\n".join(lines) + "\n\n" + m.text
 
 
 def build(roots: WorldRoots) -> FastMCP:
@@ -303,7 +309,7 @@ def build(roots: WorldRoots) -> FastMCP:
                         m.header("From"),
                         m.header("To"),
                         m.header("Cc"),
-                        m.body(),
+                        m.text,
                     )
                 ).lower()
                 if not all(w in hay for w in words):
