@@ -38,6 +38,12 @@ def v(i: int, criteria: str, **values: object) -> Verifier:
                                     "verifier_values": {"criteria": criteria, "is_primary_objective": i == 0, **values}})  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _no_libreoffice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checked cells are plain values; formula recalculation has its own test (test_recalc)."""
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+
+
 @pytest.fixture
 def judge() -> Iterator[FakeJudge]:
     fake = FakeJudge()

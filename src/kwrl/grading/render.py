@@ -16,6 +16,7 @@ corrupt file the agent wrote is evidence (of failure), not a grader crash. Outpu
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -90,7 +91,8 @@ class Sheet:
 def read_xlsx(path: Path) -> list[Sheet]:
     """Every sheet's cells, memoised on (path, size, mtime): rendering and checks share one read.
 
-    The cached-values workbook is loaded only when some cell holds a formula.
+    The cached-values workbook is loaded only when some cell holds a formula; formulas without a
+    cached value (openpyxl-written) are computed on a LibreOffice-saved copy when possible (recalc.py).
     """
     st = path.stat()
     return _read_xlsx(str(path), st.st_size, st.st_mtime_ns)
@@ -127,19 +129,32 @@ def _read_xlsx(path: str, size: int, mtime_ns: int) -> list[Sheet]:
     finally:
         wb.close()
     if has_formula:
-        values = _load_wb(Path(path), data_only=True)
-        try:
-            for sheet in sheets:
-                if not sheet.grid:
-                    continue
-                for row in values[sheet.name].iter_rows():
-                    for c in row:
-                        coord = getattr(c, "coordinate", None)
-                        if coord in sheet.cells and sheet.cells[coord][1] is None:
-                            sheet.cells[coord] = (sheet.cells[coord][0], getattr(c, "value", None))
-        finally:
-            values.close()
+        _fill_cached(sheets, Path(path))
+        if any(c[1] is None for sh in sheets for c in sh.cells.values()):
+            from kwrl.grading.recalc import recalculated_copy
+
+            with tempfile.TemporaryDirectory(prefix="kwrl-recalc-") as tmp:
+                copy = recalculated_copy(Path(path), Path(tmp))
+                if copy is not None:
+                    _fill_cached(sheets, copy)
     return sheets
+
+
+def _fill_cached(sheets: list[Sheet], source: Path) -> None:
+    """Fill the missing cached values of formula cells from `source`'s saved values."""
+    values = _load_wb(source, data_only=True)
+    try:
+        names = set(values.sheetnames)
+        for sheet in sheets:
+            if not sheet.grid or sheet.name not in names:
+                continue
+            for row in values[sheet.name].iter_rows():
+                for c in row:
+                    coord = getattr(c, "coordinate", None)
+                    if coord in sheet.cells and sheet.cells[coord][1] is None:
+                        sheet.cells[coord] = (sheet.cells[coord][0], getattr(c, "value", None))
+    finally:
+        values.close()
 
 
 def _xlsx(path: Path) -> str:

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from kwrl.grading.checks import numbers_in, run_check
 from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
+from kwrl.grading.render import clear_cache
 from kwrl.tasks.models import MachineCheck
 
 CHECK = TypeAdapter(MachineCheck)
@@ -52,8 +53,9 @@ def check(ev: Evidence, **spec: object):
 
 
 def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(
-    world: Path, tmp_path: Path
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")  # the checked cells are plain values
     final = copy_state(world, tmp_path / "final")
     path = final / "filesystem/finance/model.xlsx"
     wb = openpyxl.load_workbook(path)
@@ -74,8 +76,12 @@ def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(
 
 
 def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(
-    world: Path, tmp_path: Path
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(
+        "KWRL_GRADER_RECALC", "0"
+    )  # no LibreOffice: formulas openpyxl wrote stay empty
+    clear_cache()
     ev = evidence(world, copy_state(world, tmp_path / "same"))
     assert check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell="A4", value=24690).passed
     final = copy_state(world, tmp_path / "final")
