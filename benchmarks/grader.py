@@ -194,7 +194,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=170)
     ap.add_argument("--trials", type=int, default=30)
-    ap.add_argument("--office", type=Path, default=OFFICE, help="dir of office fixture files to copy")
+    ap.add_argument(
+        "--office", type=Path, default=OFFICE, help="dir of office fixture files to copy"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         world, final = Path(tmp) / "world", Path(tmp) / "final"
