@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -56,6 +57,12 @@ from kwrl.worlds.apps.office_xlsx import (
     used_bounds,
 )
 from kwrl.worlds.layout import WorldRoots
+
+# openpyxl warns on each load of a workbook using extensions it drops (slicers, some validations);
+# nobody downstream can act on it, and it floods the gateway's stderr.
+warnings.filterwarnings(
+    "ignore", message=r".*extension is not supported", category=UserWarning, module="openpyxl"
+)
 
 KIND = "Excel (.xlsx)"
 EXTS = (".xlsx", ".xlsm")
