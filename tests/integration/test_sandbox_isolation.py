@@ -211,3 +211,26 @@ async def test_files_move_in_and_out(env: LocalEnvironment, tmp_path: Path) -> N
     assert (tmp_path / "out" / "sub" / "a.txt").read_text() == "A"
     await env.download_file("/tmp/deep/f.txt", tmp_path / "f2.txt")
     assert (tmp_path / "f2.txt").read_text() == "F"
+
+
+async def test_a_command_cancelled_while_spawning_leaves_nothing_running(
+    env: LocalEnvironment,
+) -> None:
+    cg = env.cgroups
+    assert cg is not None
+    for delay in (0.0, 0.05, 0.3):
+        task = asyncio.create_task(env.exec("sleep 100 & sleep 100"))
+        await asyncio.sleep(delay)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert cg.pids("exec") == [], delay
+
+
+async def test_a_timeout_ends_even_when_a_daemon_holds_the_output(env: LocalEnvironment) -> None:
+    from kwrl.sandbox.base import SandboxTimeoutError
+
+    with pytest.raises(SandboxTimeoutError):
+        await env.exec("setsid sleep 100 & sleep 100", timeout_sec=1)
+    cg = env.cgroups
+    assert cg is not None and cg.pids("exec") == []

@@ -75,6 +75,7 @@ _MOUNT = 'mount -t overlay overlay -o "$1" "$2" && shift 2 && exec "$@"'
 _KEEPER = "echo kwrl-sandbox-ready; exec sleep infinity"
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
+_REAP_S = 5.0
 _swept = False
 
 
@@ -395,14 +396,24 @@ class LocalEnvironment(BaseEnvironment):
     ) -> tuple[int, bytes, bytes]:
         """Run one command in its own process group; kill the group on timeout or cancellation."""
         before = self._cg.events() if self._cg else None
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env=env,
+        # Spawning is shielded: cancelled mid-spawn, asyncio would kill only the direct child and
+        # wait forever on pipes its children still hold; here the whole group is reaped instead.
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                env=env,
+            )
         )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self._reap(await spawn, None)
+            raise
         talk = asyncio.ensure_future(proc.communicate(stdin))
         watch = asyncio.ensure_future(self._watch_limits(before)) if before else None
         try:
@@ -411,14 +422,13 @@ class LocalEnvironment(BaseEnvironment):
                 waiters, timeout=timeout_sec, return_when=asyncio.FIRST_COMPLETED
             )
             if talk not in done:
-                await self._kill_group(proc)
-                await asyncio.gather(talk, return_exceptions=True)
+                await self._reap(proc, talk)
                 if watch is not None and watch in done:
                     raise SandboxLimitError(watch.result())
                 raise SandboxTimeoutError(f"Command timed out after {timeout_sec} seconds")
             out, err = talk.result()
         except asyncio.CancelledError:
-            await asyncio.shield(self._kill_group(proc))
+            await asyncio.shield(self._reap(proc, talk))
             raise
         finally:
             if watch is not None:
@@ -441,10 +451,27 @@ class LocalEnvironment(BaseEnvironment):
                 await asyncio.to_thread(self._cg.kill, "exec")
                 return breach
 
-    async def _kill_group(self, proc: asyncio.subprocess.Process) -> None:
+    async def _reap(
+        self, proc: asyncio.subprocess.Process, talk: asyncio.Future[Any] | None
+    ) -> None:
+        """Kill a command's process group and wait for it, within bounds.
+
+        A process that left the group (setsid) may still hold the command's pipes; if the group
+        does not finish within `_REAP_S`, every agent command of the trial is killed (its cgroup).
+        """
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        pending = [asyncio.ensure_future(proc.wait()), *([talk] if talk is not None else [])]
+        for last in (False, True):
+            _, still = await asyncio.wait(pending, timeout=_REAP_S)
+            if not still:
+                return
+            if last:
+                for t in still:
+                    t.cancel()
+                return
+            if self._cg is not None:
+                await asyncio.to_thread(self._cg.kill, "exec")
 
     async def _enter_verifier_phase(self) -> None:
         """Harbor uploads /tests right before verifying: quiesce the agent's leftovers first."""
