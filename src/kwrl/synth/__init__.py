@@ -1,7 +1,10 @@
 """Generator of open worlds and tasks: simulated companies in the three APEX domains.
 
-`plan_world(seed, index, domain)` builds a world's cast and facts (pure, fast);
-`write_world` renders them to office files, mail, calendar and chat; `plan_tasks` derives tasks
-(prompt, rubric with machine checks, gold tool calls) from the same facts, so every answer is
-derivable from the files. Same seed -> byte-identical output.
+Pipeline (one world): `world.plan_world(seed, index, domain)` builds the cast and facts (pure,
+fast); `render.plan_files` assigns every file its path and a lazy builder (`writers/`: xlsx with
+formulas and cached values, docx, pptx with tables and charts, pdf, mbox, ics, chat JSON);
+`tasks.plan_tasks` picks task families (`families/`) that turn the same facts into prompts,
+rubrics with machine checks, gold tool calls and gold answers, so every answer is derivable from
+the files. `layout` writes the task-dirs or apex-hf layout; `generate` runs worlds in a process
+pool; `cli.synth` is `kwrl data synth`. Same seed -> byte-identical output.
 """

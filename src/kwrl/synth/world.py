@@ -8,7 +8,7 @@ channel; task prompts are requests to that person.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from kwrl.synth import domains
@@ -224,7 +224,7 @@ def _plan_comms(w: World, rng: Rng) -> None:
                     [me.email],
                     f"{p.code}: preliminary numbers",
                     f"{me.first},\n\nVery preliminary: the {stale.label.lower()} could land around "
-                    f"{type(stale)(stale.key, stale.label, round(stale.value * 1.2, 1), stale.unit).text}. "
+                    f"{replace(stale, value=round(stale.value * 1.2, 1)).text}. "
                     f"Not confirmed yet; I will send the final figure.\n\n{lead.first}",
                     _dt(-20 + i, 15),
                     mid(),
