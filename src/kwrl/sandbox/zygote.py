@@ -224,8 +224,11 @@ class _Zygote:
         with self.lock:
             if self.proc is not None and self.proc.poll() is None:
                 return self.path
-            d = tempfile.mkdtemp(prefix=f"kwrl-zygote-{os.getpid()}-")
-            self.path = os.path.join(d, "zygote.sock")
+            base = Path(tempfile.gettempdir()) / "kwrl-sandboxes"
+            _sweep_zygote_dirs(base)
+            d = base / f"{os.getpid()}-zygote"
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.path = str(d / "zygote.sock")
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kwrl.sandbox.zygote", self.path],
                 stdin=subprocess.DEVNULL,
@@ -246,6 +249,15 @@ class _Zygote:
             self.proc.wait()
         if self.path:
             shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
+
+def _sweep_zygote_dirs(base: Path) -> None:
+    """Remove socket dirs of zygotes whose owner process died without cleaning up."""
+    from kwrl.sandbox.cgroups import owner_alive
+
+    for d in base.glob("*-zygote") if base.is_dir() else []:
+        if not owner_alive(d.name):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 _ZYGOTE = _Zygote()
