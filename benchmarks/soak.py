@@ -112,8 +112,9 @@ async def main() -> None:
             async with sem:
                 rec = await run_trial(task, cfg, tmp / "trials", f"{kind}-{i:04d}")
             outcomes[f"{kind}:{rec.cause}:{rec.reward}"] += 1
-            if (i + 1) % 50 == 0:
-                print(f"  {i + 1} trials, {time.perf_counter() - t0:.0f} s", flush=True)
+            done = sum(outcomes.values())
+            if done % 50 == 0:
+                print(f"  {done} trials done, {time.perf_counter() - t0:.0f} s", flush=True)
 
         await asyncio.gather(*(one(i) for i in range(args.n)))
         secs = time.perf_counter() - t0
