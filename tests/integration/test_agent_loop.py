@@ -125,3 +125,48 @@ async def test_a_full_context_window_ends_the_run_as_context_overflow(
     assert run.stop_reason == StopReason.CONTEXT
     # An observation may overshoot the window; the next turn then finds no room and stops.
     assert run.tito is not None and len(run.tito.tokens) >= window
+
+
+class _ChatPolicy:
+    """A chat-only policy whose provider returns structured tool calls (no token ids)."""
+
+    supports_tokens = False
+
+    def __init__(self) -> None:
+        self.seen: list[list[dict[str, Any]]] = []
+
+    async def chat(self, messages: list[dict[str, Any]], params: Any, **kw: Any) -> Any:
+        from kwrl.llm.base import Completion
+
+        self.seen.append([dict(m) for m in messages])
+        if len(self.seen) == 1:
+            call = {
+                "id": "x1",
+                "type": "function",
+                "function": {
+                    "name": "filesystem_read_text_file",
+                    "arguments": '{"path": "/notes.txt"}',
+                },
+            }
+            return Completion(text="Reading.", tool_calls=[call], usage={"prompt_tokens": 100})
+        return Completion(
+            text="Headcount is 41.", usage={"prompt_tokens": 150, "completion_tokens": 5}
+        )
+
+    async def complete(self, *a: Any, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_chat_policy_runs_without_token_arrays(gateway_url: str) -> None:
+    policy = _ChatPolicy()
+    async with GatewayClient(gateway_url) as gw:
+        run = await run_agent(policy, gw, "Headcount?", AgentConfig(tools=["filesystem_*"]))  # type: ignore[arg-type]
+    assert run.stop_reason == StopReason.FINAL and run.final_answer == "Headcount is 41."
+    assert run.tito is None and run.n_input_tokens == 250
+    assert all(t["function"]["name"].startswith("filesystem_") for t in run.tools)
+    second = policy.seen[1]
+    assert second[2]["tool_calls"][0]["function"]["name"] == "filesystem_read_text_file"
+    assert second[3]["role"] == "tool" and "Headcount: 41" in second[3]["content"]

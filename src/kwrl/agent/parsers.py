@@ -93,7 +93,7 @@ def _schema_types(schema: Any) -> set[str]:
 def coerce_value(raw: str, schema: Any) -> Any:
     """Type a textual argument value by its JSON schema; a value that does not parse stays text."""
     types = _schema_types(schema)
-    if not types or types <= {"string", "null"} and raw.strip() != "null":
+    if not types or (types <= {"string", "null"} and raw.strip() != "null"):
         return raw
     value = raw.strip()
     if "boolean" in types and value.lower() in ("true", "false"):
@@ -152,7 +152,9 @@ class ToolCallParser(ABC):
         return ParseResult("".join(pieces).strip(), calls, errors, reasoning)
 
     @abstractmethod
-    def parse_block(self, body: str, schemas: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    def parse_block(
+        self, body: str, schemas: dict[str, dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
         """The text between the tags -> (name, arguments); raise ValueError with a short reason."""
 
 
@@ -161,11 +163,15 @@ class HermesParser(ToolCallParser):
 
     name = "hermes"
 
-    def parse_block(self, body: str, schemas: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    def parse_block(
+        self, body: str, schemas: dict[str, dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
         try:
             obj = json.loads(body.strip())
         except json.JSONDecodeError as e:
-            raise ValueError(f"invalid JSON ({e.msg} at char {e.pos}): {body.strip()[:80]!r}") from None
+            raise ValueError(
+                f"invalid JSON ({e.msg} at char {e.pos}): {body.strip()[:80]!r}"
+            ) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
             raise ValueError('expected an object {"name": ..., "arguments": {...}}')
         args = obj.get("arguments", obj.get("parameters", {}))
@@ -177,12 +183,16 @@ class HermesParser(ToolCallParser):
         if args is None:
             args = {}
         if not isinstance(args, dict):
-            raise ValueError(f"arguments of {obj['name']} must be an object, got {type(args).__name__}")
+            raise ValueError(
+                f"arguments of {obj['name']} must be an object, got {type(args).__name__}"
+            )
         return obj["name"], args
 
 
 _FUNCTION_RE = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|$)", re.DOTALL)
-_PARAMETER_RE = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|$)", re.DOTALL)
+_PARAMETER_RE = re.compile(
+    r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|$)", re.DOTALL
+)
 
 
 def _strip_one_newline(value: str) -> str:
@@ -198,7 +208,9 @@ class Qwen3XmlParser(ToolCallParser):
 
     name = "qwen3_xml"
 
-    def parse_block(self, body: str, schemas: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    def parse_block(
+        self, body: str, schemas: dict[str, dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
         m = _FUNCTION_RE.search(body)
         if m is None:
             raise ValueError(f"no <function=NAME> inside the block: {body.strip()[:80]!r}")
@@ -219,7 +231,9 @@ class Glm4Parser(ToolCallParser):
 
     name = "glm4"
 
-    def parse_block(self, body: str, schemas: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    def parse_block(
+        self, body: str, schemas: dict[str, dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
         name = body.split("<arg_key>", 1)[0].strip()
         if not name or any(c in name for c in "<>{}\n "):
             raise ValueError(f"no function name before the arguments: {body.strip()[:80]!r}")
@@ -250,4 +264,6 @@ def build_parser(name: str) -> ToolCallParser:
     try:
         return PARSERS[name]()
     except KeyError:
-        raise ValueError(f"unknown tool-call parser {name!r}; choose one of {sorted(PARSERS)}") from None
+        raise ValueError(
+            f"unknown tool-call parser {name!r}; choose one of {sorted(PARSERS)}"
+        ) from None

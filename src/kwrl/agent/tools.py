@@ -89,7 +89,8 @@ def result_text(result: mt.CallToolResult) -> str:
         if isinstance(block, mt.TextContent):
             parts.append(block.text)
         elif isinstance(block, mt.ImageContent):
-            parts.append(f"[image {block.mime_type}, {len(block.data) * 3 // 4} bytes, not shown]")
+            size = len(block.data) * 3 // 4 - block.data[-2:].count("=")
+            parts.append(f"[image {block.mime_type}, {size} bytes, not shown]")
         elif isinstance(block, mt.EmbeddedResource) and isinstance(
             block.resource, mt.TextResourceContents
         ):

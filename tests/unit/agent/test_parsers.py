@@ -166,10 +166,7 @@ def test_glm4_unbalanced_pairs_and_missing_name_are_malformed() -> None:
 
 
 def test_calls_inside_reasoning_are_not_run() -> None:
-    text = (
-        '<think>maybe <tool_call>{"name": "a", "arguments": {}}</tool_call></think>'
-        "Final: 7"
-    )
+    text = '<think>maybe <tool_call>{"name": "a", "arguments": {}}</tool_call></think>Final: 7'
     r = build_parser("hermes").parse(text)
     assert r.tool_calls == [] and r.content == "Final: 7"
     assert r.reasoning is not None and "maybe" in r.reasoning

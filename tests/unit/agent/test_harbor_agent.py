@@ -1,0 +1,100 @@
+"""KwrlAgent's wiring: harbor import path, settings from kwargs, policy/tokenizer/MCP resolution,
+and the ATIF trajectory built from a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from harbor.agents.factory import AgentFactory
+from harbor.models.task.config import MCPServerConfig
+from harbor.models.trajectories import Trajectory
+
+from kwrl.agent.atif import build_trajectory
+from kwrl.agent.harbor_agent import KwrlAgent
+from kwrl.agent.loop import AgentRun, StopReason, ToolStat, TurnStats
+from kwrl.agent.parsers import ParsedToolCall
+from kwrl.errors import AgentError
+
+
+def test_harbor_builds_the_agent_by_import_path_with_loop_settings(tmp_path: Path) -> None:
+    agent = AgentFactory.create_agent_from_import_path(
+        "kwrl.agent:KwrlAgent",
+        logs_dir=tmp_path,
+        model_name="http://127.0.0.1:8000/v1#smollm2-135m",
+        max_steps=250,
+        tools=["filesystem_*"],
+    )
+    assert isinstance(agent, KwrlAgent)
+    assert agent.config.max_steps == 250 and agent.config.tools == ["filesystem_*"]
+    assert agent._tokenizer_spec() == "smollm2-135m"
+    assert KwrlAgent.SUPPORTS_ATIF
+
+
+def test_settings_are_validated_and_a_policy_is_required(tmp_path: Path) -> None:
+    with pytest.raises(AgentError, match="needs a policy"):
+        KwrlAgent(tmp_path)
+    with pytest.raises(ValueError):
+        KwrlAgent(tmp_path, "engine:smollm2-135m", max_steps=0)
+
+
+def test_tokenizer_comes_from_kwarg_env_or_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (
+        KwrlAgent(tmp_path, "engine:qwen2.5-coder-0.5b")._tokenizer_spec() == "qwen2.5-coder-0.5b"
+    )
+    assert KwrlAgent(tmp_path, "engine:x", tokenizer="/tok")._tokenizer_spec() == "/tok"
+    monkeypatch.setenv("KWRL_TOKENIZER", "smollm2")
+    assert KwrlAgent(tmp_path, "http://h:1/v1")._tokenizer_spec() == "smollm2"
+    monkeypatch.delenv("KWRL_TOKENIZER")
+    with pytest.raises(AgentError, match="tokenizer"):
+        KwrlAgent(tmp_path, "http://h:1/v1")._tokenizer_spec()
+
+
+def test_gateway_url_prefers_the_environment_then_task_servers(tmp_path: Path) -> None:
+    class Env:
+        mcp_url = "http://127.0.0.1:9/mcp/"
+
+    server = MCPServerConfig(
+        name="world", transport="streamable-http", url="http://127.0.0.1:7/mcp/"
+    )
+    agent = KwrlAgent(tmp_path, "engine:x", mcp_servers=[server], mcp_url="http://127.0.0.1:5/mcp/")
+    assert agent._gateway_url(Env()) == "http://127.0.0.1:9/mcp/"  # type: ignore[arg-type]
+    assert agent._gateway_url(object()) == "http://127.0.0.1:7/mcp/"  # type: ignore[arg-type]
+    assert (
+        KwrlAgent(tmp_path, "engine:x", mcp_url="unix:///s.sock")._gateway_url(object())
+        == "unix:///s.sock"
+    )  # type: ignore[arg-type]
+    with pytest.raises(AgentError, match="no MCP gateway"):
+        KwrlAgent(tmp_path, "engine:x")._gateway_url(object())  # type: ignore[arg-type]
+
+
+def test_atif_trajectory_of_a_run_validates() -> None:
+    call = ParsedToolCall(id="call_0_0", name="filesystem_list_files", arguments={"path": "/"})
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Task"},
+        {"role": "assistant", "content": "<think>plan</think>Listing.\n<tool_call>...</tool_call>"},
+        {"role": "tool", "tool_call_id": "call_0_0", "name": call.name, "content": "a.txt"},
+        {"role": "assistant", "content": "<tool_call>{bad</tool_call>"},
+        {"role": "user", "content": "could not be parsed"},
+        {"role": "assistant", "content": "Done: a.txt"},
+    ]
+    turns = [
+        TurnStats(0, 10, 5, 0.1, "stop", [ToolStat(call.name, True, "ok", 0.01)]),
+        TurnStats(1, 20, 3, 0.1, "stop", malformed=True),
+        TurnStats(2, 30, 4, 0.1, "stop"),
+    ]
+    run = AgentRun(messages, [], StopReason.FINAL, "Done: a.txt", turns, session_id="s1",
+                   tool_calls=[[call], [], []])  # fmt: skip
+    traj = Trajectory.model_validate(
+        build_trajectory(run, agent_name="kwrl", agent_version="0", model_name="m").to_json_dict()
+    )
+    assert [s.source for s in traj.steps] == ["system", "user", "agent", "agent", "user", "agent"]
+    first = traj.steps[2]
+    assert first.reasoning_content == "plan" and first.tool_calls is not None
+    assert (
+        first.observation is not None and first.observation.results[0].source_call_id == "call_0_0"
+    )
+    assert traj.final_metrics is not None and traj.final_metrics.total_prompt_tokens == 60
