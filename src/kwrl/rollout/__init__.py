@@ -1,0 +1,1 @@
+"""Batches of trials: running them through harbor, failure causes, masking, summaries."""

@@ -1,0 +1,1 @@
+"""Sandboxes for trials: the local bubblewrap environment (`local`), docker/modal presets, helpers."""

@@ -105,7 +105,6 @@ class LocalEnvironment(BaseEnvironment):
         self._init_pid = 0
         self._verifier_phase = False
         self._stopped = False
-        self._events_seen = cgroups.ResourceEvents()
         super().__init__(*args, **kwargs)
 
     # ------------------------------------------------------------------ harbor interface
