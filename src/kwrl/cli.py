@@ -26,6 +26,7 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.rollout.cli", "trial_app", "trial"),
     ("kwrl.rollout.cli", "rollout", "rollout"),
     ("kwrl.llm.cli", "serve", "serve"),
+    ("kwrl.train.cli", "train", "train"),
     ("kwrl.eval.cli", "eval", "eval"),
     ("kwrl.eval.cli", "report", "report"),
 ]

@@ -434,6 +434,8 @@ def write_task_dir(task_dir: Path, spec: TaskSpec, config: TaskDirConfig | None 
 
     files: dict[str, bytes] = {
         INSTRUCTION: instruction.encode(),
+        # The verifier sees only /tests: the judge needs the task text there (docs/contracts.md).
+        "tests/instruction.md": instruction.encode(),
         TASK_TOML: toml_text.encode(),
         META_JSON: _json_bytes(meta.model_dump(mode="json")),
         VERIFIERS_JSON: _json_bytes(verifiers_json),

@@ -1,0 +1,45 @@
+"""`kwrl train CONFIG.toml [key=value ...]` (RL) and `kwrl train sft CONFIG.toml [key=value ...]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def train(
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            help="CONFIG.toml then key=value overrides (e.g. rl.steps=4 learner.lr=1e-5); "
+            "start with 'sft' for the warm start: kwrl train sft CONFIG.toml [key=value ...]. "
+            "CONFIG may be '-' for defaults + overrides."
+        ),
+    ],
+) -> None:
+    """Train a policy with RL through real trials (or warm-start it with SFT on gold solutions)."""
+    from rich.console import Console
+
+    from kwrl.config import load_config
+
+    console = Console()
+    mode = "rl"
+    if args and args[0] == "sft":
+        mode, args = "sft", args[1:]
+    if not args:
+        raise typer.BadParameter("give a CONFIG.toml (or '-') and optional key=value overrides")
+    path = None if args[0] == "-" else Path(args[0])
+    overrides = args[1:]
+    if mode == "sft":
+        from kwrl.train.local.sft import SFTConfig, sft
+
+        out = sft(load_config(SFTConfig, path, overrides), console=console)
+        console.print(f"SFT model: {out}")
+        return
+    from kwrl.train.local.config import TrainConfig
+    from kwrl.train.local.trainer import train as run_train
+
+    cfg = load_config(TrainConfig, path, overrides)
+    state = run_train(cfg)
+    console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")
