@@ -29,6 +29,7 @@ from kwrl.worlds.layout import WorldRoots
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
+MAX_TEXT_BYTES = 50 * 1024 * 1024
 _READER_HINT = {
     ".docx": "word_read_document_content",
     ".xlsx": "excel_read_tab",
@@ -104,6 +105,10 @@ def build(roots: WorldRoots) -> FastMCP:
     ) -> str:
         """Read a plain-text file (txt, md, csv, json, py, ...), paged by characters."""
         p = file_arg(path)
+        if p.stat().st_size > MAX_TEXT_BYTES:
+            raise ToolError(
+                f"{path!r} is larger than {MAX_TEXT_BYTES // 2**20} MB; read parts of it with code_execution_code_exec"
+            )
         data = p.read_bytes()
         hint = _READER_HINT.get(p.suffix.lower())
         if hint or b"\x00" in data[:8192]:

@@ -94,7 +94,14 @@ async def test_get_directory_tree_respects_depth(client: Client, roots: WorldRoo
     assert "      x.txt" in full
 
 
-async def test_missing_paths_and_wrong_types_are_tool_errors(client: Client) -> None:
+async def test_missing_paths_and_wrong_types_are_tool_errors(
+    client: Client, roots: WorldRoots
+) -> None:
+    with (roots.filesystem / "huge.log").open("wb") as f:
+        f.truncate(filesystem.MAX_TEXT_BYTES + 1)  # sparse: nothing is written
+    assert "code_execution_code_exec" in await error(
+        client, "read_text_file", {"path": "/huge.log"}
+    )
     assert "does not exist" in await error(client, "read_text_file", {"path": "/nope.txt"})
     assert "is a directory" in await error(client, "read_text_file", {"path": "/reports"})
     assert "not a directory" in await error(client, "list_files", {"path": "/notes.txt"})
