@@ -72,6 +72,8 @@ class TurnStats:
     tool_calls: list[ToolStat] = field(default_factory=list)
     malformed: bool = False
     tool_latency_s: float = 0.0
+    weight_version: int | None = None
+    """Version of the weights that sampled this turn, when the policy reports it."""
 
 
 @dataclass
@@ -201,6 +203,7 @@ class AgentLoop:
                 or int(completion.usage.get("completion_tokens", 0)),
                 latency_s=time.perf_counter() - t0,
                 finish_reason=str(completion.finish_reason),
+                weight_version=completion.weight_version,
             )
             if completion.finish_reason == FinishReason.CONTEXT:
                 run.stop_reason = StopReason.CONTEXT
