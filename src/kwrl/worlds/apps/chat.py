@@ -50,24 +50,24 @@ class ChatStore:
         self.root = root
         self.lock = threading.RLock()
 
-    def _read(self, path: Path, key: str) -> list[dict[str, Any]]:
+    def _doc(self, path: Path, key: str) -> dict[str, Any]:
+        """The JSON object in `path` (empty when the file is missing), checked to hold a `key` list."""
         if not path.exists():
-            return []
+            return {key: []}
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ToolError(f"chat file {path.name} is not valid JSON: {e}") from e
-        items = data.get(key) if isinstance(data, dict) else None
-        if not isinstance(items, list):
+        if not isinstance(data, dict) or not isinstance(data.get(key), list):
             raise ToolError(f"chat file {path.name}: expected an object with a {key!r} list")
-        return items
+        return data
+
+    def _read(self, path: Path, key: str) -> list[dict[str, Any]]:
+        return self._doc(path, key)[key]
 
     def users_doc(self) -> tuple[str | None, list[dict[str, Any]]]:
-        path = self.root / "users.json"
-        users = self._read(path, "users")
-        me = None
-        if path.exists():
-            me = json.loads(path.read_text(encoding="utf-8")).get("me")
+        doc = self._doc(self.root / "users.json", "users")
+        users, me = doc["users"], doc.get("me")
         return (me or (users[0]["id"] if users else None)), users
 
     def user(self, user_id: str) -> dict[str, Any]:
