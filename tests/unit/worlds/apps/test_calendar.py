@@ -130,3 +130,10 @@ async def test_real_ics_fixtures_are_listed(tmp_path: Path, office_fixtures: Pat
             assert (await data(c, "read_event", {"event_id": e["event_id"]}))["event_id"] == e[
                 "event_id"
             ]
+
+
+async def test_a_corrupt_calendar_file_is_reported_by_name(
+    client: Client, roots: WorldRoots
+) -> None:
+    (roots.calendar / "broken.ics").write_text("BEGIN:VCALENDAR\nthis is not ical\n")
+    assert "broken.ics" in await error(client, "list_events", {})

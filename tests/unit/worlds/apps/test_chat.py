@@ -103,3 +103,12 @@ async def test_bad_input_is_a_tool_error_and_leaves_state_alone(
         client, "post_message", {"channel_id": "general", "text": "x", "user_id": "u_zed"}
     )
     assert (roots.chat / "messages" / "general.json").read_bytes() == before
+
+
+async def test_corrupt_state_files_are_reported_by_name(client: Client, roots: WorldRoots) -> None:
+    (roots.chat / "channels.json").write_text("{not json")
+    assert "channels.json is not valid JSON" in await error(client, "list_channels", {})
+    (roots.chat / "users.json").write_text('{"people": []}')
+    assert "users.json: expected an object with a 'users' list" in await error(
+        client, "get_users", {}
+    )
