@@ -102,6 +102,10 @@ def classify(
         return FailureCause.SANDBOX
     if exception_type in _MODEL_TYPES:
         return FailureCause.MODEL
+    if exception_type == "AgentError":  # kwrl's agent raises it on an infrastructure stop reason
+        for reason, cause in _STOP_REASONS.items():
+            if f"stopped on {reason}" in exception_message:
+                return cause
     if stop_reason in _STOP_REASONS:
         return _STOP_REASONS[stop_reason]
     if exception_type in _VERIFIER_TYPES:

@@ -56,3 +56,11 @@ def test_a_limit_hit_wins_over_the_timeout_it_caused() -> None:
         classify(exception_type=None, rewards={"reward": 1.0}, sandbox_events={"oom_kill": 1})
         is F.RESOURCE_LIMIT
     )
+
+
+def test_kwrl_agent_errors_carry_their_stop_reason() -> None:
+    msg = "agent stopped on policy_error: ConnectError: refused"
+    assert classify(exception_type="AgentError", exception_message=msg, rewards=None) is F.MODEL
+    msg = "agent stopped on tool_error: session closed"
+    assert classify(exception_type="AgentError", exception_message=msg, rewards=None) is F.SANDBOX
+    assert classify(exception_type="AgentError", exception_message="bug", rewards=None) is F.AGENT
