@@ -27,6 +27,7 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.rollout.cli", "rollout", "rollout"),
     ("kwrl.llm.cli", "serve", "serve"),
     ("kwrl.train.cli", "train", "train"),
+    ("kwrl.train.cli", "smoke", "smoke"),
     ("kwrl.eval.cli", "eval", "eval"),
     ("kwrl.eval.cli", "report", "report"),
 ]

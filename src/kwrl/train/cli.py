@@ -43,3 +43,19 @@ def train(
     cfg = load_config(TrainConfig, path, overrides)
     state = run_train(cfg)
     console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")
+
+
+def smoke(
+    out: Annotated[Path, typer.Option(help="Run dir.")] = Path("runs/smoke"),
+    overrides: Annotated[
+        list[str] | None,
+        typer.Argument(help="SmokeConfig overrides key=value, e.g. rl_steps=3 worlds=1."),
+    ] = None,
+) -> None:
+    """The main job: generate worlds, SFT-warm-start SmolLM2-135M, RL through real trials, evaluate before/after."""
+    from kwrl.config import load_config
+    from kwrl.train.smoke import SmokeConfig
+    from kwrl.train.smoke import smoke as run_smoke
+
+    cfg = load_config(SmokeConfig, None, [f"out={out}", *(overrides or [])])
+    run_smoke(cfg)

@@ -1,0 +1,211 @@
+"""`kwrl smoke`: the whole loop on the embedded defaults, on one CPU machine, in minutes.
+
+1. generate a small open dataset (`kwrl data synth`), keeping the easy tier;
+2. warm-start the packaged SmolLM2-135M with SFT on gold trajectories of the training tasks;
+3. evaluate the warm-started model (real harbor trials: local sandbox, KwrlAgent, in-process engine);
+4. run RL steps (GRPO + DPPO) through the same trials;
+5. evaluate again, write the checkpoint, eval.json + report.html for both evaluations, and a
+   before/after comparison (`kwrl report RUN/eval-after --compare RUN/eval-before`).
+
+No network, API key or GPU is needed; every stage is the real one, only sized down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from rich.console import Console
+from rich.table import Table
+
+from kwrl.config import KwrlConfig, save_config
+from kwrl.io import write_json
+
+SMOKE_TOOLS = [
+    "filesystem_list_files",
+    "excel_read_tab",
+    "word_read_document_content",
+    "pdfs_read_pdf_pages",
+    "mail_search_mail",
+    "mail_read_mail",
+    "calendar_list_events",
+    "chat_get_channel_history",
+]
+
+
+class SmokeConfig(KwrlConfig):
+    out: Path = Path("runs/smoke")
+    """Run dir (dataset, sft/, train/, eval-before/, eval-after/, smoke.json)."""
+    model: str = "smollm2-135m"
+    """Packaged model name, local folder or hub id."""
+    seed: int = 0
+    """Seed of the generated worlds, the prompt order and sampling."""
+    worlds: int = Field(default=2, ge=1)
+    """Generated worlds."""
+    tasks_per_world: int = Field(default=12, ge=1)
+    """Generated tasks per world (the easy tier is kept)."""
+    sft_epochs: int = Field(default=2, ge=1)
+    """SFT passes over the gold trajectories."""
+    rl_steps: int = Field(default=2, ge=1)
+    """RL optimizer steps."""
+    prompts_per_step: int = Field(default=2, ge=1)
+    """Tasks per RL step."""
+    samples_per_prompt: int = Field(default=2, ge=1)
+    """Trials per task per RL step."""
+    eval_samples: int = Field(default=1, ge=1)
+    """Trials per task in each evaluation."""
+    concurrency: int = Field(default=4, ge=1)
+    """Trials at once."""
+    max_steps: int = Field(default=3, ge=1)
+    """Agent turns per trial."""
+    max_tokens_per_turn: int = Field(default=128, ge=8)
+    """Most tokens per agent turn."""
+
+
+def _agent(cfg: SmokeConfig) -> dict[str, Any]:
+    return {
+        "tools": SMOKE_TOOLS,
+        "max_steps": cfg.max_steps,
+        "max_tokens_per_turn": cfg.max_tokens_per_turn,
+        "context_window": 8192,
+    }
+
+
+def _easy_only(dataset: Path) -> list[str]:
+    kept = []
+    for d in sorted((dataset / "tasks").iterdir()):
+        meta = json.loads((d / "archipelago.json").read_text())
+        if meta.get("difficulty") == "easy":
+            kept.append(d.name)
+        else:
+            shutil.rmtree(d)
+    return kept
+
+
+def _eval(cfg: SmokeConfig, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
+    from kwrl.eval.run import EvalConfig, run_eval
+
+    ecfg = EvalConfig(
+        dataset=dataset,
+        model=f"engine:{model_dir}",
+        out=out,
+        n_samples=cfg.eval_samples,
+        concurrency=cfg.concurrency,
+        max_steps=cfg.max_steps,
+        agent_kwargs={**_agent(cfg), "tokenizer": str(model_dir)},
+    )
+    asyncio.run(run_eval(ecfg))
+    return json.loads((out / "eval.json").read_text())
+
+
+def _headline(ev: dict[str, Any]) -> dict[str, Any]:
+    overall = ev.get("metrics", {}).get("overall", {})
+    out: dict[str, Any] = {"n_trials": overall.get("n_trials")}
+    for k in ("mean_score", "pass_at_1"):
+        v = overall.get(k)
+        out[k] = v.get("value") if isinstance(v, dict) else v
+    return out
+
+
+def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
+    from kwrl.synth.generate import SynthConfig, generate
+    from kwrl.train.local.config import RLConfig, TrainConfig
+    from kwrl.train.local.learner import LearnerConfig
+    from kwrl.train.local.sft import SFTConfig, sft
+    from kwrl.train.local.trainer import train
+
+    console = console or Console()
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    out = cfg.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, out / "smoke.toml")
+
+    def stage(name: str, t: float) -> None:
+        timings[name] = round(time.perf_counter() - t, 1)
+        console.print(f"[green]✓[/green] {name} ({timings[name]} s)")
+
+    t = time.perf_counter()
+    dataset = out / "data"
+    if not (dataset / "tasks").is_dir():
+        generate(
+            SynthConfig(
+                out=dataset, worlds=cfg.worlds, tasks_per_world=cfg.tasks_per_world, seed=cfg.seed,
+                overwrite=True,
+            ),
+            progress=True,
+        )  # fmt: skip
+        _easy_only(dataset)
+    tasks = sorted(p.name for p in (dataset / "tasks").iterdir())
+    train_tasks = tasks[: max(1, len(tasks) - 2)] if len(tasks) > 2 else tasks
+    stage(f"data: {len(tasks)} easy tasks ({len(train_tasks)} for training)", t)
+
+    t = time.perf_counter()
+    sft_model = sft(
+        SFTConfig(
+            dataset=dataset, out=out / "sft", model=cfg.model, tasks=train_tasks,
+            epochs=cfg.sft_epochs, batch_size=2, lr=5e-5, seed=cfg.seed, agent=_agent(cfg),
+        ),
+        console=console,
+    )  # fmt: skip
+    stage("SFT warm start", t)
+
+    t = time.perf_counter()
+    before = _eval(cfg, dataset, sft_model, out / "eval-before")
+    stage("eval before RL", t)
+
+    t = time.perf_counter()
+    tcfg = TrainConfig(
+        dataset=dataset, out=out / "train", model=str(sft_model), tasks=train_tasks, seed=cfg.seed,
+        rl=RLConfig(
+            prompts_per_step=cfg.prompts_per_step, samples_per_prompt=cfg.samples_per_prompt,
+            steps=cfg.rl_steps, epochs=max(1, cfg.rl_steps), ckpt_every=cfg.rl_steps,
+        ),
+        learner=LearnerConfig(lr=1e-5, micro_batch_size=1), agent=_agent(cfg),
+        concurrency=cfg.concurrency, tensorboard=True,
+    )  # fmt: skip
+    state = train(tcfg)
+    final = out / "train" / "checkpoints" / f"step-{state.step:06d}" / "model"
+    stage(f"RL: {state.step} steps", t)
+
+    t = time.perf_counter()
+    after = _eval(cfg, dataset, final, out / "eval-after")
+    stage("eval after RL", t)
+
+    t = time.perf_counter()
+    from kwrl.eval.report import write_compare
+
+    compare_path, _ = write_compare(out / "eval-after", out / "eval-before")
+    stage("report", t)
+
+    result = {
+        "seconds": round(time.perf_counter() - t0, 1),
+        "stages_s": timings,
+        "tasks": tasks,
+        "train_tasks": train_tasks,
+        "before": _headline(before),
+        "after": _headline(after),
+        "checkpoint": str(final),
+        "reports": [
+            str(out / "eval-before" / "report.html"),
+            str(out / "eval-after" / "report.html"),
+            str(compare_path),
+        ],
+    }
+    write_json(out / "smoke.json", result)
+    table = Table(title="kwrl smoke")
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("before RL (SFT)", json.dumps(result["before"]))
+    table.add_row("after RL", json.dumps(result["after"]))
+    table.add_row("checkpoint", str(final))
+    for r in result["reports"]:
+        table.add_row("report", r)
+    table.add_row("time", f"{result['seconds']} s")
+    console.print(table)
+    return result
