@@ -1,0 +1,146 @@
+"""SkyRL's config with a `kwrl` section: how the generator runs harbor trials.
+
+`KwrlSkyRLConfig` is SkyRL 0.3.0's `SkyRLTrainConfig` plus one field, `kwrl`, so launch scripts
+are plain SkyRL override lists (`trainer.algorithm.policy_loss_type=dppo ... kwrl.dataset=D
+kwrl.environment=modal kwrl.agent_kwargs.max_steps=100`) parsed by SkyRL's own
+`from_cli_overrides`. The section is kept a dict on the SkyRL side (SkyRL builds its configs from
+dataclasses) and validated into the pydantic `KwrlSection` by `kwrl_section(cfg)`, so a typo in a
+kwrl key is an error naming the key, like everywhere else in kwrl.
+
+Non-obvious choice: judge credentials never go in the config. `judge_env` holds settings
+(`KWRL_JUDGE=gemini/gemini-2.5-flash`); `judge_env_passthrough` names host variables (the API
+keys) copied into every verifier's environment at trial time.
+"""
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+from skyrl.train.config import SkyRLTrainConfig
+
+from kwrl.config import KwrlConfig
+from kwrl.errors import ConfigError
+
+AGENT_IMPORT_PATH = "kwrl.train.skyrl.agent:SkyRLKwrlAgent"
+ENV_CLASS = "kwrl"
+"""`env_class` of kwrl prompts in SkyRL datasets (the generator runs harbor, not skyrl-gym)."""
+
+
+class KwrlSection(KwrlConfig):
+    """The `kwrl.*` keys of a SkyRL run: where tasks are and how their trials run."""
+
+    dataset: str | None = None
+    """kwrl dataset dir (`DATASET/tasks/<slug>/`); prompts parquet rows point into it."""
+    trials_dir: str = "~/kwrl-skyrl/trials"
+    """Where harbor trial dirs go, one subdir per generate call (keep them: TITO arrays, grades)."""
+    agent: str = AGENT_IMPORT_PATH
+    """Agent import path; the default is KwrlAgent with SkyRL session ids and cache salts."""
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """KwrlAgent settings (kwrl.agent.config.AgentConfig fields: max_steps, context_window,
+    max_tokens_per_turn, tools, tool_call_parser, ...)."""
+    environment: str = "local"
+    """Sandbox preset (local, docker, modal) or an environment import path module:Class."""
+    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
+    concurrency: int = Field(default=16, ge=1)
+    """Trials running at once in this generator (across all concurrent generate calls)."""
+    retries: int = Field(default=2, ge=0)
+    """Retries of a trial that failed for an infrastructure reason (DESIGN §7: 2)."""
+    agent_timeout_sec: float | None = None
+    """Override of task.toml's agent timeout."""
+    judge_env: dict[str, str] = Field(default_factory=dict)
+    """Verifier environment (KWRL_JUDGE, KWRL_JUDGE_CONCURRENCY, ...); no secrets here."""
+    judge_env_passthrough: list[str] = Field(
+        default_factory=lambda: ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
+    )
+    """Host environment variables copied into the verifier's environment when set."""
+    policy_url: str | None = None
+    """OpenAI-compatible base URL ending in /v1 of the policy; default: SkyRL's inference
+    router (`inference_engine_client.get_endpoint_url()` + /v1)."""
+    policy_model: str | None = None
+    """Model name sent to the policy; default: generator.inference_engine.served_model_name,
+    else trainer.policy.model.path (vLLM's default served name)."""
+    tokenizer: str | None = None
+    """Tokenizer the agent renders with; default: trainer.policy.model.path."""
+
+    def verifier_env(self) -> dict[str, str]:
+        env = {k: os.environ[k] for k in self.judge_env_passthrough if os.environ.get(k)}
+        return {**env, **self.judge_env}
+
+    def trials_path(self) -> Path:
+        return Path(self.trials_dir).expanduser()
+
+
+@dataclass
+class KwrlSkyRLConfig(SkyRLTrainConfig):
+    """SkyRLTrainConfig with kwrl's harbor-trial section (validated by `kwrl_section`)."""
+
+    kwrl: dict[str, Any] = field(default_factory=dict)
+
+
+def kwrl_section(cfg: Any) -> KwrlSection:
+    """The validated `kwrl` section of a `KwrlSkyRLConfig` (or a plain dict)."""
+    raw = cfg if isinstance(cfg, dict) else getattr(cfg, "kwrl", {})
+    try:
+        return KwrlSection.model_validate(dict(raw))
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"kwrl.{loc}: {first['msg']} (config section kwrl)") from e
+
+
+def parse_overrides(args: list[str]) -> KwrlSkyRLConfig:
+    """What the entry points do with argv: SkyRL's parser, then the kwrl section's validation."""
+    cfg = KwrlSkyRLConfig.from_cli_overrides(args)
+    assert isinstance(cfg, KwrlSkyRLConfig)
+    kwrl_section(cfg)
+    return cfg
+
+
+def check_fully_async(cfg: Any) -> None:
+    """SkyRL's FullyAsyncRayPPOTrainer constructor checks, run before Ray starts.
+
+    The trainer asserts these only once its workers are placed (minutes into a cluster job);
+    checking them at parse time makes a bad launch script fail at once. Raises ConfigError.
+    """
+    from skyrl.backends.skyrl_train.utils.ppo_utils import LOSSES_WITH_OLD_LOGPROBS
+
+    old_logprob_losses = {str(getattr(x, "value", x)) for x in LOSSES_WITH_OLD_LOGPROBS}
+    t = cfg.trainer
+    fa = t.fully_async
+    checks = [
+        (fa.enabled, "trainer.fully_async.enabled must be true"),
+        (
+            not t.placement.colocate_all,
+            "trainer.placement.colocate_all must be false (no colocation)",
+        ),
+        (
+            t.policy_mini_batch_size
+            <= fa.num_parallel_generation_workers
+            <= t.policy_mini_batch_size * (fa.max_staleness_steps + 1),
+            "trainer.fully_async.num_parallel_generation_workers must lie in "
+            "[policy_mini_batch_size, policy_mini_batch_size * (max_staleness_steps + 1)]",
+        ),
+        (
+            t.train_batch_size == t.policy_mini_batch_size,
+            "trainer.train_batch_size must equal trainer.policy_mini_batch_size",
+        ),
+        (
+            t.algorithm.dynamic_sampling.type is None,
+            "trainer.algorithm.dynamic_sampling.type must be null",
+        ),
+        (not cfg.generator.batched, "generator.batched must be false"),
+        (
+            t.algorithm.policy_loss_type not in old_logprob_losses,
+            "trainer.algorithm.policy_loss_type must use rollout logprobs (dppo or rollout_is)",
+        ),
+        (
+            not fa.sample_full_batch or t.algorithm.zero_variance_filter,
+            "trainer.fully_async.sample_full_batch needs trainer.algorithm.zero_variance_filter",
+        ),
+    ]
+    for ok, msg in checks:
+        if not ok:
+            raise ConfigError(f"fully async config: {msg}")

@@ -1,0 +1,50 @@
+"""`python -m kwrl.train.skyrl.main_train OVERRIDES...`: SkyRL's synchronous PPO loop, kwrl's generator.
+
+`KwrlExp` is SkyRL's `BasePPOExp` with one change: `get_generator` returns `KwrlHarborGenerator`
+(harbor trials over kwrl's sandbox presets). Datasets are SkyRL prompt parquets written by
+`python -m kwrl.train.skyrl.data`. The sync trainer supports colocation, so this is the 1-GPU
+smoke's entry point (scripts/skyrl/smoke_1gpu.sh). Needs Ray, vLLM and a GPU at run time.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import ray
+from skyrl.train.entrypoints.main_base import BasePPOExp
+from skyrl.train.utils import validate_cfg
+from skyrl.train.utils.utils import initialize_ray
+
+from kwrl.train.skyrl.config import KwrlSkyRLConfig, parse_overrides
+
+
+class KwrlExp(BasePPOExp):
+    """SkyRL experiment whose rollouts are kwrl harbor trials."""
+
+    def get_generator(self, cfg: Any, tokenizer: Any, inference_engine_client: Any) -> Any:
+        from kwrl.train.skyrl.generator import KwrlHarborGenerator
+
+        return KwrlHarborGenerator.from_skyrl(cfg, tokenizer, inference_engine_client)
+
+
+def load(args: list[str]) -> KwrlSkyRLConfig:
+    """Parse and validate argv the way every kwrl SkyRL entry point does."""
+    cfg = parse_overrides(args)
+    validate_cfg(cfg)
+    return cfg
+
+
+@ray.remote(num_cpus=1)
+def _entrypoint(cfg: KwrlSkyRLConfig) -> None:
+    KwrlExp(cfg).run()
+
+
+def main(args: list[str] | None = None) -> None:
+    cfg = load(sys.argv[1:] if args is None else args)
+    initialize_ray(cfg)
+    ray.get(_entrypoint.remote(cfg))
+
+
+if __name__ == "__main__":
+    main()
