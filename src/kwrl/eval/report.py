@@ -30,6 +30,7 @@ from kwrl.io import write_json, write_text
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_RESULT_CHARS = 3000
 _BLUE, _ORANGE, _GREY = "#3b6ea8", "#e08a2c", "#999999"
+_NO_METADATA: dict[str, Any] = {"Date": None, "Creator": None, "Format": None, "Type": None}
 
 
 # ---------------------------------------------------------------- plots
@@ -39,7 +40,7 @@ def _svg(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_NO_METADATA)
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
