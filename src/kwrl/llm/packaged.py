@@ -185,6 +185,7 @@ def _convert(name: str, out: Path, *, quiet: bool) -> None:
         )
     tok.eos_token = spec.eos_token
     tok.pad_token = spec.pad_token
+    tok.clean_up_tokenization_spaces = False  # BPE: clean-up would strip spaces before punctuation
     eos_id = tok.convert_tokens_to_ids(spec.eos_token)
     pad_id = tok.convert_tokens_to_ids(spec.pad_token)
     # The quantizer marker makes save_pretrained refuse ("cannot save a quantized model").

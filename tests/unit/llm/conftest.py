@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Sleeping (not spinning) OpenMP workers: the test box's 2 cores are shared by many processes.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture(scope="session")
@@ -31,8 +35,8 @@ def smollm2_tokenizer(smollm2_dir: Path) -> Any:
 def engine(smollm2_dir: Path) -> Iterator[Any]:
     from kwrl.llm.engine import Engine, EngineConfig
 
-    # One torch thread: the CI box has 2 cores shared by many processes, and spinning
-    # OpenMP workers there cost far more than they bring.
+    # One torch thread: if torch was imported before this conftest, OMP_WAIT_POLICY came too late,
+    # and two spinning workers on a shared 2-core box cost far more than they bring.
     eng = Engine.from_config(EngineConfig(model=str(smollm2_dir), threads=1, batch_wait_ms=20))
     yield eng
     eng.close()
