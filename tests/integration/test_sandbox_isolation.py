@@ -234,3 +234,14 @@ async def test_a_timeout_ends_even_when_a_daemon_holds_the_output(env: LocalEnvi
         await env.exec("setsid sleep 100 & sleep 100", timeout_sec=1)
     cg = env.cgroups
     assert cg is not None and cg.pids("exec") == []
+
+
+async def test_commands_can_run_as_another_user_in_both_phases(
+    env: LocalEnvironment, task_dir: Path
+) -> None:
+    r = await env.exec("id -u; grep CapEff /proc/self/status", user="nobody")
+    assert (r.stdout or "").split()[0] == "65534" and "0000000000000000" in (r.stdout or "")
+    await env.upload_dir(task_dir / "tests", "/tests")
+    r = await env.exec("id -u; grep CapEff /proc/self/status", user="nobody")
+    assert r.return_code == 0, r.stderr
+    assert (r.stdout or "").split()[0] == "65534" and "0000000000000000" in (r.stdout or "")

@@ -172,6 +172,8 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     chdir: str = "/"
     extra_ro: list[str] = field(default_factory=list)
+    keep_setid: bool = False
+    """Keep CAP_SETUID/CAP_SETGID so the command can switch to a non-root user (which drops them)."""
 
 
 def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None) -> list[str]:
@@ -213,5 +215,8 @@ def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None
         argv += ["--setenv", k, v]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
-    argv += ["--chdir", spec.chdir, "--cap-drop", "ALL", "--", *command]
+    argv += ["--chdir", spec.chdir, "--cap-drop", "ALL"]
+    if spec.keep_setid:
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    argv += ["--", *command]
     return argv

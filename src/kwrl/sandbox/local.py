@@ -365,6 +365,7 @@ class LocalEnvironment(BaseEnvironment):
         assert self._proc is not None
         share_net = self._network_policy.network_mode != NetworkMode.NO_NETWORK
         spec = self._spec(share_net=share_net, verifier=True)
+        spec.keep_setid = bool(ids)
         inner = [*_DROP_CAPS, *ids, "--", *shell] if ids else shell
         return [
             *self._join("exec"),
