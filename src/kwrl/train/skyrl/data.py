@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -66,9 +66,11 @@ def write_prompts(dataset: Path, out: Path, only: list[str] | None = None) -> in
 
 
 def main(
-    dataset: Path = typer.Argument(..., help="kwrl dataset dir (holding tasks/)."),
-    out: Path = typer.Argument(..., help="Output .parquet path."),
-    task: list[str] | None = typer.Option(None, help="Only these task slugs (repeatable)."),
+    dataset: Annotated[Path, typer.Argument(help="kwrl dataset dir (holding tasks/).")],
+    out: Annotated[Path, typer.Argument(help="Output .parquet path.")],
+    task: Annotated[
+        list[str] | None, typer.Option(help="Only these task slugs (repeatable).")
+    ] = None,
 ) -> None:
     """Write SkyRL's prompts parquet for a kwrl dataset."""
     n = write_prompts(dataset, out, task)

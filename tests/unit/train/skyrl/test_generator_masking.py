@@ -43,7 +43,9 @@ class FakeTrials:
     """Outcomes by "task:sample" (else "task"): (cause, reward, meta) per attempt, in order;
     the last one repeats."""
 
-    def __init__(self, outcomes: dict[str, list[tuple[FailureCause, float | None, dict[str, Any]]]]):
+    def __init__(
+        self, outcomes: dict[str, list[tuple[FailureCause, float | None, dict[str, Any]]]]
+    ):
         self.outcomes = {k: list(v) for k, v in outcomes.items()}
         self.configs: list[RolloutConfig] = []
 
@@ -60,12 +62,22 @@ class FakeTrials:
             tdir = trials_dir / name
             tdir.mkdir(parents=True)
             (tdir / "result.json").write_text(json.dumps({"agent_result": {"metadata": meta}}))
-            rewards = {"reward": reward, "criterion/c1": reward, "pass": reward} if reward is not None else {}
+            rewards = (
+                {"reward": reward, "criterion/c1": reward, "pass": reward}
+                if reward is not None
+                else {}
+            )
             attempts.append(
                 TrialRecord(
-                    task=task_dir.name, sample=sample, attempt=attempt, trial_name=name,
-                    trial_dir=str(tdir), cause=cause, reward=reward, rewards=rewards,
-                )  # fmt: skip
+                    task=task_dir.name,
+                    sample=sample,
+                    attempt=attempt,
+                    trial_name=name,
+                    trial_dir=str(tdir),
+                    cause=cause,
+                    reward=reward,
+                    rewards=rewards,
+                )
             )
             if cause not in (FailureCause.SANDBOX, FailureCause.MODEL, FailureCause.VERIFIER):
                 break
@@ -190,7 +202,7 @@ async def test_output_passes_skyrls_validation_filter_conversion_and_grpo(
         row = [0.0] * len(resp)
         row[-1] = float(r)  # type: ignore[arg-type]
         per_token.append(row)
-    seqs, attn, resp_mask, rewards_t, loss_mask_t, logprobs_t, _ = convert_prompts_responses_to_batch_tensors(
+    seqs, _attn, resp_mask, rewards_t, loss_mask_t, logprobs_t, _ = convert_prompts_responses_to_batch_tensors(
         Tok(), out["prompt_token_ids"], out["response_ids"], per_token, out["loss_masks"],
         out["rollout_logprobs"], None,
     )  # fmt: skip
