@@ -11,6 +11,9 @@ The first call dequantises the GGUF with transformers (tens of seconds), later c
 and the folder loads in about a second. The folder appears atomically, and a file lock keeps
 concurrent processes from converting the same model twice.
 
+`ensure_tokenizer(name)` gives a folder with only the tokenizer (seconds, not minutes, for the
+0.5B model) when the weights were never converted, for processes that only tokenize.
+
 `resolve_model(spec)` turns a model spec into something `from_pretrained` takes: a packaged name,
 a local folder, or (for real users) a hub id passed through unchanged.
 
@@ -30,8 +33,11 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kwrl.errors import ConfigError
 from kwrl.io import atomic_dir, write_json
@@ -159,7 +165,7 @@ def _spec(name: str) -> PackagedModel:
 
 def _convert(name: str, out: Path, *, quiet: bool) -> None:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     spec = _spec(name)
@@ -170,22 +176,11 @@ def _convert(name: str, out: Path, *, quiet: bool) -> None:
         hf_logging.disable_progress_bar()
     else:
         print(f"kwrl: converting packaged model {name} ({len(parts)} file(s))", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix=f".{name}.gguf.", dir=out.parent) as scratch:
-        if len(parts) == 1:
-            gguf = parts[0]
-        else:
-            gguf = Path(scratch) / f"{name}.gguf"
-            with open(gguf, "wb") as dst:
-                for p in parts:
-                    with open(p, "rb") as src:
-                        shutil.copyfileobj(src, dst, 1 << 24)
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=str(gguf))
+    with _gguf_file(name, out.parent) as gguf:
+        tok = _tokenizer_from_gguf(gguf, spec)
         model = AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=str(gguf), dtype=torch.float32
         )
-    tok.eos_token = spec.eos_token
-    tok.pad_token = spec.pad_token
-    tok.clean_up_tokenization_spaces = False  # BPE: clean-up would strip spaces before punctuation
     eos_id = tok.convert_tokens_to_ids(spec.eos_token)
     pad_id = tok.convert_tokens_to_ids(spec.pad_token)
     # The quantizer marker makes save_pretrained refuse ("cannot save a quantized model").
@@ -215,6 +210,59 @@ def _convert(name: str, out: Path, *, quiet: bool) -> None:
         )
     if not quiet:
         print(f"kwrl: {name} -> {out} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+
+
+@contextmanager
+def _gguf_file(name: str, scratch_parent: Path) -> Iterator[Path]:
+    """The GGUF of `name` as one file: the installed one, or its chunks joined in a temp dir."""
+    parts = gguf_parts(name)
+    if len(parts) == 1:
+        yield parts[0]
+        return
+    scratch_parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{name}.gguf.", dir=scratch_parent) as scratch:
+        gguf = Path(scratch) / f"{name}.gguf"
+        with open(gguf, "wb") as dst:
+            for p in parts:
+                with open(p, "rb") as src:
+                    shutil.copyfileobj(src, dst, 1 << 24)
+        yield gguf
+
+
+def _tokenizer_from_gguf(gguf: Path, spec: PackagedModel) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=str(gguf))
+    tok.eos_token = spec.eos_token
+    tok.pad_token = spec.pad_token
+    tok.clean_up_tokenization_spaces = False  # BPE: clean-up would strip spaces before punctuation
+    return tok
+
+
+def ensure_tokenizer(name: str = DEFAULT_MODEL) -> Path:
+    """A folder holding packaged model `name`'s tokenizer, without converting the weights.
+
+    The converted model folder when it exists, else a tokenizer-only folder (a few MB, seconds to
+    make) at `$KWRL_CACHE/models/<name>.tokenizer`: what a process that only tokenizes needs.
+    """
+    name = ALIASES.get(name.lower(), name.lower())
+    spec = _spec(name)
+    full = cache_dir() / name
+    if (full / _DONE).is_file():
+        return full
+    out = cache_dir() / f"{name}.tokenizer"
+    if (out / "tokenizer_config.json").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{name}.tokenizer.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "tokenizer_config.json").is_file():
+            with _gguf_file(name, out.parent) as gguf:
+                tok = _tokenizer_from_gguf(gguf, spec)
+            with atomic_dir(out) as tmp:
+                tmp.chmod(0o755)
+                tok.save_pretrained(tmp)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

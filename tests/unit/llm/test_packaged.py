@@ -82,3 +82,23 @@ def test_a_fresh_cache_converts_smollm2(tmp_path: Path, monkeypatch: pytest.Monk
     model = AutoModelForCausalLM.from_pretrained(out)
     assert model.config.eos_token_id == 2
     assert not any(p.name.endswith(".tmp") for p in out.parent.iterdir())
+
+
+@pytest.mark.slow  # parsing the GGUF vocabulary takes ~20 s on an idle 2-core CPU
+def test_a_tokenizer_alone_converts_without_the_weights(
+    smollm2_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import AutoTokenizer
+
+    from kwrl.llm.packaged import ensure_tokenizer
+
+    assert ensure_tokenizer("smollm2-135m") == smollm2_dir  # the full folder, when converted
+    monkeypatch.setenv("KWRL_CACHE", str(tmp_path))
+    out = ensure_tokenizer("smollm2-135m")
+    assert out == tmp_path / "models" / "smollm2-135m.tokenizer"
+    assert not list(out.glob("*.safetensors"))
+    alone, full = AutoTokenizer.from_pretrained(out), AutoTokenizer.from_pretrained(smollm2_dir)
+    assert alone.eos_token == full.eos_token == "<|im_end|>"
+    text = "<|im_start|>user\nQ3 revenue, please.<|im_end|>\n"
+    assert alone.encode(text) == full.encode(text)
+    assert ensure_tokenizer("smollm2") == out
