@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from kwrl.llm.tool_prompt import (
     chat_prompt_text,
     parse_tool_calls,
@@ -89,3 +91,17 @@ def test_smollm2_ignores_tools_so_they_are_rendered_into_its_system_prompt(
     assert text.startswith("<|im_start|>system\n\n\n# Tools")
     assert json.dumps(TOOL) in text
     assert text.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+
+
+@pytest.mark.slow  # first use converts the Qwen tokenizer from its 469 MiB GGUF
+def test_qwen_renders_tools_itself_in_the_same_hermes_wording(smollm2_tokenizer: Any) -> None:
+    from transformers import AutoTokenizer
+
+    from kwrl.llm.packaged import ensure_tokenizer
+
+    qwen = AutoTokenizer.from_pretrained(ensure_tokenizer("qwen2.5-coder-0.5b"))
+    assert template_renders_tools(qwen) is True
+    messages = [{"role": "system", "content": "Sys"}, {"role": "user", "content": "hi"}]
+    assert chat_prompt_text(qwen, messages, [TOOL]) == chat_prompt_text(
+        smollm2_tokenizer, messages, [TOOL]
+    )
