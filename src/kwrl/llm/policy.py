@@ -4,7 +4,7 @@ A policy is named by one spec string, so a CLI flag or a TOML line picks any of 
 
 - `http://127.0.0.1:8000/v1#smollm2`: an OpenAI-compatible server (vLLM, `kwrl serve`), TITO
   through `/v1/completions` (`completions`); the part after `#` is the served model name
-  (default: the first id of `/v1/models` is not fetched; `default` is sent).
+  (`default` when absent; `kwrl serve` answers to any name, vLLM wants its served name).
 - `litellm:gemini/gemini-2.5-flash`: any litellm model, chat only (`litellm`).
 - `engine:smollm2-135m`: an in-process engine over a packaged name, a folder or a hub id
   (`engine`). Engines are shared per process and engine config: building the same policy twice
