@@ -3,7 +3,8 @@
 One row per task: `prompt` (chat messages: the task instruction as one user turn; SkyRL uses it
 for its length filter and logs, the generator runs the task dir itself), `env_class` ("kwrl"),
 and env extras `task_path` (absolute task dir: what the generator runs), `task_id`, `world_id`,
-`domain`. Rows are sorted by task dir name, so the file is deterministic for a dataset.
+`domain`, and `data_source` (the domain: SkyRL's evaluation reports metrics per data source, so
+APEX evaluations come out per domain). Rows are sorted by task dir name, so the file is deterministic for a dataset.
 
 `python -m kwrl.train.skyrl.data DATASET OUT.parquet [--task SLUG]...`
 """
@@ -51,6 +52,7 @@ def prompt_row(task_dir: Path) -> dict[str, Any]:
         "task_id": str(meta.get("task_id") or task_dir.name),
         "world_id": str(meta.get("world_id") or ""),
         "domain": str(meta.get("domain") or ""),
+        "data_source": str(meta.get("domain") or "kwrl"),
     }
 
 

@@ -27,7 +27,7 @@ def test_prompts_parquet_has_one_row_per_task_and_skyrls_dataset_reads_it(tmp_pa
 
     rows = pq.read_table(out).to_pylist()
     assert [r["task_path"] for r in rows] == [str(t.resolve()) for t in sorted(tasks)]
-    assert rows[0]["env_class"] == "kwrl"
+    assert rows[0]["env_class"] == "kwrl" and rows[0]["data_source"]
     assert rows[0]["prompt"][0]["role"] == "user"
     assert rows[0]["prompt"][0]["content"] == (tasks[0] / "instruction.md").read_text()
 
