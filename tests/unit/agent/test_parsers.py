@@ -198,3 +198,21 @@ def test_unknown_parser_name_says_which_exist() -> None:
     with pytest.raises(ValueError, match="hermes"):
         build_parser("nope")
     assert {"hermes", "qwen3_xml", "glm4"} <= set(PARSERS)
+
+
+# Sampled (greedy) from the packaged Qwen2.5-Coder-0.5B-Instruct with its own tool template,
+# `excel_read_tab` offered; the turn ended on <|im_end|>, which the text omits.
+QWEN25_CODER_SAMPLED = (
+    '<tool_call>\n{"name": "excel_read_tab", "arguments": {"file_path": "/filesystem/budget.xlsx", '
+    '"tab_index": 0}}\n</tool_call>'
+)
+
+
+def test_hermes_parses_a_turn_sampled_from_qwen25_coder() -> None:
+    r = build_parser("hermes").parse(QWEN25_CODER_SAMPLED, TOOLS)
+    assert not r.malformed and r.content == ""
+    (call,) = r.tool_calls
+    assert (call.name, call.arguments) == (
+        "excel_read_tab",
+        {"file_path": "/filesystem/budget.xlsx", "tab_index": 0},
+    )
