@@ -217,7 +217,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
                     lp = token_logprobs(model, b)
                     loss = -(lp * b.mask_B_L).sum() / max(n_tok, 1)
                     loss.backward()
-                    loss_total += float(loss)
+                    loss_total += float(loss.detach())
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step()
                 opt.zero_grad(set_to_none=True)

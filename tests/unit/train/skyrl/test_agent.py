@@ -19,6 +19,7 @@ async def test_weight_version_becomes_the_cache_salt_and_session_id_is_kept(tmp_
         tokenizer="smollm2-135m",
         max_steps=3,
     )
+    agent.session_id = "t__s0__agent"  # what harbor's Trial does after building the agent
     assert agent.session_id == "train-s000002-ab12cd34-7_1" and agent.config.max_steps == 3
     policy = agent._build_policy()
     assert policy.weight_version == 7
@@ -44,4 +45,6 @@ async def test_weight_version_becomes_the_cache_salt_and_session_id_is_kept(tmp_
 
 def test_without_a_weight_version_the_client_keeps_its_default(tmp_path: Path) -> None:
     agent = SkyRLKwrlAgent(tmp_path, "http://127.0.0.1:9/v1#policy", tokenizer="smollm2-135m")
+    agent.session_id = "t__s0__agent"
+    assert agent.session_id == "t__s0__agent"
     assert agent._build_policy().weight_version == 0
