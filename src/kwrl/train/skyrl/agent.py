@@ -1,7 +1,8 @@
 """`SkyRLKwrlAgent`: KwrlAgent with the routing and caching keys a SkyRL fleet needs.
 
-Two kwargs on top of KwrlAgent's: `session_id` (the generator passes one per trial attempt, so
-SkyRL's router keeps a trial's turns on one engine and its prefix cache) and `weight_version`
+Two kwargs on top of KwrlAgent's: `session_id` (the generator passes one per trial, so SkyRL's
+router keeps a trial's turns on one engine and its prefix cache; KwrlAgent appends a per-attempt
+suffix; harbor's own per-trial value, assigned after construction, is kept aside) and `weight_version`
 (the policy version when the batch started; the completions client salts vLLM's prefix cache
 with `w<version>`, so cache blocks are never shared across weight versions).
 """
@@ -26,9 +27,20 @@ class SkyRLKwrlAgent(KwrlAgent):
         weight_version: int | None = None,
         **kwargs: Any,
     ) -> None:
+        self._router_session_id = session_id
+        self._harbor_session_id: str | None = None
         super().__init__(logs_dir, model_name, *args, **kwargs)
-        self.session_id = session_id
         self.weight_version = weight_version
+
+    @property
+    def session_id(self) -> str | None:  # type: ignore[override]
+        """The generator's session id when given, else harbor's (harbor assigns its own after
+        building the agent; the router must see the generator's)."""
+        return self._router_session_id or self._harbor_session_id
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:
+        self._harbor_session_id = value
 
     @staticmethod
     def name() -> str:
