@@ -33,13 +33,13 @@ class SkyRLKwrlAgent(KwrlAgent):
         self.weight_version = weight_version
 
     @property
-    def session_id(self) -> str | None:  # type: ignore[override]
+    def session_id(self) -> str | None:  # pyright: ignore[reportIncompatibleVariableOverride]
         """The generator's session id when given, else harbor's (harbor assigns its own after
         building the agent; the router must see the generator's)."""
         return self._router_session_id or self._harbor_session_id
 
     @session_id.setter
-    def session_id(self, value: str | None) -> None:
+    def session_id(self, value: str | None) -> None:  # pyright: ignore[reportIncompatibleVariableOverride]
         self._harbor_session_id = value
 
     @staticmethod
