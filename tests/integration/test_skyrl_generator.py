@@ -86,21 +86,22 @@ async def test_generator_runs_real_trials_and_its_output_feeds_skyrls_trainer_co
     validate_generator_output(len(batch["prompts"]), out)
     trial_dirs = sorted((tmp_path / "trials").glob("train-s000001-*/*"))
     assert len(trial_dirs) >= 4
-    for rec in out["env_metrics"] or []:
-        if rec["cause"] == "none":
-            result = json.loads((tmp_path / "trials").joinpath(
-                next(p.parent.name for p in trial_dirs if p.name == rec["trial"]), rec["trial"], "result.json"
-            ).read_text())  # fmt: skip
-            meta = result["agent_result"]["metadata"]
-            assert meta["session_id"].startswith("train-s000001-")
-            assert all(t["weight_version"] in (None, 3) for t in meta["turn_stats"])
-    graded = [m for m in out["env_metrics"] or [] if m["cause"] == "none"]
-    assert graded, f"no trial was graded: {out['env_metrics']}"
-    for i, m in enumerate(out["env_metrics"] or []):
-        if sum(out["loss_masks"][i]):
-            # a trained row is the trial's TITO arrays: sampled tokens masked 1, logprobs aligned
-            assert len(out["rollout_logprobs"][i]) == len(out["response_ids"][i])  # type: ignore[index]
-            assert m["cause"] in ("none", "max_tokens", "context_overflow")
+    by_name = {p.name: p for p in trial_dirs}
+    records = out["env_metrics"] or []
+    # the untrained 135M model rambles: turns are cut at 12 tokens (reward 0, still trained)
+    assert all(r["cause"] in ("none", "max_tokens", "context_overflow") for r in records), records
+    assert all(r["reward"] is not None for r in records), "every trial was graded"
+    for i, rec in enumerate(records):
+        result = json.loads((by_name[rec["trial"]] / "result.json").read_text())
+        meta = result["agent_result"]["metadata"]
+        assert meta["session_id"].startswith("train-s000001-")  # per-trial session for the router
+        # a trained row is exactly the trial's TITO arrays
+        assert sum(out["loss_masks"][i]) > 0
+        assert out["prompt_token_ids"][i] == meta["prompt_token_ids"]
+        assert out["response_ids"][i] == meta["response_ids"]
+        assert out["loss_masks"][i] == meta["loss_mask"]
+        assert out["rollout_logprobs"][i] == meta["rollout_logprobs"]  # type: ignore[index]
+        assert out["rewards"][i] == rec["reward"]
     assert "kwrl/criterion_pass_rate" in metrics and "kwrl/tool_calls" in metrics
 
     kept = zero_variance_filter(out["rewards"], uids, loss_masks=out["loss_masks"], tol=1e-6)  # type: ignore[arg-type]
