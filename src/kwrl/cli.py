@@ -49,7 +49,9 @@ def main() -> None:
     try:
         app()
     except KwrlError as e:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/red] {e}", highlight=False, markup=True
+        )
         raise SystemExit(2) from None
 
 

@@ -22,7 +22,9 @@ from kwrl.io import write_text
 class KwrlConfig(BaseModel):
     """Base for every kwrl config: unknown keys are errors, field docstrings are descriptions."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, validate_assignment=True
+    )
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
