@@ -189,13 +189,15 @@ def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None
         "--hostname",
         "kwrl-sandbox",
         *([] if spec.share_net else ["--unshare-net"]),
+        # /tmp first: the venv and source binds may live under /tmp (a checkout there), and a
+        # tmpfs mounted after them would hide them.
+        "--tmpfs",
+        "/tmp",
         *host_binds(spec.extra_ro),
         "--proc",
         "/proc",
         "--dev",
         "/dev",
-        "--tmpfs",
-        "/tmp",
         "--bind",
         str(merged / "filesystem"),
         "/filesystem",
