@@ -37,6 +37,7 @@ __all__ = [
     "ToolError",
     "cached",
     "delete_file",
+    "edit_file",
     "existing_file",
     "file_lock",
     "image_file",
@@ -163,6 +164,23 @@ def save_atomic(obj: Any, path: Path) -> None:
     buf = io.BytesIO()
     obj.save(buf)
     write_atomic(path, buf.getvalue())
+
+
+def edit_file[T](
+    root: Path,
+    file_path: str,
+    exts: Sequence[str],
+    loader: Callable[[Path], T],
+    kind: str,
+    fn: Callable[[T], str],
+) -> str:
+    """Load, edit with `fn` (returns a message), save atomically, all under the file's lock."""
+    p = existing_file(root, file_path, exts)
+    with file_lock(p):
+        obj = open_file(root, p, loader, kind)
+        msg = fn(obj)
+        save_atomic(obj, p)
+    return f"{msg} in {rel(root, p)}"
 
 
 # -- rendering -----------------------------------------------------------------------------------

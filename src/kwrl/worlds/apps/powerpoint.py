@@ -25,13 +25,13 @@ from kwrl.worlds.apps.base import ToolError, page_text, rel
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
+    edit_file,
     existing_file,
     file_lock,
     image_file,
     image_result,
     md_table,
     new_file,
-    open_file,
     parse_color,
     save_atomic,
     transform_image,
@@ -78,12 +78,7 @@ def build(roots: WorldRoots) -> FastMCP:
         return p, cached(root, p, _load, KIND)
 
     def edit_deck(file_path: str, fn: Any) -> str:
-        p = existing_file(root, file_path, EXTS)
-        with file_lock(p):
-            prs = open_file(root, p, _load, KIND)
-            msg = fn(prs)
-            save_atomic(prs, p)
-        return f"{msg} in {rel(root, p)}"
+        return edit_file(root, file_path, EXTS, _load, KIND, fn)
 
     @mcp.tool
     def create_slides(

@@ -29,13 +29,13 @@ from kwrl.worlds.apps.office_blocks import Block, parse_content
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
+    edit_file,
     existing_file,
     file_lock,
     image_file,
     image_result,
     md_table,
     new_file,
-    open_file,
     parse_color,
     save_atomic,
     transform_image,
@@ -94,12 +94,7 @@ def build(roots: WorldRoots) -> FastMCP:
         return p, cached(root, p, _load, KIND)
 
     def edit_doc(file_path: str, fn: Any) -> str:
-        p = existing_file(root, file_path, EXTS)
-        with file_lock(p):
-            doc = open_file(root, p, _load, KIND)
-            msg = fn(doc)
-            save_atomic(doc, p)
-        return f"{msg} in {rel(root, p)}"
+        return edit_file(root, file_path, EXTS, _load, KIND, fn)
 
     def style_of(doc: DocxDocument, style: str | None) -> Any:
         return None if style is None else ensure_style(doc, style)
