@@ -51,7 +51,9 @@ def serve(
     )
     engine = Engine.from_config(cfg)
     app = build_app(engine, served_name or model)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted sockets (else ~40 ms per reply).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]

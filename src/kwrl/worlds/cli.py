@@ -38,7 +38,9 @@ def _bind(host: str, port: int, uds: Path | None) -> tuple[socket.socket, str]:
         sock.bind(str(uds))
         return sock, f"unix://{uds}"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when proto says TCP;
+    # with proto 0 every response waits ~40 ms on Nagle + delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -61,3 +61,35 @@ def test_a_broken_app_module_is_an_error_not_a_skip(tmp_path: Path, monkeypatch)
     with pytest.raises(ModuleNotFoundError, match="kwrl_no_such_dependency"):
         gateway.build_server(WorldRoots.of_dir(tmp_path))
     sys.modules.pop("brokenapps", None)
+
+
+def test_bound_tcp_socket_gets_nodelay_on_accept() -> None:
+    """asyncio sets TCP_NODELAY only on proto=IPPROTO_TCP sockets; without it each reply waits ~40 ms."""
+    import asyncio
+    import socket
+
+    from kwrl.worlds.cli import _bind
+
+    sock, url = _bind("127.0.0.1", 0, None)
+    assert sock.proto == socket.IPPROTO_TCP
+    seen: list[int] = []
+
+    async def main() -> None:
+        async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            raw = w.get_extra_info("socket")
+            seen.append(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            w.close()
+
+        server = await asyncio.start_server(on_conn, sock=sock)
+        port = sock.getsockname()[1]
+        _, w = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        w.close()
+        server.close()
+
+    asyncio.run(main())
+    assert url.startswith("http://127.0.0.1:")
+    assert seen and seen[0] != 0
