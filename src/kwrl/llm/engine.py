@@ -14,8 +14,13 @@ prompt + completion reproduces them: the TITO property the trainer relies on. to
 applied when sampling but not folded into the logprob, as a trainer recomputes it. The finish
 reason is STOP (EOS or a stop string), LENGTH (max_tokens) or CONTEXT (the context window ran out).
 
-Weights change only between batches: `update_weights` / `load_weights` wait for the running batch,
-copy tensors in place and bump `weight_version`, which every output carries.
+Weights change in two ways. `update_weights` / `load_weights` wait for the running batch, copy
+tensors in place and bump `weight_version`. `stage_weights` (the disaggregated trainer's path, as
+SkyRL's in-flight weight sync) never waits for a batch: the decode loop applies the staged tensors
+between two decode steps, then re-prefills every live row (prompt + tokens so far) under the new
+weights, so the next token's logprob is exactly what a fresh forward of the new model over that
+prefix gives (the KV cache of the old weights is dropped, not reused). Each output carries the
+version of every token (`token_versions`); its `weight_version` is the first token's (the oldest).
 
 Seeds: a request with a seed samples from its own generator, so it is reproducible for the same
 weights and batch composition (padding can move logits by float rounding).
@@ -75,6 +80,13 @@ class EngineOutput:
     finish_reason: FinishReason
     prompt_tokens: int
     weight_version: int
+    """Version of the weights that sampled the first token (the oldest; the batch's when none)."""
+    token_versions: list[int] = field(default_factory=list)
+    """Weight version that sampled each token (rises when a staged update lands mid-completion)."""
+
+    @property
+    def last_weight_version(self) -> int:
+        return self.token_versions[-1] if self.token_versions else self.weight_version
 
 
 @dataclass
@@ -84,6 +96,7 @@ class _Request:
     future: concurrent.futures.Future[EngineOutput]
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
     limit: int = 0
     limit_is_context: bool = False
     text: str | None = None
@@ -120,11 +133,21 @@ class Engine:
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else next(iter(self.eos_ids)))
         self._lock = threading.Lock()  # held for a whole batch and for a weight update
+        self._stage_lock = threading.Lock()  # guards _staged
+        self._staged: _Staged | None = None
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._seed_rng = torch.Generator().manual_seed(int(time.time_ns() % (1 << 62)))
         self._closed = False
-        self.stats = {"batches": 0, "requests": 0, "completion_tokens": 0, "largest_batch": 0}
-        """Counters since start: batches run, requests served, tokens sampled, largest batch."""
+        self.stats = {
+            "batches": 0,
+            "requests": 0,
+            "completion_tokens": 0,
+            "largest_batch": 0,
+            "staged_updates": 0,
+            "mid_batch_updates": 0,
+        }
+        """Counters since start: batches, requests, tokens sampled, largest batch, staged weight
+        updates applied, and how many of those landed inside a running batch."""
         self._worker = threading.Thread(target=self._run, name=f"kwrl-engine-{name}", daemon=True)
         self._worker.start()
 
@@ -189,29 +212,82 @@ class Engine:
 
     # ---- weights ---------------------------------------------------------------------------
 
+    def _check_state(self, state_dict: Mapping[str, torch.Tensor], what: str) -> None:
+        own = self.model.state_dict()
+        unknown = [k for k in state_dict if k not in own]
+        if unknown:
+            raise ConfigError(f"{what}: unknown parameter names {unknown[:5]}")
+        wrong = [k for k, v in state_dict.items() if tuple(v.shape) != tuple(own[k].shape)]
+        if wrong:
+            k = wrong[0]
+            raise ConfigError(
+                f"{what}: {k}: shape {tuple(state_dict[k].shape)} != {tuple(own[k].shape)}"
+            )
+
+    def _copy_in(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        import torch
+
+        own = self.model.state_dict()
+        with torch.no_grad():
+            for k, v in state_dict.items():
+                own[k].copy_(v.to(device=own[k].device, dtype=own[k].dtype))
+
     def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> int:
         """Copy `state_dict` (all or some parameters) into the model between batches.
 
         Returns the new `weight_version`. Unknown names or shape mismatches raise ConfigError
         before anything is copied.
         """
-        import torch
-
-        own = self.model.state_dict()
-        unknown = [k for k in state_dict if k not in own]
-        if unknown:
-            raise ConfigError(f"update_weights: unknown parameter names {unknown[:5]}")
-        wrong = [k for k, v in state_dict.items() if tuple(v.shape) != tuple(own[k].shape)]
-        if wrong:
-            k = wrong[0]
-            raise ConfigError(
-                f"update_weights: {k}: shape {tuple(state_dict[k].shape)} != {tuple(own[k].shape)}"
-            )
-        with self._lock, torch.no_grad():
-            for k, v in state_dict.items():
-                own[k].copy_(v.to(device=own[k].device, dtype=own[k].dtype))
+        self._check_state(state_dict, "update_weights")
+        with self._lock:
+            self._copy_in(state_dict)
             self.weight_version += 1
             return self.weight_version
+
+    def stage_weights(
+        self, state_dict: Mapping[str, torch.Tensor], version: int | None = None
+    ) -> concurrent.futures.Future[int]:
+        """Apply `state_dict` at the next decode step of the running batch (or now, when idle).
+
+        The future resolves to the new `weight_version` (`version` if given, else the current
+        one + 1) once the tensors are in the model; the caller must not modify them before.
+        Updates staged before one lands are merged (later tensors win, the last version wins).
+        """
+        self._check_state(state_dict, "stage_weights")
+        fut: concurrent.futures.Future[int] = concurrent.futures.Future()
+        with self._stage_lock:
+            if self._staged is None:
+                self._staged = _Staged({}, None, [])
+            self._staged.tensors.update(state_dict)
+            self._staged.version = version
+            self._staged.futures.append(fut)
+        # Idle engine: apply here. Busy: the decode loop (or the end of the batch) applies it.
+        if self._lock.acquire(blocking=False):
+            try:
+                self._apply_staged()
+            finally:
+                self._lock.release()
+        return fut
+
+    def _apply_staged(self) -> bool:
+        """Land the staged update; the caller holds `_lock`. False when nothing was staged."""
+        with self._stage_lock:
+            staged, self._staged = self._staged, None
+        if staged is None:
+            return False
+        try:
+            self._copy_in(staged.tensors)
+        except Exception as e:
+            for f in staged.futures:
+                f.set_exception(e)
+            raise
+        self.weight_version = (
+            staged.version if staged.version is not None else self.weight_version + 1
+        )
+        self.stats["staged_updates"] += 1
+        for f in staged.futures:
+            f.set_result(self.weight_version)
+        return True
 
     async def aupdate_weights(self, state_dict: Mapping[str, torch.Tensor]) -> int:
         return await asyncio.to_thread(self.update_weights, state_dict)
@@ -242,6 +318,8 @@ class Engine:
         self._closed = True
         self._queue.put(None)
         self._worker.join(timeout=60)
+        with self._lock:  # nobody waits forever on an update staged as the engine closed
+            self._apply_staged()
 
     def __enter__(self) -> Engine:
         return self
@@ -281,6 +359,9 @@ class Engine:
                 for r in live:
                     if not r.future.done():
                         r.future.set_exception(err)
+            if self._staged is not None:  # staged while the batch ended: land it now
+                with self._lock:
+                    self._apply_staged()
 
     def _generate_batch(self, reqs: list[_Request]) -> None:
         import torch
@@ -312,27 +393,25 @@ class Engine:
                     text=r.text if r.text is not None else self._decode_text(r.token_ids),
                     finish_reason=r.finish or FinishReason.LENGTH,
                     prompt_tokens=len(r.prompt_ids),
-                    weight_version=version,
+                    weight_version=r.versions[0] if r.versions else version,
+                    token_versions=r.versions,
                 )
             )
 
-    def _decode(self, rows: list[_Request]) -> None:
+    def _prefill(self, rows: list[_Request]) -> tuple[Any, Any, torch.Tensor, torch.Tensor]:
+        """Forward every row's prompt + tokens so far (left-padded) into a fresh KV cache."""
         import torch
         from transformers import DynamicCache
 
-        dev = self.device
-        width = max(len(r.prompt_ids) for r in rows)
+        seqs = [r.prompt_ids + r.token_ids for r in rows]
+        width = max(len(s) for s in seqs)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
-            mask[i, width - len(r.prompt_ids) :] = 1
-        ids, mask = ids.to(dev), mask.to(dev)
+        for i, seq in enumerate(seqs):
+            ids[i, width - len(seq) :] = torch.tensor(seq)
+            mask[i, width - len(seq) :] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        temps = torch.tensor(
-            [r.params.temperature if r.params.temperature > _GREEDY_T else 1.0 for r in rows],
-            device=dev,
-        )
         cache = DynamicCache(config=self.model.config)
         out = self.model(
             input_ids=ids,
@@ -342,7 +421,17 @@ class Engine:
             use_cache=True,
             logits_to_keep=1,
         )
-        next_pos = pos[:, -1:] + 1
+        return out, cache, mask, pos[:, -1:] + 1
+
+    def _decode(self, rows: list[_Request]) -> None:
+        import torch
+
+        dev = self.device
+        temps = torch.tensor(
+            [r.params.temperature if r.params.temperature > _GREEDY_T else 1.0 for r in rows],
+            device=dev,
+        )
+        out, cache, mask, next_pos = self._prefill(rows)
         while True:
             logits = out.logits[:, -1, :].float()
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
@@ -350,6 +439,7 @@ class Engine:
             for i, (r, tok) in enumerate(zip(rows, picked, strict=True)):
                 r.token_ids.append(tok)
                 r.logprobs.append(float(logp[i, tok]))
+                r.versions.append(self.weight_version)
                 self._check_finish(r)
             keep = [i for i, r in enumerate(rows) if r.finish is None]
             if not keep:
@@ -360,6 +450,11 @@ class Engine:
                 cache.batch_select_indices(sel)
                 mask, next_pos, temps = mask[sel], next_pos[sel], temps[sel]
                 rows = [rows[i] for i in keep]
+            if self._staged is not None and self._apply_staged():
+                # New weights: the old KV cache is theirs no more; recompute it over the prefix.
+                self.stats["mid_batch_updates"] += 1
+                out, cache, mask, next_pos = self._prefill(rows)
+                continue
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
             out = self.model(
                 input_ids=tok_col,
@@ -398,6 +493,13 @@ class Engine:
 
     def _decode_text(self, token_ids: list[int]) -> str:
         return str(self.tokenizer.decode(token_ids, skip_special_tokens=True))
+
+
+@dataclass
+class _Staged:
+    tensors: dict[str, Any]
+    version: int | None
+    futures: list[concurrent.futures.Future[int]]
 
 
 def _eos_ids(model: PreTrainedModel, tokenizer: Any) -> frozenset[int]:
