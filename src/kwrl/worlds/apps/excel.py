@@ -19,14 +19,9 @@ import csv
 import io
 import warnings
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import openpyxl
 from fastmcp import FastMCP
-from openpyxl.styles import Font
-from openpyxl.utils import get_column_letter
-from openpyxl.workbook.workbook import Workbook
-from openpyxl.worksheet.worksheet import Worksheet
 from pydantic import Field
 
 from kwrl.worlds.apps.base import ToolError, page_text, rel
@@ -58,6 +53,10 @@ from kwrl.worlds.apps.office_xlsx import (
 )
 from kwrl.worlds.layout import WorldRoots
 
+if TYPE_CHECKING:
+    from openpyxl.workbook.workbook import Workbook
+    from openpyxl.worksheet.worksheet import Worksheet
+
 # openpyxl warns on each load of a workbook using extensions it drops (slicers, some validations);
 # nobody downstream can act on it, and it floods the gateway's stderr.
 warnings.filterwarnings(
@@ -75,11 +74,15 @@ Offset = Annotated[
 
 
 def _formulas(p: Path) -> Workbook:
+    import openpyxl
+
     # keep_vba: an .xlsm saved without its macro part would no longer open in Excel
     return openpyxl.load_workbook(p, keep_vba=p.suffix.lower() == ".xlsm")
 
 
 def _values(p: Path) -> Workbook:
+    import openpyxl
+
     return openpyxl.load_workbook(p, data_only=True)
 
 
@@ -131,6 +134,8 @@ def build(roots: WorldRoots) -> FastMCP:
         overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
     ) -> str:
         """Create a new .xlsx workbook with named sheets, optional headers and rows."""
+        from openpyxl.workbook.workbook import Workbook
+
         target = new_file(root, directory, file_name, ".xlsx", overwrite=overwrite)
         specs: list[SheetSpec] = sheets or [{"name": "Sheet1"}]
         wb = Workbook()
@@ -217,6 +222,9 @@ def build(roots: WorldRoots) -> FastMCP:
     @mcp.tool
     def list_tabs_in_spreadsheet(file_path: FilePath) -> str:
         """List the worksheets of a workbook: index, name, used range, size."""
+        from openpyxl.utils import get_column_letter
+        from openpyxl.worksheet.worksheet import Worksheet
+
         p, fwb, _ = read_books(file_path)
         rows: list[list[Any]] = []
         for s in fwb._sheets:  # type: ignore[attr-defined]  # worksheets AND chartsheets, in order
@@ -385,6 +393,8 @@ def build(roots: WorldRoots) -> FastMCP:
         offset: Offset = 0,
     ) -> str:
         """Rows of a worksheet whose cells meet the conditions (compared on cached values)."""
+        from openpyxl.utils import get_column_letter
+
         if not filters:
             raise ToolError("filters is empty; pass at least one {column, operator, value}")
         p, _, vwb = read_books(file_path)
@@ -460,6 +470,8 @@ def _check_title(wb: Workbook, name: str) -> None:
 
 
 def _fill(ws: Worksheet, headers: list[Any] | None, rows: list[list[Any]]) -> None:
+    from openpyxl.styles import Font
+
     if headers:
         ws.append([coerce(v) for v in headers])
         for c in ws[1]:

@@ -15,6 +15,9 @@ Identifiers (Archipelago's grammar) name one element so edits are precise:
 Paragraph and table indices count paragraphs and tables separately, as python-docx's
 `.paragraphs` / `.tables` do; `render_document` prints them in document order with their ids.
 Images are numbered in body order (`img0`, `img1`, ...) over every `a:blip` in the body.
+
+python-docx is imported inside the helpers that use it at run time (annotations only need it for
+type checking): the gateway imports this module at start-up, python-docx is ~0.15 s to import.
 """
 
 from __future__ import annotations
@@ -22,21 +25,17 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from docx.document import Document as DocxDocument
-from docx.enum.section import WD_ORIENT
-from docx.enum.style import WD_STYLE_TYPE
-from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_BREAK
-from docx.oxml import OxmlElement
-from docx.shared import Pt
-from docx.table import Table, _Cell, _Row
-from docx.text.paragraph import Paragraph
-from docx.text.run import Run
+from typing import TYPE_CHECKING, Any
 
 from kwrl.worlds.apps.base import ToolError
 from kwrl.worlds.apps.office_blocks import Block, inline_runs
 from kwrl.worlds.apps.office_common import md_table
+
+if TYPE_CHECKING:
+    from docx.document import Document as DocxDocument
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+    from docx.text.run import Run
 
 
 @dataclass
@@ -133,6 +132,8 @@ def paragraphs_of(t: Target) -> list[Paragraph]:
 
 def runs_of(t: Target) -> list[Run]:
     """Every run a target covers, including runs inside hyperlinks."""
+    from docx.text.run import Run
+
     if t.kind == "run":
         return [t.obj]
     runs: list[Run] = []
@@ -228,6 +229,10 @@ def _table_lines(tbl: Table, ident: str) -> list[str]:
 
 def render_container(container: Any, prefix: str, blips: list[Any], show_runs: bool) -> list[str]:
     """Lines for each paragraph and table of a body / header / footer, in document order."""
+    from docx.document import Document as DocxDocument
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
     lines: list[str] = []
     p_i = t_i = 0
     element = container.element.body if isinstance(container, DocxDocument) else container._element
@@ -278,19 +283,27 @@ def remove_element(el: Any) -> None:
 
 
 def is_cell(obj: Any) -> bool:
+    from docx.table import _Cell
+
     return isinstance(obj, _Cell)
 
 
 def is_row(obj: Any) -> bool:
+    from docx.table import _Row
+
     return isinstance(obj, _Row)
 
 
-ALIGN = {
-    "left": WD_ALIGN_PARAGRAPH.LEFT,
-    "center": WD_ALIGN_PARAGRAPH.CENTER,
-    "right": WD_ALIGN_PARAGRAPH.RIGHT,
-    "justify": WD_ALIGN_PARAGRAPH.JUSTIFY,
-}
+def paragraph_alignment(name: str) -> Any:
+    """python-docx's paragraph alignment for 'left' | 'center' | 'right' | 'justify'."""
+    from docx.enum.text import WD_ALIGN_PARAGRAPH
+
+    return {
+        "left": WD_ALIGN_PARAGRAPH.LEFT,
+        "center": WD_ALIGN_PARAGRAPH.CENTER,
+        "right": WD_ALIGN_PARAGRAPH.RIGHT,
+        "justify": WD_ALIGN_PARAGRAPH.JUSTIFY,
+    }[name]
 
 
 def add_text_runs(p: Paragraph, text: str, rpr: Any = None) -> None:
@@ -306,6 +319,8 @@ def add_text_runs(p: Paragraph, text: str, rpr: Any = None) -> None:
 
 def write_blocks(doc: DocxDocument, blocks: list[Block]) -> None:
     """Append content blocks to a document body."""
+    from docx.enum.text import WD_BREAK
+
     for b in blocks:
         t = b["type"]
         if t == "heading":
@@ -341,6 +356,9 @@ _HEADING_PT = {0: 26, 1: 16, 2: 13, 3: 12}
 def ensure_style(doc: DocxDocument, name: str) -> Any:
     """The paragraph style `name`; Word's built-in headings, Title and list styles are added
     when a document lacks them (Word keeps them latent until first use)."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.shared import Pt
+
     names = {s.name for s in doc.styles}
     if name in names:
         return doc.styles[name]
@@ -388,6 +406,9 @@ def set_paragraph_text(p: Paragraph, text: str) -> None:
 
 
 def new_paragraph_after(el: Any, parent: Any, text: str, style: Any, rpr: Any) -> Paragraph:
+    from docx.oxml import OxmlElement
+    from docx.text.paragraph import Paragraph
+
     new = OxmlElement("w:p")
     el.addnext(new)
     para = Paragraph(new, parent)
@@ -457,6 +478,8 @@ def inches(v: Any) -> str:
 
 
 def orientation_of(sec: Any) -> str:
+    from docx.enum.section import WD_ORIENT
+
     return "landscape" if sec.orientation == WD_ORIENT.LANDSCAPE else "portrait"
 
 

@@ -10,26 +10,26 @@ lists them (`read_individualslide` prints those indices). Pictures get annotatio
 the deck's own layouts by name, then by placeholder kinds. Decks whose masters lack such layouts
 (many real decks only have 'Blank') still get a title and bullets: as text boxes named
 "Title" / "Body", which the readers and editors treat like the placeholders.
+
+python-pptx (and openpyxl, for chart data read from a workbook) are imported inside the helpers
+that use them at run time: the gateway imports this module at start-up for the argument
+TypedDicts, and python-pptx costs ~0.1 s to import.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
-
-import openpyxl
-from pptx.chart.data import CategoryChartData, XyChartData
-from pptx.enum.chart import XL_CHART_TYPE
-from pptx.enum.shapes import MSO_SHAPE, MSO_SHAPE_TYPE, PP_PLACEHOLDER
-from pptx.presentation import Presentation as PptxPresentation
-from pptx.shapes.base import BaseShape
-from pptx.slide import Slide
-from pptx.util import Emu, Inches, Pt
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from kwrl.worlds.apps.base import ToolError, rel
 from kwrl.worlds.apps.office_common import cached, existing_file, md_table
 from kwrl.worlds.apps.office_xlsx import fmt, parse_range
+
+if TYPE_CHECKING:
+    from pptx.presentation import Presentation as PptxPresentation
+    from pptx.shapes.base import BaseShape
+    from pptx.slide import Slide
 
 LAYOUT_NAMES = {
     "title": ("Title Slide",),
@@ -39,11 +39,18 @@ LAYOUT_NAMES = {
     "title_only": ("Title Only",),
     "blank": ("Blank",),
 }
-_TITLE_TYPES = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE)
-_BODY_TYPES = (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT)
+
+
+def _body_types() -> tuple[Any, ...]:
+    """Placeholder kinds that hold body text: body, object (content) and subtitle."""
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    return (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT, PP_PLACEHOLDER.SUBTITLE)
 
 
 def pick_layout(prs: PptxPresentation, layout: str) -> Any:
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
     layouts: list[Any] = list(prs.slide_layouts)
     for name in LAYOUT_NAMES.get(layout, ()):
         for lay in layouts:
@@ -55,8 +62,8 @@ def pick_layout(prs: PptxPresentation, layout: str) -> Any:
     )
     for lay in layouts:
         kinds = [ph.placeholder_format.type for ph in lay.placeholders]
-        has_title = any(k in _TITLE_TYPES for k in kinds)
-        bodies = sum(k in (*_BODY_TYPES, PP_PLACEHOLDER.SUBTITLE) for k in kinds)
+        has_title = any(k in (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE) for k in kinds)
+        bodies = sum(k in _body_types() for k in kinds)
         if has_title == want_title and bodies == want_body:
             return lay
     blank = [lay for lay in layouts if not list(lay.placeholders)]
@@ -78,10 +85,11 @@ def title_shape(slide: Slide) -> Any:
 
 def body_shape(slide: Slide, which: str = "body", *, create: bool = False) -> Any:
     """The body ('body'), left or right content placeholder, or the fallback 'Body' text box."""
+    from pptx.util import Inches
+
+    kinds = _body_types()
     bodies = [
-        s
-        for s in slide.placeholders
-        if s.placeholder_format.type in (*_BODY_TYPES, PP_PLACEHOLDER.SUBTITLE) and s.has_text_frame
+        s for s in slide.placeholders if s.placeholder_format.type in kinds and s.has_text_frame
     ]
     bodies.sort(key=lambda s: s.left or 0)
     if which == "right":
@@ -97,16 +105,22 @@ def body_shape(slide: Slide, which: str = "body", *, create: bool = False) -> An
 
 
 def subtitle_shape(slide: Slide) -> Any:
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
     subs = [s for s in slide.placeholders if s.placeholder_format.type == PP_PLACEHOLDER.SUBTITLE]
     return subs[0] if subs else body_shape(slide)
 
 
 def slide_width(slide: Slide) -> int:
+    from pptx.util import Inches
+
     prs_part = slide.part.package.presentation_part
     return int(prs_part.presentation.slide_width or Inches(10))
 
 
 def add_textbox(slide: Slide, name: str, x: int, y: int, w: int, h: int) -> Any:
+    from pptx.util import Emu
+
     box = slide.shapes.add_textbox(Emu(x), Emu(y), Emu(w), Emu(h))
     box.name = name
     box.text_frame.word_wrap = True
@@ -114,6 +128,8 @@ def add_textbox(slide: Slide, name: str, x: int, y: int, w: int, h: int) -> Any:
 
 
 def set_title(slide: Slide, text: str) -> None:
+    from pptx.util import Inches, Pt
+
     shape = title_shape(slide)
     if shape is None:
         shape = add_textbox(
@@ -163,6 +179,8 @@ def check_rows(rows: list[list[Any]], arg: str = "rows") -> None:
 
 
 def pictures(slide: Slide) -> list[Any]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     return [s for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE]
 
 
@@ -218,6 +236,8 @@ def slide_text_md(slide: Slide, index: int) -> str:
 
 
 def _shape_text(shape: Any, skip: Any) -> list[str]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     if skip is not None and shape.shape_id == skip.shape_id:
         return []
     if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
@@ -236,6 +256,8 @@ def _shape_text(shape: Any, skip: Any) -> list[str]:
 
 
 def slide_detail(slide: Slide, index: int) -> str:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     lines = [f"Slide {index}: layout {slide.slide_layout.name!r}, {len(slide.shapes)} shape(s)"]
     title = title_shape(slide)
     lines.append(f"title: {title.text_frame.text if title is not None else '(none)'}")
@@ -310,36 +332,46 @@ class SlideOp(TypedDict):
     notes: NotRequired[str]
 
 
-SHAPES = {
-    "rectangle": MSO_SHAPE.RECTANGLE,
-    "rounded_rectangle": MSO_SHAPE.ROUNDED_RECTANGLE,
-    "oval": MSO_SHAPE.OVAL,
-    "triangle": MSO_SHAPE.ISOSCELES_TRIANGLE,
-    "right_arrow": MSO_SHAPE.RIGHT_ARROW,
-    "left_arrow": MSO_SHAPE.LEFT_ARROW,
-    "up_arrow": MSO_SHAPE.UP_ARROW,
-    "down_arrow": MSO_SHAPE.DOWN_ARROW,
-    "pentagon": MSO_SHAPE.REGULAR_PENTAGON,
-    "hexagon": MSO_SHAPE.HEXAGON,
-    "star": MSO_SHAPE.STAR_5_POINT,
-    "heart": MSO_SHAPE.HEART,
-    "cloud": MSO_SHAPE.CLOUD,
-}
+def auto_shape(name: str) -> Any:
+    """python-pptx's auto shape type for an add_shape `shape_type` name."""
+    from pptx.enum.shapes import MSO_SHAPE
+
+    return {
+        "rectangle": MSO_SHAPE.RECTANGLE,
+        "rounded_rectangle": MSO_SHAPE.ROUNDED_RECTANGLE,
+        "oval": MSO_SHAPE.OVAL,
+        "triangle": MSO_SHAPE.ISOSCELES_TRIANGLE,
+        "right_arrow": MSO_SHAPE.RIGHT_ARROW,
+        "left_arrow": MSO_SHAPE.LEFT_ARROW,
+        "up_arrow": MSO_SHAPE.UP_ARROW,
+        "down_arrow": MSO_SHAPE.DOWN_ARROW,
+        "pentagon": MSO_SHAPE.REGULAR_PENTAGON,
+        "hexagon": MSO_SHAPE.HEXAGON,
+        "star": MSO_SHAPE.STAR_5_POINT,
+        "heart": MSO_SHAPE.HEART,
+        "cloud": MSO_SHAPE.CLOUD,
+    }[name]
 
 
-CHART_TYPES = {
-    "bar": XL_CHART_TYPE.COLUMN_CLUSTERED,
-    "horizontal_bar": XL_CHART_TYPE.BAR_CLUSTERED,
-    "line": XL_CHART_TYPE.LINE_MARKERS,
-    "pie": XL_CHART_TYPE.PIE,
-    "area": XL_CHART_TYPE.AREA,
-    "scatter": XL_CHART_TYPE.XY_SCATTER,
-    "doughnut": XL_CHART_TYPE.DOUGHNUT,
-    "radar": XL_CHART_TYPE.RADAR,
-}
+def chart_kind(name: str) -> Any:
+    """python-pptx's chart type for an insert_chart `chart_type` name."""
+    from pptx.enum.chart import XL_CHART_TYPE
+
+    return {
+        "bar": XL_CHART_TYPE.COLUMN_CLUSTERED,
+        "horizontal_bar": XL_CHART_TYPE.BAR_CLUSTERED,
+        "line": XL_CHART_TYPE.LINE_MARKERS,
+        "pie": XL_CHART_TYPE.PIE,
+        "area": XL_CHART_TYPE.AREA,
+        "scatter": XL_CHART_TYPE.XY_SCATTER,
+        "doughnut": XL_CHART_TYPE.DOUGHNUT,
+        "radar": XL_CHART_TYPE.RADAR,
+    }[name]
 
 
 def fill_slide(prs: PptxPresentation, spec: dict[str, Any]) -> Any:
+    from pptx.util import Emu, Inches
+
     layout = spec.get("layout") or "title_and_content"
     slide = prs.slides.add_slide(pick_layout(prs, layout))
     if spec.get("title") is not None and layout != "blank":
@@ -490,6 +522,8 @@ def read_sheet_range(
 ) -> list[list[Any]]:
     if not path or not rng:
         raise ToolError("pass data (a 2D list), or spreadsheet_path and data_range")
+    import openpyxl
+
     p = existing_file(root, path, (".xlsx", ".xlsm"), arg="spreadsheet_path")
     wb = cached(root, p, lambda q: openpyxl.load_workbook(q, data_only=True), "Excel (.xlsx)", "v")
     if sheet is not None and sheet not in wb.sheetnames:
@@ -512,6 +546,8 @@ def to_number(v: Any, where: str) -> float | None:
 
 
 def build_chart_data(table: list[list[Any]], chart_type: str, include_header: bool) -> Any:
+    from pptx.chart.data import CategoryChartData, XyChartData
+
     check_rows(table, "data")
     if len(table[0]) < 2:
         raise ToolError(

@@ -2,6 +2,9 @@
 
 Pure helpers over openpyxl objects; the MCP tools live in `excel.py`. References are A1
 notation, case-insensitive, optionally with `$` anchors; ranges `A1:C10`.
+
+openpyxl is imported inside the helpers that need it, never at module level: the gateway imports
+this module (for the argument TypedDicts) at start-up, and openpyxl costs ~0.25 s to import.
 """
 
 from __future__ import annotations
@@ -9,17 +12,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from typing import Any, Literal, NotRequired, TypedDict
-
-from openpyxl.chart import AreaChart, BarChart, LineChart, PieChart, Reference, ScatterChart
-from openpyxl.chart.series_factory import SeriesFactory
-from openpyxl.styles import Alignment, Font, PatternFill
-from openpyxl.utils import column_index_from_string, get_column_letter
-from openpyxl.workbook.workbook import Workbook
-from openpyxl.worksheet.worksheet import Worksheet
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from kwrl.worlds.apps.base import ToolError
 from kwrl.worlds.apps.office_common import md_table, parse_color
+
+if TYPE_CHECKING:
+    from openpyxl.workbook.workbook import Workbook
+    from openpyxl.worksheet.worksheet import Worksheet
+
+    SheetPicker = Callable[[Workbook, int | None, str | None], Worksheet]
 
 CellValue = str | int | float | bool | None
 
@@ -74,6 +76,8 @@ _REF = re.compile(r"^\$?([A-Za-z]{1,3})\$?([1-9][0-9]{0,6})$")
 
 def parse_ref(ref: str) -> tuple[int, int]:
     """'B5' -> (col 2, row 5)."""
+    from openpyxl.utils import column_index_from_string
+
     m = _REF.match(str(ref).strip())
     if not m:
         raise ToolError(f"bad cell reference {ref!r}; use A1 notation like 'B5'")
@@ -132,6 +136,8 @@ def used_bounds(ws: Worksheet) -> tuple[int, int]:
 
 
 def render_sheet(fws: Worksheet, vws: Worksheet, c1: int, r1: int, c2: int, r2: int) -> str:
+    from openpyxl.utils import get_column_letter
+
     if c2 < c1 or r2 < r1:
         return "(empty sheet)"
     rows: list[list[str]] = []
@@ -165,11 +171,11 @@ def render_sheet(fws: Worksheet, vws: Worksheet, c1: int, r1: int, c2: int, r2: 
     return "; ".join(notes) + "\n" + md_table(rows, header=header)
 
 
-SheetPicker = Callable[[Workbook, int | None, str | None], Worksheet]
-
-
 def apply_op(wb: Workbook, op: SheetOp | dict[str, Any], i: int, pick: SheetPicker) -> str:
     """Apply one edit_spreadsheet operation; returns a short description."""
+    from openpyxl.styles import Alignment, Font, PatternFill
+    from openpyxl.utils import get_column_letter
+
     o: dict[str, Any] = dict(op)
     kind = o.get("type")
     where = f"operations[{i}] ({kind})"
@@ -268,16 +274,6 @@ def _as_range(r: str) -> str:
     return r if ":" in r else f"{r}:{r}"
 
 
-_CHARTS = {
-    "bar": BarChart,
-    "column": BarChart,
-    "line": LineChart,
-    "pie": PieChart,
-    "area": AreaChart,
-    "scatter": ScatterChart,
-}
-
-
 def make_chart(
     ws: Worksheet,
     data_range: str,
@@ -287,6 +283,9 @@ def make_chart(
     x_title: str | None,
     y_title: str | None,
 ) -> tuple[Any, int]:
+    from openpyxl.chart import AreaChart, BarChart, LineChart, PieChart, Reference, ScatterChart
+    from openpyxl.chart.series_factory import SeriesFactory
+
     c1, r1, c2, r2 = parse_range(data_range)
     if c2 <= c1:
         raise ToolError(
@@ -295,7 +294,15 @@ def make_chart(
     first_data = r1 + 1 if include_header else r1
     if first_data > r2:
         raise ToolError(f"data_range {data_range!r} has no data rows")
-    chart = _CHARTS[chart_type]()
+    charts = {
+        "bar": BarChart,
+        "column": BarChart,
+        "line": LineChart,
+        "pie": PieChart,
+        "area": AreaChart,
+        "scatter": ScatterChart,
+    }
+    chart = charts[chart_type]()
     if chart_type == "bar":
         chart.type = "bar"
     elif chart_type == "column":

@@ -8,7 +8,9 @@ Text comes from PDFium (pypdfium2, installed with pdfplumber): it is about ten t
 pypdf's pure-Python extraction, which matters because models read PDFs often. A file's page
 texts are extracted once and memoised on its stat. PDFium is not thread-safe and tools run in a
 thread pool, so every PDFium call holds `_PDFIUM`. Tables (optional, slower) come from
-pdfplumber; document properties from pypdf; new PDFs are typeset with reportlab.
+pdfplumber; document properties from pypdf; new PDFs are typeset with reportlab. Every one of
+these libraries is imported inside the function that needs it, so building the app (gateway
+start-up) pays for none of them.
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from xml.sax.saxutils import escape
 
-import pypdf
-import pypdfium2 as pdfium
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
@@ -55,6 +55,8 @@ class PdfText:
 
 
 def _extract(p: Path) -> PdfText:
+    import pypdfium2 as pdfium
+
     with _PDFIUM:
         doc = pdfium.PdfDocument(str(p))
         try:
@@ -187,6 +189,8 @@ def build(roots: WorldRoots) -> FastMCP:
         dpi: Annotated[int, Field(description="Resolution, 36-300")] = 144,
     ) -> McpImage:
         """Render one PDF page to a PNG image (for scanned pages, charts, layout)."""
+        import pypdfium2 as pdfium
+
         p, info = read(file_path)
         (n,) = _page_numbers([page_number], len(info.pages))
         if not 36 <= dpi <= 300:
@@ -209,6 +213,8 @@ def build(roots: WorldRoots) -> FastMCP:
         ],
     ) -> McpImage:
         """Return an image embedded in a PDF page."""
+        import pypdfium2 as pdfium
+
         p, info = read(file_path)
         m = re.fullmatch(r"page(\d+)_img(\d+)", annotation.strip().lstrip("@"))
         if m is None:
@@ -253,6 +259,8 @@ def build(roots: WorldRoots) -> FastMCP:
         overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
     ) -> str:
         """Typeset a new PDF from content blocks or markdown-ish text."""
+        import pypdf
+
         blocks = parse_content(content)
         target = new_file(root, directory, file_name, ".pdf", overwrite=overwrite)
         data = render_pdf(blocks, title=title, author=author, page_size=page_size)

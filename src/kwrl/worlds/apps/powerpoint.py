@@ -5,20 +5,18 @@ to `roots.filesystem`. Slides are 0-based (`slide_index`); `read_individualslide
 table and picture indices and image annotations (`slide0_img0`) that the other tools take.
 Positions and sizes are inches from the slide's top-left corner (a default deck is 10 x 7.5 in).
 `edit_slides` applies a list of operations to one fresh parse and saves once: all or nothing.
+python-pptx is imported inside the tools that use it, so building the app (gateway start-up) does
+not pay for it.
 """
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
-from pptx import Presentation
-from pptx.dml.color import RGBColor
-from pptx.presentation import Presentation as PptxPresentation
-from pptx.util import Emu, Inches, Pt
 from pydantic import Field
 
 from kwrl.worlds.apps.base import ToolError, page_text, rel
@@ -37,13 +35,13 @@ from kwrl.worlds.apps.office_common import (
     transform_image,
 )
 from kwrl.worlds.apps.office_pptx import (
-    CHART_TYPES,
-    SHAPES,
     Layout,
     SlideOp,
     SlideSpec,
     apply_op,
+    auto_shape,
     build_chart_data,
+    chart_kind,
     check_rows,
     delete_slide_at,
     fill_slide,
@@ -59,6 +57,9 @@ from kwrl.worlds.apps.office_pptx import (
 )
 from kwrl.worlds.layout import WorldRoots
 
+if TYPE_CHECKING:
+    from pptx.presentation import Presentation as PptxPresentation
+
 KIND = "PowerPoint (.pptx)"
 EXTS = (".pptx",)
 FilePath = Annotated[str, Field(description="Path of the .pptx file, e.g. '/decks/q3.pptx'")]
@@ -66,6 +67,8 @@ SlideIndex = Annotated[int, Field(description="0-based slide index")]
 
 
 def _load(p: Path) -> PptxPresentation:
+    from pptx import Presentation
+
     return Presentation(str(p))
 
 
@@ -95,6 +98,8 @@ def build(roots: WorldRoots) -> FastMCP:
         overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
     ) -> str:
         """Create a new .pptx deck (10 x 7.5 in) from slide definitions."""
+        from pptx import Presentation
+
         if not slides:
             raise ToolError("slides is empty; pass at least one slide definition")
         target = new_file(root, directory, file_name, ".pptx", overwrite=overwrite)
@@ -284,9 +289,12 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError("width and height must be > 0 inches")
 
         def op(prs: PptxPresentation) -> str:
+            from pptx.dml.color import RGBColor
+            from pptx.util import Inches, Pt
+
             slide = slide_at(prs, slide_index)
             shp: Any = slide.shapes.add_shape(
-                SHAPES[shape_type], Inches(x), Inches(y), Inches(width), Inches(height)
+                auto_shape(shape_type), Inches(x), Inches(y), Inches(width), Inches(height)
             )
             if "fill_color" in colors:
                 shp.fill.solid()
@@ -322,6 +330,8 @@ def build(roots: WorldRoots) -> FastMCP:
         check_rows(rows)
 
         def op(prs: PptxPresentation) -> str:
+            from pptx.util import Emu, Inches
+
             slide = slide_at(prs, slide_index)
             h = Inches(height) if height else Emu(int(Inches(0.4)) * len(rows))
             frame = slide.shapes.add_table(
@@ -368,9 +378,11 @@ def build(roots: WorldRoots) -> FastMCP:
         chart_data = build_chart_data(table, chart_type, include_header)
 
         def op(prs: PptxPresentation) -> str:
+            from pptx.util import Inches
+
             slide = slide_at(prs, slide_index)
             frame: Any = slide.shapes.add_chart(
-                CHART_TYPES[chart_type],
+                chart_kind(chart_type),
                 Inches(x),
                 Inches(y),
                 Inches(width),
@@ -402,6 +414,8 @@ def build(roots: WorldRoots) -> FastMCP:
         img = image_file(root, image_path)
 
         def op(prs: PptxPresentation) -> str:
+            from pptx.util import Inches
+
             slide = slide_at(prs, slide_index)
             try:
                 slide.shapes.add_picture(

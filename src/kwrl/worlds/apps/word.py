@@ -6,20 +6,16 @@ confined to `roots.filesystem` ("/reports/a.docx" means `<filesystem>/reports/a.
 `body.tbl.0.r.1.c.2`, see `office_docx`); the edit tools take those identifiers, so a model reads,
 then edits exactly the element it saw. Indices shift after inserting or deleting elements: read again.
 Reads are memoised on the file's stat (never stale); writes open a fresh copy and save atomically.
+python-docx is imported inside the tools that use it, so building the app (gateway start-up) does
+not pay for it.
 """
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from docx import Document
-from docx.document import Document as DocxDocument
-from docx.enum.section import WD_ORIENT
-from docx.oxml import OxmlElement
-from docx.shared import Inches, Pt, RGBColor
-from docx.text.paragraph import Paragraph
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
@@ -41,7 +37,6 @@ from kwrl.worlds.apps.office_common import (
     transform_image,
 )
 from kwrl.worlds.apps.office_docx import (
-    ALIGN,
     add_text_runs,
     body_blips,
     comment_anchors,
@@ -53,6 +48,7 @@ from kwrl.worlds.apps.office_docx import (
     new_paragraph_after,
     orientation_of,
     para_text,
+    paragraph_alignment,
     paragraphs_of,
     prepend_run,
     remove_element,
@@ -66,6 +62,9 @@ from kwrl.worlds.apps.office_docx import (
     write_blocks,
 )
 from kwrl.worlds.layout import WorldRoots
+
+if TYPE_CHECKING:
+    from docx.document import Document as DocxDocument
 
 KIND = "Word (.docx)"
 EXTS = (".docx",)
@@ -82,6 +81,8 @@ Offset = Annotated[
 
 
 def _load(p: Path) -> DocxDocument:
+    from docx import Document
+
     return Document(str(p))
 
 
@@ -117,6 +118,8 @@ def build(roots: WorldRoots) -> FastMCP:
         overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
     ) -> str:
         """Create a new .docx document from content blocks or markdown-ish text."""
+        from docx import Document
+
         blocks = parse_content(content)
         target = new_file(root, directory, file_name, ".docx", overwrite=overwrite)
         doc = Document()
@@ -233,6 +236,9 @@ def build(roots: WorldRoots) -> FastMCP:
             rpr = first_rpr(t.obj) if t.kind == "paragraph" and style is None else None
             lines = text.split("\n")
             if position == "before":
+                from docx.oxml import OxmlElement
+                from docx.text.paragraph import Paragraph
+
                 first = Paragraph(OxmlElement("w:p"), parent)
                 el.addprevious(first._p)
                 if st is not None:
@@ -332,6 +338,8 @@ def build(roots: WorldRoots) -> FastMCP:
         color = parse_color(font_color, arg="font_color") if font_color else None
 
         def op(doc: DocxDocument) -> str:
+            from docx.shared import Pt, RGBColor
+
             t = resolve(doc, identifier)
             st = style_of(doc, style)
             runs = runs_of(t)
@@ -350,7 +358,7 @@ def build(roots: WorldRoots) -> FastMCP:
             pars = paragraphs_of(t)
             for par in pars:
                 if alignment is not None:
-                    par.alignment = ALIGN[alignment]
+                    par.alignment = paragraph_alignment(alignment)
                 if st is not None:
                     par.style = st
             if (alignment or st) and not pars:
@@ -496,6 +504,8 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError("margins must be between 0 and 22 inches")
 
         def op(doc: DocxDocument) -> str:
+            from docx.shared import Inches
+
             sec = section_at(doc, section_index)
             for k, v in values.items():
                 if v is not None:
@@ -520,6 +530,8 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError("action 'set' needs orientation 'portrait' or 'landscape'")
 
         def op(doc: DocxDocument) -> str:
+            from docx.enum.section import WD_ORIENT
+
             sec = section_at(doc, section_index)
             w, h = sec.page_width, sec.page_height
             sec.orientation = (
@@ -553,6 +565,8 @@ def build(roots: WorldRoots) -> FastMCP:
         img = image_file(root, image_path)
 
         def op(doc: DocxDocument) -> str:
+            from docx.shared import Inches
+
             t = resolve(doc, identifier)
             if t.kind not in ("paragraph", "cell"):
                 raise ToolError(f"images go into a paragraph or cell; {identifier!r} is a {t.kind}")
