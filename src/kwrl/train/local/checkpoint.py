@@ -7,12 +7,14 @@
     RUN/checkpoints/latest  name of the newest complete checkpoint
 
 Each checkpoint is written to a temp dir and renamed, and `latest` is updated last, so a crash
-mid-save leaves the previous checkpoint as the one resumed from.
+mid-save leaves the previous checkpoint as the one resumed from (a dir named `step-NNNNNN` is
+always complete, so `latest_checkpoint` falls back to the highest one if `latest`'s is gone).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +57,23 @@ def save_checkpoint(
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    marker = run_dir / "checkpoints" / "latest"
-    if not marker.exists():
-        return None
-    path = run_dir / "checkpoints" / marker.read_text().strip()
-    return path if (path / "trainer_state.json").exists() else None
+    """The checkpoint to resume from: `latest`'s, else the highest complete `step-*` dir.
+
+    The fallback covers a kill while the dir `latest` names was being replaced (atomic_dir moves
+    the old one aside first); only renamed, hence complete, dirs match the name.
+    """
+    root = run_dir / "checkpoints"
+    marker = root / "latest"
+    if marker.exists():
+        path = root / marker.read_text().strip()
+        if (path / "trainer_state.json").exists():
+            return path
+    done = sorted(
+        p
+        for p in root.glob("step-*")
+        if re.fullmatch(r"step-\d{6}", p.name) and (p / "trainer_state.json").exists()
+    )
+    return done[-1] if done else None
 
 
 def load_trainer_state(ckpt: Path) -> TrainerState:

@@ -15,6 +15,10 @@ Modes:
 
 Resume: every checkpoint stores the sampler state *as of the batches trained so far*, so prompts
 that were sampled but not trained when the run died are sampled again, none skipped or repeated.
+Rerunning the same command resumes from the newest checkpoint: metrics.jsonl lines of steps after it
+(logged, then killed before the checkpoint) are dropped, TensorBoard purges them, and a half-run
+batch's rollout dir is cleared before that step samples again. A step with no trainable
+trajectory (all groups zero-variance or masked) still counts: it bumps the version and checkpoints.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +130,7 @@ class RLTrainer:
         )
         dtype = torch.bfloat16 if cfg.learner.dtype == "bfloat16" else torch.float32
         self.model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+        self.model.to(cfg.learner.device)  # type: ignore[arg-type]
         self.learner = Learner(self.model, cfg.learner)
         if resume:
             load_optimizer(resume, self.learner.optimizer)
@@ -132,11 +138,13 @@ class RLTrainer:
             self.sampler.load_state(self.state.sampler)
             self.learner.version = self.state.version
             self.console.print(f"resumed from {resume} (step {self.state.step})")
+        self._saved_step = self.state.step if resume else -1
         # The engine samples from its own copy, loaded from the same weights (`src`).
         self.policy_dir = Path(src)
         self.engine_cfg = cfg.engine.model_copy(update={"model": str(self.policy_dir)})
         self._engine: Any = None
         self.metrics_path = self.out / "metrics.jsonl"
+        self._drop_metrics_after(self.state.step)
         self._tb: Any = None
         self.stale_dropped = 0
 
@@ -179,6 +187,8 @@ class RLTrainer:
             },
         )
         out = self.out / "rollouts" / f"batch-{step_hint:06d}"
+        if out.exists():  # from a run killed before training this batch: never reuse its trials
+            shutil.rmtree(out)
         records = await run_rollout([self.tasks[i] for i in ids], rcfg, out)
         trajs = trajectories_from_records(records, version)
         summary = json.loads((out / "summary.json").read_text())
@@ -222,6 +232,26 @@ class RLTrainer:
         self.push_weights()
         return metrics
 
+    def _drop_metrics_after(self, step: int) -> None:
+        """Keep only metrics of steps up to `step` (the checkpoint resumed from).
+
+        Lines are logged before their checkpoint, so a killed run may hold lines of steps that
+        will run again; a stale-batch drop logged at `step` came after its checkpoint too. A line
+        torn by the kill is dropped.
+        """
+        if not self.metrics_path.exists():
+            return
+        kept = []
+        for line in self.metrics_path.read_text().splitlines():
+            try:
+                m = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            s = int(m.get("step", 0))
+            if s < step or (s == step and "dropped_stale_batch" not in m):
+                kept.append(line + "\n")
+        write_text(self.metrics_path, "".join(kept))
+
     def log(self, metrics: dict[str, Any]) -> None:
         with self.metrics_path.open("a") as f:
             f.write(json.dumps(metrics, default=str) + "\n")
@@ -229,17 +259,22 @@ class RLTrainer:
             if self._tb is None:
                 from torch.utils.tensorboard import SummaryWriter
 
-                self._tb = SummaryWriter(str(self.out / "tb"))
+                # purge_step: TensorBoard hides earlier events of steps that run again.
+                self._tb = SummaryWriter(str(self.out / "tb"), purge_step=self.state.step + 1)
             for k, v in metrics.items():
                 if isinstance(v, int | float) and not isinstance(v, bool):
                     self._tb.add_scalar(f"train/{k}", v, metrics["step"])
             self._tb.flush()
 
     def checkpoint(self, force: bool = False) -> None:
+        # Never re-save a step: replacing the dir `latest` names opens a window with no checkpoint.
+        if self._saved_step == self.state.step:
+            return
         if force or self.state.step % self.cfg.rl.ckpt_every == 0:
             save_checkpoint(
                 self.out, self.state, self.model, self.learner.optimizer, self.tokenizer
             )
+            self._saved_step = self.state.step
 
     # ------------------------------------------------------------------ loops
 
@@ -248,10 +283,7 @@ class RLTrainer:
 
     async def run(self) -> TrainerState:
         t0 = time.perf_counter()
-        if self.cfg.rl.mode == "sync":
-            await self._run_sync()
-        else:
-            await self._run_async()
+        await self._loop()
         self.checkpoint(force=True)
         write_text(
             self.out / "DONE",
@@ -266,6 +298,13 @@ class RLTrainer:
             TextColumn("[bold]RL"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[info]}"), console=self.console,
         )  # fmt: skip
+
+    async def _loop(self) -> None:
+        """The mode's loop (`DisaggregatedTrainer` brings its own)."""
+        if self.cfg.rl.mode == "sync":
+            await self._run_sync()
+        else:
+            await self._run_async()
 
     async def _run_sync(self) -> None:
         with self._progress() as prog:
@@ -318,4 +357,8 @@ class RLTrainer:
 
 
 def train(cfg: TrainConfig) -> TrainerState:
+    if cfg.rl.mode == "disaggregated":
+        from kwrl.train.local.disaggregated import DisaggregatedTrainer
+
+        return asyncio.run(DisaggregatedTrainer(cfg).run())
     return asyncio.run(RLTrainer(cfg).run())

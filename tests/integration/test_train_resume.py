@@ -1,0 +1,257 @@
+"""`kwrl train` killed with SIGKILL and rerun resumes exactly: no step lost or repeated.
+
+Real processes throughout: `kwrl data synth` makes a 3-task dataset, `kwrl train` runs in a
+subprocess (its own session, killed as a group) with real harbor trials in the local sandbox and
+the in-process engine. The one fake is the policy: a randomly initialised 2-layer Llama (hidden 64)
+with SmolLM2's tokenizer, saved to tmp as an HF folder. Its turns are cut at 8 tokens, so every
+trial gets reward 0: advantages are exactly 0 and the weights change only through AdamW's weight
+decay, `w * (1 - lr * wd)` per optimizer step, which counts the steps the weights went through.
+
+- default run: killed while step 2's rollout is running (after the step-1 checkpoint); the rerun
+  redoes exactly step 2 (same prompts, fresh trials) and the weights went through 2 steps.
+- slow: killed right after the step-2 checkpoint of 4 and compared with an uninterrupted run of
+  the same config and seed: same steps, same prompts per step, same final trainer state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+KWRL = [sys.executable, "-m", "kwrl.cli"]
+ENV = {
+    **os.environ,
+    "HARBOR_TELEMETRY": "0",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "COLUMNS": "400",
+}
+LR, WD = 0.1, 0.5
+
+CONFIG = """\
+seed = 0
+concurrency = 2
+tensorboard = false
+
+[rl]
+prompts_per_step = 1
+samples_per_prompt = {samples}
+steps = {steps}
+epochs = 2
+ckpt_every = 1
+drop_zero_variance = {drop}
+
+[learner]
+lr = {lr}
+weight_decay = {wd}
+
+[engine]
+max_batch_size = 4
+
+[agent]
+max_steps = 1
+max_tokens_per_turn = 8
+context_window = 4096
+tools = ["filesystem_list_files"]
+"""
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("resume-data") / "ds"
+    argv = ["data", "synth", "--out", str(out), "--worlds", "1", "--tasks-per-world", "3"]
+    proc = subprocess.run([*KWRL, *argv], capture_output=True, text=True, env=ENV, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from kwrl.llm.packaged import ensure_tokenizer
+
+    out = tmp_path_factory.mktemp("resume-model") / "tiny-llama"
+    tok = AutoTokenizer.from_pretrained(ensure_tokenizer("smollm2-135m"))
+    cfg = LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id, tie_word_embeddings=True,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def write_config(path: Path, *, steps: int, samples: int, drop_zero_variance: bool) -> Path:
+    drop = str(drop_zero_variance).lower()
+    path.write_text(CONFIG.format(steps=steps, samples=samples, drop=drop, lr=LR, wd=WD))
+    return path
+
+
+def train_argv(config: Path, dataset: Path, model: Path, out: Path) -> list[str]:
+    return [*KWRL, "train", str(config), f"dataset={dataset}", f"model={model}", f"out={out}"]
+
+
+def run_to_end(argv: list[str]) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:] + proc.stdout[-2000:]
+    return proc.stdout
+
+
+def run_and_kill(argv: list[str], ready: Any, what: str, log: Path) -> None:
+    """Start `argv` in its own session, SIGKILL the whole group as soon as `ready()` holds."""
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            argv, env=ENV, stdout=err, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 600
+        try:
+            while not ready():
+                assert proc.poll() is None, f"exited before {what}: {log.read_text()[-3000:]}"
+                assert time.monotonic() < deadline, f"no {what} within 600 s"
+                time.sleep(0.02)  # polling the run dir of a subprocess, not waiting a fixed time
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL, log.read_text()[-3000:]
+
+
+def latest(run: Path) -> str | None:
+    marker = run / "checkpoints" / "latest"
+    return marker.read_text().strip() if marker.is_file() else None
+
+
+def metrics(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def final_state(run: Path) -> dict[str, Any]:
+    state = json.loads((run / "checkpoints" / latest(run) / "trainer_state.json").read_text())  # type: ignore[operator]
+    state.pop("torch_rng")
+    return state
+
+
+def expected_prompts(dataset: Path, steps: int) -> tuple[list[list[str]], dict[str, Any]]:
+    """Task ids per step and the sampler state after them, straight from the seeded sampler."""
+    from kwrl.train.local.sampler import PromptSampler
+
+    tasks = [p.name for p in (dataset / "tasks").iterdir() if (p / "instruction.md").is_file()]
+    sampler = PromptSampler(tasks, seed=0, epochs=2)
+    per_step = [sampler.next(1) for _ in range(steps)]
+    return per_step, sampler.state.model_dump(mode="json")
+
+
+def weights(path: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_a_run_killed_mid_step_redoes_exactly_that_step(
+    dataset: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    run = tmp_path / "run"
+    cfg = write_config(tmp_path / "train.toml", steps=2, samples=1, drop_zero_variance=False)
+    argv = train_argv(cfg, dataset, tiny_model, run)
+    trials2 = run / "rollouts" / "batch-000002" / "trials"
+    started = lambda: trials2.is_dir() and any(trials2.iterdir())  # noqa: E731
+    run_and_kill(argv, started, "a step-2 trial", tmp_path / "killed.log")
+    assert latest(run) == "step-000001"  # killed during step 2's rollout, before its checkpoint
+    assert [m["step"] for m in metrics(run)] == [1]
+    assert not (run / "rollouts" / "batch-000002" / "summary.json").exists()
+    assert not (run / "DONE").exists()
+
+    out = run_to_end(argv)
+    assert f"resumed from {run / 'checkpoints' / 'step-000001'} (step 1)" in out
+    prompts, sampler_after = expected_prompts(dataset, 2)
+    logged = metrics(run)
+    assert [m["step"] for m in logged] == [1, 2]
+    assert [m["tasks"] for m in logged] == prompts
+    assert all(m["trainable_trials"] == 1 and m["trained_tokens"] > 0 for m in logged)
+    state = final_state(run)
+    assert (state["step"], state["version"], state["sampler"]) == (2, 2, sampler_after)
+
+    summary = json.loads((run / "rollouts" / "batch-000002" / "summary.json").read_text())
+    assert summary["trials"] == summary["attempts"] == 1  # a fresh trial, none reused or retried
+    assert [p.name for p in trials2.iterdir()] == [f"{prompts[1][0]}__s0"]
+
+    optim = torch.load(run / "checkpoints" / "step-000002" / "optimizer.pt", weights_only=True)
+    assert {float(s["step"]) for s in optim["state"].values()} == {2.0}
+    # Zero advantages: each optimizer step only decays the weights, so they show 2 steps, not 1 or 3.
+    start, end = weights(tiny_model), weights(run / "checkpoints" / "step-000002" / "model")
+    for name, w0 in start.items():
+        torch.testing.assert_close(end[name], w0 * (1 - LR * WD) ** 2, rtol=1e-5, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(
+    dataset: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("resume-ref")
+    cfg = write_config(tmp / "train.toml", steps=4, samples=2, drop_zero_variance=True)
+    run_to_end(train_argv(cfg, dataset, tiny_model, tmp / "run"))
+    return cfg, tmp / "run"
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_a_checkpoint_matches_an_uninterrupted_run(
+    dataset: Path, tiny_model: Path, uninterrupted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cfg, ref = uninterrupted
+    run = tmp_path / "run"
+    argv = train_argv(cfg, dataset, tiny_model, run)
+    ready = lambda: latest(run) == "step-000002"  # noqa: E731
+    run_and_kill(argv, ready, "the step-2 checkpoint", tmp_path / "killed.log")
+    assert not (run / "DONE").exists()
+    assert {m["step"] for m in metrics(run)} <= {1, 2}
+    # What a kill between a step's metrics line and its checkpoint (or mid-write) leaves behind.
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({"step": 3, "tasks": ["from-the-killed-run"]}) + '\n{"step": 4, "ta')
+
+    out = run_to_end(argv)
+    assert "step-000002 (step 2)" in out
+    got, want = metrics(run), metrics(ref)
+    assert [m["step"] for m in got] == [m["step"] for m in want] == [1, 2, 3, 4]
+    assert [m["tasks"] for m in got] == [m["tasks"] for m in want]
+    assert [m["tasks"] for m in want] == expected_prompts(dataset, 4)[0]
+    # Every group had zero variance: each step is skipped yet counted, versioned and checkpointed.
+    assert all(m["skipped"] and m["version"] == m["step"] for m in got)
+    assert final_state(run) == final_state(ref)
+    assert final_state(run)["step"] == 4
+    assert latest(run) == latest(ref) == "step-000004"
+    ckpts = sorted(p.name for p in (run / "checkpoints").iterdir() if p.name.startswith("step-"))
+    assert ckpts == [f"step-{i:06d}" for i in (1, 2, 3, 4)]
+    end = weights(run / "checkpoints" / "step-000004" / "model")
+    for name, w in weights(ref / "checkpoints" / "step-000004" / "model").items():
+        assert end[name].equal(w), name
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_step_matches_an_uninterrupted_run(
+    dataset: Path, tiny_model: Path, uninterrupted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cfg, ref = uninterrupted
+    run = tmp_path / "run"
+    argv = train_argv(cfg, dataset, tiny_model, run)
+    trials3 = run / "rollouts" / "batch-000003" / "trials"
+    started = lambda: trials3.is_dir() and any(trials3.iterdir())  # noqa: E731
+    run_and_kill(argv, started, "a step-3 trial", tmp_path / "killed.log")
+    assert latest(run) == "step-000002"
+    run_to_end(argv)
+    assert [(m["step"], m["tasks"]) for m in metrics(run)] == [
+        (m["step"], m["tasks"]) for m in metrics(ref)
+    ]
+    assert final_state(run) == final_state(ref)
