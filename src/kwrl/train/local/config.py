@@ -26,16 +26,37 @@ class RLConfig(KwrlConfig):
     """Optimizer steps to run (stops earlier when the epochs are used up)."""
     epochs: int = Field(default=1, ge=1)
     """Passes over the training tasks."""
-    mode: Literal["sync", "async"] = "sync"
-    """sync: generate then learn; async: generation overlaps learning, bounded by max_staleness."""
+    mode: Literal["sync", "async", "disaggregated"] = "sync"
+    """sync: generate then learn; async: generation overlaps learning, bounded by max_staleness;
+    disaggregated: as async, but generation runs in worker processes (see [disaggregated])."""
     max_staleness: int = Field(default=1, ge=0)
-    """async: a batch sampled by policy version v trains only while learner version - v <= this."""
+    """async, disaggregated: a batch sampled by policy version v trains only while learner
+    version - v <= this."""
     norm_adv_by_std: bool = False
     """Divide GRPO advantages by the group's std (the recipe does not)."""
     drop_zero_variance: bool = True
     """Drop groups whose trials all got the same reward (no signal)."""
     ckpt_every: int = Field(default=1, ge=1)
     """Save a checkpoint every this many steps (and at the end)."""
+
+
+class DisaggregatedConfig(KwrlConfig):
+    """Generation in worker processes, the learner in the trainer's; weights broadcast after each step."""
+
+    generation_devices: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
+    """One generation worker process (with its own engine) per entry, e.g. ["cuda:0"]; each
+    batch's groups are split across them."""
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    """Weight broadcast: auto = nccl when the learner and every worker sit on distinct GPUs, else
+    gloo through host memory (two ranks on one GPU: NCCL refuses a duplicate GPU)."""
+    bucket_mb: int = Field(default=256, ge=1)
+    """Parameters are flattened into buckets of about this size, one broadcast per bucket."""
+    master_port: int = Field(default=0, ge=0, le=65535)
+    """TCP port of the process group's rendezvous on 127.0.0.1; 0 picks a free one."""
+    worker_threads: int | None = Field(default=None, ge=1)
+    """torch CPU threads per worker process (default: torch's choice)."""
+    start_timeout_s: float = Field(default=600.0, gt=0)
+    """How long workers may take to load their engine and join the process group."""
 
 
 class TrainConfig(KwrlConfig):
@@ -58,7 +79,10 @@ class TrainConfig(KwrlConfig):
     learner: LearnerConfig = Field(default_factory=lambda: LearnerConfig(lr=1e-5))
     """Optimizer and loss."""
     engine: EngineConfig = Field(default_factory=EngineConfig)
-    """The in-process sampling engine (its `model` is set by the trainer)."""
+    """The in-process sampling engine (its `model` is set by the trainer; in disaggregated mode
+    its `device` by `disaggregated.generation_devices`)."""
+    disaggregated: DisaggregatedConfig = Field(default_factory=DisaggregatedConfig)
+    """Worker processes and weight broadcast of `rl.mode = "disaggregated"`."""
     agent: dict[str, Any] = Field(
         default_factory=lambda: {"max_steps": 6, "max_tokens_per_turn": 256, "context_window": 6144}
     )

@@ -10,6 +10,7 @@ logprobs are those of the distribution actually sampled from.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Literal
@@ -54,6 +55,8 @@ class LearnerConfig(KwrlConfig):
     """Weight of the k3 KL penalty to the initial policy; 0 disables it (the recipe's)."""
     micro_batch_size: int = Field(default=2, ge=1)
     """Sequences per forward/backward pass."""
+    device: str = "cpu"
+    """torch device of the trained model (batches are moved there per micro-batch)."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts (logits are scaled by it)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -112,6 +115,17 @@ def token_logprobs(
     return torch.cat(parts).view(B, L)
 
 
+def _on_device(batch: Batch, device: torch.device) -> Batch:
+    if batch.input_ids_B_L.device == device:
+        return batch
+    moved = {
+        f.name: getattr(batch, f.name).to(device)
+        for f in dataclasses.fields(batch)
+        if isinstance(getattr(batch, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(batch, **moved)
+
+
 class Learner:
     def __init__(
         self,
@@ -133,6 +147,7 @@ class Learner:
                 layer.compile(dynamic=True)
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""
+        self.device = params[0].device if params else torch.device("cpu")
 
     def step(self, batch: Batch) -> dict[str, Any]:
         """One optimizer step over `batch`; returns metrics."""
@@ -168,7 +183,7 @@ class Learner:
         trained = float(batch.mask_B_L.sum())
         B = batch.input_ids_B_L.shape[0]
         for s in range(0, B, cfg.micro_batch_size):
-            mb = batch.slice(s, s + cfg.micro_batch_size)
+            mb = _on_device(batch.slice(s, s + cfg.micro_batch_size), self.device)
             w = weights[s : s + cfg.micro_batch_size]
             if float(mb.mask_B_L.sum()) == 0:
                 continue

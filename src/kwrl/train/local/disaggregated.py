@@ -1,0 +1,327 @@
+"""Disaggregated mode of the single-machine trainer: generation workers and the learner in
+separate processes (`rl.mode = "disaggregated"`).
+
+    trainer process (rank 0)                       worker process k (rank k, 1..N)
+      PromptSampler, Learner on learner.device       Engine on generation_devices[k-1]
+      dispatch(step, task ids, min_version) ──────►  wait until engine runs >= min_version
+                                                     run_rollout(shard): harbor trials,
+                                                     KwrlAgent, policy engine:<model>
+      ◄────────────────────── trajectories, causes
+      learn -> WeightSender.broadcast(v) ══════════► WeightReceiver: stage_weights(v), landing
+                                                     between two decode steps of in-flight trials
+
+The rollout path in a worker is the real one (the same `RolloutConfig` as the in-process modes);
+only where it runs changes. Each batch's groups (tasks) are split across the workers, so N workers
+share one batch. Control messages (requests, trajectories) travel over multiprocessing queues;
+weights over torch.distributed (`weight_sync`: NCCL between distinct GPUs, else gloo through
+host memory).
+
+Staleness, bounded as in async mode: the batch for step s is dispatched only once the learner has
+pushed version >= s - 1 - max_staleness, and its workers wait until their engines run at least the
+version pushed at dispatch, so at training time (learner version s - 1) every token of the batch
+was sampled by a version >= s - 1 - max_staleness. The drop rule of async mode still runs as a
+guard (`stale_dropped` stays 0). A batch's `version` is the oldest engine version its trials
+started on; later tokens of in-flight trials may come from newer weights (never older).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import queue
+import shutil
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kwrl.errors import TrainError
+from kwrl.train.batch import Trajectory
+from kwrl.train.local.config import TrainConfig
+from kwrl.train.local.sampler import SamplerState
+from kwrl.train.local.trainer import RLTrainer, SampledBatch, task_dirs, trajectories_from_records
+from kwrl.train.local.weight_sync import (
+    Backend,
+    WeightReceiver,
+    WeightSender,
+    choose_backend,
+    close_groups,
+    free_port,
+    init_groups,
+)
+
+
+@dataclass
+class ShardRequest:
+    step_hint: int
+    task_ids: list[str]
+    min_version: int
+
+
+@dataclass
+class ShardResult:
+    step_hint: int
+    rank: int
+    version: int = 0
+    trajectories: list[Trajectory] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class _Pending:
+    step_hint: int
+    task_ids: list[str]
+    sampler_after: SamplerState
+    ranks: list[int]
+    results: dict[int, ShardResult] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- worker process
+
+
+def rollout_shard(
+    cfg: TrainConfig, tasks: dict[str, Path], req: ShardRequest, policy_dir: Path, engine_cfg: Any,
+    out: Path, version: int,
+) -> tuple[list[Trajectory], dict[str, Any]]:  # fmt: skip
+    """One shard of a batch through harbor trials, as `RLTrainer.sample` runs a whole batch."""
+    from kwrl.rollout.runner import RolloutConfig, run_rollout
+
+    rcfg = RolloutConfig(
+        agent="kwrl.agent:KwrlAgent",
+        model=f"engine:{policy_dir}",
+        n_samples=cfg.rl.samples_per_prompt,
+        concurrency=cfg.concurrency,
+        environment=cfg.environment,
+        environment_kwargs=cfg.environment_kwargs,
+        agent_kwargs={
+            **cfg.agent,
+            "policy_config": {"engine": engine_cfg.model_dump(mode="json")},
+            "tokenizer": str(policy_dir),
+        },
+    )
+    if out.exists():  # left by a killed run: never reuse its trials
+        shutil.rmtree(out)
+    records = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))
+    trajs = trajectories_from_records(records, version)
+    return trajs, json.loads((out / "summary.json").read_text())
+
+
+def worker_main(
+    rank: int, world_size: int, cfg_json: dict[str, Any], policy_dir: str, version: int,
+    port: int, backend: Backend, requests: Any, results: Any,
+) -> None:  # fmt: skip
+    """A generation worker: engine + weight receiver + rollouts of the shards it is sent."""
+    import torch
+
+    from kwrl.llm.policy import shared_engine
+
+    cfg = TrainConfig.model_validate(cfg_json)
+    dcfg = cfg.disaggregated
+    device = dcfg.generation_devices[rank - 1]
+    if dcfg.worker_threads is not None:
+        torch.set_num_threads(dcfg.worker_threads)
+    groups = init_groups(rank, world_size, port, backend, device)
+    engine_cfg = cfg.engine.model_copy(update={"device": device, "threads": dcfg.worker_threads})
+    engine = shared_engine(engine_cfg.model_copy(update={"model": policy_dir}))
+    engine.weight_version = version
+    receiver = WeightReceiver(engine, groups).start()
+    tasks = task_dirs(cfg.dataset, cfg.tasks)
+    results.put(ShardResult(step_hint=0, rank=rank, version=version))  # ready
+    try:
+        while (req := requests.get()) is not None:
+            res = ShardResult(req.step_hint, rank)
+            try:
+                res.version = receiver.wait_version(req.min_version, timeout=dcfg.start_timeout_s)
+                out = cfg.out / "rollouts" / f"batch-{req.step_hint:06d}" / f"w{rank}"
+                res.trajectories, res.summary = rollout_shard(
+                    cfg, tasks, req, Path(policy_dir), engine_cfg, out, res.version
+                )
+                res.summary["sync"] = {
+                    "applied": receiver.stats.applied[-3:],
+                    "mid_batch_updates": engine.stats["mid_batch_updates"],
+                }
+            except Exception:
+                res.error = traceback.format_exc()
+            results.put(res)
+        receiver.join(timeout=60)
+    finally:
+        engine.close()
+        close_groups()
+
+
+# ---------------------------------------------------------------------------- trainer process
+
+
+class DisaggregatedTrainer(RLTrainer):
+    """`RLTrainer` whose engines live in worker processes (see the module doc)."""
+
+    def __init__(self, cfg: TrainConfig, **kwargs: Any) -> None:
+        super().__init__(cfg, **kwargs)
+        dcfg = cfg.disaggregated
+        self.backend: Backend = choose_backend(
+            cfg.learner.device, dcfg.generation_devices, dcfg.backend
+        )
+        self.world_size = 1 + len(dcfg.generation_devices)
+        self.pushed_version = self.learner.version
+        self._sender: WeightSender | None = None
+        self._procs: list[Any] = []
+        self._requests: list[Any] = []
+        self._results: Any = None
+        self._received: dict[tuple[int, int], ShardResult] = {}
+
+    @property
+    def engine(self) -> Any:
+        raise TrainError("disaggregated mode: the engines live in the worker processes")
+
+    # ------------------------------------------------------------------ workers
+
+    async def _start_workers(self) -> None:
+        import torch.multiprocessing as mp
+
+        dcfg = self.cfg.disaggregated
+        ctx = mp.get_context("spawn")
+        port = dcfg.master_port or free_port()
+        self._results = ctx.Queue()
+        cfg_json = self.cfg.model_dump(mode="json")
+        for rank in range(1, self.world_size):
+            q = ctx.Queue()
+            p = ctx.Process(
+                target=worker_main,
+                args=(
+                    rank, self.world_size, cfg_json, str(self.policy_dir), self.learner.version,
+                    port, self.backend, q, self._results,
+                ),
+                name=f"kwrl-gen-{rank}",
+                daemon=True,
+            )  # fmt: skip
+            p.start()
+            self._procs.append(p)
+            self._requests.append(q)
+        groups = await asyncio.to_thread(
+            init_groups, 0, self.world_size, port, self.backend, self.cfg.learner.device
+        )
+        self._sender = await asyncio.to_thread(
+            WeightSender, self.model, groups, bucket_mb=dcfg.bucket_mb
+        )
+        for _ in self._procs:  # every worker loaded its engine
+            await self._next_result(dcfg.start_timeout_s)
+        self.console.print(
+            f"disaggregated: {len(self._procs)} generation worker(s) on "
+            f"{', '.join(dcfg.generation_devices)}, learner on {self.cfg.learner.device}, "
+            f"weights over {self.backend} ({self._sender.nbytes / 2**20:.1f} MiB per sync)"
+        )
+
+    async def _next_result(self, timeout: float | None = None) -> ShardResult:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                return await asyncio.to_thread(self._results.get, True, 1.0)
+            except queue.Empty:
+                pass
+            dead = [p.name for p in self._procs if not p.is_alive()]
+            if dead:
+                raise TrainError(f"disaggregated: generation worker(s) {dead} exited")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TrainError(f"disaggregated: no worker answered within {timeout} s")
+
+    async def _stop_workers(self) -> None:
+        for q in self._requests:
+            q.put(None)
+        if self._sender is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._sender.close)
+        for p in self._procs:
+            await asyncio.to_thread(p.join, 60)
+            if p.is_alive():
+                p.kill()
+        close_groups()
+
+    def dispatch(self, step_hint: int, ids: list[str]) -> _Pending:
+        n = len(self._requests)
+        shards = [ids[k::n] for k in range(n)]
+        ranks = []
+        for k, shard in enumerate(shards):
+            if shard:
+                self._requests[k].put(ShardRequest(step_hint, shard, self.pushed_version))
+                ranks.append(k + 1)
+        return _Pending(step_hint, ids, self.sampler.state.model_copy(deep=True), ranks)
+
+    async def collect(self, p: _Pending) -> SampledBatch:
+        while any((p.step_hint, r) not in self._received for r in p.ranks):
+            res = await self._next_result()
+            if res.error is not None:
+                raise TrainError(
+                    f"disaggregated: worker {res.rank}, batch {res.step_hint}:\n{res.error}"
+                )
+            self._received[(res.step_hint, res.rank)] = res
+        shards = [self._received.pop((p.step_hint, r)) for r in p.ranks]
+        causes: dict[str, int] = {}
+        for s in shards:
+            for k, v in s.summary.get("causes", {}).items():
+                causes[k] = causes.get(k, 0) + int(v)
+        version = min(s.version for s in shards)
+        trajs = [t for s in shards for t in s.trajectories]
+        rollout = {
+            "causes": causes,
+            "trials": len(trajs),
+            "worker_versions": {s.rank: s.version for s in shards},
+            "sync": {s.rank: s.summary.get("sync") for s in shards},
+        }
+        return SampledBatch(p.step_hint, version, p.task_ids, trajs, p.sampler_after, rollout)
+
+    # ------------------------------------------------------------------ weights
+
+    def push_weights(self) -> None:
+        if self._sender is None:
+            return
+        self._sender.broadcast(self.learner.version)
+        self.pushed_version = self.learner.version
+
+    # ------------------------------------------------------------------ loop
+
+    async def _loop(self) -> None:
+        rl = self.cfg.rl
+        await self._start_workers()
+        pending: dict[int, _Pending] = {}
+        next_hint = self.state.step + 1
+        exhausted = False
+        try:
+            with self._progress() as prog:
+                bar = prog.add_task("steps", total=rl.steps, completed=self.state.step, info="")
+                while not self._done():
+                    # Dispatch every batch the staleness bound allows at this learner version.
+                    while (
+                        not exhausted
+                        and next_hint <= rl.steps
+                        and next_hint <= self.state.step + 1 + rl.max_staleness
+                    ):
+                        ids = self.sampler.next(rl.prompts_per_step)
+                        if not ids:
+                            exhausted = True
+                            break
+                        pending[next_hint] = self.dispatch(next_hint, ids)
+                        next_hint += 1
+                    if not pending:
+                        break
+                    t0 = time.perf_counter()
+                    sb = await self.collect(pending.pop(min(pending)))
+                    wait_s = time.perf_counter() - t0
+                    if self.learner.version - sb.version > rl.max_staleness:
+                        self.stale_dropped += 1
+                        self.log({"step": self.state.step, "dropped_stale_batch": sb.version})
+                        continue
+                    m = await asyncio.to_thread(self.learn, sb)
+                    m.update(
+                        stale_dropped=self.stale_dropped,
+                        wait_for_rollout_s=wait_s,
+                        weight_sync_s=self._sender.last_seconds if self._sender else None,
+                        worker_versions=sb.rollout.get("worker_versions"),
+                    )
+                    self.log(m)
+                    self.checkpoint()
+                    prog.update(bar, advance=1, info=f"reward {m.get('reward_mean')}")
+        finally:
+            await self._stop_workers()
