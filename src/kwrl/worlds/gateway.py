@@ -25,7 +25,7 @@ import asyncio
 import importlib
 import logging
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -53,7 +53,7 @@ _CHUNK = 1024 * 1024
 def build_server(roots: WorldRoots) -> tuple[FastMCP, list[str], list[str]]:
     """The composed MCP server, the mounted app names, and the names of app modules not found."""
     server = FastMCP("kwrl-world")
-    mounted: list[str] = []
+    apps: dict[str, FastMCP] = {}
     missing: list[str] = []
     for name, module_path in APPS.items():
         try:
@@ -66,16 +66,22 @@ def build_server(roots: WorldRoots) -> tuple[FastMCP, list[str], list[str]]:
             )
             missing.append(name)
             continue
-        for tool in _tools_of(module.build(roots)):
+        apps[name] = module.build(roots)
+    for name, tools in _tools_of(apps).items():
+        for tool in tools:
             server.add_tool(tool.model_copy(update={"name": f"{name}_{tool.name}"}))
-        mounted.append(name)
-    return server, mounted, missing
+    return server, list(apps), missing
 
 
-def _tools_of(app: FastMCP) -> list[Tool]:
-    """An app's tools, read on a private event loop (this may be called from inside a running one)."""
+def _tools_of(apps: dict[str, FastMCP]) -> dict[str, Sequence[Tool]]:
+    """Each app's tools as its clients would list them (schemas dereferenced), read on one private
+    event loop in a worker thread, since this may be called from inside a running loop."""
+
+    async def list_all() -> dict[str, Sequence[Tool]]:
+        return {name: await app.list_tools() for name, app in apps.items()}
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return list(pool.submit(asyncio.run, app.list_tools()).result())
+        return pool.submit(asyncio.run, list_all()).result()
 
 
 def build_app(roots: WorldRoots) -> Starlette:

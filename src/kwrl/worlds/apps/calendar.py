@@ -28,7 +28,7 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from kwrl.io import write_bytes
-from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.base import ToolError, tool
 from kwrl.worlds.layout import WorldRoots
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ def build(roots: WorldRoots) -> FastMCP:
     store = CalendarStore(roots.calendar)
     mcp = FastMCP("calendar")
 
-    @mcp.tool
+    @tool(mcp)
     def list_events(
         start_date: Annotated[
             str | None, Field(description="Only events ending on/after this date (ISO 8601).")
@@ -248,7 +248,7 @@ def build(roots: WorldRoots) -> FastMCP:
         page = [loc.summary() for _, loc in rows[offset : offset + limit]]
         return {"total": len(rows), "offset": offset, "events": page}
 
-    @mcp.tool
+    @tool(mcp)
     def read_event(
         event_id: Annotated[str, Field(description="An event_id from list_events.")],
     ) -> dict[str, object]:
@@ -256,7 +256,7 @@ def build(roots: WorldRoots) -> FastMCP:
         with store.lock:
             return store.get(event_id).detail()
 
-    @mcp.tool
+    @tool(mcp)
     def create_event(
         summary: Annotated[str, Field(description="Event title.")],
         start: Annotated[str, Field(description="Start, ISO 8601 date or datetime.")],
@@ -288,7 +288,7 @@ def build(roots: WorldRoots) -> FastMCP:
             store.save(path, cal)
         return {"event_id": uid, "message": f"created event {summary!r}", "calendar": path.stem}
 
-    @mcp.tool
+    @tool(mcp)
     def update_event(
         event_id: Annotated[str, Field(description="The event to change.")],
         summary: Annotated[str | None, Field(description="New title.")] = None,
@@ -313,7 +313,7 @@ def build(roots: WorldRoots) -> FastMCP:
             store.save(loc.path, cal)
         return {"event_id": event_id, "message": "event updated"}
 
-    @mcp.tool
+    @tool(mcp)
     def delete_event(
         event_id: Annotated[str, Field(description="The event to delete.")],
     ) -> dict[str, object]:

@@ -39,7 +39,7 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from kwrl.io import write_json
-from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.base import ToolError, tool
 from kwrl.worlds.layout import WorldRoots
 
 CHANNEL_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -167,7 +167,7 @@ def build(roots: WorldRoots) -> FastMCP:
             store.save_messages(cid, messages)
         return {"message_id": msg["id"], "channel_id": cid, "thread_id": thread_id, "ts": msg["ts"]}
 
-    @mcp.tool
+    @tool(mcp)
     def list_channels() -> dict[str, object]:
         """List chat channels (id, name, description, member count)."""
         rows = [
@@ -181,7 +181,7 @@ def build(roots: WorldRoots) -> FastMCP:
         ]
         return {"channels": rows}
 
-    @mcp.tool
+    @tool(mcp)
     def get_channel_history(
         channel_id: Annotated[str, Field(description="Channel id or name from list_channels.")],
         limit: Annotated[
@@ -206,7 +206,7 @@ def build(roots: WorldRoots) -> FastMCP:
             "messages": [view(m, names, counts.get(m["id"])) for m in page],
         }
 
-    @mcp.tool
+    @tool(mcp)
     def get_thread_replies(
         channel_id: Annotated[str, Field(description="Channel id or name.")],
         message_id: Annotated[str, Field(description="The thread's root message id.")],
@@ -221,7 +221,7 @@ def build(roots: WorldRoots) -> FastMCP:
         return {"channel_id": cid, "thread_id": tid,
                 "messages": [view(m, names) for m in thread if not m.get("deleted")]}  # fmt: skip
 
-    @mcp.tool
+    @tool(mcp)
     def post_message(
         channel_id: Annotated[str, Field(description="Channel id or name.")],
         text: Annotated[str, Field(description="Message text.")],
@@ -232,7 +232,7 @@ def build(roots: WorldRoots) -> FastMCP:
         """Post a new message to a channel."""
         return post(channel_id, text, user_id, None)
 
-    @mcp.tool
+    @tool(mcp)
     def reply_to_thread(
         channel_id: Annotated[str, Field(description="Channel id or name.")],
         message_id: Annotated[str, Field(description="The message to reply to (its thread).")],
@@ -244,7 +244,7 @@ def build(roots: WorldRoots) -> FastMCP:
         """Reply in the thread of a message."""
         return post(channel_id, text, user_id, message_id)
 
-    @mcp.tool
+    @tool(mcp)
     def add_reaction(
         channel_id: Annotated[str, Field(description="Channel id or name.")],
         message_id: Annotated[str, Field(description="The message to react to.")],
@@ -270,7 +270,7 @@ def build(roots: WorldRoots) -> FastMCP:
             "reactions": {k: len(v) for k, v in m["reactions"].items()},
         }
 
-    @mcp.tool
+    @tool(mcp)
     def delete_post(
         channel_id: Annotated[str, Field(description="Channel id or name.")],
         message_id: Annotated[str, Field(description="The message to delete.")],
@@ -287,7 +287,7 @@ def build(roots: WorldRoots) -> FastMCP:
             store.save_messages(cid, messages)
         return {"message_id": message_id, "message": "deleted"}
 
-    @mcp.tool
+    @tool(mcp)
     def get_users(
         limit: Annotated[int, Field(description="Most users to return.", ge=1, le=1000)] = 100,
         offset: Annotated[int, Field(description="Users to skip.", ge=0)] = 0,
@@ -301,7 +301,7 @@ def build(roots: WorldRoots) -> FastMCP:
         ]  # fmt: skip
         return {"total": len(users), "users": rows}
 
-    @mcp.tool
+    @tool(mcp)
     def get_user_profile(
         user_id: Annotated[
             str, Field(description="A user id from get_users, or an email address.")

@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 from fastmcp import FastMCP
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.base import ToolError, tool
 from kwrl.worlds.layout import WorldRoots
 
 MAX_OUTPUT_CHARS = 20_000
@@ -112,7 +112,7 @@ async def run_code(
 def build(roots: WorldRoots) -> FastMCP:
     mcp = FastMCP("code_execution")
 
-    @mcp.tool
+    @tool(mcp)
     async def code_exec(
         code: Annotated[str, Field(description="Source code to run.")],
         language: Annotated[

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from fastmcp import FastMCP
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
@@ -119,7 +119,7 @@ def build(roots: WorldRoots) -> FastMCP:
             note = _recalc(p, wb)
         return f"{msg} in {rel(root, p)}{note}"
 
-    @mcp.tool
+    @tool(mcp)
     def create_spreadsheet(
         directory: Annotated[
             str, Field(description="Folder to create the file in, e.g. '/' or '/data'")
@@ -150,12 +150,12 @@ def build(roots: WorldRoots) -> FastMCP:
             note = _recalc(target, wb)
         return f"Created {rel(root, target)} with sheets {wb.sheetnames}{note}"
 
-    @mcp.tool
+    @tool(mcp)
     def delete_spreadsheet(file_path: FilePath) -> str:
         """Delete a workbook file (irreversible)."""
         return delete_file(root, file_path, EXTS)
 
-    @mcp.tool
+    @tool(mcp)
     def read_tab(
         file_path: FilePath,
         tab_index: TabIndex = None,
@@ -188,7 +188,7 @@ def build(roots: WorldRoots) -> FastMCP:
             head += f"; showing {max_rows} of {r2 - r1 + 1} rows (use cell_range for more)"
         return page_text(head + "\n" + text, offset=offset)
 
-    @mcp.tool
+    @tool(mcp)
     def read_csv(
         file_path: Annotated[str, Field(description="Path of a .csv/.tsv file")],
         delimiter: Annotated[str | None, Field(description="Default: ',' (tab for .tsv)")] = None,
@@ -219,7 +219,7 @@ def build(roots: WorldRoots) -> FastMCP:
             head += f"; showing the first {row_limit}"
         return page_text(head + "\n" + md_table(shown, header=header), offset=offset)
 
-    @mcp.tool
+    @tool(mcp)
     def list_tabs_in_spreadsheet(file_path: FilePath) -> str:
         """List the worksheets of a workbook: index, name, used range, size."""
         from openpyxl.utils import get_column_letter
@@ -238,7 +238,7 @@ def build(roots: WorldRoots) -> FastMCP:
             rows, header=["tab_index", "name", "used range", "rows", "cols", "state"]
         )
 
-    @mcp.tool
+    @tool(mcp)
     def add_tab(
         file_path: FilePath,
         tab_name: Annotated[
@@ -260,7 +260,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def delete_tab(
         file_path: FilePath, tab_index: TabIndex = None, tab_name: TabName = None
     ) -> str:
@@ -277,7 +277,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def edit_spreadsheet(
         file_path: FilePath,
         operations: Annotated[
@@ -301,7 +301,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def add_content_text(
         file_path: FilePath,
         cell: Annotated[str, Field(description="Empty target cell, e.g. 'B5'")],
@@ -324,7 +324,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def delete_content_cell(
         file_path: FilePath,
         cell: Annotated[str, Field(description="Cell or range to clear, e.g. 'B5' or 'B5:D9'")],
@@ -343,7 +343,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def create_chart(
         file_path: FilePath,
         data_range: Annotated[
@@ -372,7 +372,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def filter_tab(
         file_path: FilePath,
         filters: Annotated[

@@ -23,7 +23,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, confine, page_text
+from kwrl.worlds.apps.base import ToolError, confine, page_text, tool
 from kwrl.worlds.apps.base import rel as _rel
 from kwrl.worlds.layout import WorldRoots
 
@@ -75,7 +75,7 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError(f"{path!r} is a directory; use list_files to see its contents")
         return p
 
-    @mcp.tool
+    @tool(mcp)
     def list_files(
         path: Annotated[str, Field(description="Directory to list, e.g. '/' or '/reports'.")] = "/",
     ) -> str:
@@ -95,7 +95,7 @@ def build(roots: WorldRoots) -> FastMCP:
         header = f"{rel(root, d)}: {len(lines)} entries"
         return header + ("\n" + "\n".join(lines) if lines else "\n(empty directory)")
 
-    @mcp.tool
+    @tool(mcp)
     def read_text_file(
         path: Annotated[str, Field(description="Text file to read, e.g. '/notes/todo.md'.")],
         offset: Annotated[int, Field(description="Character offset to start from.", ge=0)] = 0,
@@ -117,7 +117,7 @@ def build(roots: WorldRoots) -> FastMCP:
         text = data.decode("utf-8", errors="replace")
         return page_text(text, offset=offset, limit=limit)
 
-    @mcp.tool
+    @tool(mcp)
     def read_image_file(
         path: Annotated[str, Field(description="Image file (png, jpg, gif, webp, bmp).")],
     ) -> Image:
@@ -132,7 +132,7 @@ def build(roots: WorldRoots) -> FastMCP:
         fmt = p.suffix.lower().lstrip(".").replace("jpg", "jpeg")
         return Image(data=p.read_bytes(), format=fmt)
 
-    @mcp.tool
+    @tool(mcp)
     def search_files(
         pattern: Annotated[
             str,
@@ -167,7 +167,7 @@ def build(roots: WorldRoots) -> FastMCP:
         more = f"\n({total - len(hits)} more not shown)" if total > len(hits) else ""
         return f"{total} matches\n" + "\n".join(hits) + more
 
-    @mcp.tool
+    @tool(mcp)
     def get_file_metadata(
         path: Annotated[str, Field(description="File or directory to describe.")],
     ) -> dict[str, object]:
@@ -185,7 +185,7 @@ def build(roots: WorldRoots) -> FastMCP:
             "created": datetime.fromtimestamp(st.st_ctime, UTC).isoformat(timespec="seconds"),
         }
 
-    @mcp.tool
+    @tool(mcp)
     def get_directory_tree(
         path: Annotated[str, Field(description="Directory at the top of the tree.")] = "/",
         max_depth: Annotated[int, Field(description="Levels to descend.", ge=1, le=20)] = 3,

@@ -37,7 +37,7 @@ from typing import Annotated
 from fastmcp import FastMCP
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.base import ToolError, tool
 from kwrl.worlds.layout import WorldRoots
 
 SENT_MAILBOX = "sent"
@@ -256,7 +256,7 @@ def build(roots: WorldRoots) -> FastMCP:
         n = len(to) + len(cc) + len(bcc)
         return f"sent mail_id {mid} to {n} recipient(s); saved in mailbox '{SENT_MAILBOX}'"
 
-    @mcp.tool
+    @tool(mcp)
     def list_mails(
         limit: Annotated[
             int, Field(description="Most mails to return, newest first.", ge=1, le=200)
@@ -271,14 +271,14 @@ def build(roots: WorldRoots) -> FastMCP:
         page = mails[offset : offset + limit]
         return {"total": len(mails), "offset": offset, "mails": [m.summary() for m in page]}
 
-    @mcp.tool
+    @tool(mcp)
     def read_mail(
         mail_id: Annotated[str, Field(description="A mail_id from list_mails or search_mail.")],
     ) -> str:
         """Read one mail: headers, body and attachment names."""
         return _render(store.get(mail_id))
 
-    @mcp.tool
+    @tool(mcp)
     def search_mail(
         query: Annotated[
             str,
@@ -317,7 +317,7 @@ def build(roots: WorldRoots) -> FastMCP:
             hits.append(m)
         return {"total": len(hits), "mails": [m.summary() for m in hits[:limit]]}
 
-    @mcp.tool
+    @tool(mcp)
     def send_mail(
         to_email: Annotated[
             str | list[str], Field(description="Recipient address or list of addresses.")
@@ -343,7 +343,7 @@ def build(roots: WorldRoots) -> FastMCP:
     def _re(subject: str, prefix: str) -> str:
         return subject if subject.lower().startswith(prefix.lower()) else f"{prefix} {subject}"
 
-    @mcp.tool
+    @tool(mcp)
     def reply_mail(
         mail_id: Annotated[str, Field(description="The mail to answer.")],
         body: Annotated[str, Field(description="Plain-text reply.")],
@@ -359,7 +359,7 @@ def build(roots: WorldRoots) -> FastMCP:
             subject=_re(parent.header("Subject"), "Re:"), body=body, parent=parent,
         )  # fmt: skip
 
-    @mcp.tool
+    @tool(mcp)
     def reply_all_mail(
         mail_id: Annotated[str, Field(description="The mail to answer.")],
         body: Annotated[str, Field(description="Plain-text reply.")],
@@ -380,7 +380,7 @@ def build(roots: WorldRoots) -> FastMCP:
             subject=_re(parent.header("Subject"), "Re:"), body=body, parent=parent,
         )  # fmt: skip
 
-    @mcp.tool
+    @tool(mcp)
     def forward_mail(
         mail_id: Annotated[str, Field(description="The mail to forward.")],
         to_email: Annotated[str | list[str], Field(description="Recipient address(es).")],

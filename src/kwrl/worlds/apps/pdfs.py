@@ -27,7 +27,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
 from kwrl.worlds.apps.office_blocks import Block, inline_runs, parse_content
 from kwrl.worlds.apps.office_common import (
     cached,
@@ -111,7 +111,7 @@ def build(roots: WorldRoots) -> FastMCP:
         p = existing_file(root, file_path, EXTS)
         return p, cached(root, p, _extract, KIND)
 
-    @mcp.tool
+    @tool(mcp)
     def read_pdf_pages(
         file_path: FilePath,
         pages: Annotated[
@@ -144,7 +144,7 @@ def build(roots: WorldRoots) -> FastMCP:
             parts.append("\n".join(section))
         return page_text("\n\n".join(parts), offset=offset)
 
-    @mcp.tool
+    @tool(mcp)
     def search_pdf(
         file_path: FilePath,
         query: Annotated[str, Field(description="Text to find")],
@@ -182,7 +182,7 @@ def build(roots: WorldRoots) -> FastMCP:
             head += f"; showing {len(hits)}"
         return head + "\n" + "\n".join(hits)
 
-    @mcp.tool
+    @tool(mcp)
     def read_page_as_image(
         file_path: FilePath,
         page_number: Annotated[int, Field(description="1-based page number")],
@@ -205,7 +205,7 @@ def build(roots: WorldRoots) -> FastMCP:
         pil.save(buf, format="PNG")
         return McpImage(data=buf.getvalue(), format="png")
 
-    @mcp.tool
+    @tool(mcp)
     def read_image(
         file_path: FilePath,
         annotation: Annotated[
@@ -240,7 +240,7 @@ def build(roots: WorldRoots) -> FastMCP:
         pil.save(buf, format="PNG")
         return McpImage(data=buf.getvalue(), format="png")
 
-    @mcp.tool
+    @tool(mcp)
     def create_pdf(
         directory: Annotated[
             str, Field(description="Folder to create the file in, e.g. '/' or '/reports'")

@@ -19,7 +19,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
@@ -83,7 +83,7 @@ def build(roots: WorldRoots) -> FastMCP:
     def edit_deck(file_path: str, fn: Any) -> str:
         return edit_file(root, file_path, EXTS, _load, KIND, fn)
 
-    @mcp.tool
+    @tool(mcp)
     def create_slides(
         directory: Annotated[str, Field(description="Folder to create the deck in, e.g. '/decks'")],
         file_name: Annotated[str, Field(description="File name ending with .pptx, no '/'")],
@@ -114,7 +114,7 @@ def build(roots: WorldRoots) -> FastMCP:
             save_atomic(prs, target)
         return f"Created {rel(root, target)} with {len(prs.slides)} slide(s)"
 
-    @mcp.tool
+    @tool(mcp)
     def delete_slides(
         file_path: FilePath,
         slide_indices: Annotated[
@@ -133,7 +133,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def add_slide(
         file_path: FilePath,
         index: Annotated[
@@ -167,7 +167,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def edit_slides(
         file_path: FilePath,
         operations: Annotated[
@@ -192,7 +192,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def read_slides(
         file_path: FilePath,
         offset: Annotated[
@@ -209,7 +209,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return page_text(cached(root, p, render, KIND, "read_slides"), offset=offset)
 
-    @mcp.tool
+    @tool(mcp)
     def read_completedeck(file_path: FilePath) -> str:
         """Overview of every slide: index, layout, title, shape count, text preview."""
         p, prs = read_deck(file_path)
@@ -237,7 +237,7 @@ def build(roots: WorldRoots) -> FastMCP:
         )
         return head + md_table(rows, header=["slide", "layout", "title", "shapes", "text"])
 
-    @mcp.tool
+    @tool(mcp)
     def read_individualslide(file_path: FilePath, slide_index: SlideIndex) -> str:
         """One slide in detail: every shape with index, kind, position, text; tables, charts, images, notes."""
         p, prs = read_deck(file_path)
@@ -246,7 +246,7 @@ def build(roots: WorldRoots) -> FastMCP:
             root, p, lambda _: slide_detail(slide, slide_index), KIND, f"slide:{slide_index}"
         )
 
-    @mcp.tool
+    @tool(mcp)
     def add_shape(
         file_path: FilePath,
         slide_index: SlideIndex,
@@ -312,7 +312,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def insert_table(
         file_path: FilePath,
         slide_index: SlideIndex,
@@ -342,7 +342,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def insert_chart(
         file_path: FilePath,
         slide_index: SlideIndex,
@@ -396,7 +396,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def add_image(
         file_path: FilePath,
         image_path: Annotated[
@@ -434,7 +434,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def modify_image(
         file_path: FilePath,
         slide_index: SlideIndex,
@@ -469,7 +469,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def read_image(
         file_path: FilePath,
         annotation: Annotated[

@@ -20,7 +20,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel
+from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
 from kwrl.worlds.apps.office_blocks import Block, parse_content
 from kwrl.worlds.apps.office_common import (
     cached,
@@ -100,7 +100,7 @@ def build(roots: WorldRoots) -> FastMCP:
     def style_of(doc: DocxDocument, style: str | None) -> Any:
         return None if style is None else ensure_style(doc, style)
 
-    @mcp.tool
+    @tool(mcp)
     def create_document(
         directory: Annotated[
             str, Field(description="Folder to create the file in, e.g. '/' or '/reports'")
@@ -132,12 +132,12 @@ def build(roots: WorldRoots) -> FastMCP:
             save_atomic(doc, target)
         return f"Created {rel(root, target)} ({len(doc.paragraphs)} paragraphs, {len(doc.tables)} tables)"
 
-    @mcp.tool
+    @tool(mcp)
     def delete_document(file_path: FilePath) -> str:
         """Delete a .docx file (irreversible)."""
         return delete_file(root, file_path, EXTS)
 
-    @mcp.tool
+    @tool(mcp)
     def read_document_content(
         file_path: FilePath,
         show_runs: Annotated[
@@ -156,7 +156,7 @@ def build(roots: WorldRoots) -> FastMCP:
         )
         return page_text(rendered, offset=offset)
 
-    @mcp.tool
+    @tool(mcp)
     def get_document_overview(file_path: FilePath) -> str:
         """Outline of a .docx: headings with identifiers, counts, properties, page setup."""
         p, doc = read_doc(file_path)
@@ -178,7 +178,7 @@ def build(roots: WorldRoots) -> FastMCP:
         ]
         return "\n".join(lines + (heads or ["  (no headings)"]))
 
-    @mcp.tool
+    @tool(mcp)
     def add_content_text(
         file_path: FilePath,
         identifier: Ident,
@@ -253,7 +253,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def edit_content_text(
         file_path: FilePath,
         identifier: Ident,
@@ -286,7 +286,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def delete_content_text(
         file_path: FilePath,
         identifier: Ident,
@@ -318,7 +318,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def apply_formatting(
         file_path: FilePath,
         identifier: Ident,
@@ -369,7 +369,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def comments(
         file_path: FilePath,
         action: Literal["read", "add", "delete"] = "read",
@@ -436,7 +436,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, delete)
 
-    @mcp.tool
+    @tool(mcp)
     def header_footer(
         file_path: FilePath,
         action: Literal["read", "set", "clear"] = "read",
@@ -479,7 +479,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def page_margins(
         file_path: FilePath,
         action: Literal["read", "set"] = "read",
@@ -514,7 +514,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def page_orientation(
         file_path: FilePath,
         action: Literal["read", "set"] = "read",
@@ -543,7 +543,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def add_image(
         file_path: FilePath,
         image_path: Annotated[
@@ -592,7 +592,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def modify_image(
         file_path: FilePath,
         image_index: Annotated[int, Field(description="N of imgN in read_document_content")],
@@ -634,7 +634,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @mcp.tool
+    @tool(mcp)
     def read_image(
         file_path: FilePath,
         annotation: Annotated[
