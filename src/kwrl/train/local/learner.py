@@ -62,7 +62,8 @@ class LearnerConfig(KwrlConfig):
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Parameter dtype of the trained model."""
     compile: bool = False
-    """torch.compile the decoder layers (GPU: fewer, fused kernels; slow first step)."""
+    """torch.compile the decoder layers and the LM-head logprob chunks (GPU: fewer, fused kernels;
+    slow first step)."""
 
 
 def _chunk_logprobs(
@@ -75,44 +76,78 @@ def _chunk_logprobs(
     return picked - torch.logsumexp(logits, dim=-1)
 
 
+_COMPILED: dict[str, Any] = {}
+
+
+def _chunk_fn(compiled: bool) -> Any:
+    """`_chunk_logprobs`, or its torch.compile'd form (matmul + upcast + logsumexp + gather fused)."""
+    if not compiled:
+        return _chunk_logprobs
+    if "chunk" not in _COMPILED:
+        _COMPILED["chunk"] = torch.compile(_chunk_logprobs, dynamic=True)
+    return _COMPILED["chunk"]
+
+
+def _right_padded(mask_B_L: torch.Tensor) -> bool:
+    """Every row is ones then zeros (`collate`'s layout): causal attention needs no mask then."""
+    return bool((mask_B_L[:, 1:] <= mask_B_L[:, :-1]).all())
+
+
 def token_logprobs(
-    model: torch.nn.Module, batch: Batch, temperature: float = 1.0, *, chunk: int = 4096
+    model: torch.nn.Module,
+    batch: Batch,
+    temperature: float = 1.0,
+    *,
+    chunk: int = 8192,
+    only_mask: bool = False,
+    compiled_head: bool = False,
 ) -> torch.Tensor:
     """log p(target_t | ids_<=t) for every position, float32, shape B x L.
 
     The LM head runs in chunks of `chunk` positions under activation checkpointing, so the full
     B x L x vocab logits tensor (19 GB for 64k tokens of a 152k vocab in bf16) never exists; only
     the hidden states are kept for backward. Models without a separable head fall back to logits.
+
+    `only_mask`: run the head only where `batch.mask_B_L` is 1 (the tokens a loss reads) and
+    return 0 elsewhere; prompts and tool outputs then cost no head FLOPs. A right-padded batch
+    (collate's layout) is run without an attention mask: padding sits after every real token, so
+    causal attention alone gives the same values and SDPA can take its flash kernel.
     """
+    attn = batch.attention_mask_B_L
+    if _right_padded(attn):
+        attn = None
     head = getattr(model, "get_output_embeddings", lambda: None)()
     base = getattr(model, "model", None)
     if head is None or base is None or getattr(head, "bias", None) is not None:
-        logits = model(
-            input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L
-        ).logits
+        logits = model(input_ids=batch.input_ids_B_L, attention_mask=attn).logits
         flat = logits.reshape(-1, logits.shape[-1]).float() / temperature
         t = batch.targets_B_L.reshape(-1)
         lp = torch.gather(flat, -1, t.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(flat, -1)
         return lp.view(batch.targets_B_L.shape)
-    hidden = base(input_ids=batch.input_ids_B_L, attention_mask=batch.attention_mask_B_L)[0]
+    hidden = base(input_ids=batch.input_ids_B_L, attention_mask=attn)[0]
     B, L, H = hidden.shape
     h = hidden.reshape(B * L, H)
     t = batch.targets_B_L.reshape(B * L)
+    idx = None
+    if only_mask:
+        idx = batch.mask_B_L.reshape(B * L).nonzero().squeeze(-1)
+        h, t = h.index_select(0, idx), t.index_select(0, idx)
+    fn = _chunk_fn(compiled_head)
     parts = []
-    for s in range(0, B * L, chunk):
+    for s in range(0, h.shape[0], chunk):
         if torch.is_grad_enabled():
             part = checkpoint(
-                _chunk_logprobs,
-                h[s : s + chunk],
-                head.weight,
-                t[s : s + chunk],
-                temperature,
+                fn, h[s : s + chunk], head.weight, t[s : s + chunk], temperature,
                 use_reentrant=False,
-            )
+            )  # fmt: skip
         else:
-            part = _chunk_logprobs(h[s : s + chunk], head.weight, t[s : s + chunk], temperature)
+            part = fn(h[s : s + chunk], head.weight, t[s : s + chunk], temperature)
         parts.append(part)
-    return torch.cat(parts).view(B, L)
+    flat_lp = torch.cat(parts) if parts else h.new_zeros(0, dtype=torch.float32)
+    if idx is None:
+        return flat_lp.view(B, L)
+    full = torch.zeros(B * L, dtype=flat_lp.dtype, device=flat_lp.device)
+    return full.index_put((idx,), flat_lp).view(B, L)
 
 
 def _on_device(batch: Batch, device: torch.device) -> Batch:
@@ -187,14 +222,16 @@ class Learner:
             w = weights[s : s + cfg.micro_batch_size]
             if float(mb.mask_B_L.sum()) == 0:
                 continue
-            lp = token_logprobs(self.model, mb, cfg.temperature)
+            lp = token_logprobs(
+                self.model, mb, cfg.temperature, only_mask=True, compiled_head=cfg.compile
+            )
             out = loss_fn(
                 lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
             )
             loss = (out.loss_B_T * w).sum()
             if cfg.kl_coef > 0 and self.ref_model is not None:
                 with torch.no_grad():
-                    ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature)
+                    ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature, only_mask=True)
                 loss = loss + cfg.kl_coef * (kl_k3(lp, ref_lp) * w).sum()
             loss.backward()
             total_loss += float(loss.detach())

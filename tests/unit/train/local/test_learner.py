@@ -159,4 +159,10 @@ def test_chunked_head_logprobs_equal_full_logits() -> None:
             -1, batch.targets_B_L.unsqueeze(-1)
         )
         chunked = token_logprobs(model, batch, 0.7, chunk=3)
-    assert torch.allclose(full.squeeze(-1), chunked, atol=1e-5)
+        only = token_logprobs(model, batch, 0.7, chunk=3, only_mask=True)
+    real = batch.attention_mask_B_L.bool()  # padded positions differ: no attention mask there
+    assert not real.all()  # the batch has padding, so the unmasked (flash) path is exercised
+    assert torch.allclose(full.squeeze(-1)[real], chunked[real], atol=1e-5)
+    scored = batch.mask_B_L.bool()
+    assert torch.allclose(only[scored], chunked[scored], atol=1e-5)
+    assert (only[~scored] == 0).all()
