@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kwrl.config import KwrlConfig
@@ -49,6 +51,10 @@ class AgentConfig(KwrlConfig):
     tools: list[str] | None = None
     """Tool names or fnmatch patterns offered to the model (e.g. `filesystem_*`); None offers
     every tool of the gateway. Small-context policies need a subset: all nine apps are ~15k tokens."""
+    tool_prompt: Literal["hermes", "compact"] = "hermes"
+    """How kwrl lists the tools where it renders the prompt itself (token policies: engine:,
+    /v1/completions): `hermes` JSON schemas (Qwen2.5's wording), or `compact` one-line signatures,
+    ~10x fewer tokens, for small models on small budgets. Chat-API policies get OpenAI `tools=`."""
     tool_call_parser: str = "hermes"
     """Format of tool calls in sampled text: hermes (Qwen2.5, SmolLM2), qwen3_xml, glm4."""
     tool_call_timeout_s: float = Field(default=600.0, gt=0)

@@ -145,7 +145,7 @@ class AgentLoop:
         ]
         if self.policy.supports_tokens:
             assert self.tokenizer is not None
-            template = ChatTemplate(self.tokenizer, self.tool_schemas)
+            template = ChatTemplate(self.tokenizer, self.tool_schemas, self.config.tool_prompt)
             self.tito = TitoState.start(template, self.messages)
         self.run_ = AgentRun(
             self.messages,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kwrl.errors import AgentError
-from kwrl.llm.tool_prompt import template_messages, template_renders_tools
+from kwrl.llm.tool_prompt import ToolPromptStyle, template_messages, template_renders_tools
 
 _MARKER = "KWRL_TITO_MARKER_7f3a"
 
@@ -63,10 +63,16 @@ class Tokenizer(Protocol):
 class ChatTemplate:
     """A tokenizer's chat template with a fixed tool list: renders messages to text and token ids."""
 
-    def __init__(self, tokenizer: Tokenizer, tools: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        tools: list[dict[str, Any]] | None = None,
+        tool_prompt: ToolPromptStyle = "hermes",
+    ) -> None:
         self.tokenizer = tokenizer
         self.tools = list(tools or [])
-        self.tools_in_system = not template_renders_tools(tokenizer)
+        self.tool_prompt: ToolPromptStyle = tool_prompt
+        self.tools_in_system = tool_prompt == "compact" or not template_renders_tools(tokenizer)
         """The template ignores `tools=`: schemas go into the system prompt, tool results into
         user turns (`kwrl.llm.tool_prompt`, so the engine and the agent render alike)."""
         self.closing_ids: list[int] = self.encode(self._closing_text())
@@ -102,7 +108,9 @@ class ChatTemplate:
     def _render_with(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool
     ) -> str:
-        msgs, native = template_messages(messages, tools, native_tools=not self.tools_in_system)
+        msgs, native = template_messages(
+            messages, tools, native_tools=not self.tools_in_system, style=self.tool_prompt
+        )
         return self._render_raw(msgs, native, gen)
 
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:

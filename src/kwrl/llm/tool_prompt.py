@@ -6,6 +6,11 @@ Templates that ignore `tools=` (SmolLM2) get the schemas appended to the system 
 Hermes wording Qwen2.5 uses, assistant tool calls written back as `<tool_call>` blocks and tool
 results sent as user turns wrapped in `<tool_response>`, so the whole history stays visible.
 
+Style `compact` (for small-context models) lists each tool as one line, `- name(arg: type,
+opt?: type): first sentence of the description`, about a tenth of the Hermes JSON (8 tools: ~190
+vs ~1650 SmolLM2 tokens); the call format stays Hermes `<tool_call>` JSON, so the parsers are the
+same. It always goes into the system prompt, whatever the template does with `tools=`.
+
 `parse_tool_calls(text)` splits a sampled turn into plain content and OpenAI-format tool calls
 (`{"id", "type": "function", "function": {"name", "arguments": <json string>}}`). A block whose
 JSON does not parse stays in the content, so the caller sees what the model wrote.
@@ -18,13 +23,23 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
+
+ToolPromptStyle = Literal["hermes", "compact"]
 
 _BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
-def render_tools_system_prompt(system: str, tools: list[dict[str, Any]]) -> str:
-    """Append Hermes-style tool signatures to a system prompt (for templates that drop `tools=`)."""
+def render_tools_system_prompt(
+    system: str, tools: list[dict[str, Any]], style: ToolPromptStyle = "hermes"
+) -> str:
+    """Append tool signatures to a system prompt (for templates that drop `tools=`, or `compact`)."""
+    if style == "compact":
+        lines = "\n".join(_compact_signature(t) for t in tools)
+        return (
+            f"{system}\n\n# Tools\n{lines}\n\nTo call a tool, write:\n<tool_call>\n"
+            '{"name": <tool-name>, "arguments": <args-json-object>}\n</tool_call>'
+        )
     lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
     return (
         f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -35,11 +50,41 @@ def render_tools_system_prompt(system: str, tools: list[dict[str, Any]]) -> str:
     )
 
 
+def _schema_type(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if "anyOf" in schema:
+        kinds = [_schema_type(x) for x in schema["anyOf"] if x.get("type") != "null"]
+        return "|".join(dict.fromkeys(kinds)) or "null"
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"{_schema_type(schema.get('items', {}))}[]"
+    return "|".join(kind) if isinstance(kind, list) else str(kind)
+
+
+def _compact_signature(tool: dict[str, Any]) -> str:
+    """`- name(arg: type, opt?: type): first sentence` for one OpenAI-format tool."""
+    fn = tool.get("function", tool)
+    params = fn.get("parameters") or {}
+    required = set(params.get("required", []))
+    args = ", ".join(
+        f"{name}{'' if name in required else '?'}: {_schema_type(schema)}"
+        for name, schema in (params.get("properties") or {}).items()
+    )
+    desc = " ".join(str(fn.get("description", "")).split())
+    first = re.split(r"(?<=[.!?])\s", desc, maxsplit=1)[0]
+    return f"- {fn.get('name')}({args})" + (f": {first}" if first else "")
+
+
 def template_messages(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, native_tools: bool
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    *,
+    native_tools: bool,
+    style: ToolPromptStyle = "hermes",
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """OpenAI-format chat -> (messages, tools) for `apply_chat_template` of this kind of template."""
-    if native_tools:
+    if native_tools and style == "hermes":
         return [_native_message(m) for m in messages], (tools or None)
     out: list[dict[str, Any]] = []
     for m in messages:
@@ -57,10 +102,12 @@ def template_messages(
         if out and out[0]["role"] == "system":
             out[0] = {
                 "role": "system",
-                "content": render_tools_system_prompt(out[0]["content"], tools),
+                "content": render_tools_system_prompt(out[0]["content"], tools, style),
             }
         else:
-            out.insert(0, {"role": "system", "content": render_tools_system_prompt("", tools)})
+            out.insert(
+                0, {"role": "system", "content": render_tools_system_prompt("", tools, style)}
+            )
     return out, None
 
 

@@ -105,3 +105,46 @@ def test_qwen_renders_tools_itself_in_the_same_hermes_wording(smollm2_tokenizer:
     assert chat_prompt_text(qwen, messages, [TOOL]) == chat_prompt_text(
         smollm2_tokenizer, messages, [TOOL]
     )
+
+
+def test_compact_style_lists_one_signature_a_line_and_keeps_the_call_format(
+    smollm2_tokenizer: Any,
+) -> None:
+    search = {
+        "type": "function",
+        "function": {
+            "name": "mail_search_mail",
+            "description": "Search mails by text.  Newest first.\nMore detail here.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "pages": {"type": "array", "items": {"type": "integer"}},
+                    "tab": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+                    "order": {"enum": ["asc", "desc"]},
+                },
+                "required": ["query"],
+            },
+        },
+    }
+    text = render_tools_system_prompt("Sys", [TOOL, search], "compact")
+    assert text.splitlines()[2:5] == [
+        "# Tools",
+        "- mail_send_mail(to?: string): Send a mail.",
+        '- mail_search_mail(query: string, pages?: integer[], tab?: integer|string, order?: "asc"|"desc"): Search mails by text.',
+    ]
+    assert text.endswith('{"name": <tool-name>, "arguments": <args-json-object>}\n</tool_call>')
+    # a sampled call in the advertised format parses like a Hermes one
+    _, calls = parse_tool_calls(
+        '<tool_call>\n{"name": "mail_search_mail", "arguments": {"query": "q"}}\n</tool_call>'
+    )
+    assert calls[0]["function"]["name"] == "mail_search_mail"
+    messages = [{"role": "system", "content": "Sys"}, {"role": "user", "content": "hi"}]
+    msgs, native = template_messages(messages, [search], native_tools=True, style="compact")
+    assert native is None and "- mail_search_mail(" in msgs[0]["content"]
+    hermes = chat_prompt_text(smollm2_tokenizer, messages, [TOOL, search] * 4)
+    compact_text = smollm2_tokenizer.apply_chat_template(
+        template_messages(messages, [TOOL, search] * 4, native_tools=False, style="compact")[0],
+        tokenize=False,
+    )
+    assert len(smollm2_tokenizer.encode(compact_text)) * 2 < len(smollm2_tokenizer.encode(hermes))
