@@ -173,8 +173,11 @@ def test_a_run_killed_mid_step_redoes_exactly_that_step(
     assert [m["step"] for m in metrics(run)] == [1]
     assert not (run / "rollouts" / "batch-000002" / "summary.json").exists()
     assert not (run / "DONE").exists()
+    leftover = trials2 / "left-by-the-killed-run"
+    leftover.touch()
 
     out = run_to_end(argv)
+    assert not leftover.exists()  # the half-run batch was cleared, not merged into
     assert f"resumed from {run / 'checkpoints' / 'step-000001'} (step 1)" in out
     prompts, sampler_after = expected_prompts(dataset, 2)
     logged = metrics(run)
@@ -255,3 +258,17 @@ def test_a_run_killed_mid_step_matches_an_uninterrupted_run(
         (m["step"], m["tasks"]) for m in metrics(ref)
     ]
     assert final_state(run) == final_state(ref)
+
+
+def test_resume_falls_back_to_the_highest_complete_checkpoint(tmp_path: Path) -> None:
+    from kwrl.train.local.checkpoint import latest_checkpoint
+
+    ckpts = tmp_path / "checkpoints"
+    for name in ("step-000001", "step-000002", ".step-000003.old-7", ".step-000004.x1.tmp"):
+        (ckpts / name).mkdir(parents=True)
+        (ckpts / name / "trainer_state.json").write_text("{}")
+    (ckpts / "step-000005").mkdir()  # no trainer_state.json: not a checkpoint
+    (ckpts / "latest").write_text("step-000003\n")  # killed while step-000003 was being replaced
+    assert latest_checkpoint(tmp_path) == ckpts / "step-000002"
+    (ckpts / "latest").write_text("step-000001\n")
+    assert latest_checkpoint(tmp_path) == ckpts / "step-000001"

@@ -13,12 +13,18 @@ def train(
         list[str],
         typer.Argument(
             help="CONFIG.toml then key=value overrides (e.g. rl.steps=4 learner.lr=1e-5); "
-            "start with 'sft' for the warm start: kwrl train sft CONFIG.toml [key=value ...]. "
+            "start with 'sft' for the warm start: kwrl train sft CONFIG.toml \\[key=value ...]. "
             "CONFIG may be '-' for defaults + overrides."
         ),
     ],
 ) -> None:
-    """Train a policy with RL through real trials (or warm-start it with SFT on gold solutions)."""
+    """Train a policy with RL through real trials (or warm-start it with SFT on gold solutions).
+
+    Resume (RL): rerun the same command. A run dir (`out`) that holds checkpoints resumes from the
+    newest one (weights, optimizer, step, policy version, prompt sampler), so a killed run goes on
+    with the prompts it had not trained yet: no step lost or repeated. Steps after that checkpoint
+    run again; their metrics lines from the killed run are dropped.
+    """
     from rich.console import Console
 
     from kwrl.config import load_config
