@@ -153,13 +153,14 @@ def _prebuilt_app() -> Any:
     import uvicorn
 
     import kwrl.worlds.cli  # noqa: F401
-    from kwrl.worlds.apps import APPS
+    from kwrl.worlds.apps import APPS, preload
     from kwrl.worlds.gateway import build_app
     from kwrl.worlds.layout import WorldRoots
 
     for module in APPS.values():
         with contextlib.suppress(ModuleNotFoundError):
             importlib.import_module(module)
+    preload()  # the document libraries the apps import lazily, once here rather than per trial
     app = build_app(WorldRoots.sandbox_default())
     uvicorn.Config(app, log_level="warning", lifespan="on").load()
     server = app.state._state.get("fastmcp_server")
