@@ -146,7 +146,7 @@ class RLTrainer:
         self.metrics_path = self.out / "metrics.jsonl"
         self._drop_metrics_after(self.state.step)
         self._tb: Any = None
-        self.stale_dropped = 0
+        self.stale_dropped = int(self.state.extra.get("stale_dropped", 0))
 
     # ------------------------------------------------------------------ engine
 
@@ -229,6 +229,8 @@ class RLTrainer:
         self.state.step += 1
         self.state.version = self.learner.version
         self.state.sampler = sb.sampler_after
+        # async drops batches, so batch numbers run ahead of steps; resume numbers on from here
+        self.state.extra["batch"] = sb.step_hint
         self.push_weights()
         return metrics
 
@@ -325,7 +327,7 @@ class RLTrainer:
         queue: asyncio.Queue[SampledBatch | None] = asyncio.Queue(maxsize=max(rl.max_staleness, 1))
 
         async def produce() -> None:
-            hint = self.state.step
+            hint = int(self.state.extra.get("batch", self.state.step))
             while True:
                 hint += 1
                 sb = await self.sample(hint)
@@ -343,6 +345,7 @@ class RLTrainer:
                         break
                     if self.learner.version - sb.version > rl.max_staleness:
                         self.stale_dropped += 1
+                        self.state.extra["stale_dropped"] = self.stale_dropped
                         self.log({"step": self.state.step, "dropped_stale_batch": sb.version})
                         continue
                     m = await asyncio.to_thread(self.learn, sb)
