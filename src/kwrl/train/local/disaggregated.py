@@ -20,8 +20,9 @@ Staleness, bounded as in async mode: the batch for step s is dispatched only onc
 pushed version >= s - 1 - max_staleness, and its workers wait until their engines run at least the
 version pushed at dispatch, so at training time (learner version s - 1) every token of the batch
 was sampled by a version >= s - 1 - max_staleness. The drop rule of async mode still runs as a
-guard (`stale_dropped` stays 0). A batch's `version` is the oldest engine version its trials
-started on; later tokens of in-flight trials may come from newer weights (never older).
+guard (`stale_dropped` stays 0). A batch's `version` is the oldest weight version of any of its
+policy turns (the agent records each turn's in `turn_stats`: its first token's, the turn's oldest),
+or the version the worker waited for when no turn ran; it is never below that one.
 """
 
 from __future__ import annotations
@@ -105,8 +106,25 @@ def rollout_shard(
     if out.exists():  # left by a killed run: never reuse its trials
         shutil.rmtree(out)
     records = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))
-    trajs = trajectories_from_records(records, version)
-    return trajs, json.loads((out / "summary.json").read_text())
+    oldest = min(_turn_versions([Path(r.trial_dir) for r in records]), default=version)
+    trajs = trajectories_from_records(records, oldest)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["oldest_version"] = oldest
+    return trajs, summary
+
+
+def _turn_versions(trial_dirs: list[Path]) -> list[int]:
+    """Weight version of every policy turn of these trials (that of the turn's first token)."""
+    found: list[int] = []
+    for d in trial_dirs:
+        try:
+            res = json.loads((d / "result.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        meta = (res.get("agent_result") or {}).get("metadata") or {}
+        turns = meta.get("turn_stats") or []
+        found += [int(t["weight_version"]) for t in turns if t.get("weight_version") is not None]
+    return found
 
 
 def worker_main(
@@ -139,6 +157,7 @@ def worker_main(
                 res.trajectories, res.summary = rollout_shard(
                     cfg, tasks, req, Path(policy_dir), engine_cfg, out, res.version
                 )
+                res.version = int(res.summary["oldest_version"])
                 res.summary["sync"] = {
                     "applied": receiver.stats.applied[-3:],
                     "mid_batch_updates": engine.stats["mid_batch_updates"],
