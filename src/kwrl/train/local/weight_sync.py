@@ -298,6 +298,10 @@ class WeightReceiver:
 
     def _loop(self) -> None:
         try:
+            if self._stream is not None:  # the current device is per thread
+                import torch
+
+                torch.cuda.set_device(self.engine.device)
             while (v := self._recv_one()) is not None:
                 with self._cond:
                     self.stats.applied.append(v)
