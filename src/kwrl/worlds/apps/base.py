@@ -24,7 +24,7 @@ def tool[F: Callable[..., Any]](mcp: FastMCP) -> Callable[[F], F]:
     """`@tool(mcp)`: register the function as a tool of `mcp`, like `@mcp.tool`, only cheaper.
 
     The tool is the same (name, description = the docstring, schema); building it costs about a
-    third. fastmcp evaluates a tool's annotations about seven times while building it, and they
+    third less CPU, and griffe is never imported. fastmcp evaluates a tool's annotations about seven times while building it, and they
     are strings here (`from __future__ import annotations`), compiled and evaluated each time: they
     are resolved once, in place. It also parses the docstring with griffe (~0.3 s to import) for
     per-parameter docs, which the apps never write (they use `Field(description=...)`): the
