@@ -288,13 +288,23 @@ def main() -> None:
         if dev == "cuda":
             torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
-        r = bench_kwrl(model, batch, int(micro), a.steps, mode == "compile")
+        try:
+            r = bench_kwrl(model, batch, int(micro), a.steps, mode == "compile")
+        except Exception as e:  # one config failing (e.g. out of memory) still reports the rest
+            res.setdefault("kwrl_errors", {})[spec] = f"{type(e).__name__}: {e}"[:500]
+            print(f"kwrl {spec}: {res['kwrl_errors'][spec]}", flush=True)
+            if dev == "cuda":
+                torch.cuda.empty_cache()
+            continue
         r["wall_incl_warmup_s"] = time.perf_counter() - t0
         r["mfu"] = flops / r["step_s"] / PEAK_BF16
         r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
         runs[spec] = r
         print(f"kwrl {spec}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}", flush=True)
     res["kwrl_runs"] = runs
+    if not runs:
+        print(json.dumps(res, indent=2))
+        raise SystemExit("every kwrl config failed")
     best = max(runs, key=lambda k: runs[k]["tokens_per_s"])
     res["kwrl_best"] = best
     res["kwrl"] = runs[best]

@@ -371,11 +371,11 @@ class Engine:
             room = self.max_context - len(r.prompt_ids)
             r.limit = min(r.params.max_tokens, max(room, 0))
             r.limit_is_context = room < r.params.max_tokens
-            if r.params.seed is not None:
-                r.generator = torch.Generator().manual_seed(r.params.seed)
-            else:
-                seed = int(torch.randint(0, 1 << 62, (1,), generator=self._seed_rng))
-                r.generator = torch.Generator().manual_seed(seed)
+            # A seeded request samples alone from its own generator (reproducible whatever the
+            # batch); the others sample together on the device from the batch's generator.
+            r.generator = (
+                torch.Generator().manual_seed(r.params.seed) if r.params.seed is not None else None
+            )
             if r.limit <= 0:
                 r.finish = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
         active = [r for r in reqs if r.finish is None]
@@ -431,14 +431,16 @@ class Engine:
             [r.params.temperature if r.params.temperature > _GREEDY_T else 1.0 for r in rows],
             device=dev,
         )
+        seed = int(torch.randint(0, 1 << 62, (1,), generator=self._seed_rng))
+        batch_gen = torch.Generator(device=dev).manual_seed(seed)
         out, cache, mask, next_pos = self._prefill(rows)
         while True:
             logits = out.logits[:, -1, :].float()
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
-            picked = [self._sample(r, logp[i]) for i, r in enumerate(rows)]
-            for i, (r, tok) in enumerate(zip(rows, picked, strict=True)):
+            picked, picked_lp = self._sample_rows(rows, logp, batch_gen)
+            for r, tok, lp in zip(rows, picked, picked_lp, strict=True):
                 r.token_ids.append(tok)
-                r.logprobs.append(float(logp[i, tok]))
+                r.logprobs.append(lp)
                 r.versions.append(self.weight_version)
                 self._check_finish(r)
             keep = [i for i, r in enumerate(rows) if r.finish is None]
@@ -464,6 +466,39 @@ class Engine:
                 use_cache=True,
             )
             next_pos = next_pos + 1
+
+    def _sample_rows(
+        self, rows: list[_Request], logp_B_V: torch.Tensor, batch_gen: torch.Generator
+    ) -> tuple[list[int], list[float]]:
+        """One token per row and its logprob, with one device->host copy for the whole batch.
+
+        Greedy rows take the argmax; unseeded sampling rows draw together on the device (top_p
+        per row) from `batch_gen`; seeded rows draw one by one from their own generators.
+        """
+        import torch
+
+        dev = logp_B_V.device
+        picked = torch.argmax(logp_B_V, dim=-1)
+        batched = [
+            i
+            for i, r in enumerate(rows)
+            if r.params.temperature > _GREEDY_T and r.generator is None
+        ]
+        if batched:
+            sel = torch.tensor(batched, device=dev)
+            probs = logp_B_V.index_select(0, sel).exp()
+            top_p = torch.tensor([rows[i].params.top_p for i in batched], device=dev)
+            if bool((top_p < 1.0).any()):
+                sorted_p, order = torch.sort(probs, dim=-1, descending=True)
+                drop = sorted_p.cumsum(-1) - sorted_p > top_p[:, None]
+                probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p.masked_fill(drop, 0))
+            drawn = torch.multinomial(probs, 1, generator=batch_gen).squeeze(-1)
+            picked = picked.index_copy(0, sel, drawn)
+        for i, r in enumerate(rows):
+            if r.params.temperature > _GREEDY_T and r.generator is not None:
+                picked[i] = self._sample(r, logp_B_V[i])
+        lps = logp_B_V.gather(-1, picked[:, None]).squeeze(-1)
+        return [int(t) for t in picked.tolist()], [float(x) for x in lps.tolist()]
 
     def _sample(self, r: _Request, logp_V: torch.Tensor) -> int:
         import torch

@@ -119,12 +119,12 @@ def token_logprobs(
     head = getattr(model, "get_output_embeddings", lambda: None)()
     base = getattr(model, "model", None)
     if head is None or base is None or getattr(head, "bias", None) is not None:
-        logits = model(input_ids=batch.input_ids_B_L, attention_mask=attn).logits
+        logits = model(input_ids=batch.input_ids_B_L, attention_mask=attn, use_cache=False).logits
         flat = logits.reshape(-1, logits.shape[-1]).float() / temperature
         t = batch.targets_B_L.reshape(-1)
         lp = torch.gather(flat, -1, t.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(flat, -1)
         return lp.view(batch.targets_B_L.shape)
-    hidden = base(input_ids=batch.input_ids_B_L, attention_mask=attn)[0]
+    hidden = base(input_ids=batch.input_ids_B_L, attention_mask=attn, use_cache=False)[0]
     B, L, H = hidden.shape
     h = hidden.reshape(B * L, H)
     t = batch.targets_B_L.reshape(B * L)
@@ -178,7 +178,14 @@ class Learner:
             params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=on_gpu
         )
         if cfg.compile:
-            for layer in getattr(getattr(model, "model", None), "layers", []):
+            # Every layer is its own compiled module of the same code: allow a graph each.
+            import torch._dynamo
+
+            layers = list(getattr(getattr(model, "model", None), "layers", []))
+            torch._dynamo.config.recompile_limit = max(
+                torch._dynamo.config.recompile_limit, 2 * len(layers) + 8
+            )
+            for layer in layers:
                 layer.compile(dynamic=True)
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""

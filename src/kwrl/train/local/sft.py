@@ -214,7 +214,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
                 loss_total = 0.0
                 for t in chunk:  # one sequence at a time: CPU memory stays small
                     b = collate([t], [0.0], pad_id=pad)
-                    lp = token_logprobs(model, b)
+                    lp = token_logprobs(model, b, only_mask=True)
                     loss = -(lp * b.mask_B_L).sum() / max(n_tok, 1)
                     loss.backward()
                     loss_total += float(loss.detach())
