@@ -179,12 +179,11 @@ class Learner:
         )
         if cfg.compile:
             # Every layer is its own compiled module of the same code: allow a graph each.
-            import torch._dynamo
+            # `as`: a bare `import torch._dynamo` would make `torch` local to all of __init__.
+            import torch._dynamo as dynamo
 
             layers = list(getattr(getattr(model, "model", None), "layers", []))
-            torch._dynamo.config.recompile_limit = max(
-                torch._dynamo.config.recompile_limit, 2 * len(layers) + 8
-            )
+            dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, 2 * len(layers) + 8)
             for layer in layers:
                 layer.compile(dynamic=True)
         self.version = 0
