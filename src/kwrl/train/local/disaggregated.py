@@ -28,12 +28,15 @@ or the version the worker waited for when no turn ran; it is never below that on
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import queue
 import shutil
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +177,13 @@ def worker_main(
 # ---------------------------------------------------------------------------- trainer process
 
 
+def _run_into[T](fut: concurrent.futures.Future[T], fn: Callable[[], T]) -> None:
+    try:
+        fut.set_result(fn())
+    except BaseException as e:
+        fut.set_exception(e)
+
+
 class DisaggregatedTrainer(RLTrainer):
     """`RLTrainer` whose engines live in worker processes (see the module doc)."""
 
@@ -190,6 +200,7 @@ class DisaggregatedTrainer(RLTrainer):
         self._requests: list[Any] = []
         self._results: Any = None
         self._received: dict[tuple[int, int], ShardResult] = {}
+        self._join: concurrent.futures.Future[WeightSender] | None = None
 
     @property
     def engine(self) -> Any:
@@ -219,12 +230,34 @@ class DisaggregatedTrainer(RLTrainer):
             p.start()
             self._procs.append(p)
             self._requests.append(q)
-        groups = await asyncio.to_thread(
-            init_groups, 0, self.world_size, port, self.backend, self.cfg.learner.device
-        )
-        self._sender = await asyncio.to_thread(
-            WeightSender, self.model, groups, bucket_mb=dcfg.bucket_mb
-        )
+
+        def join() -> WeightSender:
+            groups = init_groups(0, self.world_size, port, self.backend, self.cfg.learner.device)
+            return WeightSender(self.model, groups, bucket_mb=dcfg.bucket_mb)
+
+        # A daemon thread, watched: a worker that dies before the rendezvous must not leave this
+        # process waiting for it (the group's timeout is hours).
+        fut: concurrent.futures.Future[WeightSender] = concurrent.futures.Future()
+        self._join = fut
+        threading.Thread(target=_run_into, args=(fut, join), daemon=True).start()
+        deadline = time.monotonic() + dcfg.start_timeout_s
+        waiter = asyncio.wrap_future(fut)
+        while not fut.done():
+            await asyncio.wait([waiter], timeout=1.0)
+            dead = [p.name for p in self._procs if not p.is_alive()]
+            if dead and not fut.done():
+                raise TrainError(f"disaggregated: generation worker(s) {dead} exited at start")
+            if time.monotonic() > deadline:
+                raise TrainError(
+                    f"disaggregated: workers did not join within {dcfg.start_timeout_s} s"
+                )
+        if (err := fut.exception()) is not None:
+            dead = [p.name for p in self._procs if not p.is_alive()]
+            raise TrainError(
+                f"disaggregated: joining the generation workers failed ({err!r})"
+                + (f"; exited: {dead}" if dead else "")
+            ) from err
+        self._sender = fut.result()
         for _ in self._procs:  # every worker loaded its engine
             await self._next_result(dcfg.start_timeout_s)
         self.console.print(
@@ -247,16 +280,25 @@ class DisaggregatedTrainer(RLTrainer):
                 raise TrainError(f"disaggregated: no worker answered within {timeout} s")
 
     async def _stop_workers(self) -> None:
+        started = self._sender is not None
         for q in self._requests:
             q.put(None)
         if self._sender is not None:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._sender.close)
         for p in self._procs:
-            await asyncio.to_thread(p.join, 60)
+            if started:  # else they may sit in a collective that will never complete
+                await asyncio.to_thread(p.join, 60)
             if p.is_alive():
                 p.kill()
-        close_groups()
+                await asyncio.to_thread(p.join, 10)
+        join = self._join
+        if not started and join is not None and not join.done():
+            # Its peers are gone, so a collective it is in fails soon; a rendezvous it is in
+            # never completes (that daemon thread is left behind, the group never created).
+            await asyncio.wait([asyncio.wrap_future(join)], timeout=30)
+        if started or (join is not None and join.done()):
+            close_groups()
 
     def dispatch(self, step_hint: int, ids: list[str]) -> _Pending:
         n = len(self._requests)
@@ -303,11 +345,11 @@ class DisaggregatedTrainer(RLTrainer):
 
     async def _loop(self) -> None:
         rl = self.cfg.rl
-        await self._start_workers()
         pending: dict[int, _Pending] = {}
         next_hint = self.state.step + 1
         exhausted = False
         try:
+            await self._start_workers()
             with self._progress() as prog:
                 bar = prog.add_task("steps", total=rl.steps, completed=self.state.step, info="")
                 while not self._done():
