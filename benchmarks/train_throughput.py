@@ -10,7 +10,7 @@ observation spans masked out, GRPO groups, random rewards). Prints one table:
 - ratio kwrl/TRL and the learner's MFU (see below)
 
 Usage: python benchmarks/train_throughput.py [--seqs 32] [--prompt-len 512] [--response-len 1536]
-       [--micro 8] [--steps 3] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
+       [--trl-micro 8,32] [--steps 3] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
 
 MFU counts the FLOPs the step needs (`step_flops`: body and attention for every token, the LM
 head only for scored tokens) over the datasheet's dense bf16 peak; the measured 8192^3 matmul
@@ -95,9 +95,13 @@ def sync() -> None:
 
 
 def bench_kwrl(
-    model: torch.nn.Module, batch: Any, micro: int, steps: int, compile: bool = False
+    model: torch.nn.Module, batch: Any, micro: int, steps: int, mode: str = "eager"
 ) -> dict[str, float]:
-    cfg = LearnerConfig(lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=compile)
+    """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs)."""
+    cfg = LearnerConfig(
+        lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=mode != "eager",
+        compile_mode="max-autotune-no-cudagraphs" if mode == "autotune" else None,
+    )  # fmt: skip
     learner = Learner(model, cfg)
     learner.step(batch)  # warm-up
     sync()
@@ -249,7 +253,7 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=512)
     ap.add_argument("--response-len", type=int, default=1536)
     ap.add_argument("--group", type=int, default=8)
-    ap.add_argument("--micro", type=int, default=8, help="micro-batch of TRL (and kwrl's first)")
+    ap.add_argument("--trl-micro", default="8,32", help="TRL micro-batch sizes to time (best kept)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--rollout-n", type=int, default=64)
     ap.add_argument("--rollout-new", type=int, default=256)
@@ -259,7 +263,7 @@ def main() -> None:
     ap.add_argument(
         "--kwrl",
         default="eager:8,eager:16,compile:16",
-        help="kwrl learner configs to time, MODE:MICRO (eager first: compile is in place)",
+        help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune (eager first: compiling is in place)",
     )
     a = ap.parse_args()
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -282,6 +286,7 @@ def main() -> None:
     if not a.skip_rollout:
         res["rollout"] = bench_rollout(model, a.rollout_n, 128, a.rollout_new)
     trl_model = copy.deepcopy(model) if not a.skip_trl else None
+    trl_runs: dict[str, dict[str, float]] = {}
     runs: dict[str, dict[str, float]] = {}
     for spec in [x for x in a.kwrl.split(",") if x]:
         mode, micro = spec.split(":")
@@ -289,7 +294,7 @@ def main() -> None:
             torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
         try:
-            r = bench_kwrl(model, batch, int(micro), a.steps, mode == "compile")
+            r = bench_kwrl(model, batch, int(micro), a.steps, mode)
         except Exception as e:  # one config failing (e.g. out of memory) still reports the rest
             res.setdefault("kwrl_errors", {})[spec] = f"{type(e).__name__}: {e}"[:500]
             print(f"kwrl {spec}: {res['kwrl_errors'][spec]}", flush=True)
@@ -316,26 +321,38 @@ def main() -> None:
             torch.cuda.reset_peak_memory_stats()
         import tempfile
 
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                res["trl"] = bench_trl(trl_model, trajs, adv, a.micro, a.steps, tmp)
-                res["trl"]["mfu"] = flops / res["trl"]["step_s"] / PEAK_BF16
-                res["trl"]["peak_mem_gb"] = (
-                    torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
-                )
-                res["ratio_kwrl_over_trl"] = (
-                    res["kwrl"]["tokens_per_s"] / res["trl"]["tokens_per_s"]
-                )
-            except Exception as e:
-                res["trl_error"] = f"{type(e).__name__}: {e}"
+        trl_runs: dict[str, dict[str, float]] = {}
+        for micro in [int(x) for x in a.trl_micro.split(",") if x]:
+            if dev == "cuda":
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    r = bench_trl(trl_model, trajs, adv, micro, a.steps, tmp)
+                except Exception as e:
+                    res.setdefault("trl_errors", {})[str(micro)] = f"{type(e).__name__}: {e}"[:500]
+                    print(f"TRL micro {micro}: {res['trl_errors'][str(micro)]}", flush=True)
+                    continue
+            r["mfu"] = flops / r["step_s"] / PEAK_BF16
+            r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
+            trl_runs[str(micro)] = r
+            print(
+                f"TRL micro {micro}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}", flush=True
+            )
+        res["trl_runs"] = trl_runs
+        if trl_runs:
+            trl_best = max(trl_runs, key=lambda k: trl_runs[k]["tokens_per_s"])
+            res["trl_best_micro"] = trl_best
+            res["trl"] = trl_runs[trl_best]
+            res["ratio_kwrl_over_trl"] = res["kwrl"]["tokens_per_s"] / res["trl"]["tokens_per_s"]
     print(json.dumps(res, indent=2))
     rows: list[tuple[str, Any]] = [
         ("rollout tokens/s", res.get("rollout", {}).get("tokens_per_s")),
         *((f"kwrl {k} tokens/s", v["tokens_per_s"]) for k, v in runs.items()),
         *((f"kwrl {k} MFU", v["mfu"]) for k, v in runs.items()),
-        ("TRL GRPOTrainer tokens/s", res.get("trl", {}).get("tokens_per_s")),
-        ("TRL MFU", res.get("trl", {}).get("mfu")),
-        (f"kwrl ({best}) / TRL", res.get("ratio_kwrl_over_trl")),
+        *((f"TRL GRPOTrainer micro {k} tokens/s", v["tokens_per_s"]) for k, v in trl_runs.items()),
+        *((f"TRL micro {k} MFU", v["mfu"]) for k, v in trl_runs.items()),
+        (f"kwrl best ({best}) / TRL best", res.get("ratio_kwrl_over_trl")),
         ("learner / rollout tokens/s", res["kwrl"]["tokens_per_s"] / r_tps)
         if (r_tps := res.get("rollout", {}).get("tokens_per_s"))
         else ("learner / rollout tokens/s", None),

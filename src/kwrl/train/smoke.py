@@ -65,6 +65,9 @@ class SmokeConfig(KwrlConfig):
     """Agent turns per trial."""
     max_tokens_per_turn: int = Field(default=128, ge=8)
     """Most tokens per agent turn."""
+    tool_result_max_chars: int = Field(default=2000, ge=0)
+    """Tool results are cut to this many characters (head and tail kept): CPU time goes with
+    prompt length."""
 
 
 def _agent(cfg: SmokeConfig) -> dict[str, Any]:
@@ -72,11 +75,13 @@ def _agent(cfg: SmokeConfig) -> dict[str, Any]:
         "tools": SMOKE_TOOLS,
         "max_steps": cfg.max_steps,
         "max_tokens_per_turn": cfg.max_tokens_per_turn,
-        "context_window": 8192,
+        "context_window": 4096,
+        "tool_prompt": "compact",
+        "tool_result_max_chars": cfg.tool_result_max_chars,
     }
 
 
-def _easy_only(dataset: Path) -> list[str]:
+def easy_only(dataset: Path) -> list[str]:
     kept = []
     for d in sorted((dataset / "tasks").iterdir()):
         meta = json.loads((d / "archipelago.json").read_text())
@@ -140,7 +145,7 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
             ),
             progress=True,
         )  # fmt: skip
-        _easy_only(dataset)
+        easy_only(dataset)
     tasks = sorted(p.name for p in (dataset / "tasks").iterdir())
     train_tasks = tasks[: max(1, len(tasks) - 2)] if len(tasks) > 2 else tasks
     stage(f"data: {len(tasks)} easy tasks ({len(train_tasks)} for training)", t)

@@ -64,6 +64,9 @@ class LearnerConfig(KwrlConfig):
     compile: bool = False
     """torch.compile the decoder layers and the LM-head logprob chunks (GPU: fewer, fused kernels;
     slow first step)."""
+    compile_mode: str | None = None
+    """torch.compile mode of the decoder layers when `compile` is on, e.g.
+    `max-autotune-no-cudagraphs` (searches GEMM kernels: minutes of warm-up, faster steps)."""
 
 
 def _chunk_logprobs(
@@ -185,7 +188,7 @@ class Learner:
             layers = list(getattr(getattr(model, "model", None), "layers", []))
             dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, 2 * len(layers) + 8)
             for layer in layers:
-                layer.compile(dynamic=True)
+                layer.compile(dynamic=True, mode=cfg.compile_mode)
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""
         self.device = params[0].device if params else torch.device("cpu")
@@ -225,7 +228,7 @@ class Learner:
         B = batch.input_ids_B_L.shape[0]
         for s in range(0, B, cfg.micro_batch_size):
             mb = _on_device(batch.slice(s, s + cfg.micro_batch_size), self.device)
-            w = weights[s : s + cfg.micro_batch_size]
+            w = weights[s : s + cfg.micro_batch_size].to(self.device)
             if float(mb.mask_B_L.sum()) == 0:
                 continue
             lp = token_logprobs(

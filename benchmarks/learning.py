@@ -1,0 +1,206 @@
+"""Does RL after the SFT warm start beat the SFT checkpoint on held-out generated tasks? (CPU)
+
+    .venv/bin/python benchmarks/learning.py [--out runs/learning] [--train-worlds 6]
+        [--heldout-worlds 3] [--rl-steps 5] [--eval-samples 1] [--eval-temperature 0] [--json OUT]
+
+Everything runs through the real path, as `kwrl smoke` does: `kwrl data synth` worlds (easy
+tier), the SFT warm start of the packaged SmolLM2-135M on gold trajectories of the training
+worlds' tasks, then GRPO + DPPO steps of the single-machine trainer over real harbor trials
+(local sandbox, KwrlAgent, in-process engine), and two evaluations on tasks of *other* worlds
+(another synth seed: other companies, people, files and figures), with the same samples and
+settings (greedy by default, so sampling noise does not blur the paired difference): the SFT
+checkpoint and the RL checkpoint. The comparison is paired by task
+(`kwrl report --compare`): the mean over tasks of (RL mean score - SFT mean score), with a 95%
+bootstrap interval over tasks. It passes when the interval's lower end is above zero.
+
+A rerun with the same --out keeps what finished (data, SFT checkpoint, evaluations) and resumes
+RL from its last checkpoint. Prints a table and writes OUT/learning.json, OUT/eval-rl/compare.html (the paired plot) and
+the two evaluation reports. Sizes default to what fits the 60-minute CPU budget on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kwrl.io import write_json
+from kwrl.train.smoke import SMOKE_TOOLS, easy_only
+
+
+def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "tools": SMOKE_TOOLS,
+        "max_steps": a.max_steps,
+        "max_tokens_per_turn": a.max_tokens_per_turn,
+        "context_window": 4096,
+        "tool_prompt": "compact",
+        "tool_result_max_chars": a.tool_result_max_chars,
+    }
+
+
+def evaluate(a: argparse.Namespace, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
+    from kwrl.eval.run import EvalConfig, run_eval
+
+    if (out / "eval.json").is_file():  # a rerun of the benchmark keeps finished stages
+        return json.loads((out / "eval.json").read_text())
+    cfg = EvalConfig(
+        dataset=dataset,
+        model=f"engine:{model_dir}",
+        out=out,
+        n_samples=a.eval_samples,
+        concurrency=a.concurrency,
+        max_steps=a.max_steps,
+        agent_kwargs={
+            **agent_settings(a),
+            "tokenizer": str(model_dir),
+            "temperature": a.eval_temperature,
+        },
+    )
+    asyncio.run(run_eval(cfg))
+    return json.loads((out / "eval.json").read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path("runs/learning"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-worlds", type=int, default=4)
+    ap.add_argument("--heldout-worlds", type=int, default=3)
+    ap.add_argument("--tasks-per-world", type=int, default=24)
+    ap.add_argument("--sft-epochs", type=int, default=2)
+    ap.add_argument("--sft-lr", type=float, default=5e-5)
+    ap.add_argument("--rl-steps", type=int, default=5)
+    ap.add_argument("--prompts-per-step", type=int, default=4)
+    ap.add_argument("--samples-per-prompt", type=int, default=4)
+    ap.add_argument("--rl-lr", type=float, default=2e-5)
+    ap.add_argument("--eval-samples", type=int, default=1)
+    ap.add_argument("--eval-temperature", type=float, default=0.0)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--max-steps", type=int, default=3)
+    ap.add_argument("--max-tokens-per-turn", type=int, default=96)
+    ap.add_argument("--tool-result-max-chars", type=int, default=1500)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+
+    from kwrl.eval.report import write_compare
+    from kwrl.synth.generate import SynthConfig, generate
+    from kwrl.train.local.config import RLConfig, TrainConfig
+    from kwrl.train.local.learner import LearnerConfig
+    from kwrl.train.local.sft import SFTConfig, sft
+    from kwrl.train.local.trainer import train
+
+    console = Console()
+    out = a.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    times: dict[str, float] = {}
+
+    def done(name: str, t: float) -> None:
+        times[name] = round(time.perf_counter() - t, 1)
+        console.print(f"[green]✓[/green] {name} ({times[name]} s)")
+
+    t = time.perf_counter()
+    sets = {"train": (a.train_worlds, a.seed), "heldout": (a.heldout_worlds, a.seed + 1000)}
+    tasks: dict[str, list[str]] = {}
+    for name, (worlds, seed) in sets.items():
+        ds = out / f"data-{name}"
+        if not (ds / "tasks").is_dir():
+            generate(
+                SynthConfig(
+                    out=ds, worlds=worlds, tasks_per_world=a.tasks_per_world, seed=seed,
+                    overwrite=True,
+                ),
+                progress=True,
+            )  # fmt: skip
+            easy_only(ds)
+        tasks[name] = sorted(p.name for p in (ds / "tasks").iterdir())
+    overlap = set(tasks["train"]) & set(tasks["heldout"])
+    if overlap:
+        raise SystemExit(f"held-out tasks overlap the training tasks: {sorted(overlap)[:5]}")
+    done(f"data: {len(tasks['train'])} training, {len(tasks['heldout'])} held-out easy tasks", t)
+
+    t = time.perf_counter()
+    done_sft = sorted((out / "sft" / "checkpoints").glob("step-*/model"))
+    sft_model = done_sft[-1] if done_sft else sft(
+        SFTConfig(
+            dataset=out / "data-train", out=out / "sft", model="smollm2-135m",
+            epochs=a.sft_epochs, batch_size=4, lr=a.sft_lr, seed=a.seed, agent=agent_settings(a),
+        ),
+        console=console,
+    )  # fmt: skip
+    done("SFT warm start", t)
+
+    t = time.perf_counter()
+    before = evaluate(a, out / "data-heldout", sft_model, out / "eval-sft")
+    done("eval SFT checkpoint on held-out tasks", t)
+
+    t = time.perf_counter()
+    tcfg = TrainConfig(
+        dataset=out / "data-train", out=out / "rl", model=str(sft_model), seed=a.seed,
+        rl=RLConfig(
+            prompts_per_step=a.prompts_per_step, samples_per_prompt=a.samples_per_prompt,
+            steps=a.rl_steps, epochs=100, ckpt_every=a.rl_steps,
+        ),
+        learner=LearnerConfig(lr=a.rl_lr, micro_batch_size=1), agent=agent_settings(a),
+        concurrency=a.concurrency, tensorboard=True,
+    )  # fmt: skip
+    state = train(tcfg)
+    rl_model = out / "rl" / "checkpoints" / f"step-{state.step:06d}" / "model"
+    done(f"RL: {state.step} steps", t)
+
+    t = time.perf_counter()
+    after = evaluate(a, out / "data-heldout", rl_model, out / "eval-rl")
+    done("eval RL checkpoint on held-out tasks", t)
+
+    compare_path, data = write_compare(out / "eval-rl", out / "eval-sft")
+    paired = data["paired"]["mean_score"]
+    metrics = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
+    result = {
+        "seconds": round(time.perf_counter() - t_start, 1),
+        "stages_s": times,
+        "cpu_count": os.cpu_count(),
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()},
+        "train_tasks": len(tasks["train"]),
+        "heldout_tasks": len(tasks["heldout"]),
+        "sft_mean_score": before["metrics"]["overall"]["mean_score"],
+        "rl_mean_score": after["metrics"]["overall"]["mean_score"],
+        "paired_diff": paired,
+        "n_shared_tasks": data["paired"]["n_shared_tasks"],
+        "rl_steps": [
+            {k: m.get(k) for k in ("step", "reward_mean", "trainable_trials", "skipped")}
+            for m in metrics
+        ],
+        "passed": (paired["lo"] or 0.0) > 0,
+        "compare_html": str(compare_path),
+    }
+    write_json(out / "learning.json", result)
+    if a.json:
+        write_json(a.json, result)
+
+    def fmt(x: dict[str, Any]) -> str:
+        return f"{x['value']:.3f} [{x['lo']:.3f}, {x['hi']:.3f}]"
+
+    table = Table(title="RL vs SFT on held-out generated tasks (paired by task)")
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("held-out tasks x samples", f"{result['heldout_tasks']} x {a.eval_samples}")
+    table.add_row("SFT checkpoint mean score", fmt(result["sft_mean_score"]))
+    table.add_row("RL checkpoint mean score", fmt(result["rl_mean_score"]))
+    table.add_row("RL - SFT (95% CI over tasks)", fmt(paired))
+    table.add_row("RL reward by step", " ".join(f"{m['reward_mean']:.2f}" for m in metrics))
+    table.add_row("passed (CI above 0)", str(result["passed"]))
+    table.add_row("time", f"{result['seconds']} s ({times})")
+    table.add_row("compare page", str(compare_path))
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
