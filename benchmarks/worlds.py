@@ -1,6 +1,6 @@
 """World gateway benchmark: start-up, read-tool latency over HTTP, and memory, on a ~170-file world.
 
-    .venv/bin/python benchmarks/worlds.py [--files 170] [--starts 5] [--rounds 20] [--json OUT]
+    .venv/bin/python benchmarks/worlds.py [--files 170] [--starts 5] [--rounds 20] [--json OUT] [--src DIR]
 
 Builds a world from copies of ../shared/fixtures/office files (spread over department folders until
 `--files` files) plus demo mail (200 mails), calendar (120 events) and chat (300 messages) data, then:
@@ -68,9 +68,12 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
-def child_env(pycache: Path) -> dict[str, str]:
+def child_env(pycache: Path, src: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, "PYTHONPYCACHEPREFIX": str(pycache)}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    return env
 
 
 # The start-up of `kwrl world serve` replayed phase by phase (same order, same GC handling: see
@@ -204,6 +207,13 @@ def main() -> None:
     ap.add_argument("--starts", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--src",
+        type=Path,
+        default=None,
+        help="run the gateway from this source tree, e.g. an older commit's: "
+        "git archive COMMIT src | tar -x -C /tmp/old, then --src /tmp/old/src",
+    )
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,7 +224,7 @@ def main() -> None:
             f"world: {n_files} files, 200 mails, 120 events, 300 chat messages; load {os.getloadavg()[0]:.1f}"
         )
 
-        env = child_env(Path(tmp) / "pycache")
+        env = child_env(Path(tmp) / "pycache", args.src)
         proc, url, _ = start(root, env)  # warm-up, not counted: writes the bytecode cache
         asyncio.run(list_tools(url))
         proc.terminate()
