@@ -9,8 +9,11 @@ decay, `w * (1 - lr * wd)` per optimizer step, which counts the steps the weight
 
 - default run: killed while step 2's rollout is running (after the step-1 checkpoint); the rerun
   redoes exactly step 2 (same prompts, fresh trials) and the weights went through 2 steps.
-- slow: killed right after the step-2 checkpoint of 4 and compared with an uninterrupted run of
-  the same config and seed: same steps, same prompts per step, same final trainer state.
+- slow: killed right after the step-2 checkpoint of 4 (plus the metrics lines a kill between a
+  step's log and its checkpoint would leave), and killed during step 3's rollout; both compared
+  with an uninterrupted run of the same config and seed: same steps, same prompts per step, same
+  final trainer state (sampler included). Every group there has zero variance, so every step is
+  skipped yet counted.
 """
 
 from __future__ import annotations
