@@ -220,6 +220,9 @@ def run_sync(args: argparse.Namespace, device: str) -> Timings:
                 t.learn.append(s2 - s1)
                 t.sync.append(s3 - s2)
                 t.step.append(s3 - s0)
+                if time.perf_counter() > args.sync_deadline:
+                    print(f"sync mode: time budget reached after {step} measured step(s)")
+                    break
         t.wall = time.perf_counter() - t0  # type: ignore[possibly-undefined]
         t.util = smi.stop() if smi else {}
     finally:
@@ -292,7 +295,9 @@ def run_disaggregated(
     pushed = 0
     smi: SmiSampler | None = None
     try:
-        for step in range(total):
+        step = -1
+        while step + 1 < total:
+            step += 1
             while dispatched < total and dispatched <= step + args.max_staleness:
                 for q, rows in zip(queues, shards, strict=True):
                     q.put((dispatched, rows, pushed))
@@ -320,6 +325,9 @@ def run_disaggregated(
                 t.learn.append(s2 - s1)
                 t.sync.append(s3 - s2)
                 t.step.append(s3 - s0)
+                if time.perf_counter() > args.disagg_deadline and step + 1 < total:
+                    print(f"disaggregated mode: time budget reached after {step} measured step(s)")
+                    total = step + 1  # dispatch nothing more; workers drop what is queued
         t.wall = time.perf_counter() - t0  # type: ignore[possibly-undefined]
         t.util = smi.stop() if smi else {}
     finally:
@@ -332,8 +340,9 @@ def run_disaggregated(
                 p.kill()
         close_groups()
     # Generation time per step: the slowest worker's (they run in parallel).
-    t.gen = [max(gen_s[st]) for st in sorted(gen_s)]
-    t.gen_busy = sum(sum(v) for v in gen_s.values()) / len(procs) / t.wall
+    measured = [st for st in sorted(gen_s) if st <= len(t.step)]
+    t.gen = [max(gen_s[st]) for st in measured]
+    t.gen_busy = sum(sum(gen_s[st]) for st in measured) / len(procs) / t.wall
     t.learn_busy = (sum(t.learn) + sum(t.sync)) / t.wall
     return t
 
@@ -373,7 +382,14 @@ def main() -> None:
     ap.add_argument("--micro", type=int, default=8, help="learner micro-batch (sequences)")
     ap.add_argument("--max-staleness", type=int, default=1)
     ap.add_argument("--bucket-mb", type=int, default=256)
+    ap.add_argument(
+        "--budget-s", type=float, default=270.0,
+        help="stop measuring (keeping >= 1 step per mode) so the whole run ends near this",
+    )  # fmt: skip
     args = ap.parse_args()
+    start = time.perf_counter()
+    args.sync_deadline = start + 0.4 * args.budget_s
+    args.disagg_deadline = start + 0.85 * args.budget_s
     if args.cpu:
         args.prompts, args.samples = min(args.prompts, 2), min(args.samples, 2)
         args.prompt_len, args.response_len = min(args.prompt_len, 32), min(args.response_len, 16)
