@@ -201,6 +201,7 @@ def run_sync(args: argparse.Namespace, device: str) -> Timings:
     prompts = prompts_for(args, model.config.vocab_size)
     t = Timings()
     smi: SmiSampler | None = None
+    t0 = 0.0
     try:
         for step in range(args.steps + 1):
             if step == 1:  # step 0 is warm-up
@@ -223,7 +224,7 @@ def run_sync(args: argparse.Namespace, device: str) -> Timings:
                 if time.perf_counter() > args.sync_deadline:
                     print(f"sync mode: time budget reached after {step} measured step(s)")
                     break
-        t.wall = time.perf_counter() - t0  # type: ignore[possibly-undefined]
+        t.wall = time.perf_counter() - t0
         t.util = smi.stop() if smi else {}
     finally:
         engine.close()
@@ -248,10 +249,10 @@ def gen_worker(
             step, rows, min_version = req
             receiver.wait_version(min_version, timeout=600)
             prompts = prompts_for(args, engine.model.config.vocab_size)
-            t0 = time.perf_counter()
+            t0 = time.monotonic()  # CLOCK_MONOTONIC: comparable across processes
             outs = generate(engine, [prompts[i] for i in rows], args, step)
             sync_device(device)
-            results.put(("done", rank, step, rows, outs, t0, time.perf_counter() - t0))
+            results.put(("done", rank, step, rows, outs, t0, time.monotonic() - t0))
         receiver.join(timeout=60)
     finally:
         engine.close()
@@ -291,9 +292,11 @@ def run_disaggregated(
     t = Timings()
     got: dict[int, dict[int, Any]] = {}
     gen_s: dict[int, list[float]] = {}  # per measured step: each worker's generation seconds
+    spans: list[tuple[float, float]] = []  # every generation (start, end), monotonic clock
     dispatched = 0
     pushed = 0
     smi: SmiSampler | None = None
+    t0 = m0 = m1 = 0.0
     try:
         step = -1
         while step + 1 < total:
@@ -303,11 +306,12 @@ def run_disaggregated(
                     q.put((dispatched, rows, pushed))
                 dispatched += 1
             if step == 1:
-                smi, t0 = SmiSampler(), time.perf_counter()
+                smi, t0, m0 = SmiSampler(), time.perf_counter(), time.monotonic()
             s0 = time.perf_counter()
             while len(got.get(step, {})) < len(procs):
-                _, rank, st, rows, outs, _, gs = results.get(timeout=600)
+                _, rank, st, rows, outs, g0, gs = results.get(timeout=600)
                 got.setdefault(st, {})[rank] = (rows, outs)
+                spans.append((g0, g0 + gs))
                 if st >= 1:
                     gen_s.setdefault(st, []).append(gs)
             s1 = time.perf_counter()
@@ -328,7 +332,8 @@ def run_disaggregated(
                 if time.perf_counter() > args.disagg_deadline and step + 1 < total:
                     print(f"disaggregated mode: time budget reached after {step} measured step(s)")
                     total = step + 1  # dispatch nothing more; workers drop what is queued
-        t.wall = time.perf_counter() - t0  # type: ignore[possibly-undefined]
+        t.wall = time.perf_counter() - t0
+        m1 = time.monotonic()
         t.util = smi.stop() if smi else {}
     finally:
         for q in queues:
@@ -342,7 +347,9 @@ def run_disaggregated(
     # Generation time per step: the slowest worker's (they run in parallel).
     measured = [st for st in sorted(gen_s) if st <= len(t.step)]
     t.gen = [max(gen_s[st]) for st in measured]
-    t.gen_busy = sum(sum(gen_s[st]) for st in measured) / len(procs) / t.wall
+    # Busy: generation inside the measured window (some started before it: overlap is the point).
+    inside = sum(max(0.0, min(b, m1) - max(a, m0)) for a, b in spans)
+    t.gen_busy = inside / len(procs) / (m1 - m0)
     t.learn_busy = (sum(t.learn) + sum(t.sync)) / t.wall
     return t
 
