@@ -21,7 +21,6 @@ the two evaluation reports. Sizes default to what fits the 60-minute CPU budget 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import time
@@ -32,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kwrl.io import write_json
-from kwrl.train.smoke import SMOKE_TOOLS, easy_only
+from kwrl.train.smoke import SMOKE_TOOLS, easy_only, evaluate_engine
 
 
 def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
@@ -47,25 +46,10 @@ def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def evaluate(a: argparse.Namespace, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
-    from kwrl.eval.run import EvalConfig, run_eval
-
-    if (out / "eval.json").is_file():  # a rerun of the benchmark keeps finished stages
-        return json.loads((out / "eval.json").read_text())
-    cfg = EvalConfig(
-        dataset=dataset,
-        model=f"engine:{model_dir}",
-        out=out,
-        n_samples=a.eval_samples,
-        concurrency=a.concurrency,
-        max_steps=a.max_steps,
-        agent_kwargs={
-            **agent_settings(a),
-            "tokenizer": str(model_dir),
-            "temperature": a.eval_temperature,
-        },
+    agent = {**agent_settings(a), "temperature": a.eval_temperature}
+    return evaluate_engine(
+        dataset, model_dir, out, agent, n_samples=a.eval_samples, concurrency=a.concurrency
     )
-    asyncio.run(run_eval(cfg))
-    return json.loads((out / "eval.json").read_text())
 
 
 def main() -> None:

@@ -92,20 +92,41 @@ def easy_only(dataset: Path) -> list[str]:
     return kept
 
 
-def _eval(cfg: SmokeConfig, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
+def evaluate_engine(
+    dataset: Path,
+    model_dir: Path,
+    out: Path,
+    agent: dict[str, Any],
+    *,
+    n_samples: int = 1,
+    concurrency: int = 4,
+) -> dict[str, Any]:
+    """Evaluate a model folder through the in-process engine; returns eval.json's content.
+
+    A finished evaluation (out/eval.json) is read back, not run again.
+    """
     from kwrl.eval.run import EvalConfig, run_eval
 
+    if (out / "eval.json").is_file():
+        return json.loads((out / "eval.json").read_text())
     ecfg = EvalConfig(
         dataset=dataset,
         model=f"engine:{model_dir}",
         out=out,
-        n_samples=cfg.eval_samples,
-        concurrency=cfg.concurrency,
-        max_steps=cfg.max_steps,
-        agent_kwargs={**_agent(cfg), "tokenizer": str(model_dir)},
+        n_samples=n_samples,
+        concurrency=concurrency,
+        max_steps=int(agent.get("max_steps", 250)),
+        agent_kwargs={**agent, "tokenizer": str(model_dir)},
     )
     asyncio.run(run_eval(ecfg))
     return json.loads((out / "eval.json").read_text())
+
+
+def _eval(cfg: SmokeConfig, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
+    return evaluate_engine(
+        dataset, model_dir, out, _agent(cfg), n_samples=cfg.eval_samples,
+        concurrency=cfg.concurrency,
+    )  # fmt: skip
 
 
 def _headline(ev: dict[str, Any]) -> dict[str, Any]:
