@@ -283,6 +283,9 @@ class WeightReceiver:
             return None
         t0 = time.perf_counter()
         if self._stream is not None:
+            # The engine copied the last update out of these buffers on its (default) stream;
+            # overwrite them only after that copy ran.
+            self._stream.wait_stream(torch.cuda.default_stream(self.engine.device))
             with torch.cuda.stream(self._stream):
                 for buf in self._bufs:
                     dist.broadcast(buf, src=0, group=self.groups.data)
