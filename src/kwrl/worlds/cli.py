@@ -7,8 +7,8 @@
   exit 1 on a tool error. Gold solutions (`solution/solve.sh`) are sequences of these.
 
 Non-obvious choices: `serve` binds the socket itself and hands it to uvicorn, so the ready line can
-carry the real port and is printed only after uvicorn has started serving on it. Start-up creates
-about a million long-lived objects (the MCP SDK's models, the tools' schemas) and the cyclic GC's
+carry the real port and is printed only after uvicorn has started serving on it. Start-up leaves
+~200k long-lived GC-tracked objects (the MCP SDK's models, the tools' schemas) and the cyclic GC's
 full collections would re-scan them over and over (~0.4 s of ~3 s CPU), so `serve` keeps the GC off
 until the gateway is built, then freezes what exists out of later collections.
 """
