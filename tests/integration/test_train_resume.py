@@ -22,20 +22,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from train_helpers import ENV, KWRL, save_tiny_llama, synth_dataset
 
-KWRL = [sys.executable, "-m", "kwrl.cli"]
-ENV = {
-    **os.environ,
-    "HARBOR_TELEMETRY": "0",
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "COLUMNS": "400",
-}
 LR, WD = 0.1, 0.5
 
 CONFIG = """\
@@ -68,32 +61,12 @@ tools = ["filesystem_list_files"]
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("resume-data") / "ds"
-    argv = ["data", "synth", "--out", str(out), "--worlds", "1", "--tasks-per-world", "3"]
-    proc = subprocess.run([*KWRL, *argv], capture_output=True, text=True, env=ENV, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    return synth_dataset(tmp_path_factory.mktemp("resume-data") / "ds", tasks_per_world=3)
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from kwrl.llm.packaged import ensure_tokenizer
-
-    out = tmp_path_factory.mktemp("resume-model") / "tiny-llama"
-    tok = AutoTokenizer.from_pretrained(ensure_tokenizer("smollm2-135m"))
-    cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id, tie_word_embeddings=True,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_llama(tmp_path_factory.mktemp("resume-model") / "tiny-llama")
 
 
 def write_config(path: Path, *, steps: int, samples: int, drop_zero_variance: bool) -> Path:
