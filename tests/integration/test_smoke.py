@@ -1,7 +1,8 @@
 """`kwrl smoke` end to end as a real process, sized down: data, SFT, eval, RL, eval, report.
 
 The policy is a tiny random Llama (tests/integration/train_helpers.py) so the run takes minutes,
-not the packaged SmolLM2's quarter hour; every stage is the real one.
+not the packaged SmolLM2's quarter hour (~90 s here, so it is in the default run); every stage
+is the real one.
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
 from train_helpers import ENV, KWRL, save_tiny_llama
 
 
-@pytest.mark.slow
 def test_smoke_writes_a_checkpoint_and_reports(tmp_path: Path) -> None:
     model = save_tiny_llama(tmp_path / "tiny-llama")
     out = tmp_path / "smoke"
     argv = [
-        "smoke", "--out", str(out), f"model={model}", "worlds=1", "tasks_per_world=6",
+        "smoke", "--out", str(out), f"model={model}", "worlds=1", "tasks_per_world=12",
         "sft_epochs=1", "rl_steps=1", "prompts_per_step=1", "samples_per_prompt=2",
         "max_steps=2", "max_tokens_per_turn=16",
     ]  # fmt: skip

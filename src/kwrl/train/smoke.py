@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kwrl.config import KwrlConfig, save_config
+from kwrl.errors import ConfigError
 from kwrl.io import write_json
 
 SMOKE_TOOLS = [
@@ -168,6 +169,11 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
         )  # fmt: skip
         easy_only(dataset)
     tasks = sorted(p.name for p in (dataset / "tasks").iterdir())
+    if not tasks:
+        raise ConfigError(
+            f"smoke: worlds={cfg.worlds} x tasks_per_world={cfg.tasks_per_world} generated no easy "
+            "task; raise tasks_per_world (about 3 in 10 tasks are easy)"
+        )
     train_tasks = tasks[: max(1, len(tasks) - 2)] if len(tasks) > 2 else tasks
     stage(f"data: {len(tasks)} easy tasks ({len(train_tasks)} for training)", t)
 
