@@ -1,7 +1,7 @@
 """Does RL after the SFT warm start beat the SFT checkpoint on held-out generated tasks? (CPU)
 
     .venv/bin/python benchmarks/learning.py [--out runs/learning] [--train-worlds 6]
-        [--heldout-worlds 3] [--rl-steps 5] [--eval-samples 1] [--eval-temperature 0] [--json OUT]
+        [--heldout-worlds 3] [--rl-steps 3] [--eval-samples 1] [--eval-temperature 0] [--json OUT]
 
 Everything runs through the real path, as `kwrl smoke` does: `kwrl data synth` worlds (easy
 tier), the SFT warm start of the packaged SmolLM2-135M on gold trajectories of the training
@@ -61,7 +61,7 @@ def main() -> None:
     ap.add_argument("--tasks-per-world", type=int, default=24)
     ap.add_argument("--sft-epochs", type=int, default=2)
     ap.add_argument("--sft-lr", type=float, default=5e-5)
-    ap.add_argument("--rl-steps", type=int, default=5)
+    ap.add_argument("--rl-steps", type=int, default=3)
     ap.add_argument("--prompts-per-step", type=int, default=4)
     ap.add_argument("--samples-per-prompt", type=int, default=4)
     ap.add_argument("--rl-lr", type=float, default=2e-5)
