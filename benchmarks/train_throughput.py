@@ -321,7 +321,6 @@ def main() -> None:
             torch.cuda.reset_peak_memory_stats()
         import tempfile
 
-        trl_runs: dict[str, dict[str, float]] = {}
         for micro in [int(x) for x in a.trl_micro.split(",") if x]:
             if dev == "cuda":
                 torch.cuda.empty_cache()

@@ -33,7 +33,6 @@ def serve(
     # 2-thread torch ran ~8x slower (and burnt ~7x the CPU) than sleeping ones. Must precede torch.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import asyncio
-    import socket
 
     import uvicorn
 
@@ -51,11 +50,9 @@ def serve(
     )
     engine = Engine.from_config(cfg)
     app = build_app(engine, served_name or model)
-    # proto=IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted sockets (else ~40 ms per reply).
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    from kwrl.net import bind_tcp
+
+    sock = bind_tcp(host, port)
     bound = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
 

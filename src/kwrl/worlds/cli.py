@@ -27,6 +27,7 @@ from typing import Annotated, Any
 import typer
 
 from kwrl.errors import WorldError
+from kwrl.net import bind_tcp
 
 app = typer.Typer(
     help="World runtime: serve a world's MCP gateway, call its tools.", no_args_is_help=True
@@ -41,16 +42,11 @@ def _bind(host: str, port: int, uds: Path | None) -> tuple[socket.socket, str]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.bind(str(uds))
         return sock, f"unix://{uds}"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when proto says TCP;
-    # with proto 0 every response waits ~40 ms on Nagle + delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = bind_tcp(host, port)
     except OSError as e:
-        sock.close()
         raise WorldError(f"--host {host} --port {port}: cannot bind: {e.strerror}") from e
+    family = sock.family
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     return sock, f"http://{shown}:{bound}/mcp/"
