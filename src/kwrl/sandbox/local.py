@@ -40,6 +40,7 @@ import shutil
 import signal
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,19 @@ _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-pri
 _WATCH_S = 0.05
 _REAP_S = 5.0
 _swept = False
+
+
+async def _group_gone(pgid: int, deadline_s: float) -> bool:
+    """Wait until no process of group `pgid` is left (zombies count); False past the deadline."""
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > end:
+            return False
+        await asyncio.sleep(0.005)
 
 
 def _bad_mount_chars(p: Path) -> bool:
@@ -458,13 +472,18 @@ class LocalEnvironment(BaseEnvironment):
 
         A process that left the group (setsid) may still hold the command's pipes; if the group
         does not finish within `_REAP_S`, every agent command of the trial is killed (its cgroup).
+        Returning means the group is gone, not just signalled: the command's processes inside the
+        sandbox's pid namespace exit after `nsenter` and are reaped by the namespace's init, which
+        under load can take a moment after the direct child has been waited for.
         """
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         pending = [asyncio.ensure_future(proc.wait()), *([talk] if talk is not None else [])]
         for last in (False, True):
             _, still = await asyncio.wait(pending, timeout=_REAP_S)
-            if not still:
+            if not still and await _group_gone(proc.pid, _REAP_S):
+                return
+            if not still and self._cg is None:
                 return
             if last:
                 for t in still:
