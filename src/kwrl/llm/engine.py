@@ -22,6 +22,14 @@ weights, so the next token's logprob is exactly what a fresh forward of the new 
 prefix gives (the KV cache of the old weights is dropped, not reused). Each output carries the
 version of every token (`token_versions`); its `weight_version` is the first token's (the oldest).
 
+Prefix reuse: the keys/values of finished requests stay in an LRU bounded by bytes
+(`prefix_cache_mb`, `kwrl.llm.kv_cache.PrefixStore`). A prompt that starts with a stored sequence
+(an agent's next turn: previous prompt + completion + tool result) forwards only its new tokens on
+top of a copy of that KV; rows without a hit are prefilled together as before, then all rows are
+left-padded into one batch cache. Every weight change empties the store first (KV of old weights
+is never reused); models with sliding-window layers never use it. Reused KV was computed in
+another batch, so logprobs can differ from a cold prefill by float rounding (~1e-6 in fp32).
+
 Seeds: a request with a seed samples from its own generator, so it is reproducible for the same
 weights and batch composition (padding can move logits by float rounding).
 """
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import queue
 import threading
 import time
@@ -49,6 +58,9 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 _GREEDY_T = 1e-5
+_GROWING_KV = os.environ.get("KWRL_ENGINE_GROWING_KV", "1") == "1"
+_MIN_REUSE = 32
+"""Fewest stored tokens worth a row's own suffix forward instead of joining the batched prefill."""
 
 
 class EngineConfig(KwrlConfig):
@@ -68,6 +80,9 @@ class EngineConfig(KwrlConfig):
     """Context window in tokens (prompt + completion); default: the model's max_position_embeddings."""
     threads: int | None = Field(default=None, ge=1)
     """torch CPU threads for this process (default: torch's choice, one per core)."""
+    prefix_cache_mb: float | None = Field(default=None, ge=0)
+    """Bytes (MiB) of finished requests' KV kept for prefix reuse across turns; 0 turns reuse
+    off; default 1024 on CPU, 4096 on an accelerator."""
 
 
 @dataclass
@@ -116,8 +131,11 @@ class Engine:
         batch_wait_ms: float = 5.0,
         max_context: int | None = None,
         name: str = "model",
+        prefix_cache_mb: float | None = None,
     ) -> None:
         import torch
+
+        from kwrl.llm.kv_cache import PrefixStore, reusable_layers
 
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -128,6 +146,14 @@ class Engine:
             getattr(model.config, "max_position_embeddings", 0) or 4096
         )
         self.device = next(model.parameters()).device
+        if prefix_cache_mb is None:
+            prefix_cache_mb = 1024 if self.device.type == "cpu" else 4096
+        full_attention = reusable_layers(model.config)
+        if not full_attention:
+            prefix_cache_mb = 0
+        self._growing = full_attention and _GROWING_KV
+        self._prefix = PrefixStore(int(prefix_cache_mb * 2**20))
+        self._prefix_version = 0  # the weight version the stored KV belongs to
         self.weight_version = 0
         self.eos_ids = _eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
@@ -145,9 +171,13 @@ class Engine:
             "largest_batch": 0,
             "staged_updates": 0,
             "mid_batch_updates": 0,
+            "prefill_tokens": 0,
+            "prefix_hits": 0,
+            "prefix_reused_tokens": 0,
         }
         """Counters since start: batches, requests, tokens sampled, largest batch, staged weight
-        updates applied, and how many of those landed inside a running batch."""
+        updates applied, how many of those landed inside a running batch, prompt tokens forwarded
+        by prefills (pads not counted), rows that reused a stored prefix, tokens so reused."""
         self._worker = threading.Thread(target=self._run, name=f"kwrl-engine-{name}", daemon=True)
         self._worker.start()
 
@@ -172,6 +202,7 @@ class Engine:
             batch_wait_ms=cfg.batch_wait_ms,
             max_context=cfg.max_context,
             name=cfg.model,
+            prefix_cache_mb=cfg.prefix_cache_mb,
         )
 
     @classmethod
@@ -240,6 +271,7 @@ class Engine:
         """
         self._check_state(state_dict, "update_weights")
         with self._lock:
+            self._prefix.clear()  # first: a copy that fails halfway leaves mixed weights too
             self._copy_in(state_dict)
             self.weight_version += 1
             return self.weight_version
@@ -275,6 +307,7 @@ class Engine:
             staged, self._staged = self._staged, None
         if staged is None:
             return False
+        self._prefix.clear()
         try:
             self._copy_in(staged.tensors)
         except Exception as e:
@@ -398,21 +431,66 @@ class Engine:
                 )
             )
 
-    def _prefill(self, rows: list[_Request]) -> tuple[Any, Any, torch.Tensor, torch.Tensor]:
-        """Forward every row's prompt + tokens so far (left-padded) into a fresh KV cache."""
+    def _prefill(
+        self, rows: list[_Request]
+    ) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
+        """Forward every row's prompt + tokens so far into a KV cache: (logits_B_V, cache,
+        mask_B_W, next_pos_B_1). Rows that start with a stored prefix forward only the rest."""
         import torch
-        from transformers import DynamicCache
+
+        from kwrl.llm.kv_cache import KV, assemble, row_kv
 
         seqs = [r.prompt_ids + r.token_ids for r in rows]
+        hits = self._prefix_hits(seqs)
+        miss = [i for i, h in enumerate(hits) if h is None]
+        if len(miss) == len(rows):
+            return self._forward_padded(seqs)
+        kv_rows: list[KV] = [[] for _ in rows]
+        logits: list[torch.Tensor] = [None] * len(rows)  # type: ignore[list-item]
+        if miss:
+            lg, cache, _, _ = self._forward_padded([seqs[i] for i in miss])
+            for j, i in enumerate(miss):
+                kv_rows[i] = row_kv(cache, j, len(seqs[i]), copy=False)
+                logits[i] = lg[j]
+        for i, hit in enumerate(hits):
+            if hit is not None:
+                logits[i], kv_rows[i] = self._forward_suffix(seqs[i], *hit)
+        cache, mask, next_pos = assemble(
+            self.model.config, kv_rows, self.device, growing=self._growing
+        )
+        return torch.stack(logits), cache, mask, next_pos
+
+    def _prefix_hits(self, seqs: list[list[int]]) -> list[tuple[Any, int] | None]:
+        """Per row, the stored KV to reuse and how many tokens of it (None: prefill cold)."""
+        if self._prefix_version != self.weight_version:  # belt and braces: clear() ran already
+            self._prefix.clear()
+            self._prefix_version = self.weight_version
+        if not self._prefix.max_bytes:
+            return [None] * len(seqs)
+        hits: list[tuple[Any, int] | None] = []
+        for seq in seqs:
+            hit = self._prefix.lookup(seq, _MIN_REUSE) if len(seq) > _MIN_REUSE else None
+            # Forward at least the last token: its logits sample the next one.
+            hits.append(None if hit is None else (hit[0], min(hit[1], len(seq) - 1)))
+        return hits
+
+    def _forward_padded(
+        self, seqs: list[list[int]]
+    ) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
+        """Left-pad `seqs` into one batch and forward it into a fresh KV cache."""
+        import torch
+
+        from kwrl.llm.kv_cache import new_cache
+
         width = max(len(s) for s in seqs)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for i, seq in enumerate(seqs):
             ids[i, width - len(seq) :] = torch.tensor(seq)
             mask[i, width - len(seq) :] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache(config=self.model.config)
+        cache = new_cache(self.model.config, growing=self._growing)
         out = self.model(
             input_ids=ids,
             attention_mask=mask,
@@ -421,7 +499,43 @@ class Engine:
             use_cache=True,
             logits_to_keep=1,
         )
-        return out, cache, mask, pos[:, -1:] + 1
+        self.stats["prefill_tokens"] += sum(len(s) for s in seqs)
+        return out.logits[:, -1, :], cache, mask, pos[:, -1:] + 1
+
+    def _forward_suffix(self, seq: list[int], kv: Any, n: int) -> tuple[torch.Tensor, Any]:
+        """Forward `seq[n:]` on top of the stored KV of `seq[:n]`: (logits_V, the row's KV)."""
+        import torch
+
+        from kwrl.llm.kv_cache import cache_from
+
+        prefix = [(k[None, :, :n], v[None, :, :n]) for k, v in kv]
+        cache = cache_from(self.model.config, prefix, growing=self._growing)
+        ids = torch.tensor([seq[n:]], device=self.device)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=torch.ones((1, len(seq)), dtype=torch.long, device=self.device),
+            position_ids=torch.arange(n, len(seq), device=self.device)[None],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        self.stats["prefill_tokens"] += len(seq) - n
+        self.stats["prefix_hits"] += 1
+        self.stats["prefix_reused_tokens"] += n
+        return out.logits[0, -1, :], [(layer.keys[0], layer.values[0]) for layer in cache.layers]
+
+    def _store_finished(self, rows: list[_Request], idx: list[int], cache: Any, mask: Any) -> None:
+        """Keep the KV of rows `idx` (prompt + tokens but the last, never forwarded) for reuse."""
+        from kwrl.llm.kv_cache import row_kv
+
+        if not self._prefix.max_bytes or self._prefix_version != self.weight_version:
+            return
+        lens = mask[idx].sum(-1).tolist()
+        for i, n in zip(idx, lens, strict=True):
+            r = rows[i]
+            ids = r.prompt_ids + r.token_ids[:-1]
+            if n == len(ids):
+                self._prefix.put(ids, row_kv(cache, i, n))
 
     def _decode(self, rows: list[_Request]) -> None:
         import torch
@@ -433,10 +547,9 @@ class Engine:
         )
         seed = int(torch.randint(0, 1 << 62, (1,), generator=self._seed_rng))
         batch_gen = torch.Generator(device=dev).manual_seed(seed)
-        out, cache, mask, next_pos = self._prefill(rows)
+        logits_B_V, cache, mask, next_pos = self._prefill(rows)
         while True:
-            logits = out.logits[:, -1, :].float()
-            logp = torch.log_softmax(logits / temps[:, None], dim=-1)
+            logp = torch.log_softmax(logits_B_V.float() / temps[:, None], dim=-1)
             picked, picked_lp = self._sample_rows(rows, logp, batch_gen)
             for r, tok, lp in zip(rows, picked, picked_lp, strict=True):
                 r.token_ids.append(tok)
@@ -444,6 +557,9 @@ class Engine:
                 r.versions.append(self.weight_version)
                 self._check_finish(r)
             keep = [i for i, r in enumerate(rows) if r.finish is None]
+            if len(keep) < len(rows):
+                done = [i for i, r in enumerate(rows) if r.finish is not None]
+                self._store_finished(rows, done, cache, mask)
             if not keep:
                 return
             tok_col = torch.tensor([[picked[i]] for i in keep], device=dev)
@@ -455,7 +571,7 @@ class Engine:
             if self._staged is not None and self._apply_staged():
                 # New weights: the old KV cache is theirs no more; recompute it over the prefix.
                 self.stats["mid_batch_updates"] += 1
-                out, cache, mask, next_pos = self._prefill(rows)
+                logits_B_V, cache, mask, next_pos = self._prefill(rows)
                 continue
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
             out = self.model(
@@ -465,6 +581,7 @@ class Engine:
                 past_key_values=cache,
                 use_cache=True,
             )
+            logits_B_V = out.logits[:, -1, :]
             next_pos = next_pos + 1
 
     def _sample_rows(
