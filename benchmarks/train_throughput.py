@@ -97,11 +97,21 @@ def sync() -> None:
 def bench_kwrl(
     model: torch.nn.Module, batch: Any, micro: int, steps: int, mode: str = "eager"
 ) -> dict[str, float]:
-    """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs)."""
+    """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs),
+    then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel)."""
+    base, *flags = mode.split("+")
+    unknown = set(flags) - {"nohc", "cudnn", "flash"}
+    if base not in ("eager", "compile", "autotune") or unknown:
+        raise SystemExit(f"--kwrl: unknown mode {mode!r}")
+    attention = "cudnn" if "cudnn" in flags else "flash" if "flash" in flags else "default"
     cfg = LearnerConfig(
-        lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=mode != "eager",
-        compile_mode="max-autotune-no-cudagraphs" if mode == "autotune" else None,
+        lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=base != "eager",
+        compile_mode="max-autotune-no-cudagraphs" if base == "autotune" else None,
+        head_checkpoint="nohc" not in flags, attention=attention,
     )  # fmt: skip
+    if cfg.compile:
+        # Graphs compiled for another config (attention kernel, head) must not be reused.
+        torch._dynamo.reset()
     learner = Learner(model, cfg)
     learner.step(batch)  # warm-up
     sync()
@@ -157,6 +167,10 @@ def bench_trl(
         train_dataset=ds,
         processing_class=_tiny_tokenizer(),
     )
+    # Outside `Trainer.train()` this attribute is unset; one optimizer step per batch, so 1 (the
+    # dapo loss then divides each micro-batch's sum by the batch's scored-token count).
+    trainer.current_gradient_accumulation_steps = 1
+    model.train()
     dev = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, betas=(0.9, 0.98), weight_decay=0.01)
     P = len(trajs[0].prompt_ids)
@@ -263,7 +277,9 @@ def main() -> None:
     ap.add_argument(
         "--kwrl",
         default="eager:8,eager:16,compile:16",
-        help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune (eager first: compiling is in place)",
+        help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune with optional flags "
+        "+nohc (keep the head's logits) +cudnn|+flash (attention kernel), e.g. compile+cudnn:32 "
+        "(eager first: compiling is in place)",
     )
     a = ap.parse_args()
     dev = "cuda" if torch.cuda.is_available() else "cpu"

@@ -10,6 +10,7 @@ logprobs are those of the distribution actually sampled from.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -67,6 +68,12 @@ class LearnerConfig(KwrlConfig):
     compile_mode: str | None = None
     """torch.compile mode of the decoder layers when `compile` is on, e.g.
     `max-autotune-no-cudagraphs` (searches GEMM kernels: minutes of warm-up, faster steps)."""
+    head_checkpoint: bool = True
+    """Recompute the LM head's logits in backward instead of keeping them. Off: one head matmul
+    less per step, at scored tokens x vocab x 2 bytes (bf16) more memory per micro-batch."""
+    attention: Literal["default", "cudnn", "flash"] = "default"
+    """SDPA kernel to prefer in training forwards: PyTorch's default choice, cuDNN's fused
+    attention (fastest on Hopper GPUs) or FlashAttention-2; the others stay as fallbacks."""
 
 
 def _chunk_logprobs(
@@ -104,12 +111,14 @@ def token_logprobs(
     chunk: int = 8192,
     only_mask: bool = False,
     compiled_head: bool = False,
+    head_checkpoint: bool = True,
 ) -> torch.Tensor:
     """log p(target_t | ids_<=t) for every position, float32, shape B x L.
 
     The LM head runs in chunks of `chunk` positions under activation checkpointing, so the full
     B x L x vocab logits tensor (19 GB for 64k tokens of a 152k vocab in bf16) never exists; only
-    the hidden states are kept for backward. Models without a separable head fall back to logits.
+    the hidden states are kept for backward (`head_checkpoint=False` keeps each chunk's logits
+    instead and skips the recompute). Models without a separable head fall back to logits.
 
     `only_mask`: run the head only where `batch.mask_B_L` is 1 (the tokens a loss reads) and
     return 0 elsewhere; prompts and tool outputs then cost no head FLOPs. A right-padded batch
@@ -138,7 +147,7 @@ def token_logprobs(
     fn = _chunk_fn(compiled_head)
     parts = []
     for s in range(0, h.shape[0], chunk):
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() and head_checkpoint:
             part = checkpoint(
                 fn, h[s : s + chunk], head.weight, t[s : s + chunk], temperature,
                 use_reentrant=False,
@@ -151,6 +160,17 @@ def token_logprobs(
         return flat_lp.view(B, L)
     full = torch.zeros(B * L, dtype=flat_lp.dtype, device=flat_lp.device)
     return full.index_put((idx,), flat_lp).view(B, L)
+
+
+def _attention(pref: str) -> contextlib.AbstractContextManager[Any]:
+    """SDPA kernels in preference order for `LearnerConfig.attention` (the rest stay fallbacks)."""
+    if pref == "default":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    first = SDPBackend.CUDNN_ATTENTION if pref == "cudnn" else SDPBackend.FLASH_ATTENTION
+    rest = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    return sdpa_kernel([first, *(b for b in rest if b != first)], set_priority=True)
 
 
 def _on_device(batch: Batch, device: torch.device) -> Batch:
@@ -231,18 +251,20 @@ class Learner:
             w = weights[s : s + cfg.micro_batch_size].to(self.device)
             if float(mb.mask_B_L.sum()) == 0:
                 continue
-            lp = token_logprobs(
-                self.model, mb, cfg.temperature, only_mask=True, compiled_head=cfg.compile
-            )
-            out = loss_fn(
-                lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
-            )
-            loss = (out.loss_B_T * w).sum()
-            if cfg.kl_coef > 0 and self.ref_model is not None:
-                with torch.no_grad():
-                    ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature, only_mask=True)
-                loss = loss + cfg.kl_coef * (kl_k3(lp, ref_lp) * w).sum()
-            loss.backward()
+            with _attention(cfg.attention):
+                lp = token_logprobs(
+                    self.model, mb, cfg.temperature, only_mask=True, compiled_head=cfg.compile,
+                    head_checkpoint=cfg.head_checkpoint,
+                )  # fmt: skip
+                out = loss_fn(
+                    lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
+                )
+                loss = (out.loss_B_T * w).sum()
+                if cfg.kl_coef > 0 and self.ref_model is not None:
+                    with torch.no_grad():
+                        ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature, only_mask=True)
+                    loss = loss + cfg.kl_coef * (kl_k3(lp, ref_lp) * w).sum()
+                loss.backward()
             total_loss += float(loss.detach())
             n = float(mb.mask_B_L.sum())
             clip_tokens += out.clip_frac * n

@@ -82,6 +82,25 @@ def test_micro_batching_does_not_change_the_gradient() -> None:
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "options", [{"head_checkpoint": False}, {"attention": "flash"}, {"attention": "cudnn"}]
+)
+def test_speed_options_do_not_change_the_gradient(options: dict[str, object]) -> None:
+    """Keeping the head's logits, or preferring another SDPA kernel, is the same computation."""
+    model = tiny_model()
+    batch = collate(trajectories(model), [1.0, -1.0, 0.5, -0.5])
+    grads, losses = [], []
+    for cfg in (LearnerConfig(micro_batch_size=2), LearnerConfig(micro_batch_size=2, **options)):
+        model.zero_grad(set_to_none=True)
+        losses.append(Learner(model, cfg).accumulate(batch)["loss"])
+        grads.append(
+            torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+        )
+    assert grads[0].abs().sum() > 0
+    assert losses[0] == pytest.approx(losses[1], abs=1e-6)
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
 def test_on_policy_logprobs_match_and_a_step_follows_the_advantage() -> None:
     model = tiny_model()
     trajs = trajectories(model)
