@@ -30,6 +30,11 @@ left-padded into one batch cache. Every weight change empties the store first (K
 is never reused); models with sliding-window layers never use it. Reused KV was computed in
 another batch, so logprobs can differ from a cold prefill by float rounding (~1e-6 in fp32).
 
+On CPU, decode steps read the KV cache in place: layers append into buffers of doubling capacity
+(`kwrl.llm.kv_cache.growing_layer_cls`; transformers' `DynamicLayer` concatenates the whole cache
+every step) and grouped-query attention reads the shared key/value heads without repeating them
+(`use_gqa_sdpa`; transformers copies the cache per layer and step whenever a mask is present).
+
 Seeds: a request with a seed samples from its own generator, so it is reproducible for the same
 weights and batch composition (padding can move logits by float rounding).
 """
@@ -38,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import queue
 import threading
 import time
@@ -58,7 +62,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 _GREEDY_T = 1e-5
-_GROWING_KV = os.environ.get("KWRL_ENGINE_GROWING_KV", "1") == "1"
 _MIN_REUSE = 32
 """Fewest stored tokens worth a row's own suffix forward instead of joining the batched prefill."""
 
@@ -135,7 +138,7 @@ class Engine:
     ) -> None:
         import torch
 
-        from kwrl.llm.kv_cache import PrefixStore, reusable_layers
+        from kwrl.llm.kv_cache import PrefixStore, reusable_layers, use_gqa_sdpa
 
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -151,7 +154,9 @@ class Engine:
         full_attention = reusable_layers(model.config)
         if not full_attention:
             prefix_cache_mb = 0
-        self._growing = full_attention and _GROWING_KV
+        # CPU decode reads the KV cache in place: measured there, not yet on accelerators.
+        self._growing = full_attention and self.device.type == "cpu"
+        use_gqa_sdpa(self.model)
         self._prefix = PrefixStore(int(prefix_cache_mb * 2**20))
         self._prefix_version = 0  # the weight version the stored KV belongs to
         self.weight_version = 0

@@ -1,4 +1,5 @@
-"""KV-cache pieces of the in-process engine: a prefix store reused across agent turns, and batch assembly.
+"""KV-cache pieces of the in-process engine: a prefix store reused across turns, batch assembly,
+and a decode path that reads the cache in place.
 
 `PrefixStore` keeps the keys/values of finished requests (prompt + completion minus its last,
 never-forwarded token), one tensor pair per layer shaped `[kv_heads, T, head_dim]`, in an LRU
@@ -11,6 +12,10 @@ Contract: entries belong to one set of weights. The engine calls `clear()` befor
 change lands; nothing here knows about versions. Reuse is only sound for plain full-attention
 layers (`reusable_layers`): a sliding-window layer keeps only a window, so its cache is not
 the prefix's full KV.
+
+Decode on CPU reads the cache in place: `growing_layer_cls()` appends into buffers of doubling
+capacity instead of concatenating the whole cache every step, and `use_gqa_sdpa` lets torch's SDPA
+read grouped key/value heads as they are instead of transformers repeating them per query head.
 
 `assemble` left-pads rows of different lengths (each a list of per-layer `[H, T_i, D]` pairs)
 into one `DynamicCache` `[B, H, W, D]` with the attention mask (0 on the pads) and each row's next
@@ -247,3 +252,52 @@ def new_cache(config: Any, *, growing: bool) -> Any:
         cls = growing_layer_cls()
         cache.layers = [cls() for _ in cache.layers]
     return cache
+
+
+GQA_SDPA = "kwrl_sdpa_gqa"
+
+
+def _sdpa_gqa(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """transformers' SDPA attention, but grouped-query heads read the KV cache as it is.
+
+    transformers repeats every key/value head for each of its query heads (a copy of the whole
+    cache per layer and step) whenever there is a mask, which left-padded batches always have;
+    torch's SDPA takes `enable_gqa` with a mask on CPU, with the same result.
+    """
+    from torch.nn.functional import scaled_dot_product_attention
+
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    out = scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=attention_mask,
+        dropout_p=dropout,
+        scale=scaling,
+        is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal),
+        enable_gqa=key.shape[1] != query.shape[1],
+    )
+    return out.transpose(1, 2).contiguous(), None
+
+
+def use_gqa_sdpa(model: Any) -> bool:
+    """Switch a CPU model on transformers' SDPA to `_sdpa_gqa`; False when left as it was."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    if model.device.type != "cpu" or model.config._attn_implementation != "sdpa":
+        return False
+    AttentionInterface.register(GQA_SDPA, _sdpa_gqa)
+    AttentionMaskInterface.register(GQA_SDPA, sdpa_mask)
+    model.set_attn_implementation(GQA_SDPA)
+    return model.config._attn_implementation == GQA_SDPA

@@ -200,3 +200,42 @@ def test_only_full_attention_caches_are_reused() -> None:
     small = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2}
     assert reusable_layers(LlamaConfig(num_hidden_layers=2, **small))
     assert not reusable_layers(MistralConfig(num_hidden_layers=2, sliding_window=8, **small))
+
+
+def test_a_growing_layer_holds_what_a_dynamic_layer_holds() -> None:
+    from transformers.cache_utils import DynamicLayer
+
+    from kwrl.llm.kv_cache import growing_layer_cls
+
+    g = torch.Generator().manual_seed(4)
+    grow, ref = growing_layer_cls()(), DynamicLayer()
+    steps = [torch.randn(3, 2, n, 4, generator=g) for n in (5, 1, 1, 9, 1)]  # grows past capacity
+    for i, x in enumerate(steps):
+        if i == 3:
+            sel = torch.tensor([0, 2])  # a row finished: dropped mid-batch
+            grow.batch_select_indices(sel)
+            ref.batch_select_indices(sel)
+        x = x[: ref.keys.shape[0]] if ref.keys is not None and ref.keys.numel() else x
+        k, v = grow.update(x, -x)
+        rk, rv = ref.update(x, -x)
+        assert torch.equal(k, rk) and torch.equal(v, rv)
+        assert grow.get_seq_length() == ref.get_seq_length()
+
+
+def test_grouped_query_attention_reads_the_cache_without_changing_logits(
+    models: tuple[Any, Any],
+) -> None:
+    from kwrl.llm.kv_cache import GQA_SDPA, use_gqa_sdpa
+
+    stock = copy.deepcopy(models[0])
+    stock.set_attn_implementation("sdpa")
+    gqa = copy.deepcopy(stock)
+    assert use_gqa_sdpa(gqa) and gqa.config._attn_implementation == GQA_SDPA
+    ids = torch.randint(5, 40000, (2, 30), generator=torch.Generator().manual_seed(5))
+    mask = torch.ones_like(ids)
+    mask[1, :11] = 0  # left padding: transformers passes a mask, and repeats the KV heads
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        a = stock(input_ids=ids, attention_mask=mask, position_ids=pos).logits
+        b = gqa(input_ids=ids, attention_mask=mask, position_ids=pos).logits
+    assert torch.allclose(a[0], b[0], atol=1e-5) and torch.allclose(a[1, 11:], b[1, 11:], atol=1e-5)
