@@ -295,7 +295,13 @@ def use_gqa_sdpa(model: Any) -> bool:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-    if model.device.type != "cpu" or model.config._attn_implementation != "sdpa":
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != "sdpa":
+        return False
+    if (
+        not hasattr(model, "set_attn_implementation")
+        or next(model.parameters()).device.type != "cpu"
+    ):
         return False
     AttentionInterface.register(GQA_SDPA, _sdpa_gqa)
     AttentionMaskInterface.register(GQA_SDPA, sdpa_mask)
