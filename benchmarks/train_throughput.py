@@ -10,7 +10,7 @@ observation spans masked out, GRPO groups, random rewards). Prints one table:
 - ratio kwrl/TRL and the learner's MFU (see below)
 
 Usage: python benchmarks/train_throughput.py [--seqs 32] [--prompt-len 512] [--response-len 1536]
-       [--trl-micro 8,32] [--steps 3] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
+       [--trl-micro 8,32] [--steps 3] [--rounds 1] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
 
 MFU counts the FLOPs the step needs (`step_flops`: body and attention for every token, the LM
 head only for scored tokens) over the datasheet's dense bf16 peak; the measured 8192^3 matmul
@@ -23,6 +23,7 @@ import argparse
 import copy
 import gc
 import json
+import statistics
 import time
 from typing import Any
 
@@ -275,6 +276,11 @@ def main() -> None:
     ap.add_argument("--skip-rollout", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument(
+        "--rounds", type=int, default=1,
+        help="repeat every kwrl config and TRL micro-batch this many times, alternating; "
+        "reports the per-round ratio and each config's median",
+    )  # fmt: skip
+    ap.add_argument(
         "--kwrl",
         default="eager:8,eager:16,compile:16",
         help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune with optional flags "
@@ -304,24 +310,62 @@ def main() -> None:
     trl_model = copy.deepcopy(model) if not a.skip_trl else None
     trl_runs: dict[str, dict[str, float]] = {}
     runs: dict[str, dict[str, float]] = {}
-    for spec in [x for x in a.kwrl.split(",") if x]:
-        mode, micro = spec.split(":")
+    per_round: list[dict[str, float]] = []
+    import tempfile
+
+    for rnd in range(a.rounds):
+        # Rounds alternate kwrl and TRL on the same GPU so that drift (clocks, heat, neighbours)
+        # shows up as spread in both rather than as a gap between them.
+        sfx = f"#{rnd + 1}" if a.rounds > 1 else ""
+        this: dict[str, float] = {}
+        for spec in [x for x in a.kwrl.split(",") if x]:
+            mode, micro = spec.split(":")
+            if dev == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            t0 = time.perf_counter()
+            try:
+                r = bench_kwrl(model, batch, int(micro), a.steps, mode)
+            except Exception as e:  # one config failing (e.g. out of memory) still reports the rest
+                res.setdefault("kwrl_errors", {})[spec] = f"{type(e).__name__}: {e}"[:500]
+                print(f"kwrl {spec}: {res['kwrl_errors'][spec]}", flush=True)
+                if dev == "cuda":
+                    torch.cuda.empty_cache()
+                continue
+            r["wall_incl_warmup_s"] = time.perf_counter() - t0
+            r["mfu"] = flops / r["step_s"] / PEAK_BF16
+            r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
+            runs[spec + sfx] = r
+            this["kwrl " + spec] = r["tokens_per_s"]
+            print(
+                f"kwrl {spec}{sfx}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}", flush=True
+            )
+        gc.collect()
         if dev == "cuda":
-            torch.cuda.reset_peak_memory_stats()
-        t0 = time.perf_counter()
-        try:
-            r = bench_kwrl(model, batch, int(micro), a.steps, mode)
-        except Exception as e:  # one config failing (e.g. out of memory) still reports the rest
-            res.setdefault("kwrl_errors", {})[spec] = f"{type(e).__name__}: {e}"[:500]
-            print(f"kwrl {spec}: {res['kwrl_errors'][spec]}", flush=True)
+            torch.cuda.empty_cache()
+        for micro in [int(x) for x in a.trl_micro.split(",") if x] if trl_model is not None else []:
             if dev == "cuda":
                 torch.cuda.empty_cache()
-            continue
-        r["wall_incl_warmup_s"] = time.perf_counter() - t0
-        r["mfu"] = flops / r["step_s"] / PEAK_BF16
-        r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
-        runs[spec] = r
-        print(f"kwrl {spec}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}", flush=True)
+                torch.cuda.reset_peak_memory_stats()
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    assert trl_model is not None
+                    r = bench_trl(trl_model, trajs, adv, micro, a.steps, tmp)
+                except Exception as e:
+                    res.setdefault("trl_errors", {})[str(micro)] = f"{type(e).__name__}: {e}"[:500]
+                    print(f"TRL micro {micro}: {res['trl_errors'][str(micro)]}", flush=True)
+                    continue
+            r["mfu"] = flops / r["step_s"] / PEAK_BF16
+            r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
+            trl_runs[f"{micro}{sfx}"] = r
+            this[f"trl {micro}"] = r["tokens_per_s"]
+            print(
+                f"TRL micro {micro}{sfx}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}",
+                flush=True,
+            )
+        gc.collect()
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        per_round.append(this)
     res["kwrl_runs"] = runs
     if not runs:
         print(json.dumps(res, indent=2))
@@ -330,36 +374,26 @@ def main() -> None:
     res["kwrl_best"] = best
     res["kwrl"] = runs[best]
     if trl_model is not None:
-        del model
-        gc.collect()
-        if dev == "cuda":
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-        import tempfile
-
-        for micro in [int(x) for x in a.trl_micro.split(",") if x]:
-            if dev == "cuda":
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats()
-            with tempfile.TemporaryDirectory() as tmp:
-                try:
-                    r = bench_trl(trl_model, trajs, adv, micro, a.steps, tmp)
-                except Exception as e:
-                    res.setdefault("trl_errors", {})[str(micro)] = f"{type(e).__name__}: {e}"[:500]
-                    print(f"TRL micro {micro}: {res['trl_errors'][str(micro)]}", flush=True)
-                    continue
-            r["mfu"] = flops / r["step_s"] / PEAK_BF16
-            r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
-            trl_runs[str(micro)] = r
-            print(
-                f"TRL micro {micro}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}", flush=True
-            )
         res["trl_runs"] = trl_runs
         if trl_runs:
             trl_best = max(trl_runs, key=lambda k: trl_runs[k]["tokens_per_s"])
             res["trl_best_micro"] = trl_best
             res["trl"] = trl_runs[trl_best]
             res["ratio_kwrl_over_trl"] = res["kwrl"]["tokens_per_s"] / res["trl"]["tokens_per_s"]
+    if a.rounds > 1:
+        # Per round: best kwrl config over best TRL micro-batch, both timed in that round.
+        ratios = [
+            max(v for k, v in d.items() if k.startswith("kwrl "))
+            / max(v for k, v in d.items() if k.startswith("trl "))
+            for d in per_round
+            if any(k.startswith("kwrl ") for k in d) and any(k.startswith("trl ") for k in d)
+        ]
+        res["per_round"] = per_round
+        res["ratio_per_round"] = ratios
+        names = sorted({k for d in per_round for k in d})
+        res["median_tokens_per_s"] = {
+            n: statistics.median(d[n] for d in per_round if n in d) for n in names
+        }
     print(json.dumps(res, indent=2))
     rows: list[tuple[str, Any]] = [
         ("rollout tokens/s", res.get("rollout", {}).get("tokens_per_s")),
@@ -368,6 +402,8 @@ def main() -> None:
         *((f"TRL GRPOTrainer micro {k} tokens/s", v["tokens_per_s"]) for k, v in trl_runs.items()),
         *((f"TRL micro {k} MFU", v["mfu"]) for k, v in trl_runs.items()),
         (f"kwrl best ({best}) / TRL best", res.get("ratio_kwrl_over_trl")),
+        *((f"ratio round {i + 1}", x) for i, x in enumerate(res.get("ratio_per_round", []))),
+        *((f"median {k} tok/s", v) for k, v in res.get("median_tokens_per_s", {}).items()),
         ("learner / rollout tokens/s", res["kwrl"]["tokens_per_s"] / r_tps)
         if (r_tps := res.get("rollout", {}).get("tokens_per_s"))
         else ("learner / rollout tokens/s", None),
