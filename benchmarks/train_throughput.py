@@ -24,6 +24,7 @@ import copy
 import gc
 import json
 import statistics
+import tempfile
 import time
 from typing import Any
 
@@ -310,14 +311,14 @@ def main() -> None:
     trl_model = copy.deepcopy(model) if not a.skip_trl else None
     trl_runs: dict[str, dict[str, float]] = {}
     runs: dict[str, dict[str, float]] = {}
-    per_round: list[dict[str, float]] = []
-    import tempfile
+    per_round: list[dict[str, dict[str, float]]] = []
+    trl_micros = [int(x) for x in a.trl_micro.split(",") if x] if trl_model is not None else []
 
     for rnd in range(a.rounds):
         # Rounds alternate kwrl and TRL on the same GPU so that drift (clocks, heat, neighbours)
         # shows up as spread in both rather than as a gap between them.
         sfx = f"#{rnd + 1}" if a.rounds > 1 else ""
-        this: dict[str, float] = {}
+        this: dict[str, dict[str, float]] = {"kwrl": {}, "trl": {}}
         for spec in [x for x in a.kwrl.split(",") if x]:
             mode, micro = spec.split(":")
             if dev == "cuda":
@@ -335,20 +336,20 @@ def main() -> None:
             r["mfu"] = flops / r["step_s"] / PEAK_BF16
             r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
             runs[spec + sfx] = r
-            this["kwrl " + spec] = r["tokens_per_s"]
+            this["kwrl"][spec] = r["tokens_per_s"]
             print(
                 f"kwrl {spec}{sfx}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}", flush=True
             )
         gc.collect()
         if dev == "cuda":
             torch.cuda.empty_cache()
-        for micro in [int(x) for x in a.trl_micro.split(",") if x] if trl_model is not None else []:
+        for micro in trl_micros:
+            assert trl_model is not None
             if dev == "cuda":
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats()
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    assert trl_model is not None
                     r = bench_trl(trl_model, trajs, adv, micro, a.steps, tmp)
                 except Exception as e:
                     res.setdefault("trl_errors", {})[str(micro)] = f"{type(e).__name__}: {e}"[:500]
@@ -357,7 +358,7 @@ def main() -> None:
             r["mfu"] = flops / r["step_s"] / PEAK_BF16
             r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
             trl_runs[f"{micro}{sfx}"] = r
-            this[f"trl {micro}"] = r["tokens_per_s"]
+            this["trl"][str(micro)] = r["tokens_per_s"]
             print(
                 f"TRL micro {micro}{sfx}: {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}",
                 flush=True,
@@ -383,16 +384,14 @@ def main() -> None:
     if a.rounds > 1:
         # Per round: best kwrl config over best TRL micro-batch, both timed in that round.
         ratios = [
-            max(v for k, v in d.items() if k.startswith("kwrl "))
-            / max(v for k, v in d.items() if k.startswith("trl "))
-            for d in per_round
-            if any(k.startswith("kwrl ") for k in d) and any(k.startswith("trl ") for k in d)
+            max(d["kwrl"].values()) / max(d["trl"].values()) for d in per_round if all(d.values())
         ]
         res["per_round"] = per_round
         res["ratio_per_round"] = ratios
-        names = sorted({k for d in per_round for k in d})
         res["median_tokens_per_s"] = {
-            n: statistics.median(d[n] for d in per_round if n in d) for n in names
+            f"{who} {n}": statistics.median(d[who][n] for d in per_round if n in d[who])
+            for who in ("kwrl", "trl")
+            for n in sorted({n for d in per_round for n in d[who]})
         }
     print(json.dumps(res, indent=2))
     rows: list[tuple[str, Any]] = [
