@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,7 @@ def main() -> None:
     t = time.perf_counter()
     sets = {"train": (a.train_worlds, a.seed), "heldout": (a.heldout_worlds, a.seed + 1000)}
     tasks: dict[str, list[str]] = {}
+    worlds_of: dict[str, set[str]] = {}
     for name, (worlds, seed) in sets.items():
         ds = out / f"data-{name}"
         if not (ds / "tasks").is_dir():
@@ -106,9 +108,14 @@ def main() -> None:
             )  # fmt: skip
             easy_only(ds)
         tasks[name] = sorted(p.name for p in (ds / "tasks").iterdir())
-    overlap = set(tasks["train"]) & set(tasks["heldout"])
+        worlds_of[name] = {
+            tomllib.loads((ds / "tasks" / t / "task.toml").read_text())["metadata"]["world_id"]
+            for t in tasks[name]
+        }
+    # Task names repeat across seeds (domain, world index, task index); the worlds must not.
+    overlap = worlds_of["train"] & worlds_of["heldout"]
     if overlap:
-        raise SystemExit(f"held-out tasks overlap the training tasks: {sorted(overlap)[:5]}")
+        raise SystemExit(f"held-out tasks share worlds with the training tasks: {sorted(overlap)}")
     done(f"data: {len(tasks['train'])} training, {len(tasks['heldout'])} held-out easy tasks", t)
 
     t = time.perf_counter()
