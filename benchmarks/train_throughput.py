@@ -100,9 +100,10 @@ def bench_kwrl(
     model: torch.nn.Module, batch: Any, micro: int, steps: int, mode: str = "eager"
 ) -> dict[str, float]:
     """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs),
-    then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel)."""
+    then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel),
+    `bigchunk` (head_chunk 65536: the whole batch's scored tokens in one LM-head chunk)."""
     base, *flags = mode.split("+")
-    unknown = set(flags) - {"nohc", "cudnn", "flash"}
+    unknown = set(flags) - {"nohc", "cudnn", "flash", "bigchunk"}
     if base not in ("eager", "compile", "autotune") or unknown:
         raise SystemExit(f"--kwrl: unknown mode {mode!r}")
     attention = "cudnn" if "cudnn" in flags else "flash" if "flash" in flags else "default"
@@ -110,6 +111,7 @@ def bench_kwrl(
         lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=base != "eager",
         compile_mode="max-autotune-no-cudagraphs" if base == "autotune" else None,
         head_checkpoint="nohc" not in flags, attention=attention,
+        head_chunk=65536 if "bigchunk" in flags else 8192,
     )  # fmt: skip
     if cfg.compile:
         # Graphs compiled for another config (attention kernel, head) must not be reused.
@@ -285,7 +287,8 @@ def main() -> None:
         "--kwrl",
         default="eager:8,eager:16,compile:16",
         help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune with optional flags "
-        "+nohc (keep the head's logits) +cudnn|+flash (attention kernel), e.g. compile+cudnn:32 "
+        "+nohc (keep the head's logits) +cudnn|+flash (attention kernel) +bigchunk (one head "
+        "chunk of 65536 positions), e.g. compile+cudnn:32 "
         "(eager first: compiling is in place)",
     )
     a = ap.parse_args()
@@ -294,10 +297,9 @@ def main() -> None:
     trajs = synthetic(a.seqs, a.prompt_len, a.response_len, a.group)
     rewards = torch.tensor([t.reward for t in trajs])
     adv = grpo_advantages(rewards, [t.group_id for t in trajs])
+    # kwrl's learner gets the batch on the host, as the trainer hands it over (it reads its
+    # control flow there and copies each micro-batch to the GPU itself); TRL gets device tensors.
     batch = collate(trajs, adv.tolist())
-    batch = type(batch)(
-        *(x.to(dev) if isinstance(x, torch.Tensor) else x for x in vars(batch).values())
-    )
     flops = step_flops(model, batch)
     res: dict[str, Any] = {
         "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",

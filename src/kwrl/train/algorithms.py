@@ -84,8 +84,15 @@ def zero_variance_keep(rewards_B: torch.Tensor, group_ids: Sequence[int | str]) 
 class LossOutput:
     loss_B_T: torch.Tensor
     """Per-token loss before reduction."""
-    clip_frac: float
-    """Fraction of trained tokens whose gradient the clip / divergence mask removed."""
+    clipped_B_T: torch.Tensor
+    """1.0 where the clip / divergence mask removed the token's gradient, else 0.0."""
+    mask_B_T: torch.Tensor
+    """The trained tokens."""
+
+    @property
+    def clip_frac(self) -> float:
+        """Fraction of trained tokens whose gradient the clip / divergence mask removed."""
+        return _masked_mean(self.clipped_B_T, self.mask_B_T)
 
 
 def _ratio(delta: torch.Tensor) -> torch.Tensor:
@@ -110,7 +117,7 @@ def ppo_clip_loss(
     surr1 = ratio * advantages_B_T
     surr2 = ratio.clamp(1 - eps_low, 1 + eps_high) * advantages_B_T
     clipped = (-surr2 > -surr1).float()
-    return LossOutput(-torch.min(surr1, surr2), _masked_mean(clipped, mask_B_T))
+    return LossOutput(-torch.min(surr1, surr2), clipped, mask_B_T)
 
 
 def dppo_loss(
@@ -132,18 +139,18 @@ def dppo_loss(
         p = logprobs_B_T.exp()
         mu = behaviour_logprobs_B_T.exp()
         diff = p - mu
-        keep = torch.ones_like(advantages_B_T)
+        up, down = advantages_B_T > 0, advantages_B_T < 0
         if kind == "binary_tv":
-            keep[(advantages_B_T > 0) & (diff > delta_high)] = 0.0
-            keep[(advantages_B_T < 0) & (-diff > delta_low)] = 0.0
+            drop = (up & (diff > delta_high)) | (down & (-diff > delta_low))
         else:
             eps = 1e-8
             bkl = mu * (behaviour_logprobs_B_T - logprobs_B_T) + (1 - mu) * torch.log(
                 (1 - mu + eps) / (1 - p + eps)
             )
-            keep[(advantages_B_T > 0) & (diff > 0) & (bkl > delta_high)] = 0.0
-            keep[(advantages_B_T < 0) & (diff < 0) & (bkl > delta_low)] = 0.0
-    return LossOutput(-(ratio * advantages_B_T * keep), _masked_mean((keep == 0).float(), mask_B_T))
+            drop = (up & (diff > 0) & (bkl > delta_high)) | (down & (diff < 0) & (bkl > delta_low))
+        # A 0/1 product, not boolean-index assignment: no host synchronisation on a GPU.
+        clipped = drop.to(advantages_B_T.dtype)
+    return LossOutput(-(ratio * advantages_B_T * (1 - clipped)), clipped, mask_B_T)
 
 
 def kl_k3(logprobs_B_T: torch.Tensor, ref_logprobs_B_T: torch.Tensor) -> torch.Tensor:

@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 import torch
 from pydantic import Field
-from torch.utils.checkpoint import checkpoint
 
 from kwrl.config import KwrlConfig
 from kwrl.train.algorithms import (
@@ -71,31 +70,115 @@ class LearnerConfig(KwrlConfig):
     head_checkpoint: bool = True
     """Recompute the LM head's logits in backward instead of keeping them. Off: one head matmul
     less per step, at scored tokens x vocab x 2 bytes (bf16) more memory per micro-batch."""
+    head_chunk: int = Field(default=8192, ge=1)
+    """Scored positions per LM-head chunk: each chunk's logits (chunk x vocab) exist at once.
+    Larger chunks mean fewer, larger matmuls (GPU: e.g. 65536 for a 64k-token batch)."""
     attention: Literal["default", "cudnn", "flash"] = "default"
     """SDPA kernel to prefer in training forwards: PyTorch's default choice, cuDNN's fused
     attention (fastest on Hopper GPUs) or FlashAttention-2; the others stay as fallbacks."""
 
 
-def _chunk_logprobs(
-    hidden_N_H: torch.Tensor, weight_V_H: torch.Tensor, targets_N: torch.Tensor, temperature: float
+def _scaled(logits_N_V: torch.Tensor, temperature: float) -> torch.Tensor:
+    logits = logits_N_V.float()
+    return logits / temperature if temperature != 1.0 else logits
+
+
+def _logprob_lse(
+    logits_N_V: torch.Tensor, targets_N: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """log p(target) and logsumexp of the (temperature-scaled, float32) logits, per row."""
+    logits = _scaled(logits_N_V, temperature)
+    lse = torch.logsumexp(logits, dim=-1)
+    return torch.gather(logits, -1, targets_N.unsqueeze(-1)).squeeze(-1) - lse, lse
+
+
+def _dlogits_fused(
+    logits_N_V: torch.Tensor,
+    lse_N: torch.Tensor,
+    targets_N: torch.Tensor,
+    g_N: torch.Tensor,
+    temperature: float,
 ) -> torch.Tensor:
-    logits = (hidden_N_H @ weight_V_H.T).float()
+    """d(sum_i g_i log p_i(t_i)) / d logits = g (onehot(t) - softmax(logits / T)) / T.
+
+    Written as one pointwise expression (the one-hot is a comparison with an index) so that
+    torch.compile makes it a single pass: read the logits, write the gradient.
+    """
+    p = torch.exp(_scaled(logits_N_V, temperature) - lse_N.unsqueeze(-1))
+    onehot = torch.arange(logits_N_V.shape[-1], device=logits_N_V.device) == targets_N.unsqueeze(-1)
+    return ((onehot.float() - p) * (g_N / temperature).unsqueeze(-1)).to(logits_N_V.dtype)
+
+
+def _dlogits_inplace(
+    logits_N_V: torch.Tensor,
+    lse_N: torch.Tensor,
+    targets_N: torch.Tensor,
+    g_N: torch.Tensor,
+    temperature: float,
+) -> torch.Tensor:
+    """`_dlogits_fused` in eager mode, with one float32 N x V temporary (CPU training)."""
+    gt = (g_N / temperature).unsqueeze(-1)
+    d = logits_N_V.to(torch.float32, copy=True)
     if temperature != 1.0:
-        logits = logits / temperature
-    picked = torch.gather(logits, -1, targets_N.unsqueeze(-1)).squeeze(-1)
-    return picked - torch.logsumexp(logits, dim=-1)
+        d.div_(temperature)
+    d.sub_(lse_N.unsqueeze(-1)).exp_().mul_(-gt)
+    d.scatter_add_(-1, targets_N.unsqueeze(-1), gt)
+    return d.to(logits_N_V.dtype)
 
 
 _COMPILED: dict[str, Any] = {}
 
 
-def _chunk_fn(compiled: bool) -> Any:
-    """`_chunk_logprobs`, or its torch.compile'd form (matmul + upcast + logsumexp + gather fused)."""
+def _head_fns(compiled: bool) -> tuple[Any, Any]:
+    """The head's forward reduction and logits-gradient functions, torch.compile'd on request."""
     if not compiled:
-        return _chunk_logprobs
-    if "chunk" not in _COMPILED:
-        _COMPILED["chunk"] = torch.compile(_chunk_logprobs, dynamic=True)
-    return _COMPILED["chunk"]
+        return _logprob_lse, _dlogits_inplace
+    if "fwd" not in _COMPILED:
+        # Automatic dynamic shapes: the chunk's row count becomes symbolic once it changes, the
+        # vocabulary stays a constant (aligned, vectorised loads; no division by a symbol).
+        _COMPILED["fwd"] = torch.compile(_logprob_lse)
+        _COMPILED["bwd"] = torch.compile(_dlogits_fused)
+    return _COMPILED["fwd"], _COMPILED["bwd"]
+
+
+class _HeadLogprobs(torch.autograd.Function):
+    """log p(targets) under the LM head `hidden @ weight.T`, for one chunk of positions.
+
+    The backward is written out: d logits = g (onehot - softmax) / T in one pass, then the two
+    matmuls. The logits are kept for backward (`keep_logits`) or recomputed there, so the chunk's
+    float32 probabilities, the gather's scatter and autograd's intermediates never exist.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        hidden_N_H: torch.Tensor,
+        weight_V_H: torch.Tensor,
+        targets_N: torch.Tensor,
+        temperature: float,
+        keep_logits: bool,
+        compiled: bool,
+    ) -> torch.Tensor:
+        fwd, _ = _head_fns(compiled)
+        logits = hidden_N_H @ weight_V_H.T
+        lp, lse = fwd(logits, targets_N, temperature)
+        ctx.temperature, ctx.compiled = temperature, compiled
+        if keep_logits:
+            ctx.save_for_backward(hidden_N_H, weight_V_H, targets_N, lse, logits)
+        else:
+            ctx.save_for_backward(hidden_N_H, weight_V_H, targets_N, lse)
+        return lp
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        hidden, weight, targets, lse, *kept = ctx.saved_tensors
+        logits = kept[0] if kept else hidden @ weight.T
+        _, dlogits = _head_fns(ctx.compiled)
+        d = dlogits(logits, lse, targets, grads[0].float(), ctx.temperature)
+        del logits, kept
+        dh = d @ weight if ctx.needs_input_grad[0] else None
+        dw = d.T @ hidden if ctx.needs_input_grad[1] else None
+        return dh, dw, None, None, None, None
 
 
 def _right_padded(mask_B_L: torch.Tensor) -> bool:
@@ -112,21 +195,27 @@ def token_logprobs(
     only_mask: bool = False,
     compiled_head: bool = False,
     head_checkpoint: bool = True,
+    scored: torch.Tensor | None = None,
+    right_padded: bool | None = None,
 ) -> torch.Tensor:
     """log p(target_t | ids_<=t) for every position, float32, shape B x L.
 
-    The LM head runs in chunks of `chunk` positions under activation checkpointing, so the full
-    B x L x vocab logits tensor (19 GB for 64k tokens of a 152k vocab in bf16) never exists; only
-    the hidden states are kept for backward (`head_checkpoint=False` keeps each chunk's logits
-    instead and skips the recompute). Models without a separable head fall back to logits.
+    The LM head runs in chunks of `chunk` positions with a written-out backward
+    (`_HeadLogprobs`), so the full B x L x vocab logits tensor (19 GB for 64k tokens of a 152k
+    vocab in bf16) never exists; only the hidden states are kept for backward and each chunk's
+    logits are recomputed there (`head_checkpoint=False` keeps them instead and skips the
+    recompute). Models without a separable head fall back to logits.
 
     `only_mask`: run the head only where `batch.mask_B_L` is 1 (the tokens a loss reads) and
     return 0 elsewhere; prompts and tool outputs then cost no head FLOPs. A right-padded batch
     (collate's layout) is run without an attention mask: padding sits after every real token, so
     causal attention alone gives the same values and SDPA can take its flash kernel.
+
+    `scored` (the flat indices of the mask's ones) and `right_padded`, when the caller computed
+    them on the host, spare the GPU the two synchronisations that finding them there costs.
     """
     attn = batch.attention_mask_B_L
-    if _right_padded(attn):
+    if right_padded if right_padded is not None else _right_padded(attn):
         attn = None
     head = getattr(model, "get_output_embeddings", lambda: None)()
     base = getattr(model, "model", None)
@@ -142,18 +231,19 @@ def token_logprobs(
     t = batch.targets_B_L.reshape(B * L)
     idx = None
     if only_mask:
-        idx = batch.mask_B_L.reshape(B * L).nonzero().squeeze(-1)
+        idx = scored if scored is not None else batch.mask_B_L.reshape(B * L).nonzero().squeeze(-1)
         h, t = h.index_select(0, idx), t.index_select(0, idx)
-    fn = _chunk_fn(compiled_head)
+    grad = torch.is_grad_enabled() and (h.requires_grad or head.weight.requires_grad)
+    fwd, _ = _head_fns(compiled_head)
     parts = []
     for s in range(0, h.shape[0], chunk):
-        if torch.is_grad_enabled() and head_checkpoint:
-            part = checkpoint(
-                fn, h[s : s + chunk], head.weight, t[s : s + chunk], temperature,
-                use_reentrant=False,
-            )  # fmt: skip
+        hs, ts = h[s : s + chunk], t[s : s + chunk]
+        if grad:
+            part = _HeadLogprobs.apply(
+                hs, head.weight, ts, temperature, not head_checkpoint, compiled_head
+            )
         else:
-            part = fn(h[s : s + chunk], head.weight, t[s : s + chunk], temperature)
+            part = fwd(hs @ head.weight.T, ts, temperature)[0]
         parts.append(part)
     flat_lp = torch.cat(parts) if parts else h.new_zeros(0, dtype=torch.float32)
     if idx is None:
@@ -173,11 +263,20 @@ def _attention(pref: str) -> contextlib.AbstractContextManager[Any]:
     return sdpa_kernel([first, *(b for b in rest if b != first)], set_priority=True)
 
 
+def _to(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Host tensor to `device`; to a GPU from pinned memory without blocking the host."""
+    if x.device == device:
+        return x
+    if device.type == "cuda" and x.device.type == "cpu":
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
+
+
 def _on_device(batch: Batch, device: torch.device) -> Batch:
     if batch.input_ids_B_L.device == device:
         return batch
     moved = {
-        f.name: getattr(batch, f.name).to(device)
+        f.name: _to(getattr(batch, f.name), device)
         for f in dataclasses.fields(batch)
         if isinstance(getattr(batch, f.name), torch.Tensor)
     }
@@ -214,47 +313,83 @@ class Learner:
         self.device = params[0].device if params else torch.device("cpu")
 
     def step(self, batch: Batch) -> dict[str, Any]:
-        """One optimizer step over `batch`; returns metrics."""
-        metrics = self.accumulate(batch)
-        grad_norm = float(
-            torch.nn.utils.clip_grad_norm_(
-                [p for p in self.model.parameters() if p.requires_grad], self.cfg.grad_clip
-            )
-        )
-        if math.isfinite(grad_norm) and metrics["trained_tokens"] > 0:
-            self.optimizer.step()
+        """One optimizer step over `batch`; returns metrics.
+
+        A step whose gradient norm is not finite changes nothing. With the fused (GPU) optimizer
+        that check happens on the device (the kernel's `found_inf`, as under GradScaler), so the
+        host reads the metrics once, after the update is queued, and the GPU never waits on it.
+        """
+        t0 = time.perf_counter()
+        metrics, sums = self._accumulate(batch)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip)
+        if metrics["trained_tokens"] > 0:
+            if self.optimizer.defaults.get("fused"):
+                self.optimizer.found_inf = (~torch.isfinite(norm)).float()  # type: ignore[attr-defined]
+                try:
+                    self.optimizer.step()
+                finally:
+                    del self.optimizer.found_inf  # type: ignore[attr-defined]
+            elif math.isfinite(float(norm)):
+                self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.version += 1
-        metrics.update(grad_norm=grad_norm, version=self.version)
+        metrics.update(self._read(sums, metrics["trained_tokens"]))
+        metrics.update(grad_norm=float(norm), version=self.version)
+        metrics["learner_s"] = time.perf_counter() - t0
         return metrics
+
+    @staticmethod
+    def _read(sums: torch.Tensor, trained: float) -> dict[str, float]:
+        total_loss, clip_tokens, mismatch = sums.tolist()
+        return {
+            "loss": total_loss,
+            "clip_frac": clip_tokens / max(trained, 1.0),
+            "logprob_abs_diff": mismatch / max(trained, 1.0),
+        }
 
     def accumulate(self, batch: Batch) -> dict[str, Any]:
         """Forward/backward over `batch` in micro-batches, leaving the summed gradients in place."""
-        cfg = self.cfg
         t0 = time.perf_counter()
+        metrics, sums = self._accumulate(batch)
+        metrics.update(self._read(sums, metrics["trained_tokens"]))
+        metrics["learner_s"] = time.perf_counter() - t0
+        return metrics
+
+    def _accumulate(self, batch: Batch) -> tuple[dict[str, Any], torch.Tensor]:
+        """`accumulate`, with the loss / clipped-token / logprob-mismatch sums left on the device.
+
+        What decides control flow (which micro-batches train, where the scored tokens are,
+        whether the padding is on the right) is read off the batch on the host, and the metrics
+        stay on the device until the end: the GPU is not made to wait mid-step.
+        """
+        cfg = self.cfg
         self.model.train()
+        host = batch.mask_B_L.cpu()
         bounds = group_ids_to_boundaries(batch.group_ids)
-        weights = reduction_weights(batch.mask_B_L, cfg.reduction, bounds)
+        weights = reduction_weights(host, cfg.reduction, bounds)
         loss_fn = POLICY_LOSSES[cfg.loss]
         loss_kwargs: dict[str, float] = (
             {"delta_low": cfg.delta_low, "delta_high": cfg.delta_high}
             if cfg.loss == "dppo"
             else {"eps_low": cfg.eps_low, "eps_high": cfg.eps_high}
         )
-        total_loss = 0.0
-        clip_tokens = 0.0
-        mismatch = 0.0
-        trained = float(batch.mask_B_L.sum())
+        sums = torch.zeros(3, device=self.device)  # loss, clipped tokens, |logprob mismatch|
+        trained = float(host.sum())
+        attn = batch.attention_mask_B_L.cpu()
         B = batch.input_ids_B_L.shape[0]
         for s in range(0, B, cfg.micro_batch_size):
-            mb = _on_device(batch.slice(s, s + cfg.micro_batch_size), self.device)
-            w = weights[s : s + cfg.micro_batch_size].to(self.device)
-            if float(mb.mask_B_L.sum()) == 0:
+            e = s + cfg.micro_batch_size
+            if float(host[s:e].sum()) == 0:
                 continue
+            mb = _on_device(batch.slice(s, e), self.device)
+            w = _to(weights[s:e], self.device)
+            scored = _to(host[s:e].reshape(-1).nonzero().squeeze(-1), self.device)
+            head = {"only_mask": True, "scored": scored, "right_padded": _right_padded(attn[s:e])}
             with _attention(cfg.attention):
                 lp = token_logprobs(
-                    self.model, mb, cfg.temperature, only_mask=True, compiled_head=cfg.compile,
-                    head_checkpoint=cfg.head_checkpoint,
+                    self.model, mb, cfg.temperature, compiled_head=cfg.compile,
+                    head_checkpoint=cfg.head_checkpoint, chunk=cfg.head_chunk, **head,
                 )  # fmt: skip
                 out = loss_fn(
                     lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
@@ -262,19 +397,10 @@ class Learner:
                 loss = (out.loss_B_T * w).sum()
                 if cfg.kl_coef > 0 and self.ref_model is not None:
                     with torch.no_grad():
-                        ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature, only_mask=True)
+                        ref_lp = token_logprobs(self.ref_model, mb, cfg.temperature, **head)
                     loss = loss + cfg.kl_coef * (kl_k3(lp, ref_lp) * w).sum()
                 loss.backward()
-            total_loss += float(loss.detach())
-            n = float(mb.mask_B_L.sum())
-            clip_tokens += out.clip_frac * n
-            diff = (mb.rollout_logprobs_B_L - lp.detach()) * mb.mask_B_L
-            mismatch += float(diff.abs().sum())
-        return {
-            "loss": total_loss,
-            "clip_frac": clip_tokens / max(trained, 1.0),
-            "logprob_abs_diff": mismatch / max(trained, 1.0),
-            "trained_tokens": trained,
-            "tokens": batch.num_tokens,
-            "learner_s": time.perf_counter() - t0,
-        }
+            with torch.no_grad():
+                diff = (mb.rollout_logprobs_B_L - lp) * mb.mask_B_L
+                sums += torch.stack([loss, (out.clipped_B_T * mb.mask_B_L).sum(), diff.abs().sum()])
+        return {"trained_tokens": trained, "tokens": int(attn.sum())}, sums

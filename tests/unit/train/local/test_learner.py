@@ -185,3 +185,60 @@ def test_chunked_head_logprobs_equal_full_logits() -> None:
     scored = batch.mask_B_L.bool()
     assert torch.allclose(only[scored], chunked[scored], atol=1e-5)
     assert (only[~scored] == 0).all()
+
+
+@pytest.mark.parametrize("keep_logits", [False, True])
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_head_backward_matches_autograd(keep_logits: bool, temperature: float) -> None:
+    """The written-out head backward (one-pass d logits, then two matmuls) is autograd's."""
+    from kwrl.train.local.learner import _HeadLogprobs
+
+    g = torch.Generator().manual_seed(3)
+    h = torch.randn(11, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(19, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    t = torch.randint(0, 19, (11,), generator=g)
+    up = torch.randn(11, generator=g, dtype=torch.float64)  # upstream d loss / d logprob
+
+    ref = torch.log_softmax((h @ w.T) / temperature, -1).gather(-1, t[:, None]).squeeze(-1)
+    ref_dh, ref_dw = torch.autograd.grad((ref * up).sum(), (h, w))
+    lp = _HeadLogprobs.apply(h, w, t, temperature, keep_logits, False)
+    dh, dw = torch.autograd.grad((lp * up).sum(), (h, w))
+    assert torch.allclose(lp, ref.float(), atol=1e-6)
+    assert torch.allclose(dh, ref_dh, atol=1e-6) and torch.allclose(dw, ref_dw, atol=1e-6)
+    assert ref_dh.abs().sum() > 0 and ref_dw.abs().sum() > 0
+
+
+def test_fused_and_inplace_logit_gradients_agree() -> None:
+    """The compiled (pointwise one-hot) and eager (in-place scatter) d-logits are one function."""
+    from kwrl.train.local.learner import _dlogits_fused, _dlogits_inplace, _logprob_lse
+
+    g = torch.Generator().manual_seed(4)
+    logits = torch.randn(7, 23, generator=g)
+    t = torch.randint(0, 23, (7,), generator=g)
+    up = torch.randn(7, generator=g)
+    _, lse = _logprob_lse(logits, t, 0.5)
+    a = _dlogits_fused(logits, lse, t, up, 0.5)
+    b = _dlogits_inplace(logits, lse, t, up, 0.5)
+    assert torch.allclose(a, b, atol=1e-6)
+    assert a.abs().sum() > 0
+    assert torch.equal(logits, torch.randn(7, 23, generator=torch.Generator().manual_seed(4)))
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_a_step_with_a_non_finite_gradient_changes_nothing(fused: bool) -> None:
+    """Fused AdamW skips on the device (found_inf, no host sync); the plain one on the host."""
+    model = tiny_model()
+    trajs = trajectories(model)
+    learner = Learner(model, LearnerConfig(lr=1e-2, micro_batch_size=2))
+    params = [p for p in model.parameters() if p.requires_grad]
+    learner.optimizer = torch.optim.AdamW(params, lr=1e-2, fused=fused)
+    before = [p.detach().clone() for p in params]
+    m = learner.step(collate(trajs, [float("inf"), -1.0, 1.0, -1.0]))
+    assert not torch.isfinite(torch.tensor(m["grad_norm"]))
+    assert all(torch.equal(a, p) for a, p in zip(before, params, strict=True))
+    assert not hasattr(learner.optimizer, "found_inf")
+    m = learner.step(collate(trajs, [1.0, -1.0, 1.0, -1.0]))
+    assert torch.isfinite(torch.tensor(m["grad_norm"])) and m["loss"] != 0
+    assert not all(torch.equal(a, p) for a, p in zip(before, params, strict=True))
+    step = next(iter(learner.optimizer.state.values()))["step"]
+    assert float(step) == 1  # the skipped step was not counted
