@@ -101,9 +101,10 @@ def bench_kwrl(
 ) -> dict[str, float]:
     """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs),
     then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel),
-    `bigchunk` (head_chunk 65536: the whole batch's scored tokens in one LM-head chunk)."""
+    `chunkN` (head_chunk N: scored positions per LM-head chunk, e.g. chunk65536)."""
     base, *flags = mode.split("+")
-    unknown = set(flags) - {"nohc", "cudnn", "flash", "bigchunk"}
+    chunks = [int(f[5:]) for f in flags if f.startswith("chunk") and f[5:].isdigit()]
+    unknown = set(flags) - {"nohc", "cudnn", "flash", *(f"chunk{c}" for c in chunks)}
     if base not in ("eager", "compile", "autotune") or unknown:
         raise SystemExit(f"--kwrl: unknown mode {mode!r}")
     attention = "cudnn" if "cudnn" in flags else "flash" if "flash" in flags else "default"
@@ -111,7 +112,7 @@ def bench_kwrl(
         lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=base != "eager",
         compile_mode="max-autotune-no-cudagraphs" if base == "autotune" else None,
         head_checkpoint="nohc" not in flags, attention=attention,
-        head_chunk=65536 if "bigchunk" in flags else 8192,
+        head_chunk=chunks[-1] if chunks else 8192,
     )  # fmt: skip
     if cfg.compile:
         # Graphs compiled for another config (attention kernel, head) must not be reused.
@@ -287,8 +288,8 @@ def main() -> None:
         "--kwrl",
         default="eager:8,eager:16,compile:16",
         help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune with optional flags "
-        "+nohc (keep the head's logits) +cudnn|+flash (attention kernel) +bigchunk (one head "
-        "chunk of 65536 positions), e.g. compile+cudnn:32 "
+        "+nohc (keep the head's logits) +cudnn|+flash (attention kernel) +chunkN (head_chunk N, "
+        "scored positions per LM-head chunk), e.g. compile+cudnn:32 "
         "(eager first: compiling is in place)",
     )
     a = ap.parse_args()
