@@ -33,6 +33,7 @@ from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
 from kwrl.train.local.learner import token_logprobs
+from kwrl.train.local.memory import release_free_memory
 from kwrl.train.local.trainer import task_dirs
 
 
@@ -221,6 +222,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step()
                 opt.zero_grad(set_to_none=True)
+                release_free_memory()
                 state.step += 1
                 metrics.append({"step": state.step, "epoch": epoch, "nll_per_token": loss_total})
                 prog.update(bar, advance=1, info=f"nll/token {loss_total:.3f}")

@@ -50,6 +50,7 @@ from kwrl.train.local.checkpoint import (
 )
 from kwrl.train.local.config import TrainConfig
 from kwrl.train.local.learner import Learner
+from kwrl.train.local.memory import release_free_memory
 from kwrl.train.local.sampler import PromptSampler, SamplerState
 
 
@@ -232,6 +233,7 @@ class RLTrainer:
         # async drops batches, so batch numbers run ahead of steps; resume numbers on from here
         self.state.extra["batch"] = sb.step_hint
         self.push_weights()
+        release_free_memory()  # the step's tensors and trials: back to the OS, not the arenas
         return metrics
 
     def _drop_metrics_after(self, step: int) -> None:
