@@ -14,8 +14,9 @@ checkpoint and the RL checkpoint. The comparison is paired by task
 bootstrap interval over tasks. It passes when the interval's lower end is above zero.
 
 A rerun with the same --out keeps what finished (data, SFT checkpoint, evaluations) and resumes
-RL from its last checkpoint. Prints a table and writes OUT/learning.json, OUT/eval-rl/compare.html (the paired plot) and
-the two evaluation reports. Sizes default to what fits the 60-minute CPU budget on 2 cores.
+RL from its last checkpoint (so a larger --rl-steps continues the same run). Prints a table and
+writes OUT/learning.json, OUT/eval-rl-stepN/compare.html (the paired plot) and the two
+evaluation reports. Sizes default to what fits the 60-minute CPU budget on 2 cores.
 """
 
 from __future__ import annotations
@@ -148,10 +149,11 @@ def main() -> None:
     done(f"RL: {state.step} steps", t)
 
     t = time.perf_counter()
-    after = evaluate(a, out / "data-heldout", rl_model, out / "eval-rl")
+    eval_rl = out / f"eval-rl-step{state.step}"  # a rerun with more --rl-steps evaluates anew
+    after = evaluate(a, out / "data-heldout", rl_model, eval_rl)
     done("eval RL checkpoint on held-out tasks", t)
 
-    compare_path, data = write_compare(out / "eval-rl", out / "eval-sft")
+    compare_path, data = write_compare(eval_rl, out / "eval-sft")
     paired = data["paired"]["mean_score"]
     metrics = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
     result = {

@@ -104,15 +104,23 @@ def evaluate_engine(
 ) -> dict[str, Any]:
     """Evaluate a model folder through the in-process engine; returns eval.json's content.
 
-    A finished evaluation (out/eval.json) is read back, not run again.
+    A finished evaluation (out/eval.json) of the same model is read back, not run again; one of
+    another model is an error (its trials would be mixed with this model's).
     """
     from kwrl.eval.run import EvalConfig, run_eval
 
+    model = f"engine:{model_dir}"
     if (out / "eval.json").is_file():
-        return json.loads((out / "eval.json").read_text())
+        done = json.loads((out / "eval.json").read_text())
+        if done.get("config", {}).get("model") != model:
+            raise ValueError(
+                f"{out / 'eval.json'}: config.model is {done.get('config', {}).get('model')!r}, "
+                f"not {model!r}; remove {out} or evaluate into another folder"
+            )
+        return done
     ecfg = EvalConfig(
         dataset=dataset,
-        model=f"engine:{model_dir}",
+        model=model,
         out=out,
         n_samples=n_samples,
         concurrency=concurrency,
