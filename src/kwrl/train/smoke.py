@@ -112,10 +112,10 @@ def evaluate_engine(
     model = f"engine:{model_dir}"
     if (out / "eval.json").is_file():
         done = json.loads((out / "eval.json").read_text())
-        if done.get("config", {}).get("model") != model:
+        if (was := done.get("config", {}).get("model")) != model:
             raise ValueError(
-                f"{out / 'eval.json'}: config.model is {done.get('config', {}).get('model')!r}, "
-                f"not {model!r}; remove {out} or evaluate into another folder"
+                f"{out / 'eval.json'}: config.model is {was!r}, not {model!r}; "
+                f"remove {out} or evaluate into another folder"
             )
         return done
     ecfg = EvalConfig(
