@@ -21,6 +21,8 @@ Variants (each is `compile+nohc:32` plus one change):
   static      decoder layers compiled for static shapes (dynamic=False)
   coord       Inductor coordinate-descent tuning of the Triton kernels
   whole       the whole decoder (model.model) compiled as one graph instead of layer by layer
+
+--profile names the variants to profile (default: base).
 """
 
 from __future__ import annotations
@@ -229,6 +231,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--seqs", type=int, default=32)
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--profile", default="base", help="variants to profile, comma-separated")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if not torch.cuda.is_available():
@@ -248,17 +251,18 @@ def main() -> None:
         raise SystemExit("the compiled head does not match float32 autograd")
 
     if not a.no_profile:
-        with variant("base", model) as learner:
-            learner.step(batch)
-            learner.step(batch)
-            prof = profile_step(learner, batch)
-        res["profile_base"] = prof
-        print(f"\nprofiled step: wall {prof['wall_s'] * 1e3:.1f} ms, GPU busy "
-              f"{prof['gpu_busy_s'] * 1e3:.1f} ms, idle {prof['idle_frac']:.1%}")  # fmt: skip
-        for k, t in prof["by_kind_s"].items():
-            print(f"  {k:<10} {t * 1e3:8.1f} ms  {t / prof['gpu_busy_s']:6.1%}")
-        for row in prof["top"]:
-            print(f"  {row['s'] * 1e3:8.2f} ms x{row['n']:<4} {row['kernel']}")
+        for pname in [x for x in a.profile.split(",") if x]:
+            with variant(pname, model) as learner:
+                learner.step(batch)
+                learner.step(batch)
+                prof = profile_step(learner, batch)
+            res[f"profile_{pname}"] = prof
+            print(f"\nprofiled step ({pname}): wall {prof['wall_s'] * 1e3:.1f} ms, GPU busy "
+                  f"{prof['gpu_busy_s'] * 1e3:.1f} ms, idle {prof['idle_frac']:.1%}")  # fmt: skip
+            for k, t in prof["by_kind_s"].items():
+                print(f"  {k:<10} {t * 1e3:8.1f} ms  {t / prof['gpu_busy_s']:6.1%}")
+            for row in prof["top"]:
+                print(f"  {row['s'] * 1e3:8.2f} ms x{row['n']:<4} {row['kernel']}")
 
     names = [x for x in a.variants.split(",") if x]
     times: dict[str, list[float]] = {n: [] for n in names}

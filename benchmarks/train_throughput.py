@@ -10,7 +10,7 @@ observation spans masked out, GRPO groups, random rewards). Prints one table:
 - ratio kwrl/TRL and the learner's MFU (see below)
 
 Usage: python benchmarks/train_throughput.py [--seqs 32] [--prompt-len 512] [--response-len 1536]
-       [--trl-micro 8,32] [--steps 3] [--rounds 1] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
+       [--trl-micro 8,32] [--steps 3] [--warmup 2] [--rounds 1] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
 
 MFU counts the FLOPs the step needs (`step_flops`: body and attention for every token, the LM
 head only for scored tokens) over the datasheet's dense bf16 peak; the measured 8192^3 matmul
@@ -97,7 +97,12 @@ def sync() -> None:
 
 
 def bench_kwrl(
-    model: torch.nn.Module, batch: Any, micro: int, steps: int, mode: str = "eager"
+    model: torch.nn.Module,
+    batch: Any,
+    micro: int,
+    steps: int,
+    mode: str = "eager",
+    warmup: int = 2,
 ) -> dict[str, float]:
     """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs),
     then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel),
@@ -118,7 +123,8 @@ def bench_kwrl(
         # Graphs compiled for another config (attention kernel, head) must not be reused.
         torch._dynamo.reset()
     learner = Learner(model, cfg)
-    learner.step(batch)  # warm-up
+    for _ in range(warmup):  # compiles; automatic dynamic shapes may compile again on step 2
+        learner.step(batch)
     sync()
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -148,6 +154,7 @@ def bench_trl(
     micro: int,
     steps: int,
     tmp: str,
+    warmup: int = 2,
 ) -> dict[str, float]:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -208,7 +215,8 @@ def bench_trl(
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    one_step()
+    for _ in range(warmup):
+        one_step()
     sync()
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -274,6 +282,9 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--trl-micro", default="8,32", help="TRL micro-batch sizes to time (best kept)")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument(
+        "--warmup", type=int, default=2, help="untimed steps before timing, kwrl and TRL alike"
+    )
     ap.add_argument("--rollout-n", type=int, default=64)
     ap.add_argument("--rollout-new", type=int, default=256)
     ap.add_argument("--skip-trl", action="store_true")
@@ -328,7 +339,7 @@ def main() -> None:
                 torch.cuda.reset_peak_memory_stats()
             t0 = time.perf_counter()
             try:
-                r = bench_kwrl(model, batch, int(micro), a.steps, mode)
+                r = bench_kwrl(model, batch, int(micro), a.steps, mode, a.warmup)
             except Exception as e:  # one config failing (e.g. out of memory) still reports the rest
                 res.setdefault("kwrl_errors", {})[spec] = f"{type(e).__name__}: {e}"[:500]
                 print(f"kwrl {spec}: {res['kwrl_errors'][spec]}", flush=True)
@@ -353,7 +364,7 @@ def main() -> None:
                 torch.cuda.reset_peak_memory_stats()
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    r = bench_trl(trl_model, trajs, adv, micro, a.steps, tmp)
+                    r = bench_trl(trl_model, trajs, adv, micro, a.steps, tmp, a.warmup)
                 except Exception as e:
                     res.setdefault("trl_errors", {})[str(micro)] = f"{type(e).__name__}: {e}"[:500]
                     print(f"TRL micro {micro}: {res['trl_errors'][str(micro)]}", flush=True)
