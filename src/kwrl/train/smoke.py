@@ -104,20 +104,13 @@ def evaluate_engine(
 ) -> dict[str, Any]:
     """Evaluate a model folder through the in-process engine; returns eval.json's content.
 
-    A finished evaluation (out/eval.json) of the same model is read back, not run again; one of
-    another model is an error (its trials would be mixed with this model's).
+    A finished evaluation (out/eval.json) of the same model, samples and agent settings is read
+    back, not run again; one that differs in any of them is an error (its trials would be mixed
+    with these).
     """
     from kwrl.eval.run import EvalConfig, run_eval
 
     model = f"engine:{model_dir}"
-    if (out / "eval.json").is_file():
-        done = json.loads((out / "eval.json").read_text())
-        if (was := done.get("config", {}).get("model")) != model:
-            raise ValueError(
-                f"{out / 'eval.json'}: config.model is {was!r}, not {model!r}; "
-                f"remove {out} or evaluate into another folder"
-            )
-        return done
     ecfg = EvalConfig(
         dataset=dataset,
         model=model,
@@ -127,6 +120,16 @@ def evaluate_engine(
         max_steps=int(agent.get("max_steps", 250)),
         agent_kwargs={**agent, "tokenizer": str(model_dir)},
     )
+    if (out / "eval.json").is_file():
+        done = json.loads((out / "eval.json").read_text())
+        want = ecfg.model_dump(mode="json")
+        for key in ("model", "n_samples", "agent_kwargs"):
+            if (was := done.get("config", {}).get(key)) != want[key]:
+                raise ValueError(
+                    f"{out / 'eval.json'}: config.{key} is {was!r}, not {want[key]!r}; "
+                    f"remove {out} or evaluate into another folder"
+                )
+        return done
     asyncio.run(run_eval(ecfg))
     return json.loads((out / "eval.json").read_text())
 

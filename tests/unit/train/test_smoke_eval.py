@@ -1,4 +1,5 @@
-"""`evaluate_engine` reuses a finished evaluation only when it evaluated the same model."""
+"""`evaluate_engine` reuses a finished evaluation only when it evaluated the same model, with the
+same samples and agent settings."""
 
 from __future__ import annotations
 
@@ -13,9 +14,19 @@ from kwrl.train.smoke import evaluate_engine
 def test_a_finished_evaluation_is_reused_only_for_its_own_model(tmp_path: Path) -> None:
     out = tmp_path / "eval"
     out.mkdir()
-    done = {"config": {"model": f"engine:{tmp_path / 'step-6'}"}, "metrics": {"n": 1}}
+    step6 = tmp_path / "step-6"
+    agent = {"temperature": 1.0, "tokenizer": str(step6)}
+    config = {"model": f"engine:{step6}", "n_samples": 2, "agent_kwargs": agent}
+    done = {"config": config, "metrics": {"n": 1}}
     (out / "eval.json").write_text(json.dumps(done))
-    assert evaluate_engine(tmp_path / "data", tmp_path / "step-6", out, {}) == done
+    data = tmp_path / "data"
+    assert evaluate_engine(data, step6, out, {"temperature": 1.0}, n_samples=2) == done
     with pytest.raises(ValueError, match=r"eval\.json: config\.model is .*step-6.*step-12"):
-        evaluate_engine(tmp_path / "data", tmp_path / "step-12", out, {})
+        evaluate_engine(data, tmp_path / "step-12", out, {"temperature": 1.0}, n_samples=2)
+    with pytest.raises(ValueError, match=r"eval\.json: config\.n_samples is 2, not 1"):
+        evaluate_engine(data, step6, out, {"temperature": 1.0}, n_samples=1)
+    with pytest.raises(
+        ValueError, match=r"eval\.json: config\.agent_kwargs is .*'temperature': 1\.0"
+    ):
+        evaluate_engine(data, step6, out, {"temperature": 0.0}, n_samples=2)
     assert json.loads((out / "eval.json").read_text()) == done  # nothing overwritten
