@@ -1,22 +1,28 @@
 """Does RL after the SFT warm start beat the SFT checkpoint on held-out generated tasks? (CPU)
 
-    .venv/bin/python benchmarks/learning.py [--out runs/learning] [--train-worlds 6]
-        [--heldout-worlds 3] [--rl-steps 3] [--eval-samples 1] [--eval-temperature 0] [--json OUT]
+    .venv/bin/python benchmarks/learning.py [--out runs/learning] [--seed 0] [--train-worlds 4]
+        [--heldout-worlds 6] [--rl-steps 8] [--eval-samples 2] [--eval-temperature 1.0]
+        [--concurrency 8] [--json OUT]
 
 Everything runs through the real path, as `kwrl smoke` does: `kwrl data synth` worlds (easy
 tier), the SFT warm start of the packaged SmolLM2-135M on gold trajectories of the training
 worlds' tasks, then GRPO + DPPO steps of the single-machine trainer over real harbor trials
 (local sandbox, KwrlAgent, in-process engine), and two evaluations on tasks of *other* worlds
 (another synth seed: other companies, people, files and figures), with the same samples and
-settings (greedy by default, so sampling noise does not blur the paired difference): the SFT
-checkpoint and the RL checkpoint. The comparison is paired by task
+settings: the SFT checkpoint and the RL checkpoint. By default both are evaluated as the policy RL
+trains, sampling at the rollouts' temperature (1.0), 2 samples a task: RL raises the expected
+score of the distribution it samples from, and that is what this measures. Greedy decoding
+(`--eval-temperature 0 --eval-samples 1`) measures the argmax policy instead, which RL moves less
+(see docs/benchmarks.md). The comparison is paired by task
 (`kwrl report --compare`): the mean over tasks of (RL mean score - SFT mean score), with a 95%
 bootstrap interval over tasks. It passes when the interval's lower end is above zero.
 
 A rerun with the same --out keeps what finished (data, SFT checkpoint, evaluations) and resumes
-RL from its last checkpoint (so a larger --rl-steps continues the same run). Prints a table and
-writes OUT/learning.json, OUT/eval-rl-stepN/compare.html (the paired plot) and the two
-evaluation reports. Sizes default to what fits the 60-minute CPU budget on 2 cores.
+RL from its last checkpoint (so a larger --rl-steps continues the same run); evaluations go to
+folders named by checkpoint and settings (OUT/eval-sft-t1x2, OUT/eval-rl-step8-t1x2), so other
+--eval-* settings evaluate anew. Prints a table and writes OUT/learning.json, the paired plot
+(OUT/eval-rl-stepN-tTxK/compare.html) and the two evaluation reports. Sizes default to what
+fits the 60-minute CPU budget on 2 cores.
 """
 
 from __future__ import annotations
@@ -59,17 +65,19 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/learning"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train-worlds", type=int, default=4)
-    ap.add_argument("--heldout-worlds", type=int, default=3)
+    ap.add_argument("--heldout-worlds", type=int, default=6)
     ap.add_argument("--tasks-per-world", type=int, default=24)
     ap.add_argument("--sft-epochs", type=int, default=2)
     ap.add_argument("--sft-lr", type=float, default=5e-5)
-    ap.add_argument("--rl-steps", type=int, default=3)
+    ap.add_argument("--rl-steps", type=int, default=8)
     ap.add_argument("--prompts-per-step", type=int, default=4)
     ap.add_argument("--samples-per-prompt", type=int, default=4)
     ap.add_argument("--rl-lr", type=float, default=2e-5)
-    ap.add_argument("--eval-samples", type=int, default=1)
-    ap.add_argument("--eval-temperature", type=float, default=0.0)
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--eval-samples", type=int, default=2)
+    ap.add_argument(
+        "--eval-temperature", type=float, default=1.0, help="1.0: the RL rollouts'; 0: greedy"
+    )
+    ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-steps", type=int, default=3)
     ap.add_argument("--max-tokens-per-turn", type=int, default=96)
     ap.add_argument("--tool-result-max-chars", type=int, default=1500)
@@ -131,7 +139,9 @@ def main() -> None:
     done("SFT warm start", t)
 
     t = time.perf_counter()
-    before = evaluate(a, out / "data-heldout", sft_model, out / "eval-sft")
+    settings = f"t{a.eval_temperature:g}x{a.eval_samples}"
+    eval_sft = out / f"eval-sft-{settings}"
+    before = evaluate(a, out / "data-heldout", sft_model, eval_sft)
     done("eval SFT checkpoint on held-out tasks", t)
 
     t = time.perf_counter()
@@ -149,11 +159,11 @@ def main() -> None:
     done(f"RL: {state.step} steps", t)
 
     t = time.perf_counter()
-    eval_rl = out / f"eval-rl-step{state.step}"  # a rerun with more --rl-steps evaluates anew
+    eval_rl = out / f"eval-rl-step{state.step}-{settings}"  # more --rl-steps: evaluated anew
     after = evaluate(a, out / "data-heldout", rl_model, eval_rl)
     done("eval RL checkpoint on held-out tasks", t)
 
-    compare_path, data = write_compare(eval_rl, out / "eval-sft")
+    compare_path, data = write_compare(eval_rl, eval_sft)
     paired = data["paired"]["mean_score"]
     metrics = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
     result = {
@@ -184,7 +194,10 @@ def main() -> None:
     table = Table(title="RL vs SFT on held-out generated tasks (paired by task)")
     table.add_column("what")
     table.add_column("value")
-    table.add_row("held-out tasks x samples", f"{result['heldout_tasks']} x {a.eval_samples}")
+    table.add_row(
+        "held-out tasks x samples",
+        f"{result['heldout_tasks']} x {a.eval_samples} at temperature {a.eval_temperature:g}",
+    )
     table.add_row("SFT checkpoint mean score", fmt(result["sft_mean_score"]))
     table.add_row("RL checkpoint mean score", fmt(result["rl_mean_score"]))
     table.add_row("RL - SFT (95% CI over tasks)", fmt(paired))
