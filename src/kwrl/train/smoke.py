@@ -110,10 +110,9 @@ def evaluate_engine(
     """
     from kwrl.eval.run import EvalConfig, run_eval
 
-    model = f"engine:{model_dir}"
     ecfg = EvalConfig(
         dataset=dataset,
-        model=model,
+        model=f"engine:{model_dir}",
         out=out,
         n_samples=n_samples,
         concurrency=concurrency,
