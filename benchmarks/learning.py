@@ -56,8 +56,9 @@ def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
 def evaluate(a: argparse.Namespace, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
     agent = {**agent_settings(a), "temperature": a.eval_temperature}
     return evaluate_engine(
-        dataset, model_dir, out, agent, n_samples=a.eval_samples, concurrency=a.concurrency
-    )
+        dataset, model_dir, out, agent, n_samples=a.eval_samples, concurrency=a.concurrency,
+        sample_seed=a.eval_seed,
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -77,6 +78,11 @@ def main() -> None:
     ap.add_argument(
         "--eval-temperature", type=float, default=1.0, help="1.0: the RL rollouts'; 0: greedy"
     )
+    ap.add_argument(
+        "--eval-seed", type=int, default=0,
+        help="both evaluations sample trial (task, k) from the same seed (common random numbers); "
+        "-1: unseeded",
+    )  # fmt: skip
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-steps", type=int, default=3)
     ap.add_argument("--max-tokens-per-turn", type=int, default=96)
@@ -139,7 +145,11 @@ def main() -> None:
     done("SFT warm start", t)
 
     t = time.perf_counter()
-    settings = f"t{a.eval_temperature:g}x{a.eval_samples}"
+    if a.eval_seed < 0:
+        a.eval_seed = None
+    settings = f"t{a.eval_temperature:g}x{a.eval_samples}" + (
+        f"-seed{a.eval_seed}" if a.eval_seed is not None else ""
+    )
     eval_sft = out / f"eval-sft-{settings}"
     before = evaluate(a, out / "data-heldout", sft_model, eval_sft)
     done("eval SFT checkpoint on held-out tasks", t)

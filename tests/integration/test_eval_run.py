@@ -136,3 +136,25 @@ def test_smollm2_eval_through_kwrl_serve(dataset: Path, tmp_path: Path) -> None:
     assert data["metrics"]["trials"]["turns"]["n"] == 1
     html = (out / "report.html").read_text()
     assert "AGENT" in html.upper() and 'class="step agent"' in html
+
+
+def test_a_sample_seed_gives_two_evaluations_the_same_draws(dataset: Path, tmp_path: Path) -> None:
+    """--sample-seed: trial (task, k) samples the same tokens in two runs (common random numbers
+    for paired comparisons), and the k samples of a task draw from different seeds."""
+    task = sorted((dataset / "tasks").iterdir())[0]
+
+    def answers(out: Path) -> list[str]:
+        kwrl(
+            "eval", str(task), "--model", "engine:smollm2-135m", "-k", "2", "--out", str(out),
+            "--max-steps", "1", "--max-tokens", "24", "--tools", "filesystem_list_files",
+            "--ak", "context_window=4096", "--ak", "temperature=1.0", "--retries", "0",
+            "--sample-seed", "7",
+        )  # fmt: skip
+        trials = sorted((out / "trials").iterdir())
+        return [(t / "agent" / "final_answer.txt").read_text() for t in trials]
+
+    first, second = answers(tmp_path / "a"), answers(tmp_path / "b")
+    assert first == second and len(first) == 2
+    assert first[0] != first[1]
+    toml = (tmp_path / "a" / "eval.toml").read_text()
+    assert "sample_seed = 7" in toml

@@ -92,6 +92,13 @@ def eval_(
     agent_timeout: Annotated[
         float | None, typer.Option(help="Override task.toml's agent timeout (s).")
     ] = None,
+    sample_seed: Annotated[
+        int | None,
+        typer.Option(
+            help="Seeded sampling: each trial draws from a seed made of this, its task and sample "
+            "index, so two models evaluated with the same seed are compared on common random numbers."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
 ) -> None:
@@ -110,7 +117,7 @@ def eval_(
         dataset=dataset, model=model, out=out, n_samples=n_samples, concurrency=concurrency,
         judge=judge, retries=retries, environment=env, environment_kwargs=_kv(ek),
         agent_kwargs=agent_kwargs, max_steps=max_steps, agent_timeout_sec=agent_timeout,
-        bootstrap=Bootstrap(seed=seed, n_boot=n_boot),
+        sample_seed=sample_seed, bootstrap=Bootstrap(seed=seed, n_boot=n_boot),
     )  # fmt: skip
     progress = Progress(
         TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

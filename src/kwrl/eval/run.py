@@ -2,7 +2,7 @@
 
 `run_eval(cfg)` evaluates `cfg.model` on every task of `cfg.dataset`, `n_samples` times each:
 
-    RUN_DIR/eval.toml       the resolved EvalConfig (a rerun must name the same model)
+    RUN_DIR/eval.toml       the resolved EvalConfig (a rerun must name the same model and sample seed)
     RUN_DIR/trials/         harbor trial dirs (`<task>__s<k>`, retries `__r<n>`), by kwrl.rollout
     RUN_DIR/trials.jsonl    append-only: one `TrialOutcome` per finished sample (fsync'd)
     RUN_DIR/eval.json       config, metrics (kwrl.eval.metrics) and every outcome
@@ -22,6 +22,7 @@ line (killed mid-write) is ignored.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import shutil
@@ -67,6 +68,10 @@ class EvalConfig(KwrlConfig):
     """Keyword arguments of the environment."""
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
     """KwrlAgent kwargs (any kwrl.agent.AgentConfig field, e.g. max_tokens_per_turn, tools)."""
+    sample_seed: int | None = None
+    """Seeded sampling (KwrlAgent): trial (task, sample) samples with `trial_seed(sample_seed, task,
+    sample)`. Two models evaluated with the same seed draw the same random numbers (common random
+    numbers), so their paired comparison (`kwrl report --compare`) is less noisy. None: unseeded."""
     max_steps: int = Field(default=250, ge=1)
     """Policy turns per trial for a KwrlAgent (RECIPE evaluates with 250)."""
     agent_timeout_sec: float | None = None
@@ -242,6 +247,12 @@ def recover_or_clear(trials_dir: Path, task: str, sample: int, retries: int) -> 
 # ---------------------------------------------------------------- the run
 
 
+def trial_seed(sample_seed: int, task: str, sample: int) -> int:
+    """The sampling seed of trial (task, sample): stable across processes and machines."""
+    digest = hashlib.sha256(f"{sample_seed}/{task}/{sample}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # 63 bits: torch's manual_seed takes it
+
+
 def _check_resume(cfg: EvalConfig) -> None:
     import tomllib
 
@@ -249,11 +260,13 @@ def _check_resume(cfg: EvalConfig) -> None:
     if not path.is_file():
         return
     old = tomllib.loads(path.read_text(encoding="utf-8"))
-    if old.get("model") != cfg.model:
-        raise ConfigError(
-            f"{path}: model: this run dir evaluated {old.get('model')!r}, not {cfg.model!r}; "
-            "pick another --out"
-        )
+    for key in ("model", "sample_seed"):
+        was, now = old.get(key), getattr(cfg, key)
+        if was != now:
+            raise ConfigError(
+                f"{path}: {key}: this run dir evaluated {key} {was!r}, not {now!r}; "
+                "pick another --out"
+            )
 
 
 def plan(cfg: EvalConfig) -> tuple[list[tuple[Path, int]], list[TrialOutcome]]:
@@ -295,7 +308,13 @@ async def run_eval(
         async with sem:
             rec = recover_or_clear(trials_dir, task_dir.name, sample, cfg.retries)
             if rec is None:
-                rec = (await run_with_retries(task_dir, rcfg, trials_dir, sample))[-1]
+                rc = rcfg
+                if cfg.sample_seed is not None and rcfg.agent == KWRL_AGENT:
+                    seed = trial_seed(cfg.sample_seed, task_dir.name, sample)
+                    rc = rcfg.model_copy(
+                        update={"agent_kwargs": {**rcfg.agent_kwargs, "seed": seed}}
+                    )
+                rec = (await run_with_retries(task_dir, rc, trials_dir, sample))[-1]
         if task_dir.name not in labels:
             labels[task_dir.name] = task_labels(task_dir)
         outcome = outcome_from_record(rec, labels[task_dir.name], cfg.out)

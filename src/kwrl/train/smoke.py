@@ -101,12 +101,13 @@ def evaluate_engine(
     *,
     n_samples: int = 1,
     concurrency: int = 4,
+    sample_seed: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate a model folder through the in-process engine; returns eval.json's content.
 
-    A finished evaluation (out/eval.json) of the same model, samples and agent settings is read
-    back, not run again; one that differs in any of them is an error (its trials would be mixed
-    with these).
+    A finished evaluation (out/eval.json) of the same model, samples, sample seed and agent
+    settings is read back, not run again; one that differs in any of them is an error (its trials
+    would be mixed with these).
     """
     from kwrl.eval.run import EvalConfig, run_eval
 
@@ -118,11 +119,12 @@ def evaluate_engine(
         concurrency=concurrency,
         max_steps=int(agent.get("max_steps", 250)),
         agent_kwargs={**agent, "tokenizer": str(model_dir)},
+        sample_seed=sample_seed,
     )
     if (out / "eval.json").is_file():
         done = json.loads((out / "eval.json").read_text())
         want = ecfg.model_dump(mode="json")
-        for key in ("model", "n_samples", "agent_kwargs"):
+        for key in ("model", "n_samples", "sample_seed", "agent_kwargs"):
             if (was := done.get("config", {}).get(key)) != want[key]:
                 raise ValueError(
                     f"{out / 'eval.json'}: config.{key} is {was!r}, not {want[key]!r}; "
@@ -136,7 +138,7 @@ def evaluate_engine(
 def _eval(cfg: SmokeConfig, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
     return evaluate_engine(
         dataset, model_dir, out, _agent(cfg), n_samples=cfg.eval_samples,
-        concurrency=cfg.concurrency,
+        concurrency=cfg.concurrency, sample_seed=cfg.seed,
     )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from kwrl.eval.run import (
     rollout_config,
     run_eval,
     task_labels,
+    trial_seed,
 )
 from kwrl.rollout.failures import FailureCause
 
@@ -134,3 +135,24 @@ async def test_run_eval_adopts_finished_dirs_writes_outputs_and_refuses_another_
     assert seen == [(2, 2)] and (out / "trials.jsonl").read_text().splitlines() == lines
     with pytest.raises(ConfigError, match="model"):
         await run_eval(cfg.model_copy(update={"model": "nop"}))
+
+
+def test_trial_seeds_are_stable_and_distinct_per_task_and_sample() -> None:
+    seeds = {trial_seed(7, t, k) for t in ("a", "b") for k in range(3)}
+    assert len(seeds) == 6 and all(0 <= s < 2**63 for s in seeds)
+    assert trial_seed(7, "a", 0) == trial_seed(7, "a", 0) != trial_seed(8, "a", 0)
+    # sha256 of "7/a/0", not Python's per-process hash(): the same on every machine
+    assert trial_seed(7, "a", 0) == 0x4B0A84A861C05983
+
+
+async def test_run_eval_refuses_to_resume_under_another_sample_seed(
+    tmp_path: Path, task_dir: Path
+) -> None:
+    out = tmp_path / "run"
+    cfg = EvalConfig(dataset=task_dir.parents[1], model="oracle", out=out, sample_seed=1)
+    make_trial(out / "trials", f"{TASK}__s0", run=agent_run("10.32%"))
+    await run_eval(cfg, render=False)
+    with pytest.raises(ConfigError, match=r"eval\.toml: sample_seed: .* 1, not 2"):
+        await run_eval(cfg.model_copy(update={"sample_seed": 2}), render=False)
+    with pytest.raises(ConfigError, match="sample_seed"):
+        await run_eval(cfg.model_copy(update={"sample_seed": None}), render=False)

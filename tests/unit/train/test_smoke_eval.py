@@ -1,5 +1,5 @@
 """`evaluate_engine` reuses a finished evaluation only when it evaluated the same model, with the
-same samples and agent settings."""
+same samples, sample seed and agent settings."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def test_a_finished_evaluation_is_reused_only_for_its_own_model(tmp_path: Path) 
         evaluate_engine(data, tmp_path / "step-12", out, {"temperature": 1.0}, n_samples=2)
     with pytest.raises(ValueError, match=r"eval\.json: config\.n_samples is 2, not 1"):
         evaluate_engine(data, step6, out, {"temperature": 1.0}, n_samples=1)
+    with pytest.raises(ValueError, match=r"eval\.json: config\.sample_seed is None, not 3"):
+        evaluate_engine(data, step6, out, {"temperature": 1.0}, n_samples=2, sample_seed=3)
     with pytest.raises(
         ValueError, match=r"eval\.json: config\.agent_kwargs is .*'temperature': 1\.0"
     ):
