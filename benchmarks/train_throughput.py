@@ -106,10 +106,11 @@ def bench_kwrl(
 ) -> dict[str, float]:
     """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs),
     then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel),
-    `chunkN` (head_chunk N: scored positions per LM-head chunk, e.g. chunk65536)."""
+    `chunkN` (head_chunk N: scored positions per LM-head chunk, e.g. chunk65536), `nokernels`
+    (LearnerConfig.gpu_kernels off)."""
     base, *flags = mode.split("+")
     chunks = [int(f[5:]) for f in flags if f.startswith("chunk") and f[5:].isdigit()]
-    unknown = set(flags) - {"nohc", "cudnn", "flash", *(f"chunk{c}" for c in chunks)}
+    unknown = set(flags) - {"nohc", "cudnn", "flash", "nokernels", *(f"chunk{c}" for c in chunks)}
     if base not in ("eager", "compile", "autotune") or unknown:
         raise SystemExit(f"--kwrl: unknown mode {mode!r}")
     attention = "cudnn" if "cudnn" in flags else "flash" if "flash" in flags else "default"
@@ -117,7 +118,7 @@ def bench_kwrl(
         lr=1e-6, micro_batch_size=micro, dtype="bfloat16", compile=base != "eager",
         compile_mode="max-autotune-no-cudagraphs" if base == "autotune" else None,
         head_checkpoint="nohc" not in flags, attention=attention,
-        head_chunk=chunks[-1] if chunks else 8192,
+        head_chunk=chunks[-1] if chunks else 8192, gpu_kernels="nokernels" not in flags,
     )  # fmt: skip
     if cfg.compile:
         # Graphs compiled for another config (attention kernel, head) must not be reused.
@@ -300,7 +301,7 @@ def main() -> None:
         default="eager:8,eager:16,compile:16",
         help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune with optional flags "
         "+nohc (keep the head's logits) +cudnn|+flash (attention kernel) +chunkN (head_chunk N, "
-        "scored positions per LM-head chunk), e.g. compile+cudnn:32 "
+        "scored positions per LM-head chunk) +nokernels (gpu_kernels off), e.g. compile+cudnn:32 "
         "(eager first: compiling is in place)",
     )
     a = ap.parse_args()

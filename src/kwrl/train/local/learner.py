@@ -76,6 +76,10 @@ class LearnerConfig(KwrlConfig):
     attention: Literal["default", "cudnn", "flash"] = "default"
     """SDPA kernel to prefer in training forwards: PyTorch's default choice, cuDNN's fused
     attention (fastest on Hopper GPUs) or FlashAttention-2; the others stay as fallbacks."""
+    gpu_kernels: bool = True
+    """With `compile` on a CUDA device: the LM head's logprob reduction and logits gradient run
+    as kwrl's Triton kernels (`kwrl.train.local.kernels`: one read of the logits a pass, the
+    gradient written over them) instead of torch.compile'd functions."""
 
 
 def _scaled(logits_N_V: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -129,8 +133,13 @@ def _dlogits_inplace(
 _COMPILED: dict[str, Any] = {}
 
 
-def _head_fns(compiled: bool) -> tuple[Any, Any]:
-    """The head's forward reduction and logits-gradient functions, torch.compile'd on request."""
+def _head_fns(compiled: bool, kernels: bool = False) -> tuple[Any, Any]:
+    """The head's forward reduction and logits-gradient functions, torch.compile'd on request
+    (`kernels`: the Triton kernels, CUDA tensors only)."""
+    if kernels:
+        from kwrl.train.local import kernels as k
+
+        return k.logprob_lse, k.dlogits_
     if not compiled:
         return _logprob_lse, _dlogits_inplace
     if "fwd" not in _COMPILED:
@@ -158,11 +167,12 @@ class _HeadLogprobs(torch.autograd.Function):
         temperature: float,
         keep_logits: bool,
         compiled: bool,
+        kernels: bool = False,
     ) -> torch.Tensor:
-        fwd, _ = _head_fns(compiled)
+        fwd, _ = _head_fns(compiled, kernels)
         logits = hidden_N_H @ weight_V_H.T
         lp, lse = fwd(logits, targets_N, temperature)
-        ctx.temperature, ctx.compiled = temperature, compiled
+        ctx.temperature, ctx.compiled, ctx.kernels = temperature, compiled, kernels
         if keep_logits:
             ctx.save_for_backward(hidden_N_H, weight_V_H, targets_N, lse, logits)
         else:
@@ -173,12 +183,12 @@ class _HeadLogprobs(torch.autograd.Function):
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
         hidden, weight, targets, lse, *kept = ctx.saved_tensors
         logits = kept[0] if kept else hidden @ weight.T
-        _, dlogits = _head_fns(ctx.compiled)
+        _, dlogits = _head_fns(ctx.compiled, ctx.kernels)
         d = dlogits(logits, lse, targets, grads[0].float(), ctx.temperature)
         del logits, kept
         dh = d @ weight if ctx.needs_input_grad[0] else None
         dw = d.T @ hidden if ctx.needs_input_grad[1] else None
-        return dh, dw, None, None, None, None
+        return dh, dw, None, None, None, None, None
 
 
 def _right_padded(mask_B_L: torch.Tensor) -> bool:
@@ -197,6 +207,7 @@ def token_logprobs(
     head_checkpoint: bool = True,
     scored: torch.Tensor | None = None,
     right_padded: bool | None = None,
+    gpu_kernels: bool = False,
 ) -> torch.Tensor:
     """log p(target_t | ids_<=t) for every position, float32, shape B x L.
 
@@ -213,6 +224,8 @@ def token_logprobs(
 
     `scored` (the flat indices of the mask's ones) and `right_padded`, when the caller computed
     them on the host, spare the GPU the two synchronisations that finding them there costs.
+
+    `gpu_kernels`: on CUDA tensors, the head's Triton kernels (`LearnerConfig.gpu_kernels`).
     """
     attn = batch.attention_mask_B_L
     if right_padded if right_padded is not None else _right_padded(attn):
@@ -234,13 +247,14 @@ def token_logprobs(
         idx = scored if scored is not None else batch.mask_B_L.reshape(B * L).nonzero().squeeze(-1)
         h, t = h.index_select(0, idx), t.index_select(0, idx)
     grad = torch.is_grad_enabled() and (h.requires_grad or head.weight.requires_grad)
-    fwd, _ = _head_fns(compiled_head)
+    kernels = gpu_kernels and h.is_cuda
+    fwd, _ = _head_fns(compiled_head, kernels)
     parts = []
     for s in range(0, h.shape[0], chunk):
         hs, ts = h[s : s + chunk], t[s : s + chunk]
         if grad:
             part = _HeadLogprobs.apply(
-                hs, head.weight, ts, temperature, not head_checkpoint, compiled_head
+                hs, head.weight, ts, temperature, not head_checkpoint, compiled_head, kernels
             )
         else:
             part = fwd(hs @ head.weight.T, ts, temperature)[0]
@@ -389,7 +403,9 @@ class Learner:
             with _attention(cfg.attention):
                 lp = token_logprobs(
                     self.model, mb, cfg.temperature, compiled_head=cfg.compile,
-                    head_checkpoint=cfg.head_checkpoint, chunk=cfg.head_chunk, **head,
+                    head_checkpoint=cfg.head_checkpoint, chunk=cfg.head_chunk,
+                    gpu_kernels=cfg.compile and cfg.gpu_kernels and self.device.type == "cuda",
+                    **head,
                 )  # fmt: skip
                 out = loss_fn(
                     lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
