@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/learning.py [--out runs/learning] [--seed 0] [--train-worlds 4]
         [--heldout-worlds 6] [--rl-steps 8] [--eval-samples 2] [--eval-temperature 1.0]
-        [--concurrency 8] [--json OUT]
+        [--eval-seed 0] [--concurrency 8] [--json OUT]
 
 Everything runs through the real path, as `kwrl smoke` does: `kwrl data synth` worlds (easy
 tier), the SFT warm start of the packaged SmolLM2-135M on gold trajectories of the training
@@ -13,15 +13,17 @@ settings: the SFT checkpoint and the RL checkpoint. By default both are evaluate
 trains, sampling at the rollouts' temperature (1.0), 2 samples a task: RL raises the expected
 score of the distribution it samples from, and that is what this measures. Greedy decoding
 (`--eval-temperature 0 --eval-samples 1`) measures the argmax policy instead, which RL moves less
-(see docs/benchmarks.md). The comparison is paired by task
+(see docs/benchmarks.md). Both evaluations are seeded alike (`--eval-seed`: trial (task, k) draws
+from the same seed under either checkpoint, common random numbers), so where the two policies
+agree their trials agree. The comparison is paired by task
 (`kwrl report --compare`): the mean over tasks of (RL mean score - SFT mean score), with a 95%
 bootstrap interval over tasks. It passes when the interval's lower end is above zero.
 
 A rerun with the same --out keeps what finished (data, SFT checkpoint, evaluations) and resumes
 RL from its last checkpoint (so a larger --rl-steps continues the same run); evaluations go to
-folders named by checkpoint and settings (OUT/eval-sft-t1x2, OUT/eval-rl-step8-t1x2), so other
---eval-* settings evaluate anew. Prints a table and writes OUT/learning.json, the paired plot
-(OUT/eval-rl-stepN-tTxK/compare.html) and the two evaluation reports. Sizes default to what
+folders named by checkpoint and settings (OUT/eval-sft-t1x2-seed0,
+OUT/eval-rl-step8-t1x2-seed0), so other --eval-* settings evaluate anew. Prints a table and
+writes OUT/learning.json, the paired plot (OUT/eval-rl-stepN-tTxK-seedS/compare.html) and the two evaluation reports. Sizes default to what
 fits the 60-minute CPU budget on 2 cores.
 """
 
