@@ -8,10 +8,13 @@ tensor. These read the logits once per pass:
 - `logprob_lse`: one program per row, an online logsumexp over vocabulary blocks (running max and
   rescaled sum), plus the target's logit: log p(target) and the logsumexp, float32.
 - `dlogits_`: g (onehot(t) - softmax(logits / T)) / T, written over the logits in place (the
-  head's backward needs them no more), so the gradient costs no second N x V buffer.
+  head's backward needs them no more), so the gradient costs no second N x V buffer. The head's
+  backward can therefore run once per forward (no `retain_graph` second pass).
 
-Both take the same arguments as `learner._logprob_lse` / `learner._dlogits_fused` and are tested
-against them on the GPU by `benchmarks/learner_profile.py` (`check_head`).
+Both take the same arguments as `learner._logprob_lse` / `learner._dlogits_fused` (hence the
+shared signature). They are checked against those functions under Triton's interpreter on the
+CPU (tests/unit/train/local/test_kernels.py) and against float32 autograd on the GPU
+(`benchmarks/learner_profile.py`, `check_head`).
 """
 
 from __future__ import annotations
