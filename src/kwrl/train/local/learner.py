@@ -404,7 +404,7 @@ class Learner:
                 lp = token_logprobs(
                     self.model, mb, cfg.temperature, compiled_head=cfg.compile,
                     head_checkpoint=cfg.head_checkpoint, chunk=cfg.head_chunk,
-                    gpu_kernels=cfg.compile and cfg.gpu_kernels and self.device.type == "cuda",
+                    gpu_kernels=cfg.compile and cfg.gpu_kernels,
                     **head,
                 )  # fmt: skip
                 out = loss_fn(
