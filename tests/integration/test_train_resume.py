@@ -14,49 +14,35 @@ decay, `w * (1 - lr * wd)` per optimizer step, which counts the steps the weight
   with an uninterrupted run of the same config and seed: same steps, same prompts per step, same
   final trainer state (sampler included). Every group there has zero variance, so every step is
   skipped yet counted.
+- LoRA (`lora.rank = 2`): killed during step 2's rollout and resumed onto the base weights. Only
+  the adapters train, so only they decay: peft starts B at 0, so B stays 0, the merged model/
+  equals the base model bit for bit (full fine-tuning would have decayed it), and A shows the
+  steps it went through. The same run dir without LoRA is refused.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from train_helpers import ENV, KWRL, save_tiny_llama, synth_dataset
-
-LR, WD = 0.1, 0.5
-
-CONFIG = """\
-seed = 0
-concurrency = 2
-tensorboard = false
-
-[rl]
-prompts_per_step = 1
-samples_per_prompt = {samples}
-steps = {steps}
-epochs = 2
-ckpt_every = 1
-drop_zero_variance = {drop}
-
-[learner]
-lr = {lr}
-weight_decay = {wd}
-
-[engine]
-max_batch_size = 4
-
-[agent]
-max_steps = 1
-max_tokens_per_turn = 8
-context_window = 4096
-tools = ["filesystem_list_files"]
-"""
+from train_helpers import (
+    CONFIG,
+    ENV,
+    LR,
+    WD,
+    kill_during_rollout,
+    latest,
+    metrics,
+    run_and_kill,
+    run_to_end,
+    save_tiny_llama,
+    synth_dataset,
+    train_argv,
+    weights,
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,43 +61,6 @@ def write_config(path: Path, *, steps: int, samples: int, drop_zero_variance: bo
     return path
 
 
-def train_argv(config: Path, dataset: Path, model: Path, out: Path) -> list[str]:
-    return [*KWRL, "train", str(config), f"dataset={dataset}", f"model={model}", f"out={out}"]
-
-
-def run_to_end(argv: list[str]) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stderr[-4000:] + proc.stdout[-2000:]
-    return proc.stdout
-
-
-def run_and_kill(argv: list[str], ready: Any, what: str, log: Path) -> None:
-    """Start `argv` in its own session, SIGKILL the whole group as soon as `ready()` holds."""
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            argv, env=ENV, stdout=err, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        deadline = time.monotonic() + 600
-        try:
-            while not ready():
-                assert proc.poll() is None, f"exited before {what}: {log.read_text()[-3000:]}"
-                assert time.monotonic() < deadline, f"no {what} within 600 s"
-                time.sleep(0.02)  # polling the run dir of a subprocess, not waiting a fixed time
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL, log.read_text()[-3000:]
-
-
-def latest(run: Path) -> str | None:
-    marker = run / "checkpoints" / "latest"
-    return marker.read_text().strip() if marker.is_file() else None
-
-
-def metrics(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-
-
 def final_state(run: Path) -> dict[str, Any]:
     state = json.loads((run / "checkpoints" / latest(run) / "trainer_state.json").read_text())  # type: ignore[operator]
     state.pop("torch_rng")
@@ -128,12 +77,6 @@ def expected_prompts(dataset: Path, steps: int) -> tuple[list[list[str]], dict[s
     return per_step, sampler.state.model_dump(mode="json")
 
 
-def weights(path: Path) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
-    return load_file(str(path / "model.safetensors"))
-
-
 def test_a_run_killed_mid_step_redoes_exactly_that_step(
     dataset: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
@@ -142,9 +85,7 @@ def test_a_run_killed_mid_step_redoes_exactly_that_step(
     run = tmp_path / "run"
     cfg = write_config(tmp_path / "train.toml", steps=2, samples=1, drop_zero_variance=False)
     argv = train_argv(cfg, dataset, tiny_model, run)
-    trials2 = run / "rollouts" / "batch-000002" / "trials"
-    started = lambda: trials2.is_dir() and any(trials2.iterdir())  # noqa: E731
-    run_and_kill(argv, started, "a step-2 trial", tmp_path / "killed.log")
+    trials2 = kill_during_rollout(argv, run, 2, tmp_path / "killed.log")
     assert latest(run) == "step-000001"  # killed during step 2's rollout, before its checkpoint
     assert [m["step"] for m in metrics(run)] == [1]
     assert not (run / "rollouts" / "batch-000002" / "summary.json").exists()
@@ -225,9 +166,7 @@ def test_a_run_killed_mid_step_matches_an_uninterrupted_run(
     cfg, ref = uninterrupted
     run = tmp_path / "run"
     argv = train_argv(cfg, dataset, tiny_model, run)
-    trials3 = run / "rollouts" / "batch-000003" / "trials"
-    started = lambda: trials3.is_dir() and any(trials3.iterdir())  # noqa: E731
-    run_and_kill(argv, started, "a step-3 trial", tmp_path / "killed.log")
+    kill_during_rollout(argv, run, 3, tmp_path / "killed.log")
     assert latest(run) == "step-000002"
     run_to_end(argv)
     assert [(m["step"], m["tasks"]) for m in metrics(run)] == [
@@ -248,3 +187,58 @@ def test_resume_falls_back_to_the_highest_complete_checkpoint(tmp_path: Path) ->
     assert latest_checkpoint(tmp_path) == ckpts / "step-000002"
     (ckpts / "latest").write_text("step-000001\n")
     assert latest_checkpoint(tmp_path) == ckpts / "step-000001"
+
+
+def adapter(ckpt: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(ckpt / "adapter" / "adapter_model.safetensors"))
+
+
+def test_a_lora_run_killed_mid_step_resumes_its_adapters_onto_the_base(
+    dataset: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(
+        CONFIG.format(steps=2, samples=1, drop="false", lr=LR, wd=WD) + "\n[lora]\nrank = 2\n"
+    )
+    run = tmp_path / "run"
+    argv = train_argv(cfg, dataset, tiny_model, run)
+    kill_during_rollout(argv, run, 2, tmp_path / "killed.log")
+    assert latest(run) == "step-000001"
+    step1 = run / "checkpoints" / "step-000001"
+    a1 = adapter(step1)
+
+    out = run_to_end(argv)
+    assert f"resumed from {step1} (step 1)" in out
+    assert [m["step"] for m in metrics(run)] == [1, 2]
+    step2 = run / "checkpoints" / "step-000002"
+    a2 = adapter(step2)
+    assert set(a2) == set(a1) and len(a1) == 2 * 7 * 2  # A and B, 7 projections, 2 layers
+    for name, w in a1.items():
+        if "lora_B" in name:
+            assert not w.any() and not a2[name].any(), name
+        else:
+            assert w.abs().sum() > 0, name
+            torch.testing.assert_close(a2[name], w * (1 - LR * WD), rtol=1e-5, atol=1e-8)
+    # model/ is a plain model of the base architecture: the merged weights, here the base's own.
+    base, merged = weights(tiny_model), weights(step2 / "model")
+    assert set(merged) == set(base)
+    for name, w0 in base.items():
+        assert torch.equal(merged[name], w0), name
+    optim = torch.load(step2 / "optimizer.pt", weights_only=True)
+    assert len(optim["state"]) == len(a1)  # the frozen weights carry no optimizer state
+
+    # The same run dir without LoRA is refused, not trained as a full model.
+    full = tmp_path / "full.toml"
+    full.write_text(
+        cfg.read_text().replace("rank = 2", "rank = 0").replace("steps = 2", "steps = 3")
+    )
+    proc = subprocess.run(
+        train_argv(full, dataset, tiny_model, run), capture_output=True, text=True, env=ENV,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "adapter/" in proc.stderr + proc.stdout and "lora.rank" in proc.stderr + proc.stdout

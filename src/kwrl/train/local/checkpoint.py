@@ -1,7 +1,8 @@
 """Checkpoints in HF format with optimizer and trainer state; exact resume.
 
     RUN/checkpoints/step-000005/
-        model/              save_pretrained (full model, or the LoRA adapter) + tokenizer
+        model/              save_pretrained (the full model; with LoRA, merged) + tokenizer
+        adapter/            with LoRA: peft's adapter files, resumed onto the base weights
         optimizer.pt        optimizer state dict
         trainer_state.json  step, policy version, sampler state, RNG seeds, metrics so far
     RUN/checkpoints/latest  name of the newest complete checkpoint
@@ -41,11 +42,20 @@ def save_checkpoint(
     model: Any,
     optimizer: torch.optim.Optimizer,
     tokenizer: Any | None = None,
+    *,
+    adapter: Any | None = None,
+    state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
+    """`state_dict`: what model/ holds instead of `model`'s own (LoRA: the merged weights);
+    `adapter`: a peft model whose adapter goes to adapter/."""
     name = f"step-{state.step:06d}"
     final = run_dir / "checkpoints" / name
     with atomic_dir(final) as tmp:
-        model.save_pretrained(tmp / "model", safe_serialization=True)
+        # A copy: save_pretrained drops tied duplicates from the dict it is given.
+        sd = dict(state_dict) if state_dict is not None else None
+        model.save_pretrained(tmp / "model", safe_serialization=True, state_dict=sd)
+        if adapter is not None:
+            adapter.save_pretrained(tmp / "adapter")
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp / "model")
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kwrl.config import KwrlConfig
 from kwrl.llm.engine import EngineConfig
@@ -38,6 +38,25 @@ class RLConfig(KwrlConfig):
     """Drop groups whose trials all got the same reward (no signal)."""
     ckpt_every: int = Field(default=1, ge=1)
     """Save a checkpoint every this many steps (and at the end)."""
+
+
+class LoRAConfig(KwrlConfig):
+    """peft LoRA adapters on the trained model: only the adapters learn, the engine samples from
+    the merged weights, and checkpoints hold both (model/ merged, adapter/ to resume from)."""
+
+    rank: int = Field(default=0, ge=0)
+    """Adapter rank; 0 trains every weight (full fine-tuning)."""
+    alpha: int = Field(default=32, gt=0)
+    """The adapters' update is scaled by alpha / rank."""
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Dropout on the adapters' input (0: the learner's logprobs are the sampler's)."""
+    target_modules: list[str] = Field(
+        default_factory=lambda: [
+            "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"
+        ],
+        min_length=1,
+    )  # fmt: skip
+    """Names of the linear layers that get adapters (default: every one in the decoder)."""
 
 
 class DisaggregatedConfig(KwrlConfig):
@@ -83,6 +102,8 @@ class TrainConfig(KwrlConfig):
     its `device` by `disaggregated.generation_devices`)."""
     disaggregated: DisaggregatedConfig = Field(default_factory=DisaggregatedConfig)
     """Worker processes and weight broadcast of `rl.mode = "disaggregated"`."""
+    lora: LoRAConfig = Field(default_factory=LoRAConfig)
+    """LoRA adapters (`lora.rank > 0`) instead of full fine-tuning."""
     agent: dict[str, Any] = Field(
         default_factory=lambda: {"max_steps": 6, "max_tokens_per_turn": 256, "context_window": 6144}
     )
@@ -95,3 +116,12 @@ class TrainConfig(KwrlConfig):
     """Keyword arguments of the environment."""
     tensorboard: bool = True
     """Also write metrics to RUN/tb for TensorBoard."""
+
+    @model_validator(mode="after")
+    def _lora_modes(self) -> TrainConfig:
+        if self.lora.rank > 0 and self.rl.mode == "disaggregated":
+            raise ValueError(
+                "lora.rank > 0 is not supported with rl.mode = 'disaggregated' (its workers "
+                "receive the model's own parameters); use sync or async"
+            )
+        return self

@@ -130,7 +130,17 @@ class RLTrainer:
             resolve_model(cfg.tokenizer) if cfg.tokenizer else src
         )
         dtype = torch.bfloat16 if cfg.learner.dtype == "bfloat16" else torch.float32
-        self.model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+        # LoRA: the base weights, with the adapters (fresh or the checkpoint's) on top; the
+        # checkpoint's model/ holds them merged and is what the engine loads.
+        adapter = self._adapter_to_resume(resume)
+        base = resolve_model(cfg.model) if cfg.lora.rank > 0 else src
+        self.model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
+        self.peft: Any = None
+        if cfg.lora.rank > 0:
+            from kwrl.train.local.lora import add_lora
+
+            self.peft = add_lora(self.model, cfg.lora, adapter)
+            self.model = self.peft.get_base_model()
         self.model.to(cfg.learner.device)  # type: ignore[arg-type]
         self.learner = Learner(self.model, cfg.learner)
         if resume:
@@ -149,6 +159,31 @@ class RLTrainer:
         self._tb: Any = None
         self.stale_dropped = int(self.state.extra.get("stale_dropped", 0))
 
+    def _adapter_to_resume(self, resume: Path | None) -> Path | None:
+        """The checkpoint's adapter/ when resuming a LoRA run; a checkpoint of the other kind
+        (LoRA vs full weights) is refused rather than silently trained the other way."""
+        if resume is None:
+            return None
+        adapter = resume / "adapter"
+        if self.cfg.lora.rank > 0 and not adapter.is_dir():
+            raise TrainError(
+                f"{resume}: no adapter/ to resume (the run trained every weight); lora.rank "
+                "must be 0 for this run dir"
+            )
+        if self.cfg.lora.rank == 0 and adapter.is_dir():
+            raise TrainError(
+                f"{resume}: the run trained LoRA adapters (adapter/); set lora.rank as it was"
+            )
+        return adapter if self.cfg.lora.rank > 0 else None
+
+    def policy_state(self) -> dict[str, torch.Tensor]:
+        """The weights the engine samples with: the model's own, or with LoRA merged in."""
+        if self.peft is not None:
+            from kwrl.train.local.lora import merged_state_dict
+
+            return merged_state_dict(self.model)
+        return {k: v.detach() for k, v in self.model.state_dict().items()}
+
     # ------------------------------------------------------------------ engine
 
     @property
@@ -161,7 +196,7 @@ class RLTrainer:
         return self._engine
 
     def push_weights(self) -> None:
-        self.engine.update_weights({k: v.detach() for k, v in self.model.state_dict().items()})
+        self.engine.update_weights(self.policy_state())
         self.engine.weight_version = self.learner.version
 
     # ------------------------------------------------------------------ sampling
@@ -276,8 +311,10 @@ class RLTrainer:
             return
         if force or self.state.step % self.cfg.rl.ckpt_every == 0:
             save_checkpoint(
-                self.out, self.state, self.model, self.learner.optimizer, self.tokenizer
-            )
+                self.out, self.state, self.model, self.learner.optimizer, self.tokenizer,
+                adapter=self.peft,
+                state_dict=self.policy_state() if self.peft is not None else None,
+            )  # fmt: skip
             self._saved_step = self.state.step
 
     # ------------------------------------------------------------------ loops
