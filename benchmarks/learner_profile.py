@@ -21,6 +21,7 @@ Variants (each is `compile+nohc:32` plus one change):
   static      decoder layers compiled for static shapes (dynamic=False)
   coord       Inductor coordinate-descent tuning of the Triton kernels
   whole       the whole decoder (model.model) compiled as one graph instead of layer by layer
+  nosync      Learner.step without reading the metrics back at the end (no host sync)
   nokernels   LearnerConfig.gpu_kernels off: the head's torch.compile'd reduction and gradient
               (sessions 4-6) instead of the Triton kernels
 
@@ -35,6 +36,7 @@ import json
 import statistics
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +117,15 @@ def old_token_logprobs(
 _OLD: dict[str, object] = {}
 
 
-def profile_step(learner: Learner, batch: Any) -> dict[str, Any]:
+def profile_step(learner: Learner, batch: Any, cpu: bool = True) -> dict[str, Any]:
+    """One step under torch.profiler. `cpu=False` records device activity only: the host then
+    runs at nearly its unprofiled pace, so the gaps are the step's own."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cpu else [ProfilerActivity.CUDA]
+    with profile(activities=acts) as prof:
         t0 = time.perf_counter()
         learner.step(batch)
         torch.cuda.synchronize()
@@ -141,6 +146,42 @@ def profile_step(learner: Learner, batch: Any) -> dict[str, Any]:
         "idle_frac": max(0.0, 1 - busy / wall),
         "by_kind_s": dict(sorted(by_kind.items(), key=lambda x: -x[1])),
         "top": [{"kernel": k[:120], "s": t, "n": n} for k, t, n in kernels[:40]],
+        "gaps": gaps(prof),
+    }
+
+
+def gaps(prof: Any, min_us: float = 20.0, top: int = 25) -> dict[str, Any]:
+    """Where the GPU sat idle inside the step: gaps between consecutive kernels on the device
+    timeline, the largest with the kernels either side, and their sum by the kind of the kernel
+    after the gap (which part of the step the host was late for)."""
+    from torch.autograd import DeviceType
+
+    ev = sorted(
+        (e for e in prof.events() if e.device_type == DeviceType.CUDA),
+        key=lambda e: e.time_range.start,
+    )
+    out: list[tuple[float, float, str, str]] = []
+    end = ev[0].time_range.end if ev else 0.0
+    prev = ev[0].name if ev else ""
+    for e in ev[1:]:
+        g = e.time_range.start - end
+        if g >= min_us:
+            out.append((g, e.time_range.start - ev[0].time_range.start, prev, e.name))
+        if e.time_range.end > end:
+            end, prev = e.time_range.end, e.name
+    by_next: dict[str, float] = {}
+    for g, _, _, nxt in out:
+        by_next[kind(nxt)] = by_next.get(kind(nxt), 0.0) + g / 1e6
+    span = (end - ev[0].time_range.start) / 1e6 if ev else 0.0
+    return {
+        "device_span_s": span,
+        "gap_total_s": sum(g for g, *_ in out) / 1e6,
+        "n_gaps": len(out),
+        "by_next_kind_s": by_next,
+        "largest": [
+            {"us": round(g, 1), "at_ms": round(at / 1e3, 2), "after": p[:80], "before": n[:80]}
+            for g, at, p, n in sorted(out, reverse=True)[:top]
+        ],
     }
 
 
@@ -171,6 +212,11 @@ def variant(name: str, model: torch.nn.Module):
     elif name == "nokernels":
         cfg = cfg.model_copy(update={"gpu_kernels": False})
     try:
+        if name == "nosync":
+            learner = Learner(model, cfg)
+            learner.step = types.MethodType(_step_unread, learner)  # type: ignore[method-assign]
+            yield learner
+            return
         if name in ("static", "whole"):
             cfg = cfg.model_copy(update={"compile": False})
             learner_mod.token_logprobs = lambda *a, **k: orig(*a, **{**k, "compiled_head": True})  # type: ignore[assignment]
@@ -190,6 +236,21 @@ def variant(name: str, model: torch.nn.Module):
             if getattr(m, "_compiled_call_impl", None) is not None:
                 m._compiled_call_impl = None
         torch._dynamo.reset()
+
+
+def _step_unread(self: Learner, batch: Any) -> dict[str, Any]:
+    """Learner.step without reading anything back (no grad-norm or loss sync at the end): the
+    host may queue the next step while the GPU still runs this one. An upper bound on what
+    reading the metrics later would gain."""
+    _, sums = self._accumulate(batch)
+    params = [p for p in self.model.parameters() if p.requires_grad]
+    norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip)
+    self.optimizer.found_inf = (~torch.isfinite(norm)).float()  # type: ignore[attr-defined]
+    self.optimizer.step()
+    del self.optimizer.found_inf  # type: ignore[attr-defined]
+    self.optimizer.zero_grad(set_to_none=True)
+    self.version += 1
+    return {"sums": sums, "grad_norm": norm}
 
 
 def check_head(n: int = 4096, temperature: float = 0.7) -> dict[str, float]:
@@ -238,6 +299,10 @@ def main() -> None:
     ap.add_argument("--seqs", type=int, default=32)
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--profile", default="base", help="variants to profile, comma-separated")
+    ap.add_argument(
+        "--cuda-only", action="store_true",
+        help="profile device activity only (host ops unrecorded: gaps at the unprofiled pace)",
+    )  # fmt: skip
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if not torch.cuda.is_available():
@@ -261,7 +326,7 @@ def main() -> None:
             with variant(pname, model) as learner:
                 learner.step(batch)
                 learner.step(batch)
-                prof = profile_step(learner, batch)
+                prof = profile_step(learner, batch, cpu=not a.cuda_only)
             res[f"profile_{pname}"] = prof
             print(f"\nprofiled step ({pname}): wall {prof['wall_s'] * 1e3:.1f} ms, GPU busy "
                   f"{prof['gpu_busy_s'] * 1e3:.1f} ms, idle {prof['idle_frac']:.1%}")  # fmt: skip
@@ -269,6 +334,14 @@ def main() -> None:
                 print(f"  {k:<10} {t * 1e3:8.1f} ms  {t / prof['gpu_busy_s']:6.1%}")
             for row in prof["top"]:
                 print(f"  {row['s'] * 1e3:8.2f} ms x{row['n']:<4} {row['kernel']}")
+            gp = prof["gaps"]
+            print(f"  device span {gp['device_span_s'] * 1e3:.1f} ms, {gp['n_gaps']} gaps >= 20 us "
+                  f"= {gp['gap_total_s'] * 1e3:.1f} ms; by the kind after: "
+                  + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in gp["by_next_kind_s"].items()))  # fmt: skip
+            for row in gp["largest"]:
+                print(
+                    f"  gap {row['us']:8.1f} us at {row['at_ms']:7.2f} ms: {row['after']} -> {row['before']}"
+                )
 
     names = [x for x in a.variants.split(",") if x]
     times: dict[str, list[float]] = {n: [] for n in names}

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/learning.py [--out runs/learning] [--seed 0] [--train-worlds 4]
         [--heldout-worlds 6] [--rl-steps 8] [--eval-samples 2] [--eval-temperature 1.0]
-        [--eval-seed 0] [--concurrency 8] [--json OUT]
+        [--eval-seed 0] [--concurrency 8] [--micro-batch-size 1] [--lora-rank 0] [--json OUT]
 
 Everything runs through the real path, as `kwrl smoke` does: `kwrl data synth` worlds (easy
 tier), the SFT warm start of the packaged SmolLM2-135M on gold trajectories of the training
@@ -76,6 +76,13 @@ def main() -> None:
     ap.add_argument("--prompts-per-step", type=int, default=4)
     ap.add_argument("--samples-per-prompt", type=int, default=4)
     ap.add_argument("--rl-lr", type=float, default=2e-5)
+    ap.add_argument(
+        "--micro-batch-size", type=int, default=1,
+        help="trials per learner forward/backward (a group's trials in one micro-batch run their "
+        "shared prompt once)",
+    )  # fmt: skip
+    ap.add_argument("--lora-rank", type=int, default=0, help="RL with LoRA adapters (0: full)")
+    ap.add_argument("--lora-alpha", type=int, default=32)
     ap.add_argument("--eval-samples", type=int, default=2)
     ap.add_argument(
         "--eval-temperature", type=float, default=1.0, help="1.0: the RL rollouts'; 0: greedy"
@@ -94,7 +101,7 @@ def main() -> None:
 
     from kwrl.eval.report import write_compare
     from kwrl.synth.generate import SynthConfig, generate
-    from kwrl.train.local.config import RLConfig, TrainConfig
+    from kwrl.train.local.config import LoRAConfig, RLConfig, TrainConfig
     from kwrl.train.local.learner import LearnerConfig
     from kwrl.train.local.sft import SFTConfig, sft
     from kwrl.train.local.trainer import train
@@ -163,7 +170,8 @@ def main() -> None:
             prompts_per_step=a.prompts_per_step, samples_per_prompt=a.samples_per_prompt,
             steps=a.rl_steps, epochs=100, ckpt_every=a.rl_steps,
         ),
-        learner=LearnerConfig(lr=a.rl_lr, micro_batch_size=1), agent=agent_settings(a),
+        learner=LearnerConfig(lr=a.rl_lr, micro_batch_size=a.micro_batch_size),
+        lora=LoRAConfig(rank=a.lora_rank, alpha=a.lora_alpha), agent=agent_settings(a),
         concurrency=a.concurrency, tensorboard=True,
     )  # fmt: skip
     state = train(tcfg)

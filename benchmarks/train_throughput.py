@@ -10,11 +10,14 @@ observation spans masked out, GRPO groups, random rewards). Prints one table:
 - ratio kwrl/TRL and the learner's MFU (see below)
 
 Usage: python benchmarks/train_throughput.py [--seqs 32] [--prompt-len 512] [--response-len 1536]
-       [--trl-micro 8,32] [--steps 3] [--warmup 2] [--rounds 1] [--kwrl eager:8,eager:16,compile:16] [--skip-trl] [--skip-rollout]
+       [--trl-micro 8,32] [--steps 3] [--warmup 2] [--rounds 1] [--kwrl eager:8,eager:16,compile:16]
+       [--distinct-prompts] [--skip-trl] [--skip-rollout]
 
 MFU counts the FLOPs the step needs (`step_flops`: body and attention for every token, the LM
 head only for scored tokens) over the datasheet's dense bf16 peak; the measured 8192^3 matmul
-rate is printed beside it.
+rate is printed beside it. The trials of a GRPO group share their prompt (as they do in training;
+`--distinct-prompts`: each its own), and kwrl's learner runs a shared prompt once
+(`LearnerConfig.share_prefix`; `+noshare` turns it off): its MFU counts the FLOPs it executes.
 """
 
 from __future__ import annotations
@@ -57,11 +60,17 @@ def qwen25_05b(device: str) -> torch.nn.Module:
     return model
 
 
-def synthetic(n: int, p_len: int, r_len: int, group: int, seed: int = 0) -> list[Trajectory]:
+def synthetic(
+    n: int, p_len: int, r_len: int, group: int, seed: int = 0, shared_prompts: bool = True
+) -> list[Trajectory]:
+    """GRPO batches: `group` trials of a task share its prompt (`shared_prompts=False`: every
+    trial draws its own, as sessions 3-7 measured)."""
     g = torch.Generator().manual_seed(seed)
     out = []
+    prompt: list[int] = []
     for i in range(n):
-        prompt = torch.randint(10, 150000, (p_len,), generator=g).tolist()
+        if not shared_prompts or i % group == 0:
+            prompt = torch.randint(10, 150000, (p_len,), generator=g).tolist()
         resp = torch.randint(10, 150000, (r_len,), generator=g).tolist()
         mask = [1] * r_len
         for s in range(r_len // 4, r_len, r_len // 3):  # observation spans: not trained
@@ -73,12 +82,14 @@ def synthetic(n: int, p_len: int, r_len: int, group: int, seed: int = 0) -> list
     return out
 
 
-def step_flops(model: torch.nn.Module, batch: Any) -> float:
+def step_flops(model: torch.nn.Module, batch: Any, body_tokens: float | None = None) -> float:
     """Model FLOPs one learner step needs (forward + backward, no recompute counted).
 
     Every token runs the decoder body (6 x its parameters, embeddings excluded) and causal
     attention (6 x layers x hidden x seq, half of 12 L H S); only the tokens a loss scores need
-    the LM head (6 x vocab x hidden). Both learners are charged the same work.
+    the LM head (6 x vocab x hidden). `body_tokens`: the tokens the body actually runs on when
+    that is fewer (kwrl's shared-prefix packing runs a group's prompt once), so that MFU counts
+    the FLOPs executed, not the ones saved.
     """
     c = model.config
     head = c.vocab_size * c.hidden_size
@@ -88,7 +99,23 @@ def step_flops(model: torch.nn.Module, batch: Any) -> float:
     tokens = float(batch.attention_mask_B_L.sum())
     scored = float(batch.mask_B_L.sum())
     seq = batch.input_ids_B_L.shape[1]
-    return tokens * (6 * body + 6 * c.num_hidden_layers * c.hidden_size * seq) + scored * 6 * head
+    body_tokens = tokens if body_tokens is None else body_tokens
+    attention = tokens * 6 * c.num_hidden_layers * c.hidden_size * seq
+    return body_tokens * 6 * body + attention + scored * 6 * head
+
+
+def packed_tokens(batch: Any, micro: int) -> float:
+    """Tokens the decoder body runs on under shared-prefix packing, micro-batch by micro-batch."""
+    from kwrl.train.local.prefix import plan
+
+    total = 0.0
+    for s in range(0, batch.input_ids_B_L.shape[0], micro):
+        p = plan(
+            batch.input_ids_B_L[s : s + micro], batch.attention_mask_B_L[s : s + micro],
+            batch.group_ids[s : s + micro],
+        )  # fmt: skip
+        total += p.tokens if p is not None else float(batch.attention_mask_B_L[s : s + micro].sum())
+    return total
 
 
 def sync() -> None:
@@ -107,10 +134,11 @@ def bench_kwrl(
     """mode: eager, compile (torch.compile's default) or autotune (max-autotune-no-cudagraphs),
     then optional `+` flags: `nohc` (head_checkpoint off), `cudnn` / `flash` (attention kernel),
     `chunkN` (head_chunk N: scored positions per LM-head chunk, e.g. chunk65536), `nokernels`
-    (LearnerConfig.gpu_kernels off)."""
+    (LearnerConfig.gpu_kernels off), `noshare` (LearnerConfig.share_prefix off)."""
     base, *flags = mode.split("+")
     chunks = [int(f[5:]) for f in flags if f.startswith("chunk") and f[5:].isdigit()]
-    unknown = set(flags) - {"nohc", "cudnn", "flash", "nokernels", *(f"chunk{c}" for c in chunks)}
+    known = {"nohc", "cudnn", "flash", "nokernels", "noshare", *(f"chunk{c}" for c in chunks)}
+    unknown = set(flags) - known
     if base not in ("eager", "compile", "autotune") or unknown:
         raise SystemExit(f"--kwrl: unknown mode {mode!r}")
     attention = "cudnn" if "cudnn" in flags else "flash" if "flash" in flags else "default"
@@ -119,11 +147,14 @@ def bench_kwrl(
         compile_mode="max-autotune-no-cudagraphs" if base == "autotune" else None,
         head_checkpoint="nohc" not in flags, attention=attention,
         head_chunk=chunks[-1] if chunks else 8192, gpu_kernels="nokernels" not in flags,
+        share_prefix="noshare" not in flags,
     )  # fmt: skip
     if cfg.compile:
         # Graphs compiled for another config (attention kernel, head) must not be reused.
         torch._dynamo.reset()
     learner = Learner(model, cfg)
+    if not cfg.share_prefix:  # an earlier config's learner switched the model's attention
+        model.config._attn_implementation = "sdpa"  # type: ignore[union-attr]
     for _ in range(warmup):  # compiles; automatic dynamic shapes may compile again on step 2
         learner.step(batch)
     sync()
@@ -288,6 +319,10 @@ def main() -> None:
     )
     ap.add_argument("--rollout-n", type=int, default=64)
     ap.add_argument("--rollout-new", type=int, default=256)
+    ap.add_argument(
+        "--distinct-prompts", action="store_true",
+        help="every trial its own prompt (default: a group's trials share one, as in GRPO)",
+    )  # fmt: skip
     ap.add_argument("--skip-trl", action="store_true")
     ap.add_argument("--skip-rollout", action="store_true")
     ap.add_argument("--json", default=None)
@@ -301,13 +336,16 @@ def main() -> None:
         default="eager:8,eager:16,compile:16",
         help="kwrl learner configs, MODE:MICRO, MODE eager|compile|autotune with optional flags "
         "+nohc (keep the head's logits) +cudnn|+flash (attention kernel) +chunkN (head_chunk N, "
-        "scored positions per LM-head chunk) +nokernels (gpu_kernels off), e.g. compile+cudnn:32 "
+        "scored positions per LM-head chunk) +nokernels (gpu_kernels off) +noshare (share_prefix "
+        "off), e.g. compile+cudnn:32 "
         "(eager first: compiling is in place)",
     )
     a = ap.parse_args()
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     model = qwen25_05b(dev)
-    trajs = synthetic(a.seqs, a.prompt_len, a.response_len, a.group)
+    trajs = synthetic(
+        a.seqs, a.prompt_len, a.response_len, a.group, shared_prompts=not a.distinct_prompts
+    )
     rewards = torch.tensor([t.reward for t in trajs])
     adv = grpo_advantages(rewards, [t.group_id for t in trajs])
     # kwrl's learner gets the batch on the host, as the trainer hands it over (it reads its
@@ -318,6 +356,7 @@ def main() -> None:
         "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
         "tokens_per_step": batch.num_tokens,
         "scored_tokens_per_step": int(batch.mask_B_L.sum()),
+        "shared_prompts": not a.distinct_prompts,
         "model_tflop_per_step": flops / 1e12,
         "matmul_tflops_measured": matmul_tflops(dev),
     }
@@ -348,7 +387,9 @@ def main() -> None:
                     torch.cuda.empty_cache()
                 continue
             r["wall_incl_warmup_s"] = time.perf_counter() - t0
-            r["mfu"] = flops / r["step_s"] / PEAK_BF16
+            body = packed_tokens(batch, int(micro)) if "noshare" not in mode else None
+            r["body_tokens"] = body if body is not None else float(batch.num_tokens)
+            r["mfu"] = step_flops(model, batch, body) / r["step_s"] / PEAK_BF16
             r["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else 0.0
             runs[spec + sfx] = r
             this["kwrl"][spec] = r["tokens_per_s"]

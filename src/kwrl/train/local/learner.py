@@ -28,6 +28,8 @@ from kwrl.train.algorithms import (
     reduction_weights,
 )
 from kwrl.train.batch import Batch
+from kwrl.train.local import prefix as prefix_pack
+from kwrl.train.local.prefix import PrefixPlan
 
 
 class LearnerConfig(KwrlConfig):
@@ -80,6 +82,11 @@ class LearnerConfig(KwrlConfig):
     """With `compile` on a CUDA device: the LM head's logprob reduction and logits gradient run
     as kwrl's Triton kernels (`kwrl.train.local.kernels`: one read of the logits a pass, the
     gradient written over them) instead of torch.compile'd functions."""
+    share_prefix: bool = True
+    """Run the leading tokens a GRPO group's trials share (the prompt) once per micro-batch
+    through the decoder instead of once per trial (`kwrl.train.local.prefix`; SDPA models; exact
+    up to float rounding). Groups must sit in adjacent rows, as the trainer collates them, and
+    only a micro-batch holding two or more trials of a group gains."""
 
 
 def _scaled(logits_N_V: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -208,6 +215,7 @@ def token_logprobs(
     scored: torch.Tensor | None = None,
     right_padded: bool | None = None,
     gpu_kernels: bool = False,
+    prefix: PrefixPlan | None = None,
 ) -> torch.Tensor:
     """log p(target_t | ids_<=t) for every position, float32, shape B x L.
 
@@ -226,6 +234,10 @@ def token_logprobs(
     them on the host, spare the GPU the two synchronisations that finding them there costs.
 
     `gpu_kernels`: on CUDA tensors, the head's Triton kernels (`LearnerConfig.gpu_kernels`).
+
+    `prefix`: the micro-batch packed so that each group's shared prefix runs once
+    (`kwrl.train.local.prefix.plan`, on this device; the model's attention must be
+    `prefix.ATTENTION`). The values are those of the unpacked batch.
     """
     attn = batch.attention_mask_B_L
     if right_padded if right_padded is not None else _right_padded(attn):
@@ -238,14 +250,25 @@ def token_logprobs(
         t = batch.targets_B_L.reshape(-1)
         lp = torch.gather(flat, -1, t.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(flat, -1)
         return lp.view(batch.targets_B_L.shape)
-    hidden = base(input_ids=batch.input_ids_B_L, attention_mask=attn, use_cache=False)[0]
-    B, L, H = hidden.shape
-    h = hidden.reshape(B * L, H)
+    B, L = batch.input_ids_B_L.shape
+    if prefix is None:
+        hidden = base(input_ids=batch.input_ids_B_L, attention_mask=attn, use_cache=False)[0]
+    else:
+        hidden = base(
+            input_ids=prefix.input_ids_G_Lp, position_ids=prefix.position_ids_G_Lp,
+            attention_mask=None, use_cache=False, kwrl_unpack=prefix.unpack_BL,
+            kwrl_repack=prefix.repack_GLp, kwrl_rows=B,
+        )[0]  # fmt: skip
+    H = hidden.shape[-1]
+    h = hidden.reshape(-1, H)
     t = batch.targets_B_L.reshape(B * L)
     idx = None
     if only_mask:
         idx = scored if scored is not None else batch.mask_B_L.reshape(B * L).nonzero().squeeze(-1)
-        h, t = h.index_select(0, idx), t.index_select(0, idx)
+        rows = idx if prefix is None else prefix.unpack_BL.index_select(0, idx)
+        h, t = h.index_select(0, rows), t.index_select(0, idx)
+    elif prefix is not None:
+        h = h.index_select(0, prefix.unpack_BL)
     grad = torch.is_grad_enabled() and (h.requires_grad or head.weight.requires_grad)
     kernels = gpu_kernels and h.is_cuda
     fwd, _ = _head_fns(compiled_head, kernels)
@@ -322,6 +345,10 @@ class Learner:
             dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, 2 * len(layers) + 8)
             for layer in layers:
                 layer.compile(dynamic=True, mode=cfg.compile_mode)
+        self.share_prefix = cfg.share_prefix and prefix_pack.supports(model)
+        if self.share_prefix:
+            prefix_pack.register()
+            model.config._attn_implementation = prefix_pack.ATTENTION  # type: ignore[union-attr]
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""
         self.device = params[0].device if params else torch.device("cpu")
@@ -400,11 +427,15 @@ class Learner:
             w = _to(weights[s:e], self.device)
             scored = _to(host[s:e].reshape(-1).nonzero().squeeze(-1), self.device)
             head = {"only_mask": True, "scored": scored, "right_padded": _right_padded(attn[s:e])}
+            packed = None
+            if self.share_prefix:
+                packed = prefix_pack.plan(batch.input_ids_B_L[s:e], attn[s:e], batch.group_ids[s:e])
+                packed = packed.to(self.device) if packed is not None else None
             with _attention(cfg.attention):
                 lp = token_logprobs(
                     self.model, mb, cfg.temperature, compiled_head=cfg.compile,
                     head_checkpoint=cfg.head_checkpoint, chunk=cfg.head_chunk,
-                    gpu_kernels=cfg.compile and cfg.gpu_kernels,
+                    gpu_kernels=cfg.compile and cfg.gpu_kernels, prefix=packed,
                     **head,
                 )  # fmt: skip
                 out = loss_fn(

@@ -1,0 +1,165 @@
+"""Shared-prefix packing: a GRPO group's common prompt runs once through the decoder.
+
+The trials of a group start with the same tokens (the task's prompt). Computed row by row, every
+trial pays for that prefix again in every projection, MLP and norm. Packed, each group is one row,
+``[prefix, suffix_1, suffix_2, ...]``, with the position ids each token has in its own trial, so
+everything outside attention runs on ``P + sum(len_i - P)`` tokens instead of ``sum(len_i)``.
+Attention alone needs each trial's own view: ``prefix_attention`` gathers every trial's
+``[prefix, suffix_i]`` back into the original B x L layout (the shared prefix's queries, keys and
+values repeated, so their gradients add up over the group), runs the usual causal SDPA there
+(cuDNN / flash, as unpacked), and scatters the outputs back to the packed row (the prefix's from
+the group's first trial). The result is the unpacked forward up to float rounding: same positions,
+same causal context, same kernels.
+
+The packing is planned on the host from the token ids (`plan`), so the GPU never waits for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+ATTENTION = "kwrl_prefix_sdpa"
+"""Name of `prefix_attention` in transformers' attention registry (not a mask implementation:
+transformers then passes no mask and leaves packed position ids alone)."""
+
+
+@dataclass
+class PrefixPlan:
+    """How one micro-batch (B x L, right-padded) is packed into G rows of Lp tokens."""
+
+    input_ids_G_Lp: torch.Tensor
+    position_ids_G_Lp: torch.Tensor
+    unpack_BL: torch.Tensor
+    """For each original position b * L + t, its packed position g * Lp + p (padding: any)."""
+    repack_GLp: torch.Tensor
+    """For each packed position, the original position whose attention output it takes."""
+    tokens: int
+    """Real tokens in the packed rows (what the decoder body runs on, padding aside)."""
+
+    def to(self, device: torch.device) -> PrefixPlan:
+        def move(x: torch.Tensor) -> torch.Tensor:
+            if x.device == device:
+                return x
+            if device.type == "cuda":
+                return x.pin_memory().to(device, non_blocking=True)
+            return x.to(device)
+
+        return PrefixPlan(
+            move(self.input_ids_G_Lp), move(self.position_ids_G_Lp), move(self.unpack_BL),
+            move(self.repack_GLp), self.tokens,
+        )  # fmt: skip
+
+
+def _runs(group_ids: list[Any]) -> list[tuple[int, int]]:
+    """[start, end) of each run of equal, adjacent group ids."""
+    out: list[tuple[int, int]] = []
+    for i, g in enumerate(group_ids):
+        if out and group_ids[out[-1][0]] == g:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
+def plan(
+    input_ids_B_L: torch.Tensor,
+    attention_mask_B_L: torch.Tensor,
+    group_ids: list[Any],
+    *,
+    min_prefix: int = 1,
+) -> PrefixPlan | None:
+    """The packing of a right-padded micro-batch (host tensors), or None when no group of two or
+    more rows shares at least `min_prefix` leading tokens (nothing to save)."""
+    ids = input_ids_B_L.cpu()
+    lens = attention_mask_B_L.cpu().sum(-1).tolist()
+    B, L = ids.shape
+    groups: list[tuple[list[int], int]] = []  # (rows, shared prefix length)
+    saved = 0
+    for s, e in _runs(list(group_ids)):
+        rows = [r for r in range(s, e) if lens[r] > 0]
+        if not rows:
+            continue
+        p = 0
+        if len(rows) > 1:
+            n = min(int(lens[r]) for r in rows) - 1  # every row keeps a token of its own
+            same = (ids[rows, :n] == ids[rows[0], :n]).all(0) if n > 0 else torch.zeros(0)
+            p = int(same.long().cumprod(0).sum()) if n > 0 else 0
+            if p < min_prefix:
+                p = 0
+        groups.append((rows, p))
+        saved += p * (len(rows) - 1)
+    if saved == 0:
+        return None
+    lengths = [p + sum(int(lens[r]) - p for r in rows) for rows, p in groups]
+    G, Lp = len(groups), max(lengths)
+    packed_ids = torch.zeros(G, Lp, dtype=ids.dtype)
+    positions = torch.zeros(G, Lp, dtype=torch.long)
+    unpack = torch.zeros(B, L, dtype=torch.long)
+    repack = torch.zeros(G, Lp, dtype=torch.long)
+    for g, (rows, p) in enumerate(groups):
+        base = g * Lp
+        first = rows[0]
+        packed_ids[g, :p] = ids[first, :p]
+        positions[g, :p] = torch.arange(p)
+        repack[g, :p] = first * L + torch.arange(p)
+        off = p
+        for r in rows:
+            n = int(lens[r]) - p
+            packed_ids[g, off : off + n] = ids[r, p : p + n]
+            positions[g, off : off + n] = torch.arange(p, p + n)
+            repack[g, off : off + n] = r * L + torch.arange(p, p + n)
+            unpack[r, :p] = base + torch.arange(p)
+            unpack[r, p : p + n] = base + off + torch.arange(n)
+            unpack[r, p + n :] = base + off + n - 1  # padding: after the row's last token
+            off += n
+    return PrefixPlan(packed_ids, positions, unpack.reshape(-1), repack.reshape(-1), sum(lengths))
+
+
+def prefix_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    *,
+    kwrl_unpack: torch.Tensor | None = None,
+    kwrl_repack: torch.Tensor | None = None,
+    kwrl_rows: int | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """transformers' SDPA attention over packed rows (`kwrl_*` from a `PrefixPlan`); plain SDPA
+    when no plan is passed. query/key/value: [G, heads, Lp, d]; returns [G, Lp, heads, d]."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if kwrl_unpack is None or kwrl_repack is None or kwrl_rows is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    G, heads, Lp, d = query.shape
+    B = kwrl_rows
+    L = kwrl_unpack.shape[0] // B
+
+    def unpack(x: torch.Tensor) -> torch.Tensor:
+        h = x.shape[1]
+        flat = x.transpose(1, 2).reshape(G * Lp, h, d)
+        return flat.index_select(0, kwrl_unpack).view(B, L, h, d).transpose(1, 2)
+
+    out, _ = sdpa_attention_forward(
+        module, unpack(query), unpack(key), unpack(value), None, **kwargs
+    )  # [B, L, heads, d]
+    out = out.reshape(B * L, heads, d).index_select(0, kwrl_repack)
+    return out.view(G, Lp, heads, d), None
+
+
+def register() -> None:
+    """Add `prefix_attention` to transformers' attention functions (idempotent)."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION, prefix_attention)  # type: ignore[arg-type]
+
+
+def supports(model: torch.nn.Module) -> bool:
+    """A transformers causal LM running SDPA attention (what the packed path replaces)."""
+    cfg = getattr(model, "config", None)
+    return getattr(cfg, "_attn_implementation", None) in ("sdpa", ATTENTION)
