@@ -104,6 +104,30 @@ def step_flops(model: torch.nn.Module, batch: Any, body_tokens: float | None = N
     return body_tokens * 6 * body + attention + scored * 6 * head
 
 
+def packed_check(model: torch.nn.Module, batch: Any, rows: int = 16) -> float | None:
+    """Max |logprob| difference between the packed and the unpacked forward (eager, bf16) over
+    the first `rows` trials' scored tokens; None when nothing packs."""
+    from kwrl.train.local import prefix
+    from kwrl.train.local.learner import _on_device, token_logprobs
+
+    dev = next(model.parameters()).device
+    mb = batch.slice(0, rows)
+    pp = prefix.plan(mb.input_ids_B_L, mb.attention_mask_B_L, mb.group_ids)
+    if pp is None:
+        return None
+    mb = _on_device(mb, dev)
+    prefix.register()
+    cfg = model.config  # type: ignore[union-attr]
+    with torch.no_grad():
+        cfg._attn_implementation = "sdpa"
+        want = token_logprobs(model, mb, only_mask=True)
+        cfg._attn_implementation = prefix.ATTENTION
+        got = token_logprobs(model, mb, only_mask=True, prefix=pp.to(dev))
+        cfg._attn_implementation = "sdpa"
+    m = mb.mask_B_L.bool()
+    return float((got[m] - want[m]).abs().max())
+
+
 def packed_tokens(batch: Any, micro: int) -> float:
     """Tokens the decoder body runs on under shared-prefix packing, micro-batch by micro-batch."""
     from kwrl.train.local.prefix import plan
@@ -359,7 +383,10 @@ def main() -> None:
         "shared_prompts": not a.distinct_prompts,
         "model_tflop_per_step": flops / 1e12,
         "matmul_tflops_measured": matmul_tflops(dev),
+        "packed_vs_unpacked_logprob_max_abs_diff": packed_check(model, batch),
     }
+    print("shared-prefix packing vs unpacked, max |logprob diff| on scored tokens:",
+          res["packed_vs_unpacked_logprob_max_abs_diff"], flush=True)  # fmt: skip
     if not a.skip_rollout:
         res["rollout"] = bench_rollout(model, a.rollout_n, 128, a.rollout_new)
     trl_model = copy.deepcopy(model) if not a.skip_trl else None

@@ -35,7 +35,8 @@ class PrefixPlan:
     unpack_BL: torch.Tensor
     """For each original position b * L + t, its packed position g * Lp + p (padding: any)."""
     repack_GLp: torch.Tensor
-    """For each packed position, the original position whose attention output it takes."""
+    """For each packed position, the original position whose attention output it takes (the
+    packing's padding: a position whose output nobody takes)."""
     tokens: int
     """Real tokens in the packed rows (what the decoder body runs on, padding aside)."""
 
@@ -95,10 +96,13 @@ def plan(
         return None
     lengths = [p + sum(int(lens[r]) - p for r in rows) for rows, p in groups]
     G, Lp = len(groups), max(lengths)
+    # A copy of a shared prefix's first token outside its first trial: no output is taken from
+    # it, so its query's gradient is exactly zero. Packing's padding points there.
+    dead = next(rows[1] * L for rows, p in groups if p > 0)
     packed_ids = torch.zeros(G, Lp, dtype=ids.dtype)
     positions = torch.zeros(G, Lp, dtype=torch.long)
     unpack = torch.zeros(B, L, dtype=torch.long)
-    repack = torch.zeros(G, Lp, dtype=torch.long)
+    repack = torch.full((G, Lp), dead, dtype=torch.long)
     for g, (rows, p) in enumerate(groups):
         base = g * Lp
         first = rows[0]
@@ -140,16 +144,48 @@ def prefix_attention(
     B = kwrl_rows
     L = kwrl_unpack.shape[0] // B
 
-    def unpack(x: torch.Tensor) -> torch.Tensor:
-        h = x.shape[1]
-        flat = x.transpose(1, 2).reshape(G * Lp, h, d)
-        return flat.index_select(0, kwrl_unpack).view(B, L, h, d).transpose(1, 2)
+    def flat(x: torch.Tensor) -> torch.Tensor:
+        return x.transpose(1, 2).reshape(G * Lp, x.shape[1], d)
 
-    out, _ = sdpa_attention_forward(
-        module, unpack(query), unpack(key), unpack(value), None, **kwargs
-    )  # [B, L, heads, d]
-    out = out.reshape(B * L, heads, d).index_select(0, kwrl_repack)
+    def rows(x: torch.Tensor) -> torch.Tensor:
+        return x.view(B, L, x.shape[1], d).transpose(1, 2)
+
+    # Queries: only each packed token's own position (`repack`) gets a gradient (the other copies'
+    # outputs are dropped), so their backward is a gather too. Keys and values: every trial's
+    # queries read the shared prefix, so their gradients add up (index_select's backward).
+    q = rows(_Gather.apply(flat(query), kwrl_unpack, kwrl_repack))
+    k = rows(flat(key).index_select(0, kwrl_unpack))
+    v = rows(flat(value).index_select(0, kwrl_unpack))
+    out, _ = sdpa_attention_forward(module, q, k, v, None, **kwargs)  # [B, L, heads, d]
+    out = _Gather.apply(out.reshape(B * L, heads, d), kwrl_repack, kwrl_unpack, True)
     return out.view(G, Lp, heads, d), None
+
+
+class _Gather(torch.autograd.Function):
+    """y = x[index], whose backward gathers as well: dx = dy[inverse].
+
+    Exact when each row of x has at most one row of y with a nonzero gradient, `inverse` naming
+    it (or a row whose gradient is zero). `masked`: rows i of x with `index[inverse[i]] != i`,
+    the unpacked positions no packed token takes its output from (a shared prefix's later
+    copies, padding), get a zero gradient instead of a copy of the packed one.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, x: torch.Tensor, index: torch.Tensor, inverse: torch.Tensor, masked: bool = False
+    ) -> torch.Tensor:
+        ctx.save_for_backward(index, inverse)
+        ctx.masked = masked
+        return x.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        index, inverse = ctx.saved_tensors
+        dx = grads[0].index_select(0, inverse)
+        if ctx.masked:
+            own = index.index_select(0, inverse) == torch.arange(inverse.numel(), device=dx.device)
+            dx = dx * own.view(-1, *([1] * (dx.dim() - 1))).to(dx.dtype)
+        return dx, None, None, None
 
 
 def register() -> None:
