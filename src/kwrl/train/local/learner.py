@@ -56,7 +56,8 @@ class LearnerConfig(KwrlConfig):
     kl_coef: float = 0.0
     """Weight of the k3 KL penalty to the initial policy; 0 disables it (the recipe's)."""
     micro_batch_size: int = Field(default=2, ge=1)
-    """Sequences per forward/backward pass."""
+    """Sequences per forward/backward pass (with `share_prefix`, a group's trials in one
+    micro-batch compute their common prompt once)."""
     device: str = "cpu"
     """torch device of the trained model (batches are moved there per micro-batch)."""
     temperature: float = 1.0
