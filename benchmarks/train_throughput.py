@@ -122,7 +122,7 @@ def packed_check(model: torch.nn.Module, batch: Any, rows: int = 16) -> float | 
         cfg._attn_implementation = "sdpa"
         want = token_logprobs(model, mb, only_mask=True)
         cfg._attn_implementation = prefix.ATTENTION
-        got = token_logprobs(model, mb, only_mask=True, prefix=pp.to(dev))
+        got = token_logprobs(model, mb, only_mask=True, prefix=_on_device(pp, dev))
         cfg._attn_implementation = "sdpa"
     m = mb.mask_B_L.bool()
     return float((got[m] - want[m]).abs().max())

@@ -310,9 +310,8 @@ def _to(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     return x.to(device)
 
 
-def _on_device(batch: Batch, device: torch.device) -> Batch:
-    if batch.input_ids_B_L.device == device:
-        return batch
+def _on_device[D: (Batch, PrefixPlan)](batch: D, device: torch.device) -> D:
+    """A dataclass of tensors (a Batch, a PrefixPlan) with its tensors on `device` (`_to`)."""
     moved = {
         f.name: _to(getattr(batch, f.name), device)
         for f in dataclasses.fields(batch)
@@ -431,7 +430,7 @@ class Learner:
             packed = None
             if self.share_prefix:
                 packed = prefix_pack.plan(batch.input_ids_B_L[s:e], attn[s:e], batch.group_ids[s:e])
-                packed = packed.to(self.device) if packed is not None else None
+                packed = _on_device(packed, self.device) if packed is not None else None
             with _attention(cfg.attention):
                 lp = token_logprobs(
                     self.model, mb, cfg.temperature, compiled_head=cfg.compile,

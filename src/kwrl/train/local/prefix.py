@@ -40,19 +40,6 @@ class PrefixPlan:
     tokens: int
     """Real tokens in the packed rows (what the decoder body runs on, padding aside)."""
 
-    def to(self, device: torch.device) -> PrefixPlan:
-        def move(x: torch.Tensor) -> torch.Tensor:
-            if x.device == device:
-                return x
-            if device.type == "cuda":
-                return x.pin_memory().to(device, non_blocking=True)
-            return x.to(device)
-
-        return PrefixPlan(
-            move(self.input_ids_G_Lp), move(self.position_ids_G_Lp), move(self.unpack_BL),
-            move(self.repack_GLp), self.tokens,
-        )  # fmt: skip
-
 
 def _runs(group_ids: list[Any]) -> list[tuple[int, int]]:
     """[start, end) of each run of equal, adjacent group ids."""
