@@ -31,6 +31,7 @@ from kwrl.errors import TrainError
 from kwrl.io import write_json
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
 from kwrl.train.batch import Trajectory, collate
+from kwrl.train.local import prefix as prefix_pack
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
 from kwrl.train.local.learner import token_logprobs
 from kwrl.train.local.memory import release_free_memory
@@ -54,6 +55,10 @@ class SFTConfig(KwrlConfig):
     """AdamW learning rate."""
     max_len: int = Field(default=4096, ge=64)
     """Trajectories longer than this (tokens) are skipped."""
+    share_prefix: bool = True
+    """Run each batch as one packed forward/backward in which the tokens every trajectory of the
+    batch starts with (system prompt, tool list) run once (`kwrl.train.local.prefix`; exact up to
+    float rounding). Off, or when they share nothing: one trajectory at a time (least memory)."""
     seed: int = 0
     """Shuffle seed."""
     agent: dict[str, Any] = Field(default_factory=dict)
@@ -167,6 +172,31 @@ async def gold_trajectory(
     )
 
 
+def _accumulate(model: Any, chunk: list[Trajectory], pad: int, share: bool) -> float:
+    """Backward of the batch's mean NLL per policy token; returns that NLL.
+
+    With `share`, the batch is one packed micro-batch whose common leading tokens run once;
+    otherwise (or when the trajectories share no prefix) one trajectory at a time.
+    """
+    n_tok = max(sum(sum(t.loss_mask) for t in chunk), 1)
+    if share and len(chunk) > 1:
+        b = collate(chunk, [0.0] * len(chunk), pad_id=pad)
+        packed = prefix_pack.plan(b.input_ids_B_L, b.attention_mask_B_L, ["sft"] * len(chunk))
+        if packed is not None:
+            lp = token_logprobs(model, b, only_mask=True, prefix=packed)
+            loss = -(lp * b.mask_B_L).sum() / n_tok
+            loss.backward()
+            return float(loss.detach())
+    total = 0.0
+    for t in chunk:
+        b = collate([t], [0.0], pad_id=pad)
+        lp = token_logprobs(model, b, only_mask=True)
+        loss = -(lp * b.mask_B_L).sum() / n_tok
+        loss.backward()
+        total += float(loss.detach())
+    return total
+
+
 def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     """Run the warm start; returns the final model folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -181,6 +211,10 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(src)
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
     dirs = task_dirs(cfg.dataset, cfg.tasks)
+    share = cfg.share_prefix and prefix_pack.supports(model)
+    if share:
+        prefix_pack.register()
+        model.config._attn_implementation = prefix_pack.ATTENTION  # type: ignore[union-attr]
 
     async def collect() -> list[Trajectory]:
         out = []
@@ -211,14 +245,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
             rng.shuffle(order)
             for s in range(0, len(order), cfg.batch_size):
                 chunk = [trajs[i] for i in order[s : s + cfg.batch_size]]
-                n_tok = sum(sum(t.loss_mask) for t in chunk)
-                loss_total = 0.0
-                for t in chunk:  # one sequence at a time: CPU memory stays small
-                    b = collate([t], [0.0], pad_id=pad)
-                    lp = token_logprobs(model, b, only_mask=True)
-                    loss = -(lp * b.mask_B_L).sum() / max(n_tok, 1)
-                    loss.backward()
-                    loss_total += float(loss.detach())
+                loss_total = _accumulate(model, chunk, pad, share)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step()
                 opt.zero_grad(set_to_none=True)

@@ -61,3 +61,53 @@ def test_tasks_without_gold_calls_give_no_trajectory(tmp_path: Path, tokenizer: 
 
     (tmp_path / "instruction.md").write_text("x")
     assert asyncio.run(gold_trajectory(tmp_path, tokenizer, {})) is None
+
+
+def test_a_packed_batch_gives_the_one_at_a_time_loss_and_gradients(
+    dataset: Path, tokenizer: object
+) -> None:
+    """Real gold trajectories of different tasks share their system prompt and tool list; the
+    packed batch runs those once and still gives every gradient of the one-at-a-time batch."""
+    import copy
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from kwrl.train.batch import collate
+    from kwrl.train.local import prefix
+    from kwrl.train.local.sft import _accumulate, gold_trajectory
+
+    easy = [
+        d
+        for d in sorted((dataset / "tasks").iterdir())
+        if json.loads((d / "archipelago.json").read_text()).get("difficulty") == "easy"
+    ][:3]
+    trajs = [asyncio.run(gold_trajectory(d, tokenizer, {"tools": SMOKE_TOOLS})) for d in easy]
+    chunk = [t for t in trajs if t is not None]
+    assert len(chunk) == 3
+    batch = collate(chunk, [0.0] * 3)
+    plan = prefix.plan(batch.input_ids_B_L, batch.attention_mask_B_L, ["sft"] * 3)
+    assert plan is not None
+    lens = [len(t.prompt_ids) + len(t.response_ids) for t in chunk]
+    assert plan.tokens < sum(lens) - 2 * 200  # the shared system prompt + tools: >200 tokens
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,  # type: ignore[arg-type]
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=4096, attn_implementation="sdpa",
+    )  # fmt: skip
+    one = LlamaForCausalLM(cfg)
+    packed = copy.deepcopy(one)
+    prefix.register()
+    packed.config._attn_implementation = prefix.ATTENTION
+    seen: list[tuple[int, ...]] = []
+    packed.model.embed_tokens.register_forward_hook(lambda m, i, o: seen.append(tuple(i[0].shape)))
+    nll_one = _accumulate(one, chunk, 0, share=False)
+    nll_packed = _accumulate(packed, chunk, 0, share=True)
+    assert seen == [tuple(plan.input_ids_G_Lp.shape)]  # one forward, over the packed row
+    assert nll_packed == pytest.approx(nll_one, rel=1e-5)
+    assert nll_one > 1.0  # a random model: the loss is real, not a masked-out zero
+    for (name, a), b in zip(one.named_parameters(), packed.parameters(), strict=True):
+        assert a.grad is not None and b.grad is not None, name
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
