@@ -48,6 +48,12 @@ from kwrl.io import write_json
 from kwrl.train.smoke import SMOKE_TOOLS, easy_only, evaluate_engine
 
 
+def up_down_same(per_task: dict[str, dict[str, float]]) -> list[int]:
+    """How many tasks RL scored higher, lower and the same as SFT on (compare.json's per_task)."""
+    d = [t["diff"] for t in per_task.values()]
+    return [sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d)]
+
+
 def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
     return {
         "tools": SMOKE_TOOLS,
@@ -203,6 +209,8 @@ def main() -> None:
         "rl_mean_score": after["metrics"]["overall"]["mean_score"],
         "paired_diff": paired,
         "n_shared_tasks": data["paired"]["n_shared_tasks"],
+        "tasks_up_down_same": up_down_same(data["paired"]["per_task"]),
+        "diff_by_domain": data["paired"]["by_domain"],
         "rl_steps": [
             {k: m.get(k) for k in ("step", "reward_mean", "trainable_trials", "skipped")}
             for m in metrics
@@ -227,6 +235,7 @@ def main() -> None:
     table.add_row("SFT checkpoint mean score", fmt(result["sft_mean_score"]))
     table.add_row("RL checkpoint mean score", fmt(result["rl_mean_score"]))
     table.add_row("RL - SFT (95% CI over tasks)", fmt(paired))
+    table.add_row("tasks up / down / same", " / ".join(map(str, result["tasks_up_down_same"])))
     table.add_row("RL reward by step", " ".join(f"{m['reward_mean']:.2f}" for m in metrics))
     table.add_row("passed (CI above 0)", str(result["passed"]))
     table.add_row("time", f"{result['seconds']} s ({times})")

@@ -29,6 +29,8 @@ def test_smoke_writes_a_checkpoint_and_reports(tmp_path: Path) -> None:
     result = json.loads((out / "smoke.json").read_text())
     ckpt = Path(result["checkpoint"])
     assert (ckpt / "config.json").is_file() and list(ckpt.glob("*.safetensors"))
+    # RL trained LoRA adapters by default (lora_rank=16): the step keeps them beside the merge.
+    assert list((ckpt.parent / "adapter").glob("adapter_model.safetensors"))
     for report in result["reports"]:
         assert Path(report).is_file() and "<html" in Path(report).read_text()[:2000].lower()
     assert {"SFT warm start", "eval before RL", "eval after RL"} <= set(result["stages_s"])

@@ -58,6 +58,12 @@ class SmokeConfig(KwrlConfig):
     """Tasks per RL step."""
     samples_per_prompt: int = Field(default=2, ge=1)
     """Trials per task per RL step."""
+    rl_lr: float = Field(default=1e-4, gt=0)
+    """RL learning rate (of the LoRA adapters when lora_rank > 0)."""
+    lora_rank: int = Field(default=16, ge=0)
+    """RL trains LoRA adapters of this rank (0: every weight). With a few trials a step, full
+    fine-tuning moves all weights along noisy gradients and can break the tool-call format
+    (docs/benchmarks.md, session 9)."""
     eval_samples: int = Field(default=1, ge=1)
     """Trials per task in each evaluation."""
     concurrency: int = Field(default=4, ge=1)
@@ -153,7 +159,7 @@ def _headline(ev: dict[str, Any]) -> dict[str, Any]:
 
 def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
     from kwrl.synth.generate import SynthConfig, generate
-    from kwrl.train.local.config import RLConfig, TrainConfig
+    from kwrl.train.local.config import LoRAConfig, RLConfig, TrainConfig
     from kwrl.train.local.learner import LearnerConfig
     from kwrl.train.local.sft import SFTConfig, sft
     from kwrl.train.local.trainer import train
@@ -210,7 +216,8 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
             prompts_per_step=cfg.prompts_per_step, samples_per_prompt=cfg.samples_per_prompt,
             steps=cfg.rl_steps, epochs=max(1, cfg.rl_steps), ckpt_every=cfg.rl_steps,
         ),
-        learner=LearnerConfig(lr=1e-5, micro_batch_size=1), agent=_agent(cfg),
+        learner=LearnerConfig(lr=cfg.rl_lr, micro_batch_size=cfg.samples_per_prompt),
+        lora=LoRAConfig(rank=cfg.lora_rank), agent=_agent(cfg),
         concurrency=cfg.concurrency, tensorboard=True,
     )  # fmt: skip
     state = train(tcfg)
