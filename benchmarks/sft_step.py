@@ -5,7 +5,7 @@
 
 The gold trajectories are those `benchmarks/learning.py` trains on (4 synth worlds, seed 0, easy
 tier, its agent settings), replayed through the real gateway. Both modes run the same batches
-from the same weights (`kwrl.train.local.sft._accumulate`, then the AdamW step): the packed
+from the same weights through the warm start's own step (`kwrl.train.local.sft.step`): the packed
 batch runs the leading tokens all its trajectories share (system prompt, tool list) once. Prints
 seconds a step, tokens a step (as trained and as run through the decoder body), the first
 step's loss in both modes and the process's peak RSS after each mode.
@@ -45,7 +45,7 @@ def main() -> None:
     from kwrl.synth.generate import SynthConfig, generate
     from kwrl.train.batch import collate
     from kwrl.train.local import prefix
-    from kwrl.train.local.sft import _accumulate, gold_trajectory
+    from kwrl.train.local.sft import SFTConfig, gold_trajectories, optimizer, step
     from kwrl.train.smoke import SMOKE_TOOLS, easy_only
 
     console = Console()
@@ -62,15 +62,10 @@ def main() -> None:
     src = resolve_model(a.model)
     tokenizer = AutoTokenizer.from_pretrained(src)
 
-    async def collect() -> list[Any]:
-        out = []
-        for d in sorted((ds / "tasks").iterdir()):
-            t = await gold_trajectory(d, tokenizer, agent)
-            if t is not None:
-                out.append(t)
-        return out
-
-    trajs = asyncio.run(collect())
+    max_len = SFTConfig.model_fields["max_len"].default
+    trajs = asyncio.run(
+        gold_trajectories(sorted((ds / "tasks").iterdir()), tokenizer, agent, max_len)
+    )
     g = torch.Generator().manual_seed(0)
     order = torch.randperm(len(trajs), generator=g).tolist()
     batches = [
@@ -82,11 +77,8 @@ def main() -> None:
     rows: dict[str, dict[str, Any]] = {}
     for mode in ("one at a time", "packed"):
         model = copy.deepcopy(base)
-        share = mode == "packed"
-        if share:
-            prefix.register()
-            model.config._attn_implementation = prefix.ATTENTION  # type: ignore[union-attr]
-        opt = torch.optim.AdamW(model.parameters(), lr=5e-5, betas=(0.9, 0.98), weight_decay=0.01)
+        share = mode == "packed" and prefix.enable(model)
+        opt = optimizer(model, 5e-5)
         times, losses, body = [], [], []
         for chunk in batches:
             b = collate(chunk, [0.0] * len(chunk), pad_id=pad)
@@ -95,10 +87,7 @@ def main() -> None:
                 plan.tokens if share and plan is not None else int(b.attention_mask_B_L.sum())
             )
             t0 = time.perf_counter()
-            losses.append(_accumulate(model, chunk, pad, share))
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            losses.append(step(model, opt, chunk, pad, share))
             times.append(time.perf_counter() - t0)
         rows[mode] = {
             "s_per_step": statistics.median(times),

@@ -345,10 +345,7 @@ class Learner:
             dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, 2 * len(layers) + 8)
             for layer in layers:
                 layer.compile(dynamic=True, mode=cfg.compile_mode)
-        self.share_prefix = cfg.share_prefix and prefix_pack.supports(model)
-        if self.share_prefix:
-            prefix_pack.register()
-            model.config._attn_implementation = prefix_pack.ATTENTION  # type: ignore[union-attr]
+        self.share_prefix = cfg.share_prefix and prefix_pack.enable(model)
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""
         self.device = params[0].device if params else torch.device("cpu")

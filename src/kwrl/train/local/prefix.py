@@ -186,3 +186,12 @@ def supports(model: torch.nn.Module) -> bool:
     """A transformers causal LM running SDPA attention (what the packed path replaces)."""
     cfg = getattr(model, "config", None)
     return getattr(cfg, "_attn_implementation", None) in ("sdpa", ATTENTION)
+
+
+def enable(model: torch.nn.Module) -> bool:
+    """Switch a supported model's attention to `prefix_attention`; whether it was switched."""
+    if not supports(model):
+        return False
+    register()
+    model.config._attn_implementation = ATTENTION  # type: ignore[union-attr]
+    return True

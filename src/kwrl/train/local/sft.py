@@ -18,6 +18,7 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,35 @@ def _accumulate(model: Any, chunk: list[Trajectory], pad: int, share: bool) -> f
     return total
 
 
+async def gold_trajectories(
+    dirs: Iterable[Path], tokenizer: Any, agent: dict[str, Any], max_len: int
+) -> list[Trajectory]:
+    """The gold trajectories of these task dirs that have one, up to `max_len` tokens each."""
+    out = []
+    for d in dirs:
+        t = await gold_trajectory(d, tokenizer, agent)
+        if t is not None and len(t.prompt_ids) + len(t.response_ids) <= max_len:
+            out.append(t)
+    return out
+
+
+def optimizer(model: Any, lr: float) -> torch.optim.Optimizer:
+    """The warm start's AdamW."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+
+
+def step(
+    model: Any, opt: torch.optim.Optimizer, chunk: list[Trajectory], pad: int, share: bool
+) -> float:
+    """One SFT step on a batch (backward, clip to norm 1, AdamW); returns its NLL per token."""
+    loss = _accumulate(model, chunk, pad, share)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    release_free_memory()
+    return loss
+
+
 def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     """Run the warm start; returns the final model folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -211,25 +241,13 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(src)
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
     dirs = task_dirs(cfg.dataset, cfg.tasks)
-    share = cfg.share_prefix and prefix_pack.supports(model)
-    if share:
-        prefix_pack.register()
-        model.config._attn_implementation = prefix_pack.ATTENTION  # type: ignore[union-attr]
-
-    async def collect() -> list[Trajectory]:
-        out = []
-        for d in dirs.values():
-            t = await gold_trajectory(d, tokenizer, cfg.agent)
-            if t is not None and len(t.prompt_ids) + len(t.response_ids) <= cfg.max_len:
-                out.append(t)
-        return out
-
+    share = cfg.share_prefix and prefix_pack.enable(model)
     t0 = time.perf_counter()
-    trajs = asyncio.run(collect())
+    trajs = asyncio.run(gold_trajectories(dirs.values(), tokenizer, cfg.agent, cfg.max_len))
     if not trajs:
         raise TrainError(f"{cfg.dataset}: no gold trajectories within max_len={cfg.max_len}")
     console.print(f"SFT: {len(trajs)} gold trajectories in {time.perf_counter() - t0:.1f}s")
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    opt = optimizer(model, cfg.lr)
     rng = random.Random(cfg.seed)
     steps_per_epoch = (len(trajs) + cfg.batch_size - 1) // cfg.batch_size
     state = TrainerState()
@@ -245,11 +263,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
             rng.shuffle(order)
             for s in range(0, len(order), cfg.batch_size):
                 chunk = [trajs[i] for i in order[s : s + cfg.batch_size]]
-                loss_total = _accumulate(model, chunk, pad, share)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                release_free_memory()
+                loss_total = step(model, opt, chunk, pad, share)
                 state.step += 1
                 metrics.append({"step": state.step, "epoch": epoch, "nll_per_token": loss_total})
                 prog.update(bar, advance=1, info=f"nll/token {loss_total:.3f}")
