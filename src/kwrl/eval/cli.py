@@ -165,7 +165,8 @@ def report(
 
     console.print(
         f"{data['run']['model']} - {data['other']['model']} on {p['n_shared_tasks']} shared tasks: "
-        f"mean score {fmt(p['mean_score'])}, Pass@1 {fmt(p['pass_at_1'])}",
+        f"mean score {fmt(p['mean_score'])}, Pass@1 {fmt(p['pass_at_1'])}; tasks up / down / "
+        f"same: {p['up']} / {p['down']} / {p['same']}",
         highlight=False,
     )
     console.print(f"wrote {path}", highlight=False)

@@ -310,6 +310,12 @@ class PairedDiff(BaseModel):
     """task -> {run, other, diff} of mean score."""
     by_domain: dict[str, Interval]
     """Mean-score difference per domain of the shared tasks."""
+    up: int = 0
+    """Shared tasks whose mean score is higher in run than in other."""
+    down: int = 0
+    """Shared tasks whose mean score is lower in run."""
+    same: int = 0
+    """Shared tasks whose mean score is the same in both."""
 
 
 def paired_diff(
@@ -346,4 +352,7 @@ def paired_diff(
         pass_at_1=_ci(pass_d, boot),
         per_task=per_task,
         by_domain={k: _ci(v, boot) for k, v in sorted(domains.items())},
+        up=sum(d > 0 for d in score_d),
+        down=sum(d < 0 for d in score_d),
+        same=sum(d == 0 for d in score_d),
     )

@@ -23,6 +23,12 @@ def serve(
     device: str = typer.Option("cpu", help="torch device, e.g. cpu or cuda:0."),
     max_batch_size: int = typer.Option(8, help="Most requests decoded together."),
     batch_wait_ms: float = typer.Option(5.0, help="Wait for more requests before a batch (ms)."),
+    continuous: bool = typer.Option(
+        True,
+        "--continuous/--static",
+        help="Requests that arrive mid-batch join it at the next decode step (--static: they wait "
+        "for the next batch).",
+    ),
     max_context: int | None = typer.Option(None, help="Context window (default: the model's)."),
     threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's choice)."),
 ) -> None:
@@ -45,6 +51,7 @@ def serve(
         device=device,
         max_batch_size=max_batch_size,
         batch_wait_ms=batch_wait_ms,
+        continuous=continuous,
         max_context=max_context,
         threads=threads,
     )

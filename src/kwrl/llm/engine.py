@@ -4,8 +4,15 @@
 event loop (`await engine.generate(ids, params)` or `engine.generate_sync`); the worker collects
 requests for `batch_wait_ms`, left-pads them into one batch, prefills, then decodes step by step
 with a KV cache, each row under its own sampling parameters and seed. Rows that finish are dropped
-from the cache, so a batch costs what its live rows cost. (Static batching: a request that arrives
-mid-batch waits for the next one; at this scale that is simpler and barely slower.)
+from the cache and answered at once, so a batch costs what its live rows cost.
+
+Continuous batching (`continuous`, on by default): requests that arrive while a batch decodes join
+it after the next decode step, up to `max_batch_size` rows: their prompts are prefilled (with
+prefix reuse) and the batch cache is rebuilt, left-padded, around old and new rows. A decode step
+on CPU costs about the same for 2 rows as for 8 (it is bound by reading the weights), so an agent
+workload, whose next turns arrive one by one while other trials decode, runs fuller batches. A
+weight update that waits for the batch (`update_weights`) stops admissions, so the batch drains.
+`continuous=False` keeps static batches: a request that arrives mid-batch waits for the next one.
 
 Contract of a result (`EngineOutput`): `token_ids` are exactly the sampled ids (EOS included when
 sampled), `logprobs[i]` is the log-softmax of the temperature-scaled logits at the step that
@@ -22,9 +29,10 @@ weights, so the next token's logprob is exactly what a fresh forward of the new 
 prefix gives (the KV cache of the old weights is dropped, not reused). Each output carries the
 version of every token (`token_versions`); its `weight_version` is the first token's (the oldest).
 
-Prefix reuse: the keys/values of finished requests stay in an LRU bounded by bytes
-(`prefix_cache_mb`, `kwrl.llm.kv_cache.PrefixStore`). A prompt that starts with a stored sequence
-(an agent's next turn: previous prompt + completion + tool result) forwards only its new tokens on
+Prefix reuse: the keys/values of prefilled prompts and of finished requests stay in an LRU
+bounded by bytes (`prefix_cache_mb`, `kwrl.llm.kv_cache.PrefixStore`). A prompt that shares a
+stored sequence's first tokens (an agent's next turn: previous prompt + completion + tool result;
+another trial's first turn: the same system prompt and tools) forwards only its other tokens on
 top of a copy of that KV; rows without a hit are prefilled together as before, then all rows are
 left-padded into one batch cache. Every weight change empties the store first (KV of old weights
 is never reused); models with sliding-window layers never use it. Reused KV was computed in
@@ -61,6 +69,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
+    from kwrl.llm.kv_cache import KV
+
 _GREEDY_T = 1e-5
 _MIN_REUSE = 32
 """Fewest stored tokens worth a row's own suffix forward instead of joining the batched prefill."""
@@ -86,6 +96,9 @@ class EngineConfig(KwrlConfig):
     prefix_cache_mb: float | None = Field(default=None, ge=0)
     """Bytes (MiB) of finished requests' KV kept for prefix reuse across turns; 0 turns reuse
     off; default 1024 on CPU, 4096 on an accelerator."""
+    continuous: bool = True
+    """Requests that arrive while a batch decodes join it at the next step (False: they wait for
+    the next batch)."""
 
 
 @dataclass
@@ -135,6 +148,7 @@ class Engine:
         max_context: int | None = None,
         name: str = "model",
         prefix_cache_mb: float | None = None,
+        continuous: bool = True,
     ) -> None:
         import torch
 
@@ -144,6 +158,7 @@ class Engine:
         self.tokenizer = tokenizer
         self.name = name
         self.max_batch_size = max_batch_size
+        self.continuous = continuous
         self.batch_wait_s = batch_wait_ms / 1000.0
         self.max_context = max_context or int(
             getattr(model.config, "max_position_embeddings", 0) or 4096
@@ -169,6 +184,9 @@ class Engine:
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._seed_rng = torch.Generator().manual_seed(int(time.time_ns() % (1 << 62)))
         self._closed = False
+        self._stop_seen = False  # the worker took close()'s sentinel while admitting
+        self._updates_waiting = 0  # update_weights calls waiting for the batch lock
+        self._inflight: list[_Request] = []  # admitted to the running batch, not yet answered
         self.stats = {
             "batches": 0,
             "requests": 0,
@@ -179,10 +197,15 @@ class Engine:
             "prefill_tokens": 0,
             "prefix_hits": 0,
             "prefix_reused_tokens": 0,
+            "joins": 0,
+            "decode_steps": 0,
+            "decode_rows": 0,
         }
         """Counters since start: batches, requests, tokens sampled, largest batch, staged weight
         updates applied, how many of those landed inside a running batch, prompt tokens forwarded
-        by prefills (pads not counted), rows that reused a stored prefix, tokens so reused."""
+        by prefills (pads not counted), rows that reused a stored prefix, tokens so reused,
+        requests that joined a running batch, decode steps, and rows over all decode steps
+        (decode_rows / decode_steps: the mean batch a step ran)."""
         self._worker = threading.Thread(target=self._run, name=f"kwrl-engine-{name}", daemon=True)
         self._worker.start()
 
@@ -208,6 +231,7 @@ class Engine:
             max_context=cfg.max_context,
             name=cfg.model,
             prefix_cache_mb=cfg.prefix_cache_mb,
+            continuous=cfg.continuous,
         )
 
     @classmethod
@@ -275,11 +299,17 @@ class Engine:
         before anything is copied.
         """
         self._check_state(state_dict, "update_weights")
-        with self._lock:
-            self._prefix.clear()  # first: a copy that fails halfway leaves mixed weights too
-            self._copy_in(state_dict)
-            self.weight_version += 1
-            return self.weight_version
+        with self._stage_lock:
+            self._updates_waiting += 1  # the running batch admits no more rows: it drains
+        try:
+            with self._lock:
+                self._prefix.clear()  # first: a copy that fails halfway leaves mixed weights too
+                self._copy_in(state_dict)
+                self.weight_version += 1
+                return self.weight_version
+        finally:
+            with self._stage_lock:
+                self._updates_waiting -= 1
 
     def stage_weights(
         self, state_dict: Mapping[str, torch.Tensor], version: int | None = None
@@ -389,52 +419,107 @@ class Engine:
             live = [r for r in batch if r.future.set_running_or_notify_cancel()]
             if not live:
                 continue
+            while self._updates_waiting:  # a weight update waiting for the lock goes first
+                time.sleep(0.001)
+            self._inflight = list(live)
             try:
                 with self._lock, torch.inference_mode():
                     self._generate_batch(live)
             except Exception as e:  # the batch fails as a whole; each caller sees why
                 err = e if isinstance(e, PolicyError) else PolicyError(f"engine {self.name}: {e!r}")
-                for r in live:
+                for r in self._inflight:  # rows that joined mid-batch too
                     if not r.future.done():
                         r.future.set_exception(err)
+            self._inflight = []
             if self._staged is not None:  # staged while the batch ended: land it now
                 with self._lock:
                     self._apply_staged()
+            stop = stop or self._stop_seen
 
     def _generate_batch(self, reqs: list[_Request]) -> None:
-        import torch
-
-        version = self.weight_version
         for r in reqs:
-            room = self.max_context - len(r.prompt_ids)
-            r.limit = min(r.params.max_tokens, max(room, 0))
-            r.limit_is_context = room < r.params.max_tokens
-            # A seeded request samples alone from its own generator (reproducible whatever the
-            # batch); the others sample together on the device from the batch's generator.
-            r.generator = (
-                torch.Generator().manual_seed(r.params.seed) if r.params.seed is not None else None
-            )
-            if r.limit <= 0:
-                r.finish = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
+            self._start(r)
         active = [r for r in reqs if r.finish is None]
+        for r in reqs:
+            if r.finish is not None:
+                self._deliver(r)
+        self.stats["batches"] += 1
         if active:
             self._decode(active)
-        self.stats["batches"] += 1
-        self.stats["requests"] += len(reqs)
-        self.stats["completion_tokens"] += sum(len(r.token_ids) for r in reqs)
-        self.stats["largest_batch"] = max(self.stats["largest_batch"], len(reqs))
-        for r in reqs:
-            r.future.set_result(
-                EngineOutput(
-                    token_ids=r.token_ids,
-                    logprobs=r.logprobs,
-                    text=r.text if r.text is not None else self._decode_text(r.token_ids),
-                    finish_reason=r.finish or FinishReason.LENGTH,
-                    prompt_tokens=len(r.prompt_ids),
-                    weight_version=r.versions[0] if r.versions else version,
-                    token_versions=r.versions,
-                )
+
+    def _start(self, r: _Request) -> None:
+        """Set a request's token limit and generator (finished at once when there is no room)."""
+        import torch
+
+        room = self.max_context - len(r.prompt_ids)
+        r.limit = min(r.params.max_tokens, max(room, 0))
+        r.limit_is_context = room < r.params.max_tokens
+        # A seeded request samples alone from its own generator (reproducible whatever the
+        # batch); the others sample together on the device from the batch's generator.
+        r.generator = (
+            torch.Generator().manual_seed(r.params.seed) if r.params.seed is not None else None
+        )
+        if r.limit <= 0:
+            r.finish = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
+
+    def _deliver(self, r: _Request) -> None:
+        """Answer a finished request (its caller goes on while the batch decodes the others)."""
+        self.stats["requests"] += 1
+        self.stats["completion_tokens"] += len(r.token_ids)
+        r.future.set_result(
+            EngineOutput(
+                token_ids=r.token_ids,
+                logprobs=r.logprobs,
+                text=r.text if r.text is not None else self._decode_text(r.token_ids),
+                finish_reason=r.finish or FinishReason.LENGTH,
+                prompt_tokens=len(r.prompt_ids),
+                weight_version=r.versions[0] if r.versions else self.weight_version,
+                token_versions=r.versions,
             )
+        )
+
+    def _admit(self, n_live: int) -> list[_Request]:
+        """Queued requests that join the running batch now (none when static, when a weight
+        update waits for the batch, or once close() was seen)."""
+        if not self.continuous or self._updates_waiting or self._stop_seen:
+            return []
+        new: list[_Request] = []
+        while n_live + len(new) < self.max_batch_size:
+            try:
+                r = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if r is None:
+                self._stop_seen = True
+                break
+            if not r.future.set_running_or_notify_cancel():
+                continue
+            self._inflight.append(r)
+            self._start(r)
+            if r.finish is not None:
+                self._deliver(r)
+            else:
+                new.append(r)
+        return new
+
+    def _join(
+        self, rows: list[_Request], logits_B_V: torch.Tensor, cache: Any, mask: torch.Tensor,
+        new: list[_Request],
+    ) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:  # fmt: skip
+        """Prefill `new` and rebuild the batch around the running `rows` and them: (logits_B_V,
+        cache, mask_B_W, next_pos_B_1) of `rows + new`, in that order."""
+        import torch
+
+        from kwrl.llm.kv_cache import assemble, row_kv
+
+        lens = mask.sum(-1).tolist()  # left padding: each row's valid positions are its last
+        kv_rows = [row_kv(cache, i, n, copy=False) for i, n in enumerate(lens)]
+        new_logits, new_kv = self._row_states(new)
+        cache, mask, next_pos = assemble(
+            self.model.config, kv_rows + new_kv, self.device, growing=self._growing
+        )
+        self.stats["joins"] += len(new)
+        return torch.cat([logits_B_V, torch.stack(new_logits)]), cache, mask, next_pos
 
     def _prefill(
         self, rows: list[_Request]
@@ -443,13 +528,34 @@ class Engine:
         mask_B_W, next_pos_B_1). Rows that start with a stored prefix forward only the rest."""
         import torch
 
-        from kwrl.llm.kv_cache import KV, assemble, row_kv
+        from kwrl.llm.kv_cache import assemble, row_kv
 
         seqs = [r.prompt_ids + r.token_ids for r in rows]
         hits = self._prefix_hits(seqs)
+        if all(h is None for h in hits):
+            out = self._forward_padded(seqs)
+            self._store_prompts(
+                seqs, [row_kv(out[1], i, len(s), copy=False) for i, s in enumerate(seqs)]
+            )
+            return out
+        logits, kv_rows = self._row_states(rows, hits)
+        cache, mask, next_pos = assemble(
+            self.model.config, kv_rows, self.device, growing=self._growing
+        )
+        return torch.stack(logits), cache, mask, next_pos
+
+    def _row_states(
+        self, rows: list[_Request], hits: list[tuple[Any, int] | None] | None = None
+    ) -> tuple[list[torch.Tensor], list[KV]]:
+        """Forward every row's prompt + tokens so far: per row, the next token's logits and the
+        KV of those positions. Rows without a stored prefix (`hits`, looked up when None) are
+        prefilled together, padded."""
+        from kwrl.llm.kv_cache import row_kv
+
+        seqs = [r.prompt_ids + r.token_ids for r in rows]
+        if hits is None:
+            hits = self._prefix_hits(seqs)
         miss = [i for i, h in enumerate(hits) if h is None]
-        if len(miss) == len(rows):
-            return self._forward_padded(seqs)
         kv_rows: list[KV] = [[] for _ in rows]
         logits: list[torch.Tensor] = [None] * len(rows)  # type: ignore[list-item]
         if miss:
@@ -460,10 +566,18 @@ class Engine:
         for i, hit in enumerate(hits):
             if hit is not None:
                 logits[i], kv_rows[i] = self._forward_suffix(seqs[i], *hit)
-        cache, mask, next_pos = assemble(
-            self.model.config, kv_rows, self.device, growing=self._growing
-        )
-        return torch.stack(logits), cache, mask, next_pos
+        self._store_prompts(seqs, kv_rows)
+        return logits, kv_rows
+
+    def _store_prompts(self, seqs: list[list[int]], kv_rows: list[KV]) -> None:
+        """Keep copies of freshly prefilled rows' KV: a request that arrives before these finish
+        (another trial's first turn: the same system prompt and tools) reuses it. A row's entry
+        gives way to its full sequence when it finishes (`_store_finished`)."""
+        if not self._prefix.max_bytes or self._prefix_version != self.weight_version:
+            return
+        for seq, kv in zip(seqs, kv_rows, strict=True):
+            if len(seq) > _MIN_REUSE:
+                self._prefix.put(seq, [(k.clone(), v.clone()) for k, v in kv])
 
     def _prefix_hits(self, seqs: list[list[int]]) -> list[tuple[Any, int] | None]:
         """Per row, the stored KV to reuse and how many tokens of it (None: prefill cold)."""
@@ -546,14 +660,19 @@ class Engine:
         import torch
 
         dev = self.device
-        temps = torch.tensor(
-            [r.params.temperature if r.params.temperature > _GREEDY_T else 1.0 for r in rows],
-            device=dev,
-        )
+
+        def temperatures(rows: list[_Request]) -> torch.Tensor:
+            return torch.tensor(
+                [r.params.temperature if r.params.temperature > _GREEDY_T else 1.0 for r in rows],
+                device=dev,
+            )
+
+        temps = temperatures(rows)
         seed = int(torch.randint(0, 1 << 62, (1,), generator=self._seed_rng))
         batch_gen = torch.Generator(device=dev).manual_seed(seed)
         logits_B_V, cache, mask, next_pos = self._prefill(rows)
         while True:
+            self.stats["largest_batch"] = max(self.stats["largest_batch"], len(rows))
             logp = torch.log_softmax(logits_B_V.float() / temps[:, None], dim=-1)
             picked, picked_lp = self._sample_rows(rows, logp, batch_gen)
             for r, tok, lp in zip(rows, picked, picked_lp, strict=True):
@@ -564,7 +683,9 @@ class Engine:
             keep = [i for i, r in enumerate(rows) if r.finish is None]
             if len(keep) < len(rows):
                 done = [i for i, r in enumerate(rows) if r.finish is not None]
-                self._store_finished(rows, done, cache, mask)
+                self._store_finished(rows, done, cache, mask)  # before the caller's next turn
+                for i in done:
+                    self._deliver(rows[i])
             if not keep:
                 return
             tok_col = torch.tensor([[picked[i]] for i in keep], device=dev)
@@ -586,8 +707,15 @@ class Engine:
                 past_key_values=cache,
                 use_cache=True,
             )
+            self.stats["decode_steps"] += 1
+            self.stats["decode_rows"] += len(rows)
             logits_B_V = out.logits[:, -1, :]
             next_pos = next_pos + 1
+            new = self._admit(len(rows))
+            if new:  # the cache holds every row's tokens so far: a clean point to join
+                logits_B_V, cache, mask, next_pos = self._join(rows, logits_B_V, cache, mask, new)
+                rows = rows + new
+                temps = temperatures(rows)
 
     def _sample_rows(
         self, rows: list[_Request], logp_B_V: torch.Tensor, batch_gen: torch.Generator

@@ -151,3 +151,7 @@ def test_paired_difference_on_shared_tasks() -> None:
     assert d.pass_at_1.value == pytest.approx((0.5 + 1.0) / 2)
     assert d.mean_score.lo == pytest.approx(0.5) and d.mean_score.hi == pytest.approx(0.75)
     assert d.by_domain["IB"].value == pytest.approx(0.5)
+    assert (d.up, d.down, d.same) == (2, 0, 0)
+    flat = paired_diff(other[:2], run[:3], Bootstrap(n_boot=50))  # the reverse: both fell
+    assert (flat.up, flat.down, flat.same) == (0, 2, 0)
+    assert paired_diff(run, run).same == 3

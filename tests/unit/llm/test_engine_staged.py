@@ -9,33 +9,12 @@ from typing import Any
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from tiny_models import fresh_logprobs, tiny_llama
+from transformers import LlamaForCausalLM
 
 from kwrl.errors import ConfigError
 from kwrl.llm.base import SamplingParams
 from kwrl.llm.engine import Engine
-
-
-def tiny_llama(vocab: int, seed: int) -> LlamaForCausalLM:
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
-    return LlamaForCausalLM(cfg).eval()
-
-
-def fresh_logprobs(model: Any, prompt: list[int], completion: list[int]) -> list[float]:
-    """Logprobs (temperature 1) of `completion` given `prompt`: one unbatched, uncached forward."""
-    with torch.inference_mode():
-        logits = model(torch.tensor([prompt + completion])).logits[0].float()
-    logp = torch.log_softmax(logits, dim=-1)
-    return [float(logp[len(prompt) - 1 + i, t]) for i, t in enumerate(completion)]
 
 
 @pytest.fixture(scope="module")
