@@ -36,3 +36,5 @@ def test_smoke_writes_a_checkpoint_and_reports(tmp_path: Path) -> None:
     assert {"SFT warm start", "eval before RL", "eval after RL"} <= set(result["stages_s"])
     assert result["before"]["n_trials"] == result["after"]["n_trials"] == len(result["tasks"])
     assert (out / "train" / "metrics.jsonl").read_text().strip()
+    assert [m["step"] for m in result["rl"]] == [1]
+    assert result["rl"][0]["trials"] == 2

@@ -46,18 +46,20 @@ class SmokeConfig(KwrlConfig):
     """Packaged model name, local folder or hub id."""
     seed: int = 0
     """Seed of the generated worlds, the prompt order and sampling."""
-    worlds: int = Field(default=2, ge=1)
-    """Generated worlds."""
+    worlds: int = Field(default=4, ge=1)
+    """Generated worlds (4 x 12 tasks: 14 easy ones, 12 of them gold trajectories for SFT, enough
+    for SmolLM2-135M to start with reward; 2 worlds' 4 left it at 0)."""
     tasks_per_world: int = Field(default=12, ge=1)
     """Generated tasks per world (the easy tier is kept)."""
-    sft_epochs: int = Field(default=2, ge=1)
+    sft_epochs: int = Field(default=3, ge=1)
     """SFT passes over the gold trajectories."""
     rl_steps: int = Field(default=2, ge=1)
     """RL optimizer steps."""
-    prompts_per_step: int = Field(default=2, ge=1)
+    prompts_per_step: int = Field(default=4, ge=1)
     """Tasks per RL step."""
-    samples_per_prompt: int = Field(default=2, ge=1)
-    """Trials per task per RL step."""
+    samples_per_prompt: int = Field(default=4, ge=1)
+    """Trials per task per RL step (a GRPO group; a group whose trials all score alike has no
+    advantage and is skipped)."""
     rl_lr: float = Field(default=1e-4, gt=0)
     """RL learning rate (of the LoRA adapters when lora_rank > 0)."""
     lora_rank: int = Field(default=16, ge=0)
@@ -66,7 +68,7 @@ class SmokeConfig(KwrlConfig):
     (docs/benchmarks.md, session 9)."""
     eval_samples: int = Field(default=1, ge=1)
     """Trials per task in each evaluation."""
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int = Field(default=8, ge=1)
     """Trials at once."""
     max_steps: int = Field(default=3, ge=1)
     """Agent turns per trial."""
@@ -157,6 +159,43 @@ def _headline(ev: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rl_steps(metrics: Path) -> list[dict[str, Any]]:
+    """Each RL step's reward and loss from the trainer's metrics.jsonl (the last line of a step
+    wins: a resumed run logs a redone step again)."""
+    steps: dict[int, dict[str, Any]] = {}
+    if metrics.is_file():
+        for line in metrics.read_text().splitlines():
+            if line.strip():
+                m = json.loads(line)
+                steps[m["step"]] = {
+                    k: m[k]
+                    for k in (
+                        "step",
+                        "trials",
+                        "trainable_trials",
+                        "reward_mean",
+                        "loss",
+                        "skipped",
+                    )
+                    if k in m
+                }
+    return [steps[k] for k in sorted(steps)]
+
+
+def _step_line(m: dict[str, Any]) -> str:
+    head = f"step {m['step']}: reward {m.get('reward_mean', 0.0):.3f}"
+    if "skipped" in m:
+        return f"{head}, skipped ({m['skipped']})"
+    return f"{head}, {m.get('trainable_trials')}/{m.get('trials')} trials trained, loss {m.get('loss', 0.0):+.4f}"
+
+
+def _eval_line(h: dict[str, Any]) -> str:
+    def f(v: Any) -> str:
+        return f"{v:.3f}" if isinstance(v, int | float) else str(v)
+
+    return f"mean score {f(h.get('mean_score'))}, pass@1 {f(h.get('pass_at_1'))} ({h.get('n_trials')} trials)"
+
+
 def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
     from kwrl.synth.generate import SynthConfig, generate
     from kwrl.train.local.config import LoRAConfig, RLConfig, TrainConfig
@@ -241,6 +280,7 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
         "train_tasks": train_tasks,
         "before": _headline(before),
         "after": _headline(after),
+        "rl": rl_steps(out / "train" / "metrics.jsonl"),
         "checkpoint": str(final),
         "reports": [
             str(out / "eval-before" / "report.html"),
@@ -252,8 +292,10 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
     table = Table(title="kwrl smoke")
     table.add_column("what")
     table.add_column("value")
-    table.add_row("before RL (SFT)", json.dumps(result["before"]))
-    table.add_row("after RL", json.dumps(result["after"]))
+    table.add_row("before RL (SFT)", _eval_line(result["before"]))
+    for m in result["rl"]:
+        table.add_row("RL", _step_line(m))
+    table.add_row("after RL", _eval_line(result["after"]))
     table.add_row("checkpoint", str(final))
     for r in result["reports"]:
         table.add_row("report", r)
