@@ -49,7 +49,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kwrl.io import write_json
-from kwrl.train.smoke import SMOKE_TOOLS, easy_only, evaluate_engine
+from kwrl.train.smoke import SMOKE_TOOLS, easy_only, evaluate_engine, rl_steps
 
 
 def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
@@ -222,7 +222,7 @@ def main() -> None:
 
     compare_path, data = write_compare(eval_rl, eval_sft)
     paired = data["paired"]["mean_score"]
-    metrics = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
+    metrics = rl_steps(out / "rl" / "metrics.jsonl")
     result = {
         # the benchmark's cost: its stages' seconds when they ran (this run or earlier ones)
         "seconds": round(sum(times.values()), 1),
@@ -239,10 +239,7 @@ def main() -> None:
         "n_shared_tasks": data["paired"]["n_shared_tasks"],
         "tasks_up_down_same": [data["paired"][k] for k in ("up", "down", "same")],
         "diff_by_domain": data["paired"]["by_domain"],
-        "rl_steps": [
-            {k: m.get(k) for k in ("step", "reward_mean", "trainable_trials", "skipped")}
-            for m in metrics
-        ],
+        "rl_steps": metrics,
         "passed": (paired["lo"] or 0.0) > 0,
         "compare_html": str(compare_path),
     }

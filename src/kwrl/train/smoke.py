@@ -47,8 +47,8 @@ class SmokeConfig(KwrlConfig):
     seed: int = 0
     """Seed of the generated worlds, the prompt order and sampling."""
     worlds: int = Field(default=4, ge=1)
-    """Generated worlds (4 x 12 tasks: 14 easy ones, 12 of them gold trajectories for SFT, enough
-    for SmolLM2-135M to start with reward; 2 worlds' 4 left it at 0)."""
+    """Generated worlds. 4 x 12 tasks give 14 easy ones, 12 of them for SFT: enough for
+    SmolLM2-135M to start with reward (2 worlds gave 4 SFT trajectories and a score of 0)."""
     tasks_per_world: int = Field(default=12, ge=1)
     """Generated tasks per world (the easy tier is kept)."""
     sft_epochs: int = Field(default=3, ge=1)
@@ -160,25 +160,20 @@ def _headline(ev: dict[str, Any]) -> dict[str, Any]:
 
 
 def rl_steps(metrics: Path) -> list[dict[str, Any]]:
-    """Each RL step's reward and loss from the trainer's metrics.jsonl (the last line of a step
-    wins: a resumed run logs a redone step again)."""
+    """Each RL step's reward and loss from a trainer run's metrics.jsonl, one record a step.
+
+    The trainer drops the lines of steps after the checkpoint it resumes from, so a step is
+    logged once; a later line for the same step still replaces an earlier one. Lines of batches
+    the async trainer dropped as stale carry the last trained step's number, not a step of their
+    own, and are left out.
+    """
+    keys = ("step", "trials", "trainable_trials", "reward_mean", "loss", "skipped")
     steps: dict[int, dict[str, Any]] = {}
     if metrics.is_file():
         for line in metrics.read_text().splitlines():
-            if line.strip():
-                m = json.loads(line)
-                steps[m["step"]] = {
-                    k: m[k]
-                    for k in (
-                        "step",
-                        "trials",
-                        "trainable_trials",
-                        "reward_mean",
-                        "loss",
-                        "skipped",
-                    )
-                    if k in m
-                }
+            m = json.loads(line) if line.strip() else {}
+            if "step" in m and "dropped_stale_batch" not in m:
+                steps[m["step"]] = {k: m[k] for k in keys if k in m}
     return [steps[k] for k in sorted(steps)]
 
 
@@ -186,14 +181,16 @@ def _step_line(m: dict[str, Any]) -> str:
     head = f"step {m['step']}: reward {m.get('reward_mean', 0.0):.3f}"
     if "skipped" in m:
         return f"{head}, skipped ({m['skipped']})"
-    return f"{head}, {m.get('trainable_trials')}/{m.get('trials')} trials trained, loss {m.get('loss', 0.0):+.4f}"
+    trained = f"{m.get('trainable_trials')}/{m.get('trials')} trials trained"
+    return f"{head}, {trained}, loss {m.get('loss', 0.0):+.4f}"
 
 
 def _eval_line(h: dict[str, Any]) -> str:
     def f(v: Any) -> str:
         return f"{v:.3f}" if isinstance(v, int | float) else str(v)
 
-    return f"mean score {f(h.get('mean_score'))}, pass@1 {f(h.get('pass_at_1'))} ({h.get('n_trials')} trials)"
+    score, pass1 = f(h.get("mean_score")), f(h.get("pass_at_1"))
+    return f"mean score {score}, pass@1 {pass1} ({h.get('n_trials')} trials)"
 
 
 def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:

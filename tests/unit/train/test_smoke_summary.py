@@ -28,6 +28,17 @@ def test_rl_steps_keep_the_last_line_of_a_redone_step(tmp_path: Path) -> None:
     assert rl_steps(tmp_path / "missing.jsonl") == []
 
 
+def test_rl_steps_leave_out_stale_batch_lines(tmp_path: Path) -> None:
+    # The async trainer logs a dropped stale batch under the last trained step's number.
+    lines = [
+        {"step": 1, "trials": 16, "trainable_trials": 4, "reward_mean": 0.75, "loss": 0.01},
+        {"step": 1, "dropped_stale_batch": 0},
+    ]
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    assert rl_steps(metrics) == [lines[0]]
+
+
 def test_eval_line_rounds_the_headline() -> None:
     head = {"n_trials": 14, "mean_score": 0.5714285714285714, "pass_at_1": 0.5}
     assert _eval_line(head) == "mean score 0.571, pass@1 0.500 (14 trials)"
