@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/grader.py [--files 170] [--trials 30]
 
-Builds a world of real office files (copies of ../shared/fixtures/office), a mailbox, a calendar
+Builds a world of real office files (copies of tests/fixtures/office), a mailbox, a calendar
 and a chat store; a final state where the "agent" edited a workbook, wrote a memo, sent a mail and
 posted in chat; a task of 6 machine-checked and 3 judged criteria. It prints:
 
@@ -45,7 +45,7 @@ from kwrl.grading.judge import Judge, JudgeConfig
 from kwrl.grading.render import clear_cache
 from kwrl.tasks.models import Verifier
 
-OFFICE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "office"
+OFFICE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 
 
 def build_world(root: Path, n_files: int, office: Path = OFFICE) -> None:

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/office_apps.py [--rounds 20]
 
 Each read tool is called through an in-memory fastmcp client on a copy of
-../shared/fixtures/office: once cold (first parse of the file), then `--rounds` times warm (the
+tests/fixtures/office: once cold (first parse of the file), then `--rounds` times warm (the
 parse and the rendered text are memoised on the file's stat). Figures are CPU milliseconds of
 this process (client + server + tool), which a loaded machine inflates far less than wall time;
 the last line is the same cost for a no-op tool, i.e. the MCP overhead every call pays.
@@ -27,7 +27,7 @@ from fastmcp import Client, FastMCP
 from kwrl.worlds.apps import excel, pdfs, powerpoint, word
 from kwrl.worlds.layout import WorldRoots
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "office"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 CASES: list[tuple[Any, str, dict[str, Any]]] = [
     (word, "read_document_content", {"file_path": "docx2python__test_file_with_comments.docx"}),
     (word, "get_document_overview", {"file_path": "python-docx__tbl-having-tables.docx"}),

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/worlds.py [--files 170] [--starts 5] [--rounds 20] [--json OUT] [--src DIR]
 
-Builds a world from copies of ../shared/fixtures/office files (spread over department folders until
+Builds a world from copies of tests/fixtures/office files (spread over department folders until
 `--files` files) plus demo mail (200 mails), calendar (120 events) and chat (300 messages) data, then:
 
 - ready: process start of `python -m kwrl.cli world serve` to its tools listed by an MCP client
@@ -44,7 +44,7 @@ from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
 from kwrl.worlds.layout import WorldRoots
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "office"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 DEPARTMENTS = ["finance", "legal", "strategy", "operations", "hr", "sales"]
 
 

@@ -1,4 +1,4 @@
-"""Test-wide settings: no network, no telemetry, deterministic; shared fixture paths."""
+"""Test-wide settings: no network, no telemetry, deterministic; the fixture paths."""
 
 from __future__ import annotations
 
@@ -12,23 +12,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+"""tests/fixtures: real office documents and Archipelago example files (see its PROVENANCE.md)."""
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """../shared/fixtures: real office documents and Archipelago example files."""
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {SHARED_FIXTURES}")
-    return SHARED_FIXTURES
+def office_fixtures() -> Path:
+    """tests/fixtures/office/<kind>/: real docx, xlsx, pptx, pdf and ics files."""
+    return FIXTURES / "office"
 
 
 @pytest.fixture(scope="session")
-def office_fixtures(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "office"
-
-
-@pytest.fixture(scope="session")
-def archipelago_fixtures(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "archipelago"
+def archipelago_fixtures() -> Path:
+    """tests/fixtures/archipelago/simple_task/: Archipelago's example task (verifiers, snapshot)."""
+    return FIXTURES / "archipelago"

@@ -61,7 +61,7 @@ def make_dataset(root: Path, n_tasks: int = 3) -> Path:
 
 # --------------------------------------------------------------------------- APEX HF layout
 
-OFFICE = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "office"
+OFFICE = Path(__file__).resolve().parents[2] / "fixtures" / "office"
 WORLD_IB = "world_" + "1" * 32
 WORLD_LAW = "world_" + "2" * 32
 OVERLAY_TASK = "task_" + "c" * 32
