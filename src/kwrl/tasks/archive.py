@@ -3,7 +3,10 @@
 Every archive kwrl unpacks (APEX world zips, bundle rows, task overlays) goes through
 `extract_zip` / `extract_tar`, which refuse, with an `UnsafeArchiveError` naming the archive and
 the member: absolute paths, `..` components, device files and FIFOs, links whose target leaves the
-destination, and data beyond a size cap. The cap is a `ByteBudget` shared by a whole run and
+destination, and data beyond a size cap. A link is checked when it is written and again after the
+whole archive is out (`recheck_links`): a link that was harmless alone can escape through a link
+written after it (`x -> s/up/a/b/../../../root/f`, then `s/up -> ..`), and only the finished tree
+shows that. The cap is a `ByteBudget` shared by a whole run and
 counted on the bytes actually written while extracting, never on the sizes the headers claim, so a
 lying header or a decompression bomb stops at the cap. For tar, Python's `tarfile.data_filter` runs
 after kwrl's own checks as a second line (it also drops set-uid bits and other odd modes).
@@ -99,6 +102,31 @@ def _check_link(
         )
 
 
+def escaping_links(root: Path) -> list[tuple[PurePosixPath, str]]:
+    """Every symlink under `root` that resolves (through any chain of links) outside `root`:
+    (its path relative to root, its target). Used on extracted trees and by `kwrl data validate`."""
+    out: list[tuple[PurePosixPath, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            p = Path(dirpath) / name
+            if p.is_symlink() and not _inside(root, p):
+                out.append((PurePosixPath(p.relative_to(root).as_posix()), os.readlink(p)))
+    return sorted(out)
+
+
+def recheck_links(dest: Path, links: Iterable[PurePosixPath], source: str) -> None:
+    """Refuse the archive if any link it wrote now resolves outside `dest` (a chain of links)."""
+    for rel in links:
+        p = dest / rel
+        if p.is_symlink() and not _inside(dest, p):
+            raise UnsafeArchiveError(
+                source,
+                str(rel),
+                f"link -> {os.readlink(p)!r} resolves outside the destination through other "
+                "links of the archive",
+            )
+
+
 def _copy_stream(src: IO[bytes], target: Path, budget: ByteBudget, source: str, name: str) -> None:
     if target.is_symlink() or target.is_dir():
         raise UnsafeArchiveError(source, name, "member would replace an existing link or directory")
@@ -116,6 +144,7 @@ def extract_zip(
     skip = set(skip_top)
     dest.mkdir(parents=True, exist_ok=True)
     written: list[PurePosixPath] = []
+    links: list[PurePosixPath] = []
     try:
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile as e:
@@ -143,6 +172,7 @@ def extract_zip(
                 _check_link(dest, rel, link, source, info.filename, hard=False)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(link, target)
+                links.append(rel)
             elif info.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
             else:
@@ -153,6 +183,7 @@ def extract_zip(
                 if mode & 0o111:
                     target.chmod(0o755)
             written.append(rel)
+    recheck_links(dest, links, source)
     return written
 
 
@@ -168,6 +199,7 @@ def extract_tar(
     source = source or str(archive)
     dest.mkdir(parents=True, exist_ok=True)
     written: list[PurePosixPath] = []
+    links: list[PurePosixPath] = []
     with io.BytesIO(archive) if isinstance(archive, bytes) else open(archive, "rb") as fileobj:
         try:
             tf = tarfile.open(fileobj=fileobj, mode="r:*")  # noqa: SIM115 - closed by `with tf` below
@@ -178,6 +210,9 @@ def extract_tar(
                 rel = _tar_member(tf, m, dest, budget, source, strip)
                 if rel is not None:
                     written.append(rel)
+                    if m.issym():
+                        links.append(rel)
+    recheck_links(dest, links, source)
     return written
 
 
@@ -219,8 +254,10 @@ def _tar_member(
         os.symlink(link, target)
     elif m.islnk():
         src = dest / link
-        if not src.is_file():
-            raise UnsafeArchiveError(source, m.name, f"hard link to missing member {link!r}")
+        if src.is_symlink() or not src.is_file() or not _inside(dest, src):
+            raise UnsafeArchiveError(
+                source, m.name, f"hard link to {link!r}, which is not a regular member file"
+            )
         budget.take(src.stat().st_size, source, m.name)
         shutil.copyfile(src, target)
     else:

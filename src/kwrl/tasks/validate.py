@@ -5,9 +5,10 @@ hide another): instruction.md present and non-empty; archipelago.json against `A
 (expected_output among the known values, task_slug equal to the dir name); world seed resolvable
 (and its world.json, when present, names the same world); tests/verifiers.json against `Verifier`
 (non-empty, unique ids, a primary objective, task_id/world_id agreeing with archipelago.json);
-golden_responses.json; tests/test.sh present; environment/overlay holding only the two world
-subsystems; task.toml through harbor's own `TaskConfig` plus
-kwrl's unknown-key check. Across the dataset: duplicate task ids.
+golden_responses.json; tests/test.sh present and, when it runs kwrl's grader, current;
+environment/overlay holding only the two world subsystems; no symlink in the task dir or its world
+resolving outside it (a chain of links included); task.toml through harbor's own `TaskConfig` plus
+kwrl's unknown-key check and positive [environment] limits. Across the dataset: duplicate task ids.
 
 A `Problem` is data, not an exception, so the CLI can print them all in one table.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.errors import TaskFormatError
+from kwrl.tasks.archive import escaping_links
 from kwrl.tasks.models import ArchipelagoMeta
 from kwrl.tasks.taskdir import (
     INSTRUCTION,
@@ -29,6 +31,8 @@ from kwrl.tasks.taskdir import (
     TASK_TOML,
     TEST_SH,
     VERIFIERS_JSON,
+    limit_problems,
+    outdated_test_sh,
     read_golden,
     read_instruction,
     read_meta,
@@ -71,7 +75,7 @@ class ValidationReport:
 def _rel(root: Path, path: str | Path) -> str:
     p = Path(path)
     try:
-        return str(p.resolve().relative_to(root.resolve()))
+        return str((p.parent.resolve() / p.name).relative_to(root.resolve()))  # a link as itself
     except ValueError:
         return str(p)
 
@@ -103,6 +107,11 @@ def validate_task(
     parsed = check(lambda: read_task_toml(task_dir))
     if not (task_dir / TEST_SH).is_file():
         fault(TEST_SH, None, "missing file: the verifier entry point")
+    elif outdated_test_sh((task_dir / TEST_SH).read_text(errors="replace")):
+        fault(TEST_SH, None, "outdated kwrl verifier (runs the grader from an agent-writable cwd); "
+                             "rewrite the task dir with this kwrl")  # fmt: skip
+    for field, message in limit_problems(parsed[1].environment) if parsed is not None else []:
+        fault(TASK_TOML, field, message)
     overlay = task_dir / OVERLAY_DIR
     if overlay.is_dir():
         for entry in sorted(p.name for p in overlay.iterdir() if p.name not in SUBSYSTEMS):
@@ -111,6 +120,8 @@ def validate_task(
                 entry,
                 f"unexpected entry; an overlay holds only {' and '.join(SUBSYSTEMS)}",
             )
+    for rel, link in escaping_links(task_dir):
+        fault(str(rel), None, f"symlink -> {link!r} resolves outside the task dir")
     if meta is not None:
         if meta.task_slug != task_dir.name:
             fault(
@@ -119,6 +130,10 @@ def validate_task(
                 f"{meta.task_slug!r} differs from the dir name {task_dir.name!r}",
             )
         world = check(lambda: resolve_world(task_dir, meta))
+        if world is not None:
+            for rel, link in escaping_links(world):
+                problems.append(Problem(task_dir.name, _rel(root, world / rel), None,
+                                        f"symlink -> {link!r} resolves outside the world dir"))  # fmt: skip
         if world is not None and (world / "world.json").is_file():
             world_json = check(lambda: _world_id_of(world / "world.json"))
             if world_json is not None and world_json != meta.world_id:

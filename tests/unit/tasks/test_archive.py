@@ -206,3 +206,47 @@ def test_pack_refuses_a_link_leaving_the_dir(tmp_path: Path) -> None:
     (tmp_path / "src/bad").symlink_to("/etc/passwd")
     with pytest.raises(UnsafeArchiveError, match="points outside"):
         pack_tar_gz(tmp_path / "src")
+
+
+# A link that is harmless when written, made to escape by a link written after it: `x` resolves
+# lexically inside the destination while `s/up` does not exist; once `s/up -> ..` exists it climbs
+# out to the secret beside the destination.
+CHAIN = [("s/", None), ("a/b/", None), ("x", "s/up/a/b/../../../secret.txt"), ("s/up", "..")]
+
+
+def test_zip_link_chain_leaving_dest_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("host secret")
+    members: list[tuple[str, bytes, int | None]] = [
+        (name, b"", stat.S_IFDIR | 0o755)
+        if link is None
+        else (name, link.encode(), stat.S_IFLNK | 0o777)
+        for name, link in CHAIN
+    ]
+    z = _zip(tmp_path / "chain.zip", members)
+    with pytest.raises(UnsafeArchiveError) as err:
+        extract_zip(z, tmp_path / "out", ByteBudget())
+    assert err.value.path == str(z) and err.value.field == "x"
+    assert "resolves outside the destination" in err.value.message
+
+
+def test_tar_link_chain_leaving_dest_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("host secret")
+    blob = _tar(
+        [
+            _member(n.rstrip("/"), tarfile.DIRTYPE)
+            if link is None
+            else _member(n, tarfile.SYMTYPE, link)
+            for n, link in CHAIN
+        ]
+    )
+    with pytest.raises(UnsafeArchiveError) as err:
+        extract_tar(blob, tmp_path / "out", ByteBudget(), source="b.parquet row 0")
+    assert (err.value.path, err.value.field) == ("b.parquet row 0", "x")
+
+
+def test_tar_hardlink_through_a_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("host secret")
+    blob = _tar([_member("s", tarfile.SYMTYPE, "d"), _member("d", tarfile.DIRTYPE),
+                 _member("h", tarfile.LNKTYPE, "s")])  # fmt: skip
+    with pytest.raises(UnsafeArchiveError, match="not a regular member file"):
+        extract_tar(blob, tmp_path / "out", ByteBudget())

@@ -240,3 +240,21 @@ def test_a_failed_hub_download_is_a_task_format_error(monkeypatch: pytest.Monkey
     with pytest.raises(TaskFormatError, match="fetching it as a HF dataset failed: offline") as err:
         resolve_source("org/missing")
     assert err.value.path == "org/missing"
+
+
+def test_a_link_chain_in_a_row_is_refused_naming_shard_row_and_member(tmp_path: Path) -> None:
+    """`x` is inside alone; `s/up -> ..` written after it makes `x` climb out of the output."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, link in [("s", None), ("a/b/c/d/e/f", None),
+                           ("x", "s/up/a/b/c/d/e/f/../../../../../../../../s.parquet"),
+                           ("s/up", "..")]:  # fmt: skip
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE if link is None else tarfile.SYMTYPE
+            info.linkname = link or ""
+            tf.addfile(info)
+    shard = _shard(tmp_path / "s.parquet", [("t", buf.getvalue())])
+    with pytest.raises(UnsafeArchiveError, match="resolves outside the destination") as err:
+        extract_bundles([shard], tmp_path / "out")
+    assert (err.value.path, err.value.field) == (f"{shard} row 0", "x")
+    assert not (tmp_path / "out").exists()

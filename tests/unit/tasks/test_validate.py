@@ -86,3 +86,22 @@ def test_overlay_may_hold_only_the_world_subsystems(dataset: Path) -> None:
     (overlay / "etc").mkdir()
     (problem,) = validate_dataset(dataset).problems
     assert (problem.file, problem.field) == ("tasks/task-001/environment/overlay", "etc")
+
+
+def test_symlinks_resolving_outside_the_task_or_world_are_reported(dataset: Path) -> None:
+    """A chain (`x -> s/up/a/../../secret`, `s/up -> ..`) is judged by where it resolves."""
+    task = dataset / "tasks" / "task-001"
+    fs = task / "environment" / "overlay" / "filesystem"
+    (fs / "s").mkdir(parents=True)
+    (fs / "a").mkdir()
+    (fs / "x").symlink_to("s/up/a/../../../../../../../etc/hostname")
+    (fs / "s" / "up").symlink_to("..")
+    (fs / "ok").symlink_to("a")
+    world = next((dataset / "worlds").iterdir())
+    (world / "filesystem" / "leak").symlink_to("/etc/hostname")
+    problems = validate_dataset(dataset).problems
+    files = {p.file for p in problems}
+    assert "tasks/task-001/environment/overlay/filesystem/x" in files
+    assert any(f.endswith("filesystem/leak") for f in files)
+    assert all("resolves outside" in p.message for p in problems)
+    assert not any(f.endswith("/ok") for f in files)
