@@ -12,7 +12,8 @@
   agent sandbox and the per-command verifier sandboxes, so both see the same world.
 
 Non-obvious choice: everything is read-only or absent except the world (`/filesystem`,
-`/.apps_data`), `/logs/*`, `/tmp` (private tmpfs) and `/kwrl/run` (the gateway's socket dir).
+`/.apps_data`), `/logs/agent` and `/logs/artifacts` (`/logs/verifier` only in the verifier phase)
+and `/tmp` (private tmpfs); `/kwrl/run` holds the gateway's socket, read-only.
 The environment variables inside are built from scratch (`--clearenv`), so the host's API keys
 never reach agent code.
 """
@@ -66,12 +67,15 @@ class LocalSandboxConfig(KwrlConfig):
     """How long start() waits for the gateway to list its tools."""
     gateway_mode: Literal["fork", "exec"] = "fork"
     """fork: fork the gateway from a warm process that has imported it (fast); exec: cold start."""
-    memory_mb: int = 4096
+    memory_mb: int = Field(default=4096, gt=0)
     """Memory limit of the whole trial when task.toml sets none (MiB)."""
-    pids_max: int = 512
+    pids_max: int = Field(default=512, gt=0)
     """Process limit of the whole trial (threads count)."""
-    cpus: float | None = None
+    cpus: float | None = Field(default=None, gt=0)
     """CPU quota when task.toml sets none; None means unlimited."""
+    storage_mb: int = Field(default=10240, gt=0)
+    """Disk for the trial's writes (world changes and /logs/agent) when task.toml sets none (MiB).
+    The world's writes live on a tmpfs, so they also count against the trial's memory limit."""
     keep_root: bool = False
     """Keep the sandbox root after stop() (debugging only)."""
     exec_user: str | None = None
@@ -206,7 +210,8 @@ def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None
         "/.apps_data",
         "--dir",
         "/kwrl",
-        "--bind",
+        # Read-only: the host made the gateway's socket here; agent code may connect, not replace it.
+        "--ro-bind",
         str(spec.root / "run"),
         "/kwrl/run",
     ]

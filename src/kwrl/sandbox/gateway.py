@@ -1,12 +1,15 @@
 """Starting the world gateway inside a running sandbox.
 
-`start_gateway(env)` runs `kwrl world serve / --uds /kwrl/run/gateway.sock` in the sandbox's
-namespaces (its loopback-only network, its pid namespace, the trial's `sandbox` cgroup, no
-capabilities) and returns once the gateway prints `kwrl-gateway ready` (docs/contracts.md), i.e.
-once its tools are listable. stdout is drained afterwards; stderr goes to `<trial>/gateway.log`.
+`start_gateway(env, listen_fd)` runs the world gateway in the sandbox's namespaces (its
+loopback-only network, its pid namespace, the trial's `sandbox` cgroup, no capabilities, a minimal
+environment) serving the listening socket `listen_fd`, which the host made at
+`<root>/run/gateway.sock` (`/kwrl/run/gateway.sock` inside, read-only there), and returns once the
+gateway prints `kwrl-gateway ready` (docs/contracts.md), i.e. once its tools are listable. stdout is
+drained afterwards; stderr goes to `<trial>/gateway.log`.
 
 Two modes (`LocalSandboxConfig.gateway_mode`):
-- `exec`: a cold `python -m kwrl.cli world serve` (imports everything: ~1-3 s on a busy 2-core box).
+- `exec`: a cold `python -m kwrl.sandbox.gateway FD` (imports everything: ~1-3 s on a busy 2-core
+  box); it serves the socket it inherits as FD, non-dumpable.
 - `fork`: a per-process warm "zygote" (`kwrl.sandbox.zygote`) has imported the gateway once; it
   forks a child that joins the trial's cgroups, enters the sandbox's namespaces with `setns`, drops
   every capability and serves. Ready in tens of milliseconds, and the child shares the zygote's
@@ -16,10 +19,13 @@ Two modes (`LocalSandboxConfig.gateway_mode`):
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import socket
+import sys
 from typing import TYPE_CHECKING
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.base import SANDBOX_GATEWAY_SOCKET, base_env, sandbox_python
+from kwrl.sandbox.base import base_env, sandbox_python
 
 if TYPE_CHECKING:
     from kwrl.sandbox.local import LocalEnvironment
@@ -33,18 +39,23 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 
 async def start_gateway(
-    env: LocalEnvironment,
+    env: LocalEnvironment, listen_fd: int
 ) -> tuple[asyncio.subprocess.Process | None, asyncio.Task[None] | None]:
-    """Start the gateway in `env`'s sandbox; returns (process, stdout drain task) once it is ready."""
+    """Start the gateway serving `listen_fd` in `env`'s sandbox; returns (process, stdout drain
+    task) once it is ready."""
     if env.settings.gateway_mode == "fork":
         from kwrl.sandbox.zygote import fork_gateway
 
-        _, drain = await fork_gateway(env)
+        _, drain = await fork_gateway(env, listen_fd)
         return None, drain
     argv = [
         *env.gateway_argv(),
-        sandbox_python(), "-m", "kwrl.cli", "world", "serve", "/", "--uds", SANDBOX_GATEWAY_SOCKET,
-    ]  # fmt: skip
+        sandbox_python(),
+        "-I",
+        "-m",
+        "kwrl.sandbox.gateway",
+        str(listen_fd),
+    ]
     log = open(env.trial_paths.trial_dir / "gateway.log", "ab")  # noqa: SIM115
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -54,6 +65,7 @@ async def start_gateway(
             stderr=log,
             start_new_session=True,
             env=base_env(None),
+            pass_fds=(listen_fd,),
         )
     finally:
         log.close()
@@ -75,3 +87,17 @@ async def start_gateway(
             f"world gateway not ready after {env.settings.gateway_timeout_s} s (see gateway.log)"
         ) from e
     return proc, asyncio.create_task(_drain(proc.stdout))
+
+
+def serve_fd(fd: int) -> None:
+    """The `exec` mode's gateway: serve the world under / on the listening socket `fd`."""
+    from kwrl.sandbox.zygote import serve_app
+    from kwrl.worlds.gateway import build_app
+    from kwrl.worlds.layout import WorldRoots
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<pid>/mem stays closed
+    serve_app(build_app(WorldRoots.sandbox_default()), socket.socket(fileno=fd))
+
+
+if __name__ == "__main__":
+    serve_fd(int(sys.argv[1]))

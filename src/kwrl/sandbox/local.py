@@ -30,6 +30,7 @@ killed) instead of hanging until the agent timeout.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import io
 import json
@@ -38,6 +39,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import socket
 import tarfile
 import tempfile
 import time
@@ -68,15 +70,28 @@ from kwrl.sandbox.base import (
     resolve_world,
 )
 from kwrl.sandbox.forward import UnixForwarder
+from kwrl.tasks.taskdir import limit_problems
 
 # Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
-_MOUNT = 'mount -t overlay overlay -o "$1" "$2" && shift 2 && exec "$@"'
+# $1 = tmpfs options, $2 = the disk dir, $3 = overlay options, $4 = the merged dir. The trial's
+# writes (overlay upper and work) live on a size-limited tmpfs private to this mount namespace.
+_MOUNT = (
+    'mount -t tmpfs -o "$1" kwrl-disk "$2" && cd "$2" && '
+    "mkdir -p upper/filesystem upper/.apps_data/mail upper/.apps_data/calendar "
+    "upper/.apps_data/chat work && "
+    'mount -t overlay overlay -o "$3" "$4" && shift 4 && exec "$@"'
+)
 # The sandbox's only long-lived process; its line says bwrap finished building the namespaces.
 _KEEPER = "echo kwrl-sandbox-ready; exec sleep infinity"
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
+_DISK_EVERY = 4  # check disk use every 4th watch tick (0.2 s): it walks /logs/agent
+OUTPUT_CAP = 16 * 2**20
+"""Bytes of stdout (and of stderr) an `exec` keeps: the head and tail, with a marker between."""
 _REAP_S = 5.0
+_DISK_SLACK = 64 * 1024  # a world tmpfs with less free is full
+_VERIFIER_DIR = "/logs/verifier"
 _swept = False
 
 
@@ -117,6 +132,9 @@ class LocalEnvironment(BaseEnvironment):
         self._drain: asyncio.Task[None] | None = None
         self._forwarder: UnixForwarder | None = None
         self._init_pid = 0
+        self._listener: socket.socket | None = None
+        self._holder: asyncio.subprocess.Process | None = None
+        self._disk_events = 0
         self._verifier_phase = False
         self._stopped = False
         super().__init__(*args, **kwargs)
@@ -138,6 +156,7 @@ class LocalEnvironment(BaseEnvironment):
         return EnvironmentResourceCapabilities(cpu_limit=True, memory_limit=True)
 
     def _validate_definition(self) -> None:
+        check_limits(self.task_env_config, self.environment_dir.parent / "task.toml")
         self.world = resolve_world(self.environment_dir.parent)
         for p in self.world.lowers:
             if _bad_mount_chars(p):
@@ -172,10 +191,9 @@ class LocalEnvironment(BaseEnvironment):
         self.root = root = self._sandbox_dir() / name
         if _bad_mount_chars(root):
             raise SandboxError(f"sandbox_dir {root}: overlayfs cannot take ',' or ':' in a path")
-        for sub in ("upper/filesystem", "upper/.apps_data", "work", "merged", "run", "tests"):
-            (root / sub).mkdir(parents=True, exist_ok=True)
-        for app in ("mail", "calendar", "chat"):
-            (root / "upper/.apps_data" / app).mkdir(exist_ok=True)
+        root.mkdir(parents=True, mode=0o700)
+        for sub in ("disk", "merged", "run", "tests"):
+            (root / sub).mkdir()
         lowers = self.world.lowers
         if not lowers:
             (root / "empty").mkdir()
@@ -183,7 +201,10 @@ class LocalEnvironment(BaseEnvironment):
         if cgroups.Cgroups.available():
             self._cg = cgroups.Cgroups(name)
             await asyncio.to_thread(self._cg.create, self._limits())
-        opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={root / 'upper'},workdir={root / 'work'}"
+        if self.settings.gateway:
+            self._listener = _listen(root / "run" / "gateway.sock")
+        disk = root / "disk"
+        opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={disk / 'upper'},workdir={disk / 'work'}"
         read_fd, write_fd = os.pipe()
         spec = self._spec(share_net=False, verifier=False)
         argv = [
@@ -197,6 +218,8 @@ class LocalEnvironment(BaseEnvironment):
             "-c",
             _MOUNT,
             "sh",
+            f"size={self._storage_mb()}m,mode=0755",
+            str(disk),
             opts,
             str(root / "merged"),
             *bwrap_argv(spec, ["sh", "-c", _KEEPER], info_fd=write_fd),
@@ -219,6 +242,7 @@ class LocalEnvironment(BaseEnvironment):
         info = await asyncio.to_thread(_read_all, read_fd)
         line = await self._proc.stdout.readline() if info else b""
         if not line.startswith(b"kwrl-sandbox-ready"):
+            self._close_listener()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
             rc = await self._proc.wait()
@@ -234,9 +258,10 @@ class LocalEnvironment(BaseEnvironment):
         self._stopped = True
         if self._forwarder is not None:
             await self._forwarder.close()
+        self._close_listener()
         if self._cg is not None:
             await asyncio.to_thread(self._cg.kill)
-        for proc in (self._proc, self._gateway):
+        for proc in (self._proc, self._gateway, self._holder):
             if proc is not None and proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -244,10 +269,14 @@ class LocalEnvironment(BaseEnvironment):
         if self._drain is not None:
             self._drain.cancel()
             await asyncio.gather(self._drain, return_exceptions=True)
-        report: dict[str, Any] = {"limits": vars(self._limits())}
+        report: dict[str, Any] = {
+            "limits": {**vars(self._limits()), "storage_mb": self._storage_mb()}
+        }
         if self._cg is not None:
             report["events"] = self._cg.events().as_dict()
             await asyncio.to_thread(self._cg.remove)
+        if self._disk_events:
+            report.setdefault("events", {})["disk_full"] = self._disk_events
         with contextlib.suppress(OSError):
             write_json(self.trial_paths.trial_dir / "sandbox.json", report)
         if self.root is not None and not self.settings.keep_root:
@@ -261,7 +290,7 @@ class LocalEnvironment(BaseEnvironment):
         timeout_sec: int | None = None,
         user: str | int | None = None,
     ) -> ExecResult:
-        argv = self._command_argv(command, cwd=cwd, user=self._uid_gid(user))
+        argv = self._command_argv(command, cwd=cwd, user=self._uid_gid(user), env=env)
         rc, out, err = await self._run(argv, env=self._exec_env(env), timeout_sec=timeout_sec)
         return ExecResult(
             stdout=out.decode(errors="replace"), stderr=err.decode(errors="replace"), return_code=rc
@@ -326,19 +355,26 @@ class LocalEnvironment(BaseEnvironment):
         for m in self._mounts:
             if m.get("type") == "bind":
                 Path(m["source"]).mkdir(parents=True, exist_ok=True)
-                binds.append((m["source"], m["target"], bool(m.get("read_only"))))
+                # The agent phase may read but never write the verifier's outputs (a planted reward).
+                ro = bool(m.get("read_only")) or (
+                    not verifier and _under(m["target"], _VERIFIER_DIR)
+                )
+                binds.append((m["source"], m["target"], ro))
+        env = base_env(SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None)
         if verifier:
+            # Never import from the cwd or a script's dir (agent-writable /filesystem), whatever
+            # an older tests/test.sh does.
+            env["PYTHONSAFEPATH"] = "1"
             binds.append((str(self.root / "tests"), "/tests", True))
             if self.world.world_dir is not None:
                 binds.append((str(self.world.world_dir), "/kwrl/initial/world", True))
             if self.world.overlay_dir is not None:
                 binds.append((str(self.world.overlay_dir), "/kwrl/initial/overlay", True))
-        gateway = SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None
         return SandboxSpec(
             root=self.root,
             share_net=share_net,
             binds=binds,
-            env=base_env(gateway),
+            env=env,
             extra_ro=self.settings.extra_ro_binds,
         )
 
@@ -363,11 +399,18 @@ class LocalEnvironment(BaseEnvironment):
         return pw.pw_uid, pw.pw_gid
 
     def _command_argv(
-        self, command: str, *, cwd: str | None, user: tuple[int, int] | None
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        user: tuple[int, int] | None,
+        env: dict[str, str] | None = None,
     ) -> list[str]:
         if self._stopped or not self._init_pid:
             raise SandboxError(f"{self.session_id}: sandbox is not running")
-        workdir = cwd or self.task_env_config.workdir or "/filesystem"
+        # The verifier phase starts where the agent cannot write (the sandbox root is bwrap's tmpfs).
+        default = "/" if self._verifier_phase else self.task_env_config.workdir or "/filesystem"
+        workdir = cwd or default
         shell = ["bash", "-c", f"cd {_q(workdir)} || exit 1\n{command}"]
         ids = [] if user is None else [f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         if not self._verifier_phase:
@@ -376,19 +419,26 @@ class LocalEnvironment(BaseEnvironment):
                 "nsenter", "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
                 *_DROP_CAPS, *ids, "--", *shell,
             ]  # fmt: skip
-        assert self._proc is not None
+        assert self._holder is not None
         share_net = self._network_policy.network_mode != NetworkMode.NO_NETWORK
         spec = self._spec(share_net=share_net, verifier=True)
         spec.keep_setid = bool(ids)
+        # What harbor passes (task verifier.env, the trial's verifier env: the judge and its key)
+        # reaches the grader; the sandbox's own variables win.
+        spec.env = {**(self._merge_env(env) or {}), **spec.env}
         inner = [*_DROP_CAPS, *ids, "--", *shell] if ids else shell
         return [
             *self._join("exec"),
-            "nsenter", "-t", str(self._proc.pid), "-m", "--",
+            "nsenter", "-t", str(self._holder.pid), "-m", "--",
             *bwrap_argv(spec, inner),
         ]  # fmt: skip
 
     def _exec_env(self, env: dict[str, str] | None) -> dict[str, str]:
+        """The launcher's env. Agent phase: exactly `base_env` (nothing of harbor's env reaches
+        agent code); verifier phase: bwrap's --clearenv rebuilds the env inside from the spec."""
         gateway = SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None
+        if not self._verifier_phase:
+            return base_env(gateway)
         return {**base_env(gateway), **(self._merge_env(env) or {})}
 
     async def _checked(self, command: str, stdin: bytes | None = None) -> bytes:
@@ -428,8 +478,12 @@ class LocalEnvironment(BaseEnvironment):
             with contextlib.suppress(Exception):
                 await self._reap(await spawn, None)
             raise
-        talk = asyncio.ensure_future(proc.communicate(stdin))
-        watch = asyncio.ensure_future(self._watch_limits(before)) if before else None
+        talk = asyncio.ensure_future(_communicate(proc, stdin))
+        watch = (
+            asyncio.ensure_future(self._watch_limits(before))
+            if before is not None or not self._verifier_phase
+            else None
+        )
         try:
             waiters = {talk} | ({watch} if watch else set())
             done, _ = await asyncio.wait(
@@ -447,23 +501,68 @@ class LocalEnvironment(BaseEnvironment):
         finally:
             if watch is not None:
                 watch.cancel()
+        breach = ""
         if before is not None and self._cg is not None:
             breach = _breach(before, self._cg.events(), self._limits())
-            if breach:
-                raise SandboxLimitError(breach)
+        if not breach and not self._verifier_phase:
+            breach = await asyncio.to_thread(self._disk_breach)
+        if breach:
+            raise SandboxLimitError(breach)
         assert proc.returncode is not None
         return proc.returncode, out, err
 
-    async def _watch_limits(self, before: cgroups.ResourceEvents) -> str:
-        """Return (ending the command) as soon as the trial hits its process or memory limit."""
-        assert self._cg is not None
+    async def _watch_limits(self, before: cgroups.ResourceEvents | None) -> str:
+        """Return (ending the command) as soon as the trial hits its process, memory or disk limit."""
         limits = self._limits()
+        tick = 0
         while True:
             await asyncio.sleep(_WATCH_S)
-            breach = _breach(before, self._cg.events(), limits)
+            tick += 1
+            breach = ""
+            if before is not None and self._cg is not None:
+                breach = _breach(before, self._cg.events(), limits)
+            if not breach and not self._verifier_phase and tick % _DISK_EVERY == 0:
+                breach = await asyncio.to_thread(self._disk_breach)
             if breach:
-                await asyncio.to_thread(self._cg.kill, "exec")
+                if self._cg is not None:
+                    await asyncio.to_thread(self._cg.kill, "exec")
                 return breach
+
+    def _storage_mb(self) -> int:
+        """task.toml's [environment] storage_mb, else the settings' default."""
+        return self._effective_storage_mb or self.settings.storage_mb
+
+    def _disk_breach(self) -> str:
+        """Non-empty when the trial's writes (world + /logs/agent) reached its storage limit.
+
+        The world's writes sit on a tmpfs of `storage_mb` (the kernel refuses writes past it);
+        /logs/agent is a host dir, measured here (blocks, links not followed).
+        """
+        if self._proc is None or self.root is None:
+            return ""
+        limit = self._storage_mb() * 2**20
+        try:
+            st = os.statvfs(f"/proc/{self._proc.pid}/root{self.root}/disk")
+        except OSError:
+            return ""  # the sandbox is ending
+        used = (st.f_blocks - st.f_bfree) * st.f_frsize
+        full = st.f_bavail * st.f_frsize < _DISK_SLACK
+        agent = self._mount_source("/logs/agent")
+        if not full and agent is not None:
+            full = used + _tree_bytes(agent, limit - used) >= limit
+        if not full:
+            return ""
+        self._disk_events += 1
+        return (
+            f"disk limit reached (storage_mb={self._storage_mb()}: the world's writes and "
+            "/logs/agent); the trial's commands were killed"
+        )
+
+    def _mount_source(self, target: str) -> Path | None:
+        for m in self._mounts:
+            if m.get("type") == "bind" and m.get("target") == target:
+                return Path(m["source"])
+        return None
 
     async def _reap(
         self, proc: asyncio.subprocess.Process, talk: asyncio.Future[Any] | None
@@ -493,12 +592,45 @@ class LocalEnvironment(BaseEnvironment):
                 await asyncio.to_thread(self._cg.kill, "exec")
 
     async def _enter_verifier_phase(self) -> None:
-        """Harbor uploads /tests right before verifying: quiesce the agent's leftovers first."""
+        """Harbor uploads /tests right before verifying: end everything of the agent phase first.
+
+        A holder process keeps the sandbox's mount namespace (the world's overlay) alive; then the
+        sandbox's init is killed, which makes the kernel kill every process of its pid namespace
+        (the gateway, `code_execution` children, setsid'ed daemons) at once, and the agent's
+        commands are killed through their cgroup. The verifier's output dir is emptied last, so
+        whatever reward file harbor reads afterwards is the grader's own.
+        """
         if self._verifier_phase:
             return
         self._verifier_phase = True
+        if self._forwarder is not None:
+            await self._forwarder.close()
+            self._forwarder = None
+        assert self._proc is not None
+        self._holder = await asyncio.create_subprocess_exec(
+            *self._join("sandbox"),
+            "nsenter", "-t", str(self._proc.pid), "-m", "--",
+            "sh", "-c", "echo kwrl-holder; exec sleep infinity",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            start_new_session=True, env=_host_env(),
+        )  # fmt: skip
+        assert self._holder.stdout is not None
+        if not (await self._holder.stdout.readline()).startswith(b"kwrl-holder"):
+            raise SandboxError(f"{self.session_id}: could not hold the sandbox's mounts")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._init_pid, signal.SIGKILL)
+        for proc in (self._proc, self._gateway):
+            if proc is not None:
+                try:
+                    async with asyncio.timeout(_REAP_S * 2):
+                        await proc.wait()
+                except TimeoutError as e:
+                    raise SandboxError(f"{self.session_id}: the agent phase did not end") from e
         if self._cg is not None:
             await asyncio.to_thread(self._cg.kill, "exec")
+        out = self._mount_source(_VERIFIER_DIR)
+        if out is not None:
+            await asyncio.to_thread(_empty_dir, out)
 
     def _tests_host_path(self, target: str) -> Path:
         assert self.root is not None
@@ -511,10 +643,21 @@ class LocalEnvironment(BaseEnvironment):
         from kwrl.sandbox.gateway import start_gateway
 
         assert self.root is not None and self.gateway_socket is not None
-        self._gateway, self._drain = await start_gateway(self)
+        assert self._listener is not None
+        try:
+            self._gateway, self._drain = await start_gateway(self, self._listener.fileno())
+        finally:
+            self._close_listener()  # the gateway holds it now; a dead gateway refuses connections
+        # The relay connects by a host path under the sandbox root: /kwrl/run is read-only inside,
+        # so agent code cannot replace the socket with a link to another one.
         self._forwarder = UnixForwarder(self.gateway_socket)
         port = await self._forwarder.start()
         self.mcp_url = f"http://127.0.0.1:{port}/mcp/"
+
+    def _close_listener(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
 
     def gateway_argv(self) -> list[str]:
         """argv that runs a command in the sandbox's namespaces but in the `sandbox` cgroup."""
@@ -533,6 +676,100 @@ def _breach(
     if now.oom_kill > before.oom_kill:
         return f"memory limit exceeded ({limits.memory_mb} MiB); the kernel killed a process"
     return ""
+
+
+async def _capped(stream: asyncio.StreamReader | None, cap: int) -> bytes:
+    """All of `stream`, or its first and last cap/2 bytes with a marker saying how much was cut."""
+    if stream is None:
+        return b""
+    head = bytearray()
+    tail: collections.deque[bytes] = collections.deque()
+    kept = cut = 0
+    while chunk := await stream.read(1 << 16):
+        if len(head) < cap // 2:
+            n = cap // 2 - len(head)
+            head += chunk[:n]
+            chunk = chunk[n:]
+        if chunk:
+            tail.append(chunk)
+            kept += len(chunk)
+            while kept - len(tail[0]) >= cap - cap // 2:
+                kept -= len(tail[0])
+                cut += len(tail.popleft())
+    if cut:
+        head += f"\n[kwrl: {cut} bytes of output cut]\n".encode()
+    return bytes(head) + b"".join(tail)
+
+
+async def _communicate(
+    proc: asyncio.subprocess.Process, stdin: bytes | None
+) -> tuple[bytes, bytes]:
+    """`proc.communicate` with each output stream capped at OUTPUT_CAP bytes."""
+
+    async def feed() -> None:
+        if proc.stdin is None:
+            return
+        with contextlib.suppress(ConnectionError):
+            if stdin:
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+    _, out, err = await asyncio.gather(
+        feed(), _capped(proc.stdout, OUTPUT_CAP), _capped(proc.stderr, OUTPUT_CAP)
+    )
+    await proc.wait()
+    return out, err
+
+
+def _tree_bytes(top: Path, stop_at: int) -> int:
+    """Disk blocks used under `top` (links not followed), counting stops once past `stop_at`."""
+    total = 0
+    stack = [top]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += st.st_blocks * 512
+            if e.is_dir(follow_symlinks=False):
+                stack.append(Path(e.path))
+            if total >= stop_at:
+                return total
+    return total
+
+
+def _empty_dir(d: Path) -> None:
+    """Remove everything in `d` without following links; `d` itself stays."""
+    if d.is_symlink() or not d.is_dir():
+        raise SandboxError(f"{d}: expected a directory")
+    for e in os.scandir(d):
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path)
+        else:
+            os.unlink(e.path)
+
+
+def _listen(path: Path) -> socket.socket:
+    """A listening Unix socket at `path` (made here, on the host, and handed to the gateway)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    os.chmod(path, 0o666)  # inside, any user may connect (the dir is the sandbox's only)
+    sock.listen(128)
+    return sock
+
+
+def check_limits(env: Any, task_toml: Path) -> None:
+    """Refuse [environment] limits no sandbox can apply, naming task.toml and the field."""
+    problems = limit_problems(env)
+    if problems:
+        field, message = problems[0]
+        raise ConfigError(f"{task_toml}: {field} = {message}")
 
 
 def _q(s: str) -> str:

@@ -8,13 +8,18 @@ its parent). For each request it forks; the child
 1. joins the trial's `sandbox` cgroups and opens the gateway's log (host paths, before entering);
 2. `setns` into the sandbox init's ipc, uts, net, pid and mount namespaces, then chroots to the
    sandbox root; forks again so the server is inside the sandbox's pid namespace (it dies with it);
-3. drops every capability (bounding set, permitted, effective) and sets no_new_privs, so the
-   gateway and the code it runs (`code_execution`) have the same rights as agent commands;
-4. runs `kwrl world serve / --uds /kwrl/run/gateway.sock`, whose ready line goes to a pipe the
-   requester passed over the socket (SCM_RIGHTS).
+3. drops every capability (bounding set, permitted, effective), sets no_new_privs, so the
+   gateway and the code it runs (`code_execution`) have the same rights as agent commands, and
+   makes itself non-dumpable, so agent code cannot read its memory or environ through /proc;
+4. serves the gateway app on the listening socket the host made at `/kwrl/run/gateway.sock`;
+   its ready line goes to a pipe. Both fds come with the request (SCM_RIGHTS).
 
-The request protocol is one JSON object per connection, with one fd attached; the answer is
-`{"pid": <gateway pid on the host>}` or `{"error": "..."}`.
+The zygote starts from a minimal environment (`base_env`), never the host's, so no API key is in
+its memory or in what its children inherit.
+
+The request protocol is one JSON object per connection, with two fds attached (the ready pipe,
+the listening socket); the answer is `{"pid": <gateway pid on the host>}` or `{"error": "..."}`.
+A malformed request gets an error answer; the zygote goes on serving.
 """
 
 from __future__ import annotations
@@ -44,10 +49,12 @@ if TYPE_CHECKING:
     from kwrl.sandbox.local import LocalEnvironment
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _CAP_V3 = 0x20080522
 _NAMESPACES = ("ipc", "uts", "net", "pid", "mnt")
+_REQUEST_TIMEOUT_S = 5.0
 
 
 # --------------------------------------------------------------------------- zygote side
@@ -76,8 +83,8 @@ def _drop_capabilities(libc: ctypes.CDLL) -> None:
         raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
 
 
-def _serve_app(app: Any, uds: str) -> None:
-    """Serve a prebuilt gateway app on `uds`; print the gateway's ready line once serving."""
+def serve_app(app: Any, sock: socket.socket) -> None:
+    """Serve a gateway app on a listening socket; print the gateway's ready line once serving."""
     import logging
 
     import uvicorn
@@ -85,10 +92,7 @@ def _serve_app(app: Any, uds: str) -> None:
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s"
     )
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(uds)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(uds)
+    uds = SANDBOX_GATEWAY_SOCKET
 
     async def run() -> None:
         server = uvicorn.Server(
@@ -106,7 +110,9 @@ def _serve_app(app: Any, uds: str) -> None:
     asyncio.run(run())
 
 
-def _child(req: dict[str, Any], out_fd: int, report_fd: int, libc: ctypes.CDLL, app: Any) -> None:
+def _child(
+    req: _Request, out_fd: int, listen_fd: int, report_fd: int, libc: ctypes.CDLL, app: Any
+) -> None:
     """Runs in the forked child: enter the sandbox, fork the server, report its pid, exit."""
     os.setsid()
     for f in req["cgroup_procs"]:
@@ -132,14 +138,40 @@ def _child(req: dict[str, Any], out_fd: int, report_fd: int, libc: ctypes.CDLL, 
     os.dup2(log_fd, 2)
     devnull = os.open("/dev/null", os.O_RDONLY)
     os.dup2(devnull, 0)
-    os.closerange(3, 1 << 16)
+    os.dup2(listen_fd, 3)
+    os.closerange(4, 1 << 16)
     _drop_capabilities(libc)
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.environ.clear()
     os.environ.update(base_env(None))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.unfreeze()
-    _serve_app(app, req["uds"])
+    serve_app(app, socket.socket(fileno=3))
     os._exit(0)
+
+
+class _Request(dict[str, Any]):
+    """A parsed, checked zygote request."""
+
+
+def _parse_request(msg: bytes, fds: list[int]) -> _Request:
+    """The request in `msg`, checked; ValueError on anything else (the zygote answers an error)."""
+    if len(fds) != 2:
+        raise ValueError(f"expected 2 fds (ready pipe, listening socket), got {len(fds)}")
+    req = json.loads(msg)
+    if not isinstance(req, dict):
+        raise ValueError("request is not a JSON object")
+    ns_pid, procs, log = req.get("ns_pid"), req.get("cgroup_procs"), req.get("log")
+    if not isinstance(ns_pid, int) or isinstance(ns_pid, bool) or ns_pid <= 1:
+        raise ValueError("ns_pid: expected a pid")
+    if not isinstance(procs, list) or not all(
+        isinstance(f, str) and f.startswith("/sys/fs/cgroup/") and f.endswith("/cgroup.procs")
+        for f in procs
+    ):
+        raise ValueError("cgroup_procs: expected cgroup.procs paths under /sys/fs/cgroup")
+    if not isinstance(log, str) or not log.startswith("/"):
+        raise ValueError("log: expected an absolute path")
+    return _Request(req)
 
 
 def _prebuilt_app() -> Any:
@@ -186,28 +218,41 @@ def serve_zygote(path: str) -> None:
     while True:
         conn, _ = srv.accept()
         with conn:
-            msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
-            req = json.loads(msg)
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    srv.close()
-                    os.close(r)
-                    _child(req, fds[0], w, libc, app)
-                except BaseException as e:  # the child must never return into the loop
-                    with contextlib.suppress(Exception):
-                        os.write(2, f"kwrl-zygote child: {e!r}\n".encode())
-                finally:
-                    os._exit(1)
-            os.close(w)
-            for fd in fds:
-                os.close(fd)
-            _, status = os.waitpid(pid, 0)
-            with os.fdopen(r, "rb") as rf:
-                got = rf.read().decode()
-            answer = {"pid": int(got)} if got else {"error": f"fork failed (status {status})"}
-            conn.sendall(json.dumps(answer).encode())
+            conn.settimeout(_REQUEST_TIMEOUT_S)
+            fds: list[int] = []
+            try:
+                msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 2)
+                answer = _handle(srv, _parse_request(msg, fds), fds, libc, app)
+            except (OSError, ValueError) as e:  # a malformed request must not end the zygote
+                answer = {"error": f"bad request: {e}"}
+            finally:
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            with contextlib.suppress(OSError):
+                conn.sendall(json.dumps(answer).encode())
+
+
+def _handle(
+    srv: socket.socket, req: _Request, fds: list[int], libc: ctypes.CDLL, app: Any
+) -> dict[str, Any]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            srv.close()
+            os.close(r)
+            _child(req, fds[0], fds[1], w, libc, app)
+        except BaseException as e:  # the child must never return into the loop
+            with contextlib.suppress(Exception):
+                os.write(2, f"kwrl-zygote child: {e!r}\n".encode())
+        finally:
+            os._exit(1)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as rf:
+        got = rf.read().decode()
+    return {"pid": int(got)} if got.isdigit() else {"error": f"fork failed (status {status})"}
 
 
 # --------------------------------------------------------------------------- requester side
@@ -231,9 +276,11 @@ class _Zygote:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.path = str(d / "zygote.sock")
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kwrl.sandbox.zygote", self.path],
+                [sys.executable, "-I", "-m", "kwrl.sandbox.zygote", self.path],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
+                env=base_env(None),  # never the host's: its keys would be in every gateway
+                cwd="/",
             )
             atexit.register(self.close)
             assert self.proc.stdout is not None
@@ -264,10 +311,10 @@ def _sweep_zygote_dirs(base: Path) -> None:
 _ZYGOTE = _Zygote()
 
 
-def _request(path: str, req: dict[str, Any], fd: int) -> dict[str, Any]:
+def _request(path: str, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(path)
-        socket.send_fds(s, [json.dumps(req).encode()], [fd])
+        socket.send_fds(s, [json.dumps(req).encode()], fds)
         s.shutdown(socket.SHUT_WR)
         data = b""
         while chunk := s.recv(65536):
@@ -275,8 +322,9 @@ def _request(path: str, req: dict[str, Any], fd: int) -> dict[str, Any]:
     return json.loads(data)
 
 
-async def fork_gateway(env: LocalEnvironment) -> tuple[int, asyncio.Task[None]]:
-    """Fork a gateway into `env`'s sandbox; returns (host pid, stdout drain task) once ready."""
+async def fork_gateway(env: LocalEnvironment, listen_fd: int) -> tuple[int, asyncio.Task[None]]:
+    """Fork a gateway serving `listen_fd` into `env`'s sandbox; returns (host pid, stdout drain
+    task) once ready."""
     from kwrl.sandbox.gateway import READY
 
     timeout = env.settings.gateway_timeout_s
@@ -287,10 +335,9 @@ async def fork_gateway(env: LocalEnvironment) -> tuple[int, asyncio.Task[None]]:
         "ns_pid": env.init_pid,
         "cgroup_procs": [str(f) for f in cg.procs_files("sandbox")] if cg else [],
         "log": str(env.trial_paths.trial_dir / "gateway.log"),
-        "uds": SANDBOX_GATEWAY_SOCKET,
     }
     try:
-        answer = await asyncio.to_thread(_request, path, req, w)
+        answer = await asyncio.to_thread(_request, path, req, [w, listen_fd])
     finally:
         os.close(w)
     if "pid" not in answer:

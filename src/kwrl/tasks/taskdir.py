@@ -48,14 +48,33 @@ DOCKERFILE = "environment/Dockerfile"
 OVERLAY_DIR = "environment/overlay"
 SOLVE_SH = "solution/solve.sh"
 
-# docs/contracts.md "tests/test.sh runs ...": the verifier entry point, verbatim.
+# docs/contracts.md "tests/test.sh runs ...": the verifier entry point, verbatim. It starts in /
+# (never the agent-writable world) and runs Python isolated (-I: no cwd or script dir on sys.path,
+# no PYTHON* variables, no user site), so nothing the agent wrote can stand in for the grader.
 TEST_SH_TEXT = """#!/usr/bin/env bash
 # kwrl verifier: grade the trial's final state and answer against tests/verifiers.json.
 set -euo pipefail
-exec "${KWRL_PYTHON:-python3}" -m kwrl.grading.verify --tests /tests \\
+cd /
+exec "${KWRL_PYTHON:-python3}" -I -m kwrl.grading.verify --tests /tests \\
   --initial /kwrl/initial/world --initial /kwrl/initial/overlay --final / \\
   --answer /logs/agent/final_answer.txt --out /logs/verifier
 """
+
+
+def outdated_test_sh(text: str) -> bool:
+    """A kwrl test.sh written before TEST_SH_TEXT ran the grader isolated (from a safe cwd, `-I`)."""
+    return "kwrl.grading.verify" in text and text != TEST_SH_TEXT
+
+
+def limit_problems(env: Any) -> list[tuple[str, str]]:
+    """(field, message) for each [environment] limit of a harbor `EnvironmentConfig` that no
+    sandbox can apply: cpus, memory_mb and storage_mb must be positive when set."""
+    out = []
+    for key in ("cpus", "memory_mb", "storage_mb"):
+        value = getattr(env, key, None)
+        if value is not None and not value > 0:
+            out.append((f"environment.{key}", f"{value!r}: must be a positive number (or unset)"))
+    return out
 
 _VERIFIERS = TypeAdapter(list[Verifier])
 _GOLDEN = TypeAdapter(list[GoldenResponse])
