@@ -2,6 +2,7 @@
 
 Both run harbor trials in the chosen environment (default: the local bubblewrap sandbox) and
 leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summary.json`.
+`kwrl trial run` exits 1 when the trial failed (an error, or no reward).
 Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
 `--ek gateway=false` or `--ek pids_max=256`.
 """
@@ -73,7 +74,7 @@ def trial_run(
     ek: EkOpt = None,
     agent_timeout: TimeoutOpt = None,
 ) -> None:
-    """Run one harbor trial and print its reward per criterion."""
+    """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
 
     from kwrl.rollout.runner import RolloutConfig, run_trial
@@ -97,6 +98,8 @@ def trial_run(
     )
     if rec.error:
         console.print(f"[red]{rec.error[:500]}[/red]", markup=True, highlight=False)
+    if rec.error or rec.reward is None:
+        raise typer.Exit(1)  # a failed trial (an error, or no reward) is a failed command
 
 
 def rollout(
