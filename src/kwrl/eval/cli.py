@@ -69,7 +69,11 @@ def eval_(
     n_samples: Annotated[int, typer.Option("--n-samples", "-k", help="Trials per task.")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Trials at once.")] = 4,
     judge: Annotated[
-        str | None, typer.Option(help="Judge spec (litellm id or openai:URL#MODEL).")
+        str | None,
+        typer.Option(
+            help="Judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL; its KWRL_JUDGE_* "
+            "settings and key variable go to the verifier."
+        ),
     ] = None,
     out: Annotated[Path, typer.Option(help="Run dir (reused to resume).")] = Path("runs/eval"),
     max_steps: Annotated[int, typer.Option(help="Policy turns per trial (KwrlAgent).")] = 250,

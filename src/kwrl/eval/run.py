@@ -10,7 +10,7 @@
 
 The model is `oracle` or `nop` (harbor's agents) or a KwrlAgent policy spec
 (`http://HOST:PORT/v1#NAME`, `litellm:...`, `engine:...`). The judge spec goes to the verifier as
-`KWRL_JUDGE` (docs/contracts.md).
+`KWRL_JUDGE`, with its settings and key variable (`kwrl.grading.judges.judge_env`, docs/contracts.md).
 
 Resuming: a sample already in trials.jsonl is done. A sample whose last attempt dir holds harbor's
 `result.json` (written only when a trial ends) with a final cause is adopted without rerunning (the
@@ -35,6 +35,7 @@ from pydantic import Field
 from kwrl.config import KwrlConfig, save_config
 from kwrl.errors import ConfigError
 from kwrl.eval.metrics import Bootstrap, CriterionResult, ToolUse, TrialOutcome, compute_metrics
+from kwrl.grading.judges import judge_env
 from kwrl.io import write_json
 from kwrl.rollout.failures import classify_result
 from kwrl.rollout.masking import should_retry
@@ -59,7 +60,9 @@ class EvalConfig(KwrlConfig):
     concurrency: int = Field(default=4, ge=1)
     """Trials running at once."""
     judge: str | None = None
-    """Judge spec for criteria without a machine check (KWRL_JUDGE: a litellm id or openai:URL#MODEL)."""
+    """Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or
+    litellm:PROVIDER/MODEL. It reaches the verifier as KWRL_JUDGE, with the host's KWRL_JUDGE_*
+    settings and the judge's key variable (`kwrl.grading.judges.judge_env`)."""
     retries: int = Field(default=2, ge=0)
     """Retries of a trial that failed for an infrastructure reason."""
     environment: str = "local"
@@ -84,9 +87,7 @@ class EvalConfig(KwrlConfig):
 
 def rollout_config(cfg: EvalConfig) -> RolloutConfig:
     """The RolloutConfig that runs `cfg`'s trials."""
-    env = dict(cfg.verifier_env)
-    if cfg.judge:
-        env["KWRL_JUDGE"] = cfg.judge
+    env = {**(judge_env(cfg.judge) if cfg.judge else {}), **cfg.verifier_env}
     if cfg.model in HARBOR_AGENTS:
         agent, model, kwargs = cfg.model, None, {}
     else:

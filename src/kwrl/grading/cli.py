@@ -6,6 +6,10 @@ The trial dir holds `verifier/changes.tar.gz` (written by `kwrl.grading.verify`)
 minus the deletions the archive lists; then every criterion is graded again, with `--judge` or env
 `KWRL_JUDGE` as the judge, and a table is printed. `--write` stores the new reward.json and
 grades.json in `--out` (default: the trial's verifier dir).
+
+Everything in the trial dir was written by the agent or its sandbox: the answer is read without
+following links (a link or a FIFO is no answer, `kwrl.grading.files`), and the archive is
+extracted with the same checks as any archive plus a size cap (`--max-bytes`).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def grade(
     judge: Annotated[
         str | None,
         typer.Option(
-            help="Judge model: a litellm id or openai:<base_url>#<model> (default env KWRL_JUDGE)."
+            help="Judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL (default env KWRL_JUDGE)."
         ),
     ] = None,
     task: Annotated[
@@ -61,6 +65,9 @@ def grade(
     out: Annotated[
         Path | None, typer.Option(help="Output dir for --write (default TRIAL_DIR/verifier).")
     ] = None,
+    max_bytes: Annotated[
+        int, typer.Option(help="Cap on the bytes extracted from changes.tar.gz.")
+    ] = 1024**3,
 ) -> None:
     """Regrade a finished trial from its changes archive, the task's world and the final answer."""
     from rich.console import Console
@@ -68,8 +75,9 @@ def grade(
 
     from kwrl.grading.diff import StateView, read_changes_archive
     from kwrl.grading.evidence import Evidence
-    from kwrl.grading.grade import grade_trial, needs_judge
-    from kwrl.grading.judge import Judge, JudgeConfig
+    from kwrl.grading.files import read_answer
+    from kwrl.grading.judges import JudgeConfig
+    from kwrl.grading.verify import grade_states
     from kwrl.io import write_json
     from kwrl.tasks.taskdir import load_task
 
@@ -77,26 +85,23 @@ def grade(
     td = load_task(task or _task_dir_of(trial_dir))
     archive = trial_dir / "verifier" / "changes.tar.gz"
     answer_file = trial_dir / "agent" / "final_answer.txt"
-    answer = (
-        answer_file.read_text(encoding="utf-8", errors="replace") if answer_file.is_file() else ""
-    )
+    # Written by the agent: a link (to the tests, to a host file) or a FIFO is no answer.
+    answer = "" if answer_file.parent.is_symlink() else read_answer(answer_file)
     overrides = {"cache_dir": cache} if cache else {}
     judge_config = JudgeConfig.from_env(judge, **overrides)
 
     with tempfile.TemporaryDirectory(prefix="kwrl-grade-") as tmp:
-        listing = read_changes_archive(archive, Path(tmp))
+        listing = read_changes_archive(archive, Path(tmp), max_bytes=max_bytes)
         layers = [td.world_dir, td.overlay_dir]
         initial = StateView.of(layers)
         final = StateView.of([*layers, Path(tmp)], deleted=listing["deleted"])
         ev = Evidence.collect(task=td.instruction, answer=answer, initial=initial, final=final)
 
-        async def run():
-            if judge_config is None or not any(needs_judge(v) for v in td.verifiers):
-                return await grade_trial(td.verifiers, ev, None, scoring=scoring)
-            async with Judge(judge_config) as j:
-                return await grade_trial(td.verifiers, ev, j, scoring=scoring)
-
-        grades = asyncio.run(run())
+        run = grade_states(
+            verifiers=td.verifiers, task=td.instruction, answer=answer, initial=initial,
+            final=final, judge_config=judge_config, evidence=ev, scoring=scoring,
+        )  # fmt: skip
+        grades = asyncio.run(run)
         changed = len(ev.changes)
 
     table = Table(title=f"{td.slug}: {trial_dir.name}")
@@ -120,5 +125,7 @@ def grade(
     )
     if write:
         dest = out or trial_dir / "verifier"
+        if dest.is_symlink():
+            raise TaskFormatError(dest, None, "is a symbolic link; refusing to write through it")
         write_json(dest / "grades.json", grades.grades_json())
         write_json(dest / "reward.json", grades.reward_json())

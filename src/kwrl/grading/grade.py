@@ -23,7 +23,7 @@ from typing import Any, Literal
 from kwrl.errors import JudgeError
 from kwrl.grading.checks import run_check
 from kwrl.grading.evidence import Evidence
-from kwrl.grading.judge import Judge, build_prompt
+from kwrl.grading.judges import Judge, build_prompt
 from kwrl.grading.scoring import score
 from kwrl.tasks.models import Verifier
 
@@ -107,7 +107,7 @@ async def _judge_one(v: Verifier, evidence: Evidence, judge: Judge) -> Criterion
         verdict.rationale,
         seen,
         vals.is_primary_objective,
-        judge.config.model,
+        judge.spec,
         cached,
         judge.cache_key(system, user),
     )
@@ -145,7 +145,7 @@ async def grade_trial(
         if judge is None:
             raise JudgeError(
                 f"{len(to_judge)} criteria need an LLM judge and none is configured: "
-                "set KWRL_JUDGE (a litellm model id or openai:<base_url>#<model>) or pass --judge"
+                "pass --judge or set KWRL_JUDGE (http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL)"
             )
         try:
             async with asyncio.TaskGroup() as tg:

@@ -7,7 +7,9 @@
 Inputs (docs/contracts.md): `verifiers.json` in --tests; the task text from `--instruction`, else
 `<tests>/instruction.md` or `<tests>/../instruction.md` when present (it is shown to the judge); the initial state as layered roots
 (later wins; a missing layer is skipped); the final state's root; the final answer file (missing =
-no answer). The judge comes from `--judge` or env `KWRL_JUDGE`, its cache from `KWRL_JUDGE_CACHE`.
+no answer). The judge comes from `--judge` or env `KWRL_JUDGE` (a spec, `kwrl.grading.judges`), its
+settings from `KWRL_JUDGE_<FIELD>`, its cache from `KWRL_JUDGE_CACHE`; in a trial, harbor's verifier
+env carries them (`judges.judge_env`).
 
 Outputs in --out: `changes.tar.gz` first (so a trial whose grading fails can still be regraded),
 then `grades.json` and `reward.json`. On a judge failure it writes `grades.json` with the error,
@@ -28,8 +30,9 @@ from pydantic import TypeAdapter, ValidationError
 from kwrl.errors import JudgeError, KwrlError, TaskFormatError
 from kwrl.grading.diff import StateView, write_changes_archive
 from kwrl.grading.evidence import Evidence
+from kwrl.grading.files import read_answer
 from kwrl.grading.grade import TrialGrades, grade_trial, needs_judge
-from kwrl.grading.judge import Judge, JudgeConfig
+from kwrl.grading.judges import JudgeConfig, build_judge
 from kwrl.io import write_json
 from kwrl.tasks.models import Verifier
 
@@ -77,13 +80,14 @@ async def grade_states(
     final: StateView,
     judge_config: JudgeConfig | None,
     evidence: Evidence | None = None,
+    scoring: str = "apex_v1_grade_score",
 ) -> TrialGrades:
-    """Grade one trial from its states; the judge is opened only when a criterion needs it."""
+    """Grade one trial from its states; the judge is built only when a criterion needs it."""
     ev = evidence or Evidence.collect(task=task, answer=answer, initial=initial, final=final)
     if judge_config is None or not any(needs_judge(v) for v in verifiers):
-        return await grade_trial(verifiers, ev, None)
-    async with Judge(judge_config) as judge:
-        return await grade_trial(verifiers, ev, judge)
+        return await grade_trial(verifiers, ev, None, scoring=scoring)
+    async with build_judge(judge_config) as judge:
+        return await grade_trial(verifiers, ev, judge, scoring=scoring)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out", type=Path, required=True, help="where reward.json, grades.json, changes.tar.gz go"
     )
-    p.add_argument("--judge", help="judge model (default env KWRL_JUDGE)")
+    p.add_argument(
+        "--judge",
+        help="judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL (default env KWRL_JUDGE)",
+    )
     p.add_argument("--scoring", default="apex_v1_grade_score")
     args = p.parse_args(argv)
 
@@ -114,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verifiers = load_verifiers(args.tests / "verifiers.json")
         task = read_optional(args.instruction or _instruction_file(args.tests))
-        answer = read_optional(args.answer)
+        answer = read_answer(args.answer)  # agent-written: never through a link, capped
         initial = StateView.of(args.initial)
         final = StateView.of([args.final])
         ev = Evidence.collect(task=task, answer=answer, initial=initial, final=final)
@@ -129,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 final=final,
                 judge_config=judge_config,
                 evidence=ev,
+                scoring=args.scoring,
             )
         )
     except JudgeError as e:

@@ -1,6 +1,7 @@
 """Building a policy client from config: `PolicyConfig`, the `POLICIES` registry, `build_policy`.
 
-A policy is named by one spec string, so a CLI flag or a TOML line picks any of them:
+A policy is named by one spec string (the grammar judges share, `kwrl.llm.spec`), so a CLI flag or
+a TOML line picks any of them:
 
 - `http://127.0.0.1:8000/v1#smollm2`: an OpenAI-compatible server (vLLM, `kwrl serve`), TITO
   through `/v1/completions` (`completions`); the part after `#` is the served model name
@@ -29,6 +30,7 @@ from kwrl.llm.engine import Engine, EngineConfig
 from kwrl.llm.engine_client import EngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
+from kwrl.llm.spec import split_spec as _split
 
 
 class PolicyConfig(KwrlConfig):
@@ -65,19 +67,8 @@ class PolicyConfig(KwrlConfig):
 
 
 def split_spec(spec: str) -> tuple[str, str]:
-    """`spec` -> (kind, target): the registry key and what that client is built on."""
-    if spec.startswith(("http://", "https://")):
-        return "completions", spec
-    for prefix in ("litellm:", "engine:", "completions:"):
-        if spec.startswith(prefix):
-            target = spec[len(prefix) :]
-            if not target:
-                raise ConfigError(f"policy.model {spec!r}: nothing after {prefix!r}")
-            return prefix[:-1], target
-    raise ConfigError(
-        f"policy.model {spec!r}: expected http://HOST:PORT/v1#NAME, litellm:PROVIDER/MODEL "
-        "or engine:MODEL"
-    )
+    """`spec` -> (kind, target): the registry key and what that client is built on (`kwrl.llm.spec`)."""
+    return _split(spec, kinds=POLICIES, url_kind="completions", field="policy.model")
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -98,7 +89,11 @@ POLICIES: dict[str, type[PolicyClient]] = {
     "litellm": LiteLLMChatClient,
     "engine": EngineClient,
 }
-"""Policy kinds by name; `build_policy` looks `kind` up here."""
+"""Policy kinds by name; `build_policy` looks `kind` up here.
+
+To add one: a `PolicyClient` subclass in its own file beside `base.py` with a `from_spec(target,
+cfg)` classmethod, registered here under its kind; `KIND:TARGET` then names it in every flag and
+config (`kwrl.llm.spec`). Say what it needs in README's model specs and docs/contracts.md."""
 
 
 def build_policy(cfg: PolicyConfig) -> PolicyClient:

@@ -4,7 +4,11 @@ Both run harbor trials in the chosen environment (default: the local bubblewrap 
 leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summary.json`.
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward).
 Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
-`--ek gateway=false` or `--ek pids_max=256`.
+`--ek gateway=false` or `--ek pids_max=256`; agent kwargs (`--ak key=value`) to the agent, e.g.
+`--ak max_steps=20` or `--ak tool_prompt=compact` for kwrl's agent.
+`--judge SPEC` (default env `KWRL_JUDGE`) grades
+criteria without a machine check; it reaches the verifier with its settings and key variable
+through harbor's verifier env (`kwrl.grading.judges.judge_env`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,32 @@ EnvOpt = Annotated[
 EkOpt = Annotated[
     list[str] | None, typer.Option("--ek", help="Environment kwarg key=value (repeatable).")
 ]
+AkOpt = Annotated[
+    list[str] | None,
+    typer.Option("--ak", help="Agent kwarg key=value (repeatable): AgentConfig fields for kwrl's."),
+]
 TimeoutOpt = Annotated[
     float | None, typer.Option("--agent-timeout", help="Override task.toml's agent timeout (s).")
 ]
+JudgeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge",
+        help="Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or "
+        "litellm:PROVIDER/MODEL (default: env KWRL_JUDGE). KWRL_JUDGE_* settings and the judge's "
+        "key variable go to the verifier.",
+    ),
+]
+
+
+def _verifier_env(judge: str | None) -> dict[str, str]:
+    """The judge's verifier environment (`kwrl.grading.judges.judge_env`), else none."""
+    import os
+
+    from kwrl.grading.judges import judge_env
+
+    spec = judge or os.environ.get("KWRL_JUDGE")
+    return judge_env(spec) if spec else {}
 
 
 def _kwargs(items: list[str] | None) -> dict[str, Any]:
@@ -72,7 +99,9 @@ def trial_run(
     out: Annotated[Path, typer.Option(help="Where the trial dir goes.")] = Path("runs/trials"),
     env: EnvOpt = "local",
     ek: EkOpt = None,
+    ak: AkOpt = None,
     agent_timeout: TimeoutOpt = None,
+    judge: JudgeOpt = None,
 ) -> None:
     """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
@@ -81,7 +110,8 @@ def trial_run(
 
     cfg = RolloutConfig(
         agent=agent, model=model, environment=env, environment_kwargs=_kwargs(ek),
-        agent_timeout_sec=agent_timeout, retries=0,
+        agent_kwargs=_kwargs(ak), agent_timeout_sec=agent_timeout, retries=0,
+        verifier_env=_verifier_env(judge),
     )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     name = f"{task_dir.resolve().name}__{agent.split(':')[-1].lower()}"
@@ -115,8 +145,10 @@ def rollout(
     ),
     env: EnvOpt = "local",
     ek: EkOpt = None,
+    ak: AkOpt = None,
     retries: Annotated[int, typer.Option(help="Retries on infrastructure failures.")] = 2,
     agent_timeout: TimeoutOpt = None,
+    judge: JudgeOpt = None,
 ) -> None:
     """Run many trials through harbor; print a summary table and write summary.json."""
     from rich.console import Console
@@ -128,7 +160,9 @@ def rollout(
 
     cfg = RolloutConfig(
         agent=agent, model=model, n_samples=n, concurrency=concurrency, environment=env,
-        environment_kwargs=_kwargs(ek), retries=retries, agent_timeout_sec=agent_timeout,
+        environment_kwargs=_kwargs(ek), agent_kwargs=_kwargs(ak), retries=retries,
+        agent_timeout_sec=agent_timeout,
+        verifier_env=_verifier_env(judge),
     )  # fmt: skip
     tasks = task_dirs(dataset)
     console = Console()

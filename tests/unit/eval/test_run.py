@@ -101,10 +101,13 @@ def test_plan_runs_only_missing_samples(tmp_path: Path, task_dir: Path) -> None:
     assert [(o.task, o.sample) for o in kept] == [(TASK, 1)]
 
 
-def test_rollout_config_maps_models_to_agents() -> None:
-    nop = rollout_config(EvalConfig(dataset=Path("d"), model="nop", judge="openai:http://j/v1#m"))
+def test_rollout_config_maps_models_to_agents(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("KWRL_JUDGE_MAX_RETRIES", "1")
+    nop = rollout_config(EvalConfig(dataset=Path("d"), model="nop", judge="http://j/v1#m"))
     assert (nop.agent, nop.model, nop.agent_kwargs) == ("nop", None, {})
-    assert nop.verifier_env == {"KWRL_JUDGE": "openai:http://j/v1#m"}
+    assert nop.verifier_env == {"KWRL_JUDGE": "http://j/v1#m", "KWRL_JUDGE_MAX_RETRIES": "1",
+                                "OPENAI_API_KEY": "${OPENAI_API_KEY}"}  # fmt: skip
     spec = "http://127.0.0.1:8000/v1#smollm2-135m"
     kw = rollout_config(
         EvalConfig(

@@ -130,7 +130,7 @@ class FakeJudge:
 
     @property
     def spec(self) -> str:
-        return f"openai:{self.url}#fake-judge"
+        return f"{self.url}#fake-judge"
 
     def user_prompts(self) -> list[str]:
         return [r["body"]["messages"][-1]["content"] for r in self.requests]

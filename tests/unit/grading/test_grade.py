@@ -13,7 +13,7 @@ from kwrl.errors import JudgeError
 from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import grade_trial
-from kwrl.grading.judge import Judge, JudgeConfig
+from kwrl.grading.judges import JudgeConfig, build_judge
 
 WORD = "Word Documents (.docx, .doc, .odt)"
 SHEETS = "Spreadsheets (.xlsx, .xls, .xlsm, .ods)"
@@ -71,7 +71,7 @@ async def test_machine_checks_auto_fail_and_judge_are_combined(
         verifier("v4", "The answer says 'reject'", index=3),
     ]  # fmt: skip
     cfg = JudgeConfig(model=fake_judge.spec, backoff_s=0.01, requests_per_minute=None)
-    async with Judge(cfg) as judge:
+    async with build_judge(cfg) as judge:
         grades = await grade_trial(verifiers, trial, judge)
     by_id = {g.verifier_id: g for g in grades.grades}
     assert [g.verifier_id for g in grades.grades] == ["v1", "v2", "v3", "v4"]
@@ -109,7 +109,7 @@ async def test_a_failing_judge_fails_the_whole_trial(
     cfg = JudgeConfig(
         model=fake_judge.spec, backoff_s=0.01, max_retries=1, requests_per_minute=None
     )
-    async with Judge(cfg) as judge:
+    async with build_judge(cfg) as judge:
         with pytest.raises(JudgeError):
             await grade_trial(verifiers, trial, judge)
     with pytest.raises(JudgeError, match="KWRL_JUDGE"):

@@ -1,4 +1,5 @@
-"""The judge against a real OpenAI-compatible HTTP server on loopback (the one faked seam)."""
+"""The judge base (verdict contract, retries, cache, pacing) through the OpenAI-compatible HTTP judge,
+against a real server on loopback (the one faked seam)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from grading_testkit import FakeJudge
 
 from kwrl.errors import ConfigError, JudgeError
 from kwrl.grading.evidence import Artifact
-from kwrl.grading.judge import Judge, JudgeConfig, build_prompt, parse_model, parse_verdict
+from kwrl.grading.judges import JudgeConfig, build_judge, build_prompt, parse_verdict
 
 
 def config(fake: FakeJudge, **kw: object) -> JudgeConfig:
@@ -31,7 +32,7 @@ def prompt(
 
 async def test_prompt_holds_task_answer_artifacts_and_criterion(fake_judge: FakeJudge) -> None:
     system, user = prompt()
-    async with Judge(config(fake_judge)) as judge:
+    async with build_judge(config(fake_judge)) as judge:
         verdict, cached = await judge.verdict(system, user)
     assert verdict.is_criteria_true and not cached
     [req] = fake_judge.requests
@@ -49,7 +50,7 @@ async def test_prompt_holds_task_answer_artifacts_and_criterion(fake_judge: Fake
 
 
 async def test_a_false_verdict_parses(fake_judge: FakeJudge) -> None:
-    async with Judge(config(fake_judge)) as judge:
+    async with build_judge(config(fake_judge)) as judge:
         verdict, _ = await judge.verdict(*prompt(answer="The total is 41."))
     assert not verdict.is_criteria_true and verdict.rationale == "scripted: not met"
 
@@ -59,7 +60,7 @@ async def test_transient_faults_are_retried_then_succeed(
     fake_judge: FakeJudge, fault: int | str
 ) -> None:
     fake_judge.faults.extend([fault, fault])
-    async with Judge(config(fake_judge, timeout_s=0.5)) as judge:
+    async with build_judge(config(fake_judge, timeout_s=0.5)) as judge:
         verdict, _ = await judge.verdict(*prompt())
     assert verdict.is_criteria_true
     assert judge.calls == 3 and len(fake_judge.requests) == 3
@@ -67,7 +68,7 @@ async def test_transient_faults_are_retried_then_succeed(
 
 async def test_persistent_failure_raises_judge_error(fake_judge: FakeJudge) -> None:
     fake_judge.faults.extend([500] * 10)
-    async with Judge(config(fake_judge, max_retries=3)) as judge:
+    async with build_judge(config(fake_judge, max_retries=3)) as judge:
         with pytest.raises(JudgeError, match=r"after 4 attempts.*HTTP 500"):
             await judge.verdict(*prompt())
     assert len(fake_judge.requests) == 4
@@ -75,33 +76,31 @@ async def test_persistent_failure_raises_judge_error(fake_judge: FakeJudge) -> N
 
 async def test_persistent_timeouts_raise_judge_error(fake_judge: FakeJudge) -> None:
     fake_judge.faults.extend(["hang"] * 3)
-    async with Judge(config(fake_judge, max_retries=2, timeout_s=0.2)) as judge:
-        with pytest.raises(JudgeError, match="Timeout"):
+    async with build_judge(config(fake_judge, max_retries=2, timeout_s=0.2)) as judge:
+        with pytest.raises(JudgeError, match=r"after 3 attempts.*timeout"):
             await judge.verdict(*prompt())
 
 
 async def test_a_client_error_is_not_retried(fake_judge: FakeJudge) -> None:
     fake_judge.faults.append(401)
-    async with Judge(config(fake_judge)) as judge:
+    async with build_judge(config(fake_judge)) as judge:
         with pytest.raises(JudgeError, match="HTTP 401"):
             await judge.verdict(*prompt())
     assert len(fake_judge.requests) == 1
 
 
 async def test_an_unreachable_endpoint_is_a_judge_error() -> None:
-    cfg = JudgeConfig(
-        model="openai:http://127.0.0.1:9/v1#x", max_retries=1, backoff_s=0.0, timeout_s=2.0
-    )
-    async with Judge(cfg) as judge:
+    cfg = JudgeConfig(model="http://127.0.0.1:9/v1#x", max_retries=1, backoff_s=0.0, timeout_s=2.0)
+    async with build_judge(cfg) as judge:
         with pytest.raises(JudgeError, match="ConnectError"):
             await judge.verdict(*prompt())
 
 
 async def test_cache_hit_makes_no_call(fake_judge: FakeJudge, tmp_path: Path) -> None:
     cfg = config(fake_judge, cache_dir=tmp_path / "cache")
-    async with Judge(cfg) as judge:
+    async with build_judge(cfg) as judge:
         first, c1 = await judge.verdict(*prompt())
-    async with Judge(cfg) as judge:
+    async with build_judge(cfg) as judge:
         again, c2 = await judge.verdict(*prompt())
         other, c3 = await judge.verdict(*prompt(answer="The total is 41."))
     assert (c1, c2, c3) == (False, True, False)
@@ -112,7 +111,7 @@ async def test_cache_hit_makes_no_call(fake_judge: FakeJudge, tmp_path: Path) ->
 
 
 async def test_concurrency_is_bounded(fake_judge: FakeJudge) -> None:
-    async with Judge(config(fake_judge, concurrency=2)) as judge:
+    async with build_judge(config(fake_judge, concurrency=2)) as judge:
         results = await asyncio.gather(
             *(judge.verdict(*prompt(answer=f"The total is {i}.")) for i in range(8))
         )
@@ -126,21 +125,11 @@ def test_api_key_env_is_sent_as_bearer(
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-test")
 
     async def go() -> None:
-        async with Judge(config(fake_judge, api_key_env="MY_JUDGE_KEY")) as judge:
+        async with build_judge(config(fake_judge, api_key_env="MY_JUDGE_KEY")) as judge:
             await judge.verdict(*prompt())
 
     asyncio.run(go())
     assert fake_judge.requests[0]["auth"] == "Bearer sk-test"
-
-
-def test_model_specs() -> None:
-    assert parse_model("openai:http://localhost:8000/v1#Qwen/Qwen3-8B") == (
-        "http://localhost:8000/v1",
-        "Qwen/Qwen3-8B",
-    )
-    assert parse_model("gemini/gemini-2.5-flash") == (None, "gemini/gemini-2.5-flash")
-    with pytest.raises(ConfigError, match="openai:<http"):
-        parse_model("openai:localhost#m")
 
 
 def test_verdict_parsing_tolerates_fences_and_prose_but_not_garbage() -> None:
@@ -162,16 +151,19 @@ async def test_litellm_models_go_through_litellm_with_the_same_retries(
 ) -> None:
     monkeypatch.setenv("FAKE_KEY", "sk-fake")
     cfg = config(
-        fake_judge, model="openai/fake-judge", api_base=fake_judge.url, api_key_env="FAKE_KEY"
+        fake_judge,
+        model="litellm:openai/fake-judge",
+        api_base=fake_judge.url,
+        api_key_env="FAKE_KEY",
     )
     fake_judge.faults.extend([429, "malformed"])
-    async with Judge(cfg) as judge:
+    async with build_judge(cfg) as judge:
         verdict, _ = await judge.verdict(*prompt())
     assert verdict.is_criteria_true and len(fake_judge.requests) == 3
     assert fake_judge.requests[-1]["body"]["model"] == "fake-judge"
     assert fake_judge.requests[-1]["auth"] == "Bearer sk-fake"
     fake_judge.faults.append(401)
-    async with Judge(cfg) as judge:
+    async with build_judge(cfg) as judge:
         with pytest.raises(JudgeError, match="AuthenticationError"):
             await judge.verdict(*prompt(answer="other"))
     assert len(fake_judge.requests) == 4
@@ -180,7 +172,9 @@ async def test_litellm_models_go_through_litellm_with_the_same_retries(
 async def test_requests_are_paced_by_requests_per_minute(fake_judge: FakeJudge) -> None:
     import time
 
-    async with Judge(config(fake_judge, requests_per_minute=1200.0)) as judge:  # one per 50 ms
+    async with build_judge(
+        config(fake_judge, requests_per_minute=1200.0)
+    ) as judge:  # one per 50 ms
         t0 = time.monotonic()
         await asyncio.gather(*(judge.verdict(*prompt(answer=f"a{i}")) for i in range(4)))
         elapsed = time.monotonic() - t0
@@ -198,13 +192,13 @@ def test_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
         monkeypatch.delenv(var, raising=False)
     assert JudgeConfig.from_env() is None
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
-    assert JudgeConfig.from_env().model == "gemini/gemini-2.5-flash"  # type: ignore[union-attr]
-    monkeypatch.setenv("KWRL_JUDGE", "openai:http://127.0.0.1:8000/v1#qwen")
+    assert JudgeConfig.from_env().model == "litellm:gemini/gemini-2.5-flash"  # type: ignore[union-attr]
+    monkeypatch.setenv("KWRL_JUDGE", "http://127.0.0.1:8000/v1#qwen")
     monkeypatch.setenv("KWRL_JUDGE_CACHE", str(tmp_path))
     monkeypatch.setenv("KWRL_JUDGE_MAX_RETRIES", "2")
     cfg = JudgeConfig.from_env()
     assert cfg is not None and (cfg.model, cfg.cache_dir, cfg.max_retries) == (
-        "openai:http://127.0.0.1:8000/v1#qwen",
+        "http://127.0.0.1:8000/v1#qwen",
         tmp_path,
         2,
     )

@@ -1,0 +1,83 @@
+"""`OpenAIHTTPJudge`: any OpenAI-compatible chat endpoint (vLLM, `kwrl serve`, a proxy), over httpx.
+
+Spec: `http(s)://HOST:PORT/v1#NAME` (NAME `default` when absent). Each request is one
+`POST /chat/completions` asking for the verdict's JSON schema (`response_format`); the key, when
+there is one, goes as a bearer token (`api_key_env`, default OPENAI_API_KEY).
+
+Non-obvious choice: plain httpx rather than litellm or the openai SDK. The grader starts once per
+trial inside the sandbox, and importing litellm costs seconds; retries are the base class's, so
+the SDK's own would only double them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import httpx
+
+from kwrl.errors import JudgeError
+from kwrl.grading.judges.base import Judge, JudgeConfig, TransientJudgeError, Verdict
+from kwrl.llm.spec import split_url
+
+_RETRY_STATUS = (408, 409, 429)
+
+
+class OpenAIHTTPJudge(Judge):
+    """Chat completions against an OpenAI-compatible base URL (see the module doc)."""
+
+    kind: ClassVar[str] = "openai"
+
+    def __init__(self, config: JudgeConfig, target: str) -> None:
+        super().__init__(config, target)
+        self.base_url, self.model = split_url(target, field="judge")
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def spec(self) -> str:
+        return f"{self.base_url}#{self.model}"
+
+    @classmethod
+    def key_env(cls, target: str) -> tuple[str, ...]:
+        return ("OPENAI_API_KEY",)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _complete(self, messages: list[dict[str, str]]) -> str | None:
+        cfg = self.config
+        if self._client is None:
+            key = self.api_key()
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url, headers=headers, timeout=cfg.timeout_s
+            )
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "verdict",
+                    "schema": Verdict.model_json_schema(),
+                    "strict": True,
+                },
+            },
+        }
+        try:
+            resp = await self._client.post("/chat/completions", json=body)
+        except (httpx.TimeoutException, httpx.TransportError) as e:
+            raise TransientJudgeError(f"{type(e).__name__}: {e}") from e
+        if resp.status_code in _RETRY_STATUS or resp.status_code >= 500:
+            raise TransientJudgeError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+        if resp.status_code >= 400:
+            raise JudgeError(
+                f"judge {self.spec}: HTTP {resp.status_code} from {self.base_url}: {resp.text[:300]}"
+            )
+        try:
+            return resp.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise TransientJudgeError(f"malformed completion response: {resp.text[:200]!r}") from e

@@ -1,0 +1,72 @@
+"""The judge's prompt: one criterion with the task, its scope and the evidence, as (system, user).
+
+`build_prompt` fills `judge_prompt.txt` (Archipelago's grading rules, in kwrl's own words) with the
+task, what the criterion is graded on (`Scope`), the final answer and the selected artifacts, each
+cut to a share of `max_artifact_chars`. Every judge transport sends the same two messages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from string import Template
+
+from kwrl.grading.evidence import Artifact, Scope
+from kwrl.grading.render import truncate
+
+PROMPT_FILE = Path(__file__).with_name("judge_prompt.txt")
+
+SCOPE_TEXT: dict[Scope, str] = {
+    "answer": "This criterion is graded on the agent's final answer only. File changes are not shown.",
+    "files": "This criterion is graded on the changes the agent made (the artifacts) only; the final "
+    "answer is not evidence for it.",
+    "both": "This criterion is graded on the agent's final answer and the changes it made.",
+}
+
+
+def _load_prompt() -> tuple[str, Template]:
+    text = PROMPT_FILE.read_text(encoding="utf-8")
+    _, rest = text.split("=== SYSTEM ===\n", 1)
+    system, user = rest.split("=== USER ===\n", 1)
+    return system.strip(), Template(user)
+
+
+def render_artifact(a: Artifact, budget: int) -> str:
+    content = a.content
+    cut = len(content) > budget
+    if cut:
+        content = content[: max(budget, 0)] + "\n[truncated]"
+    attrs = f'id="{a.id}" kind="{a.kind}" change="{a.change}" path="{a.path}"' + (
+        ' truncated="true"' if cut else ""
+    )
+    return f"<ARTIFACT {attrs}>\n{content}\n</ARTIFACT>"
+
+
+def build_prompt(
+    *,
+    task: str,
+    answer: str,
+    criterion: str,
+    scope: Scope,
+    artifacts: list[Artifact],
+    max_artifact_chars: int,
+) -> tuple[str, str]:
+    """(system, user) messages for one criterion."""
+    system, user = _load_prompt()
+    parts: list[str] = []
+    if scope in ("answer", "both"):
+        parts.append(
+            f"<FINAL_ANSWER>\n{truncate(answer.strip(), max_artifact_chars // 2) or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
+        )
+    if scope in ("files", "both"):
+        if artifacts:
+            budget = max_artifact_chars // len(artifacts)
+            parts.extend(render_artifact(a, budget) for a in artifacts)
+        else:
+            parts.append("(the agent made no changes to files, mail, calendar or chat)")
+    filled = user.safe_substitute(
+        task=task.strip() or "(task text not available)",
+        scope=SCOPE_TEXT[scope],
+        output="\n\n".join(parts),
+        criterion=criterion.strip(),
+    )
+    return system, filled
