@@ -41,7 +41,7 @@ import openpyxl
 from kwrl.grading.diff import StateView, write_changes_archive
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import grade_trial
-from kwrl.grading.judge import Judge, JudgeConfig
+from kwrl.grading.judges import JudgeConfig, build_judge
 from kwrl.grading.render import clear_cache
 from kwrl.tasks.models import Verifier
 
@@ -234,14 +234,14 @@ def main() -> None:
         threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         ).start()
-        cfg = JudgeConfig(model=f"openai:http://127.0.0.1:{server.server_address[1]}/v1#bench",
+        cfg = JudgeConfig(model=f"http://127.0.0.1:{server.server_address[1]}/v1#bench",
                           cache_dir=Path(tmp) / "cache", requests_per_minute=None)  # fmt: skip
 
         async def judged_trial() -> tuple[int, int, float]:
             e = Evidence.collect(task="t", answer="Revenue is $2.5m.", initial=StateView.of([world]),
                                  final=StateView.of([final]))  # fmt: skip
             t0 = time.perf_counter()
-            async with Judge(cfg) as judge:
+            async with build_judge(cfg) as judge:
                 g = await grade_trial(machine + judged, e, judge)
             return g.judge_calls, g.cache_hits, (time.perf_counter() - t0) * 1000
 
