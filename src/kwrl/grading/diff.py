@@ -14,7 +14,12 @@ that resolves to the very same file in both views is skipped outright.
 
 `write_changes_archive` / `read_changes_archive` are the trial's `changes.tar.gz` (docs/contracts.md):
 every created or modified file of the final state at its relative path, plus `changes.json`
-listing created, modified and deleted paths.
+listing created, modified and deleted paths. Reading one back (`kwrl grade`, on the host) goes
+through `kwrl.tasks.archive.extract_tar`: no member outside the two subsystems, no link leaving the
+destination, and at most `max_bytes` written, counted on the bytes actually extracted.
+
+Links are never followed: `_scan` lists regular files only and skips a subsystem dir that is
+itself a link (the agent could point `/filesystem` at `/tests`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from kwrl.errors import TaskFormatError
+from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.io import write_bytes
+from kwrl.tasks.archive import ByteBudget, extract_tar
 from kwrl.worlds.layout import SUBSYSTEMS
 
 ChangeKind = Literal["created", "modified", "deleted"]
 CHANGES_JSON = "changes.json"
+MAX_CHANGES_BYTES = 1024**3
+"""Default cap on the bytes extracted from one changes.tar.gz."""
 
 # Editor lock files and OS litter are never evidence of work.
 _IGNORED_PREFIXES = ("~$", ".~lock.")
@@ -48,7 +56,7 @@ def _scan(root: Path) -> dict[str, Path]:
     cut = len(str(root).rstrip("/")) + 1
     for sub in SUBSYSTEMS:
         base = root / sub
-        if not base.is_dir():
+        if base.is_symlink() or not base.is_dir():
             continue
         stack = [str(base)]
         while stack:
@@ -167,21 +175,24 @@ def write_changes_archive(changes: list[FileChange], path: Path) -> None:
     write_bytes(path, buf.getvalue())
 
 
-def read_changes_archive(archive: Path, dest: Path) -> dict[str, list[str]]:
-    """Extract `changes.tar.gz` into `dest` (refusing unsafe members); return its changes.json."""
+def read_changes_archive(
+    archive: Path, dest: Path, *, max_bytes: int = MAX_CHANGES_BYTES
+) -> dict[str, list[str]]:
+    """Extract `changes.tar.gz` into `dest` (refusing unsafe members and more than `max_bytes`);
+    return its changes.json. Raises TaskFormatError (UnsafeArchiveError) naming the member."""
+    if archive.is_symlink() or archive.parent.is_symlink() or not archive.is_file():
+        raise TaskFormatError(archive, None, "missing or not a regular file")
     try:
-        with tarfile.open(archive, "r:gz") as tar:
-            for m in tar.getmembers():
-                top = m.name.split("/", 1)[0]
-                if m.name != CHANGES_JSON and top not in SUBSYSTEMS:
-                    raise TaskFormatError(
-                        archive, m.name, "member outside filesystem/ and .apps_data/"
-                    )
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError) as e:
+        members = extract_tar(archive, dest, ByteBudget(max_bytes))
+    except OSError as e:
         raise TaskFormatError(archive, None, f"unreadable changes archive: {e}") from e
+    for rel in members:
+        if str(rel) != CHANGES_JSON and rel.parts[0] not in SUBSYSTEMS:
+            raise UnsafeArchiveError(
+                archive, str(rel), "member outside filesystem/ and .apps_data/"
+            )
     listing_path = dest / CHANGES_JSON
-    if not listing_path.is_file():
+    if listing_path.is_symlink() or not listing_path.is_file():
         raise TaskFormatError(
             archive, CHANGES_JSON, "missing; was it written by kwrl.grading.verify?"
         )

@@ -13,6 +13,10 @@ with a text field (`text`, `message`, `content`, `body`) is a post, and its chan
 `channel`/`channel_id`/`channel_name` field or, failing that, the names of the objects and keys
 that enclose it. Being schema-tolerant is deliberate: the grader must not break when the app's
 storage layout changes.
+
+App stores are written by the agent's tools, so they are read like any agent-made file
+(`kwrl.grading.files`): never through a link, at most `MAX_STORE_BYTES` each; a store over the cap
+is left unread (its records count as absent, so checks on them fail).
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from __future__ import annotations
 import email
 import hashlib
 import json
-import mailbox
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.grading.diff import StateView
+from kwrl.grading.files import UnsafeFileError, read_all
+
+MAX_STORE_BYTES = 64 * 1024**2
 
 _TEXT_KEYS = ("text", "message", "content", "body")
 _CHANNEL_KEYS = ("channel", "channel_id", "channel_name")
@@ -98,6 +104,14 @@ def _files(state: StateView, rels: Iterable[str], suffix: str) -> list[Path]:
     return [p for rel in sorted(rels) if rel.endswith(suffix) and (p := state.get(rel)) is not None]
 
 
+def _store_bytes(path: Path) -> bytes | None:
+    """An app store's bytes, or None when it is a link, not a regular file, or over the cap."""
+    try:
+        return read_all(path, MAX_STORE_BYTES)
+    except UnsafeFileError:
+        return None
+
+
 # --------------------------------------------------------------------------- mail
 
 
@@ -124,21 +138,25 @@ def _body(msg: Message) -> str:
 
 
 _MSGID = re.compile(rb"^message-id:[ \t]*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_FROM_LINE = re.compile(rb"^From .*\r?\n", re.MULTILINE)
 
 
 def _raw_messages(path: Path) -> Iterator[tuple[str, bytes]]:
-    """(identity, raw bytes) of each message; identities come from the header block, unparsed."""
-    box = mailbox.mbox(str(path), create=False)
-    try:
-        for k in box.iterkeys():
-            raw = box.get_bytes(k)
-            m = _MSGID.search(raw.split(b"\n\n", 1)[0])
-            yield (
-                (m.group(1).decode(errors="replace") if m else hashlib.sha256(raw).hexdigest()),
-                raw,
-            )
-    finally:
-        box.close()
+    """(identity, raw bytes) of each message; identities come from the header block, unparsed.
+
+    The mbox is split on its `From ` lines, as `mailbox.mbox` does, from bytes read safely."""
+    data = _store_bytes(path)
+    if not data:
+        return
+    for raw in _FROM_LINE.split(data):
+        if not raw.strip():
+            continue
+        raw = raw.replace(b"\r\n", b"\n")
+        m = _MSGID.search(raw.split(b"\n\n", 1)[0])
+        yield (
+            (m.group(1).decode(errors="replace") if m else hashlib.sha256(raw).hexdigest()),
+            raw,
+        )
 
 
 def _mail_record(key: str, raw: bytes, mailbox_name: str) -> MailRecord:
@@ -186,7 +204,10 @@ def read_events(state: StateView, rels: Iterable[str]) -> dict[str, EventRecord]
 
     out: dict[str, EventRecord] = {}
     for path in _files(state, rels, ".ics"):
-        cal = icalendar.Calendar.from_ical(path.read_bytes())
+        data = _store_bytes(path)
+        if data is None:
+            continue
+        cal = icalendar.Calendar.from_ical(data)
         for ev in cal.walk("VEVENT"):
             uid = str(ev.get("UID") or f"{path.name}:{ev.get('SUMMARY')}:{ev.get('DTSTART')}")
             if ev.get("RECURRENCE-ID") is not None:  # an override of one occurrence shares the UID
@@ -255,10 +276,11 @@ def _channel_names(state: StateView) -> dict[str, str]:
     """Channel id -> name from `chat/channels.json` when the app keeps one (a post file is named by
     the channel's id, while a check may name the channel by either)."""
     path = state.get(".apps_data/chat/channels.json")
-    if path is None:
+    raw = _store_bytes(path) if path is not None else None
+    if raw is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return {}
     chans = data.get("channels") if isinstance(data, dict) else data
@@ -276,10 +298,11 @@ def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
     aliases = _channel_names(state)
     for rel in sorted(rels):
         path = state.get(rel)
-        if path is None or not rel.endswith(".json"):
+        raw = _store_bytes(path) if path is not None and rel.endswith(".json") else None
+        if path is None or raw is None:
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(raw.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
         stem = (path.stem, *([aliases[path.stem]] if path.stem in aliases else []))

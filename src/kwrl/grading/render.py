@@ -12,10 +12,16 @@
 A file that cannot be parsed renders as `[unreadable <kind> file: error]` rather than raising: a
 corrupt file the agent wrote is evidence (of failure), not a grader crash. Output is capped at
 `max_chars` with a visible truncation marker.
+
+Files are read through `kwrl.grading.files`: never through a link, regular files only, at most
+`MAX_FILE_BYTES` (a larger file renders as a `[file too large ...]` marker), text files only as far
+as `max_chars` needs, and office zips only after their central directory passes the zip budget (a
+zip bomb renders as `[refused ...]` without being inflated).
 """
 
 from __future__ import annotations
 
+import io
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
@@ -23,6 +29,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from kwrl.grading.files import (
+    MAX_FILE_BYTES,
+    UnsafeFileError,
+    check_zip_budget,
+    read_all,
+    read_capped,
+)
 
 DEFAULT_MAX_CHARS = 200_000
 
@@ -33,12 +47,12 @@ TEXT_SUFFIXES = frozenset(
 )  # fmt: skip
 
 
-def _docx(path: Path) -> str:
+def _docx(data: bytes) -> str:
     import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    doc = docx.Document(str(path))
+    doc = docx.Document(io.BytesIO(data))
     lines: list[str] = []
     for block in doc.iter_inner_content():
         if isinstance(block, Paragraph):
@@ -67,12 +81,19 @@ def _table_rows(table: Any) -> Iterator[str]:
         yield "| " + " | ".join(cells) + " |"
 
 
-def _load_wb(path: Path, data_only: bool) -> Any:
+def _load_wb(data: bytes, data_only: bool) -> Any:
     import openpyxl
 
     with warnings.catch_warnings():  # "Unknown extension is not supported": irrelevant to text
         warnings.simplefilter("ignore", UserWarning)
-        return openpyxl.load_workbook(str(path), data_only=data_only, read_only=True)
+        return openpyxl.load_workbook(io.BytesIO(data), data_only=data_only, read_only=True)
+
+
+def office_bytes(path: Path) -> bytes:
+    """The bytes of an office file (a zip), read safely and checked against the zip budget."""
+    data = read_all(path, MAX_FILE_BYTES)
+    check_zip_budget(data)
+    return data
 
 
 @dataclass(frozen=True)
@@ -94,7 +115,7 @@ def read_xlsx(path: Path) -> list[Sheet]:
     The cached-values workbook is loaded only when some cell holds a formula; formulas without a
     cached value (openpyxl-written) are computed on a LibreOffice-saved copy when possible (recalc.py).
     """
-    st = path.stat()
+    st = path.lstat()
     return _read_xlsx(str(path), st.st_size, st.st_mtime_ns)
 
 
@@ -105,7 +126,8 @@ def clear_cache() -> None:
 
 @lru_cache(maxsize=32)
 def _read_xlsx(path: str, size: int, mtime_ns: int) -> list[Sheet]:
-    wb = _load_wb(Path(path), data_only=False)
+    data = office_bytes(Path(path))
+    wb = _load_wb(data, data_only=False)
     sheets: list[Sheet] = []
     has_formula = False
     try:
@@ -129,19 +151,19 @@ def _read_xlsx(path: str, size: int, mtime_ns: int) -> list[Sheet]:
     finally:
         wb.close()
     if has_formula:
-        _fill_cached(sheets, Path(path))
+        _fill_cached(sheets, data)
         if any(c[1] is None for sh in sheets for c in sh.cells.values()):
             from kwrl.grading.recalc import recalculated_copy
 
             with tempfile.TemporaryDirectory(prefix="kwrl-recalc-") as tmp:
                 copy = recalculated_copy(Path(path), Path(tmp))
                 if copy is not None:
-                    _fill_cached(sheets, copy)
+                    _fill_cached(sheets, office_bytes(copy))
     return sheets
 
 
-def _fill_cached(sheets: list[Sheet], source: Path) -> None:
-    """Fill the missing cached values of formula cells from `source`'s saved values."""
+def _fill_cached(sheets: list[Sheet], source: bytes) -> None:
+    """Fill the missing cached values of formula cells from the saved values of `source`."""
     values = _load_wb(source, data_only=True)
     try:
         names = set(values.sheetnames)
@@ -159,7 +181,7 @@ def _fill_cached(sheets: list[Sheet], source: Path) -> None:
 
 def _xlsx(path: Path) -> str:
     out: list[str] = []
-    for sheet in read_xlsx(path):
+    for sheet in read_xlsx(path):  # memoised: the checks read the same workbook
         out.append(f"## Sheet: {sheet.name}")
         if not sheet.grid:
             out.append("[chart sheet]")
@@ -179,10 +201,10 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
-def _pptx(path: Path) -> str:
+def _pptx(data: bytes) -> str:
     import pptx
 
-    prs = pptx.Presentation(str(path))
+    prs = pptx.Presentation(io.BytesIO(data))
     out: list[str] = []
     for i, slide in enumerate(prs.slides, 1):
         out.append(f"## Slide {i}")
@@ -214,49 +236,47 @@ def _shape_text(shape: Any) -> Iterator[str]:
         yield from _shape_text(child)
 
 
-def _pdf(path: Path) -> str:
+def _pdf(data: bytes) -> str:
     try:
         import pdfplumber
 
-        with pdfplumber.open(str(path)) as pdf:
+        with pdfplumber.open(io.BytesIO(data)) as pdf:
             pages = [p.extract_text() or "" for p in pdf.pages]
     except Exception:  # pdfminer chokes on some files pypdf reads; fall back deliberately
         import pypdf
 
-        pages = [p.extract_text() or "" for p in pypdf.PdfReader(str(path)).pages]
+        pages = [p.extract_text() or "" for p in pypdf.PdfReader(io.BytesIO(data)).pages]
     return "\n".join(f"## Page {i}\n{t}" for i, t in enumerate(pages, 1))
 
 
-def _text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
-RENDERERS: dict[str, Callable[[Path], str]] = {
-    ".docx": _docx,
-    ".xlsx": _xlsx,
-    ".xlsm": _xlsx,
-    ".pptx": _pptx,
-    ".pdf": _pdf,
-}
+ZIP_RENDERERS: dict[str, Callable[[bytes], str]] = {".docx": _docx, ".pptx": _pptx}
+"""Office formats that are zips: bytes checked against the zip budget before parsing."""
 
 
 def render_file(path: Path, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Plain-text rendering of one file (see module docstring); never raises on bad content."""
     path = Path(path)
     suffix = path.suffix.lower()
-    renderer = RENDERERS.get(suffix)
-    if renderer is None and suffix in TEXT_SUFFIXES:
-        renderer = _text
-    if renderer is None:
-        head = path.read_bytes()[:4096]
-        if head and b"\x00" not in head:
-            renderer = _text
-        else:
-            return f"[binary file: {path.stat().st_size} bytes]"
+    kind = suffix.lstrip(".") or "binary"
     try:
-        text = renderer(path)
+        if suffix in (".xlsx", ".xlsm"):
+            text = _xlsx(path)
+        elif suffix in ZIP_RENDERERS:
+            text = ZIP_RENDERERS[suffix](office_bytes(path))
+        elif suffix == ".pdf":
+            text = _pdf(read_all(path, MAX_FILE_BYTES))
+        else:
+            # Enough bytes for max_chars characters of UTF-8, and never the whole of a huge file.
+            head, size = read_capped(path, min(4 * max_chars + 4, MAX_FILE_BYTES))
+            if suffix not in TEXT_SUFFIXES and (not head or b"\x00" in head[:4096]):
+                return f"[binary file: {size} bytes]"
+            text = head.decode("utf-8", errors="replace")
+            if size > len(head):
+                text += f"\n[truncated: {size - len(head)} more bytes]"
+    except UnsafeFileError as e:
+        return f"[refused {kind} file: {e}]"
     except Exception as e:  # a corrupt agent-written file is evidence, not a grader crash
-        return f"[unreadable {suffix.lstrip('.') or 'binary'} file: {type(e).__name__}: {e}]"
+        return f"[unreadable {kind} file: {type(e).__name__}: {e}]"
     return truncate(text, max_chars)
 
 
