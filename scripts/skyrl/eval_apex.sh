@@ -41,5 +41,5 @@ launch kwrl.train.skyrl.main_eval \
   kwrl.agent_kwargs.max_steps=250 \
   kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
   kwrl.agent_kwargs.tool_call_parser=qwen3_xml \
-  kwrl.judge_env.KWRL_JUDGE=${KWRL_JUDGE:-gemini/gemini-2.5-flash} \
+  kwrl.judge_env.KWRL_JUDGE=${KWRL_JUDGE:-litellm:gemini/gemini-2.5-flash} \
   "$@"

@@ -63,5 +63,5 @@ launch kwrl.train.skyrl.main_fully_async \
   kwrl.agent_kwargs.max_steps=100 \
   kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
   kwrl.agent_kwargs.tool_call_parser=qwen3_xml \
-  kwrl.judge_env.KWRL_JUDGE=${KWRL_JUDGE:-gemini/gemini-2.5-flash} \
+  kwrl.judge_env.KWRL_JUDGE=${KWRL_JUDGE:-litellm:gemini/gemini-2.5-flash} \
   "$@"

@@ -5,10 +5,9 @@ leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summa
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward).
 Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
 `--ek gateway=false` or `--ek pids_max=256`; agent kwargs (`--ak key=value`) to the agent, e.g.
-`--ak max_steps=20` or `--ak tool_prompt=compact` for kwrl's agent.
-`--judge SPEC` (default env `KWRL_JUDGE`) grades
-criteria without a machine check; it reaches the verifier with its settings and key variable
-through harbor's verifier env (`kwrl.grading.judges.judge_env`).
+`--ak max_steps=20` or `--ak tool_prompt=compact` for kwrl's agent. `--judge SPEC` (default env
+`KWRL_JUDGE`) grades criteria without a machine check; it reaches the verifier with its settings
+and key variable through harbor's verifier env (`kwrl.grading.judges.judge_env`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ dataclasses) and validated into the pydantic `KwrlSection` by `kwrl_section(cfg)
 kwrl key is an error naming the key, like everywhere else in kwrl.
 
 Non-obvious choice: judge credentials never go in the config. `judge_env` holds settings
-(`KWRL_JUDGE=gemini/gemini-2.5-flash`); `judge_env_passthrough` names host variables (the API
+(`KWRL_JUDGE=litellm:gemini/gemini-2.5-flash`); `judge_env_passthrough` names host variables (the API
 keys) copied into every verifier's environment at trial time.
 """
 
