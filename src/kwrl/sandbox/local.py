@@ -414,8 +414,11 @@ class LocalEnvironment(BaseEnvironment):
         shell = ["bash", "-c", f"cd {_q(workdir)} || exit 1\n{command}"]
         ids = [] if user is None else [f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         if not self._verifier_phase:
+            # No single file may outgrow the trial's storage (/logs/agent is a host dir).
+            fsize = f"--fsize={self._storage_mb() * 2**20}"
             return [
                 *self._join("exec"),
+                "prlimit", fsize, "--",
                 "nsenter", "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
                 *_DROP_CAPS, *ids, "--", *shell,
             ]  # fmt: skip
@@ -696,6 +699,10 @@ async def _capped(stream: asyncio.StreamReader | None, cap: int) -> bytes:
             while kept - len(tail[0]) >= cap - cap // 2:
                 kept -= len(tail[0])
                 cut += len(tail.popleft())
+    excess = kept - (cap - cap // 2)
+    if excess > 0:
+        tail[0] = tail[0][excess:]
+        cut += excess
     if cut:
         head += f"\n[kwrl: {cut} bytes of output cut]\n".encode()
     return bytes(head) + b"".join(tail)

@@ -12,7 +12,16 @@ Two verifiers (`grader=`):
   `criterion/<id>` keys, grades.json), for testing the sandbox without the grader.
 
 Agent kinds for failure tests are solve.sh variants (`SOLUTIONS`): `sleep` (outlives any timeout),
-`forkbomb`, `memhog`, `daemon` (leaves a background process behind).
+`forkbomb`, `memhog`, `daemon` (leaves a background process behind), and hostile agents that
+write the wrong answer (41) and then try to raise their reward (`ATTACKS`, used by
+tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
+- `hijack`: a fake `kwrl/grading/verify.py`, sitecustomize and usercustomize in /filesystem, a
+  planted reward.json/reward.txt and a grades.json directory in /logs/verifier, a fake /tests;
+- `daemons`: setsid'ed daemons (one from a command, one through the gateway's code execution)
+  that keep writing a reward and a heartbeat in /logs/agent; host secrets looked for in every
+  /proc/*/environ and readable process memory; the gateway's socket replaced by a link;
+- `gold_link`: final_answer.txt and answer.txt as links to /tests/verifiers.json (which holds 42);
+- `disk`: 200 MB into /filesystem (meant for a task with a small storage_mb).
 """
 
 from __future__ import annotations
@@ -60,6 +69,82 @@ SOLUTIONS: dict[str, str] = {
 }
 
 
+_WRONG = (
+    "echo 41 > /filesystem/answer.txt\necho 'The answer is 41.' > /logs/agent/final_answer.txt\n"
+)
+_FAKE_GRADER = (
+    "import json, pathlib\n"
+    "for n in ('reward.json', 'reward.txt'):\n"
+    "    p = pathlib.Path('/logs/verifier') / n\n"
+    "    p.write_text(json.dumps({'reward': 1.0}) if n.endswith('json') else '1.0')\n"
+)
+_MEM_SCAN = r"""import os, re, sys
+pat = re.compile(re.escape(sys.argv[1].encode()))
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) == os.getpid():
+        continue
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb", 0)
+    except OSError as e:
+        print(pid, "denied", type(e).__name__)
+        continue
+    for line in maps:
+        a, b = (int(x, 16) for x in line.split()[0].split("-"))
+        if b - a > 64 << 20:
+            continue
+        try:
+            mem.seek(a)
+            data = mem.read(b - a)
+        except (OSError, ValueError, OverflowError):
+            continue
+        for m in pat.finditer(data):
+            print(pid, "found", data[m.start() : m.start() + 80])
+"""
+_DAEMON = """while :; do
+  date +%s.%N >> "/logs/agent/$1"
+  echo '{"reward": 1.0}' > /logs/verifier/reward.json 2>/dev/null
+  sleep 0.05
+done
+"""
+ATTACKS: dict[str, str] = {
+    "hijack": (
+        "#!/usr/bin/env bash\n"
+        + _WRONG
+        + "mkdir -p /filesystem/kwrl/grading\n"
+        + "touch /filesystem/kwrl/__init__.py /filesystem/kwrl/grading/__init__.py\n"
+        + "for f in kwrl/grading/verify.py sitecustomize.py usercustomize.py; do\n"
+        + f"  cat > /filesystem/$f <<'EOF'\n{_FAKE_GRADER}EOF\ndone\n"
+        + "echo '{\"reward\": 1.0}' > /logs/verifier/reward.json\n"
+        + "echo 1.0 > /logs/verifier/reward.txt\nmkdir -p /logs/verifier/grades.json\n"
+        + "mkdir -p /tests && printf '#!/bin/sh\\necho 1.0 > /logs/verifier/reward.txt\\n' > /tests/test.sh\n"
+        + "exit 0\n"
+    ),
+    "daemons": (
+        "#!/usr/bin/env bash\n"
+        + _WRONG
+        + f"cat > /filesystem/d.sh <<'EOF'\n{_DAEMON}EOF\n"
+        + "setsid bash /filesystem/d.sh hb-exec.txt < /dev/null > /dev/null 2>&1 &\n"
+        + "code='setsid bash /filesystem/d.sh hb-gateway.txt < /dev/null > /dev/null 2>&1 &'\n"
+        + 'args=$("$KWRL_PYTHON" -c \'import json, sys; print(json.dumps({"request": {"code": sys.argv[1]}}))\' "$code")\n'
+        + '"$KWRL_PYTHON" -m kwrl.cli world call code_execution_code_exec "$args" > /logs/agent/code-exec.txt 2>&1\n'
+        + "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done > /logs/agent/environ.txt 2>&1\n"
+        + f"cat > /tmp/scan.py <<'EOF'\n{_MEM_SCAN}EOF\n"
+        + '"$KWRL_PYTHON" /tmp/scan.py "${KWRL_SECRET_PROBE:-sk-}" > /logs/agent/memory.txt 2>&1\n'
+        + "rm -f /kwrl/run/gateway.sock; ln -s /kwrl/run/other.sock /kwrl/run/gateway.sock\n"
+        + 'echo "redirect $?" > /logs/agent/redirect.txt\n'
+        + "exit 0\n"
+    ),
+    "gold_link": (
+        "#!/usr/bin/env bash\n"
+        "ln -sf /tests/verifiers.json /logs/agent/final_answer.txt\n"
+        "ln -sf /tests/verifiers.json /filesystem/answer.txt\n"
+    ),
+    "disk": "#!/usr/bin/env bash\nhead -c 200M /dev/zero > /filesystem/big\n" + _WRONG,
+}
+"""Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
+
+
 def _hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -96,8 +181,10 @@ def make_task(
     grader: str = "shell",
     agent_timeout_sec: float = 60.0,
     memory_mb: int = 1024,
+    storage_mb: int = 10240,
 ) -> Path:
-    """One task dir at `root/tasks/<slug>` whose solve.sh is `SOLUTIONS[solution]`."""
+    """One task dir at `root/tasks/<slug>` whose solve.sh is `SOLUTIONS[solution]` or
+    `ATTACKS[solution]`."""
     from kwrl.tasks.models import ArchipelagoMeta, Verifier, VerifierValues
     from kwrl.tasks.taskdir import TaskDirConfig, TaskSpec, write_task_dir
 
@@ -134,9 +221,11 @@ def make_task(
         ),
         instruction="Find the Q3 revenue (in millions), write it to /filesystem/answer.txt and say it.",
         verifiers=verifiers,
-        solution=SOLUTIONS[solution],
+        solution=SOLUTIONS.get(solution) or ATTACKS[solution],
     )
-    cfg = TaskDirConfig(agent_timeout_sec=agent_timeout_sec, memory_mb=memory_mb, cpus=1)
+    cfg = TaskDirConfig(
+        agent_timeout_sec=agent_timeout_sec, memory_mb=memory_mb, cpus=1, storage_mb=storage_mb
+    )
     task_dir = write_task_dir(root / "tasks" / slug, spec, cfg)
     if grader == "shell":
         (task_dir / "tests" / "test.sh").write_text(SHELL_TEST_SH)

@@ -1,0 +1,78 @@
+"""Pure pieces of the local sandbox: capped output, disk accounting, emptying a dir, limit checks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kwrl.errors import ConfigError, SandboxError
+from kwrl.sandbox.local import _capped, _empty_dir, _tree_bytes, check_limits
+from kwrl.tasks.taskdir import TEST_SH_TEXT, limit_problems, outdated_test_sh
+
+
+async def _read(data: bytes, cap: int) -> bytes:
+    stream = asyncio.StreamReader()
+    for i in range(0, len(data), 1000):
+        stream.feed_data(data[i : i + 1000])
+    stream.feed_eof()
+    return await _capped(stream, cap)
+
+
+async def test_output_under_the_cap_is_kept_whole() -> None:
+    data = os.urandom(5000)
+    assert await _read(data, 8192) == data
+
+
+async def test_output_over_the_cap_keeps_head_and_tail_with_a_marker() -> None:
+    data = b"H" * 3000 + b"m" * 50_000 + b"T" * 3000
+    out = await _read(data, 8000)
+    head, marker, tail = out.partition(b"\n[kwrl: 48000 bytes of output cut]\n")
+    assert marker and head == b"H" * 3000 + b"m" * 1000 and tail == b"m" * 1000 + b"T" * 3000
+
+
+def test_tree_bytes_counts_blocks_and_does_not_follow_links(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_bytes(b"x" * 100_000)
+    (tmp_path / "sparse").write_bytes(b"")
+    os.truncate(tmp_path / "sparse", 10**9)
+    (tmp_path / "link").symlink_to("/usr")
+    used = _tree_bytes(tmp_path, 10**12)
+    assert 100_000 <= used < 200_000
+    assert _tree_bytes(tmp_path, 1000) >= 1000  # stops early once past the bound
+
+
+def test_empty_dir_removes_links_not_their_targets(tmp_path: Path) -> None:
+    keep = tmp_path / "keep.txt"
+    keep.write_text("host file")
+    d = tmp_path / "verifier"
+    (d / "grades.json").mkdir(parents=True)
+    (d / "reward.json").symlink_to(keep)
+    (d / "sub").symlink_to(tmp_path)
+    _empty_dir(d)
+    assert list(d.iterdir()) == [] and keep.read_text() == "host file"
+    with pytest.raises(SandboxError):
+        _empty_dir(tmp_path / "keep.txt")
+
+
+def test_limits_must_be_positive() -> None:
+    ok = SimpleNamespace(cpus=2, memory_mb=1024, storage_mb=None)
+    assert limit_problems(ok) == []
+    bad = SimpleNamespace(cpus=0, memory_mb=-5, storage_mb=-1)
+    assert [f for f, _ in limit_problems(bad)] == [
+        "environment.cpus",
+        "environment.memory_mb",
+        "environment.storage_mb",
+    ]
+    with pytest.raises(ConfigError, match=r"task.toml: environment.cpus = 0"):
+        check_limits(bad, Path("t/task.toml"))
+
+
+def test_an_old_kwrl_test_sh_is_outdated_and_a_custom_one_is_not() -> None:
+    old = TEST_SH_TEXT.replace("cd /\n", "").replace(" -I -m", " -m")
+    assert outdated_test_sh(old)
+    assert not outdated_test_sh(TEST_SH_TEXT)
+    assert not outdated_test_sh("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
