@@ -44,7 +44,7 @@ def test_test_sh_runs_the_contract_command_and_is_executable(dataset: Path) -> N
     assert os.access(test_sh, os.X_OK)
     joined = " ".join(TEST_SH_TEXT.replace("\\\n", " ").split())
     assert (
-        '"${KWRL_PYTHON:-python3}" -m kwrl.grading.verify --tests /tests --initial /kwrl/initial/world '
+        'cd / exec "${KWRL_PYTHON:-python3}" -I -m kwrl.grading.verify --tests /tests --initial /kwrl/initial/world '
         "--initial /kwrl/initial/overlay --final / --answer /logs/agent/final_answer.txt --out /logs/verifier"
     ) in joined
 
