@@ -1,10 +1,12 @@
 """Soak test of the local sandbox: many trials, zero leaks.
 
-    .venv/bin/python benchmarks/soak.py [-n 500] [--concurrency 8] [--no-gateway]
+    .venv/bin/python benchmarks/soak.py [-n 500] [--concurrency 8] [--no-gateway] [--hostile]
 
 Runs N harbor trials through `kwrl.rollout.runner` in the local sandbox, cycling through three
 kinds: the oracle (reward 1), the nop agent (reward 0), and an agent killed by its timeout
-(a solve.sh that sleeps past a 1 s agent timeout). Then counts what this process left behind:
+(a solve.sh that sleeps past a 1 s agent timeout); `--hostile` mixes in the hostile agents of
+`kwrl.sandbox.testing.ATTACKS` (graded by the real grader; each must stay below reward 0.5, else
+the run prints BROKEN). Then counts what this process left behind:
 processes descending from it (the gateway zygote aside), bwrap processes of its sandboxes, mounts
 of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero.
 """
@@ -83,9 +85,10 @@ async def main() -> None:
     ap.add_argument("-n", type=int, default=500)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--no-gateway", action="store_true")
+    ap.add_argument("--hostile", action="store_true", help="mix in the hostile agents (ATTACKS)")
     args = ap.parse_args()
     from kwrl.rollout.runner import RolloutConfig, run_trial
-    from kwrl.sandbox.testing import make_task, make_world
+    from kwrl.sandbox.testing import ATTACKS, make_task, make_world
 
     with tempfile.TemporaryDirectory(prefix="kwrl-soak-") as d:
         tmp = Path(d)
@@ -99,7 +102,15 @@ async def main() -> None:
                 "oracle",
             ),
         }
+        hostile = set(ATTACKS) if args.hostile else set()
+        for name in sorted(hostile):
+            task = make_task(
+                tmp, name, world_id=world, solution=name, grader="kwrl",
+                storage_mb=64 if name == "disk" else 10240,
+            )  # fmt: skip
+            kinds[name] = (task, "oracle")
         env_kwargs = {"gateway": not args.no_gateway, "sandbox_dir": str(sandbox_dir)}
+        broken: list[str] = []
         print(f"before: {leaks(sandbox_dir)}")
         sem = asyncio.Semaphore(args.concurrency)
         outcomes: Counter[str] = Counter()
@@ -112,6 +123,8 @@ async def main() -> None:
             async with sem:
                 rec = await run_trial(task, cfg, tmp / "trials", f"{kind}-{i:04d}")
             outcomes[f"{kind}:{rec.cause}:{rec.reward}"] += 1
+            if kind in hostile and rec.reward is not None and rec.reward >= 0.5:
+                broken.append(rec.trial_dir)
             done = sum(outcomes.values())
             if done % 50 == 0:
                 print(f"  {done} trials done, {time.perf_counter() - t0:.0f} s", flush=True)
@@ -126,6 +139,8 @@ async def main() -> None:
             print(f"  {k}: {v}")
         print(f"after:  {after}")
         print("LEAKS: none" if not any(after.values()) else f"LEAKS: {after}")
+        if hostile:
+            print(f"BROKEN: {broken}" if broken else "hostile agents: every reward < 0.5")
 
 
 if __name__ == "__main__":
