@@ -13,7 +13,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from kwrl.config import KwrlConfig
+from kwrl.grading.judges import judge_env
 from kwrl.llm.engine import EngineConfig
+from kwrl.rollout.runner import RolloutConfig
 from kwrl.train.local.learner import LearnerConfig
 
 
@@ -114,8 +116,29 @@ class TrainConfig(KwrlConfig):
     """Trial environment: local (bubblewrap sandbox), docker, modal, or an import path."""
     environment_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments of the environment."""
+    judge: str | None = None
+    """Judge of criteria without a machine check (http(s)://HOST:PORT/v1#NAME or
+    litellm:PROVIDER/MODEL); it reaches each trial's verifier with the host's KWRL_JUDGE_* settings
+    and its key variable (`kwrl.grading.judges.judge_env`). None: machine-checked tasks only."""
     tensorboard: bool = True
     """Also write metrics to RUN/tb for TensorBoard."""
+
+    def rollout_config(self, policy_dir: Path, engine: EngineConfig) -> RolloutConfig:
+        """How a batch's trials run: KwrlAgent on the engine over `policy_dir`, graded by `judge`."""
+        return RolloutConfig(
+            agent="kwrl.agent:KwrlAgent",
+            model=f"engine:{policy_dir}",
+            n_samples=self.rl.samples_per_prompt,
+            concurrency=self.concurrency,
+            environment=self.environment,
+            environment_kwargs=self.environment_kwargs,
+            agent_kwargs={
+                **self.agent,
+                "policy_config": {"engine": engine.model_dump(mode="json")},
+                "tokenizer": str(policy_dir),
+            },
+            verifier_env=judge_env(self.judge) if self.judge else {},
+        )
 
     @model_validator(mode="after")
     def _lora_modes(self) -> TrainConfig:

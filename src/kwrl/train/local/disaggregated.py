@@ -91,21 +91,9 @@ def rollout_shard(
     out: Path, version: int,
 ) -> tuple[list[Trajectory], dict[str, Any]]:  # fmt: skip
     """One shard of a batch through harbor trials, as `RLTrainer.sample` runs a whole batch."""
-    from kwrl.rollout.runner import RolloutConfig, run_rollout
+    from kwrl.rollout.runner import run_rollout
 
-    rcfg = RolloutConfig(
-        agent="kwrl.agent:KwrlAgent",
-        model=f"engine:{policy_dir}",
-        n_samples=cfg.rl.samples_per_prompt,
-        concurrency=cfg.concurrency,
-        environment=cfg.environment,
-        environment_kwargs=cfg.environment_kwargs,
-        agent_kwargs={
-            **cfg.agent,
-            "policy_config": {"engine": engine_cfg.model_dump(mode="json")},
-            "tokenizer": str(policy_dir),
-        },
-    )
+    rcfg = cfg.rollout_config(policy_dir, engine_cfg)
     if out.exists():  # left by a killed run: never reuse its trials
         shutil.rmtree(out)
     records = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))

@@ -202,26 +202,14 @@ class RLTrainer:
     # ------------------------------------------------------------------ sampling
 
     async def sample(self, step_hint: int) -> SampledBatch | None:
-        from kwrl.rollout.runner import RolloutConfig, run_rollout
+        from kwrl.rollout.runner import run_rollout
 
         ids = self.sampler.next(self.cfg.rl.prompts_per_step)
         if not ids:
             return None
         after = self.sampler.state.model_copy(deep=True)
         version = int(self.engine.weight_version)
-        rcfg = RolloutConfig(
-            agent="kwrl.agent:KwrlAgent",
-            model=f"engine:{self.policy_dir}",
-            n_samples=self.cfg.rl.samples_per_prompt,
-            concurrency=self.cfg.concurrency,
-            environment=self.cfg.environment,
-            environment_kwargs=self.cfg.environment_kwargs,
-            agent_kwargs={
-                **self.cfg.agent,
-                "policy_config": {"engine": self.cfg.engine.model_dump(mode="json")},
-                "tokenizer": str(self.policy_dir),
-            },
-        )
+        rcfg = self.cfg.rollout_config(self.policy_dir, self.cfg.engine)
         out = self.out / "rollouts" / f"batch-{step_hint:06d}"
         if out.exists():  # from a run killed before training this batch: never reuse its trials
             shutil.rmtree(out)
