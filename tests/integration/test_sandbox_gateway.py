@@ -22,11 +22,14 @@ pytestmark = [
 ]
 
 
-async def test_the_gateway_answers_on_mcp_url_and_inside(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["fork", "exec"])
+async def test_the_gateway_answers_on_mcp_url_and_inside(tmp_path: Path, mode: str) -> None:
     from kwrl.worlds.client import GatewayClient
 
     task = make_dataset(tmp_path / "ds", 1)[0]
-    env = make_environment(task, tmp_path / "trial", sandbox_dir=str(tmp_path / "sbx"))
+    env = make_environment(
+        task, tmp_path / "trial", sandbox_dir=str(tmp_path / "sbx"), gateway_mode=mode
+    )
     await env.start(force_build=False)
     try:
         assert env.mcp_url is not None and env.mcp_url.startswith("http://127.0.0.1:")
@@ -38,6 +41,13 @@ async def test_the_gateway_answers_on_mcp_url_and_inside(tmp_path: Path) -> None
         r = await env.exec('curl -sf --unix-socket "${KWRL_GATEWAY#unix://}" http://gateway/health')
         assert r.return_code == 0, r.stderr
         assert '"status":"ok"' in (r.stdout or "").replace(" ", "")
+        # non-dumpable: agent code cannot read the gateway's environ or memory
+        r = await env.exec(
+            "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline | grep -q 'kwrl[.]sandbox[.]' || continue; "
+            "( exec 3< $p/mem ) 2> /dev/null && echo MEM-OPEN; "
+            "cat $p/environ > /dev/null 2>&1 && echo ENVIRON-READ || echo DENIED; done"
+        )
+        assert r.stdout.split() == ["DENIED"], r.stdout
         cg = env.cgroups
         assert cg is not None and len(cg.pids("sandbox")) >= 4  # bwrap, init, keeper, gateway
     finally:
