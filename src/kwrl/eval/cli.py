@@ -71,8 +71,9 @@ def eval_(
     judge: Annotated[
         str | None,
         typer.Option(
+            envvar="KWRL_JUDGE",
             help="Judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL; its KWRL_JUDGE_* "
-            "settings and key variable go to the verifier."
+            "settings and key variable go to the verifier.",
         ),
     ] = None,
     out: Annotated[Path, typer.Option(help="Run dir (reused to resume).")] = Path("runs/eval"),

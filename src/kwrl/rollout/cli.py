@@ -40,21 +40,19 @@ JudgeOpt = Annotated[
     str | None,
     typer.Option(
         "--judge",
+        envvar="KWRL_JUDGE",
         help="Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or "
-        "litellm:PROVIDER/MODEL (default: env KWRL_JUDGE). KWRL_JUDGE_* settings and the judge's "
-        "key variable go to the verifier.",
+        "litellm:PROVIDER/MODEL. KWRL_JUDGE_* settings and the judge's key variable go to the "
+        "verifier.",
     ),
 ]
 
 
 def _verifier_env(judge: str | None) -> dict[str, str]:
     """The judge's verifier environment (`kwrl.grading.judges.judge_env`), else none."""
-    import os
-
     from kwrl.grading.judges import judge_env
 
-    spec = judge or os.environ.get("KWRL_JUDGE")
-    return judge_env(spec) if spec else {}
+    return judge_env(judge) if judge else {}
 
 
 def _kwargs(items: list[str] | None) -> dict[str, Any]:
