@@ -26,7 +26,7 @@ class FailureCause(StrEnum):
     AGENT_TIMEOUT = "agent_timeout"
     """The agent ran past its time limit (masked)."""
     RESOURCE_LIMIT = "resource_limit"
-    """Agent code hit the sandbox's process or memory limit (masked, counted like a timeout)."""
+    """Agent code hit the sandbox's process, memory or disk limit (masked, counted like a timeout)."""
     AGENT = "agent"
     """The agent itself crashed (a bug, not the policy)."""
     MODEL = "model"
@@ -90,6 +90,7 @@ def classify(
         exception_type == "SandboxLimitError"
         or events.get("pids_max", 0)
         or events.get("oom_kill", 0)
+        or events.get("disk_full", 0)
     ):
         return FailureCause.RESOURCE_LIMIT
     if exception_type in ("CancelledError", "KeyboardInterrupt"):
