@@ -82,6 +82,10 @@ class LocalSandboxConfig(KwrlConfig):
     """Run every command as this user (name or uid) instead of root-without-capabilities."""
     extra_ro_binds: list[str] = Field(default_factory=list)
     """More host paths bound read-only at the same place inside."""
+    allow_missing_limits: bool = False
+    """Start trials even where this host cannot apply their memory, process or CPU limit or kill
+    all their processes (no writable cgroup v1 controllers or delegated cgroup v2 subtree): by
+    default start() refuses, naming what is missing. For hosts and agents you trust only."""
 
 
 class SandboxLimitError(SandboxError):

@@ -34,6 +34,7 @@ import collections
 import contextlib
 import io
 import json
+import logging
 import os
 import pwd
 import secrets
@@ -127,6 +128,7 @@ class LocalEnvironment(BaseEnvironment):
         """http://127.0.0.1:PORT/mcp/ on the host, relayed to the gateway inside (after start)."""
         self.world = World(None, None)
         self._cg: cgroups.Cgroups | None = None
+        self._unenforced: list[str] = []
         self._proc: asyncio.subprocess.Process | None = None
         self._gateway: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
@@ -183,6 +185,14 @@ class LocalEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         _check_host()
+        sup = cgroups.support()
+        self._unenforced = cgroups.require_limits(
+            self._limits(), allow_missing=self.settings.allow_missing_limits, sup=sup
+        )
+        if self._unenforced:
+            logging.getLogger(__name__).warning(
+                "sandbox without %s (allow_missing_limits): %s", self._unenforced, sup.describe()
+            )
         global _swept
         if not _swept:
             _swept = True
@@ -198,8 +208,8 @@ class LocalEnvironment(BaseEnvironment):
         if not lowers:
             (root / "empty").mkdir()
             lowers = [root / "empty"]
-        if cgroups.Cgroups.available():
-            self._cg = cgroups.Cgroups(name)
+        self._cg = cgroups.trial_cgroups(name, sup)
+        if self._cg is not None:
             await asyncio.to_thread(self._cg.create, self._limits())
         if self.settings.gateway:
             self._listener = _listen(root / "run" / "gateway.sock")
@@ -272,6 +282,8 @@ class LocalEnvironment(BaseEnvironment):
         report: dict[str, Any] = {
             "limits": {**vars(self._limits()), "storage_mb": self._storage_mb()}
         }
+        if self._unenforced:
+            report["unenforced"] = self._unenforced
         if self._cg is not None:
             report["events"] = self._cg.events().as_dict()
             await asyncio.to_thread(self._cg.remove)
@@ -818,8 +830,7 @@ def _check_host() -> None:
 
 def _sweep_stale(sandbox_dir: Path) -> None:
     """Remove sandbox roots and cgroups left by processes that died without stop()."""
-    if cgroups.Cgroups.available():
-        cgroups.sweep_stale()
+    cgroups.sweep_stale()
     if sandbox_dir.is_dir():
         for d in sandbox_dir.iterdir():
             if d.is_dir() and not cgroups.owner_alive(d.name):
