@@ -185,11 +185,20 @@ async def test_the_relay_socket_output_and_agent_logs_are_bounded(
         assert len(r.stdout) < OUTPUT_CAP + 1000
         assert r.stdout.startswith("START") and r.stdout.rstrip().endswith("END")
         assert "bytes of output cut]" in r.stdout
+        # 2, 3: /logs/verifier is read-only to agent code; a daemon is left running.
+        r = await env.exec(
+            "echo 1.0 > /logs/verifier/reward.txt || echo READ-ONLY; "
+            "setsid sleep 1000 < /dev/null > /dev/null 2>&1 &"
+        )
+        assert "READ-ONLY" in r.stdout
         # 8: /logs/agent counts against storage_mb (and no single file outgrows it).
         with pytest.raises(SandboxLimitError, match="disk limit"):
             await env.exec("for i in 1 2 3; do head -c 12M /dev/zero > /logs/agent/f$i; done")
         # 6: the shared zygote survives garbage and goes on forking gateways.
-        for junk in (b"", b"\xff" * 100, b"[]", b'{"ns_pid": 1}', b"GET / HTTP/1.1\r\n\r\n"):
+        junks = [b"", b"\xff" * 100, b"[]", b'{"ns_pid": 1}', b"GET / HTTP/1.1\r\n\r\n"]
+        junks += [b'{"ns_pid": 2, "cgroup_procs": ["/etc/passwd"], "log": "/x"}']
+        junks += [os.urandom(n) for n in (1, 7, 300, 70_000)]
+        for junk in junks:
             with socket.socket(socket.AF_UNIX) as s:
                 s.connect(zygote._ZYGOTE.path)
                 s.sendall(junk)
@@ -197,6 +206,18 @@ async def test_the_relay_socket_output_and_agent_logs_are_bounded(
                 answer = s.recv(4096)
             assert b"error" in answer or answer == b""
         assert zygote._ZYGOTE.proc is not None and zygote._ZYGOTE.proc.poll() is None
+        # The verifier phase: a stale file in /logs/verifier goes (its link not followed), and of
+        # the agent phase nothing runs any more (gateway, daemon, init): only the mount holder.
+        keep = tmp_path / "host.txt"
+        keep.write_text("host file")
+        verifier = tmp_path / "trial" / "verifier"
+        (verifier / "reward.json").symlink_to(keep)
+        await env.upload_dir(task / "tests", "/tests")
+        assert list(verifier.iterdir()) == [] and keep.read_text() == "host file"
+        cg = env.cgroups
+        assert cg is None or len(cg.pids()) == 1, cg.pids()
+        r = await env.exec("cat /filesystem/readme.txt; pwd")
+        assert r.stdout.split("\n")[-2] == "/" and "Shared drive" in r.stdout
     finally:
         await env.stop(delete=True)
     env2 = make_environment(task, tmp_path / "trial2", sandbox_dir=str(tmp_path / "sbx"))
