@@ -249,4 +249,5 @@ def test_trial_run_exits_non_zero_on_a_failed_trial_and_bad_limits(tmp_path: Pat
     r = runner.invoke(
         app, ["trial", "run", str(broken), "--out", str(tmp_path / "o"), "--ek", "gateway=false"]
     )
-    assert r.exit_code == 1, r.output
+    text = r.output.replace("\n", "")
+    assert r.exit_code == 1 and "cause verifier" in text and "RewardFileNotFound" in text, r.output
