@@ -14,6 +14,15 @@ chat files themselves are not shown whole: the records inside them are.
 a specific type (any string naming extensions, e.g. "Spreadsheets (.xlsx, .xls)" or ".docx") shows
 only matching artifacts and not the answer, and when none match the criterion fails without a
 judge call (`None` is returned).
+
+For the machine checks (`checks.py`), `changed_text(rel)` is what the trial wrote into a file: the
+whole text of a created file, only the added lines of a modified one (text a file already held is
+not the agent's statement), '' for an untouched one. `own_text(text)` removes what was pasted: the
+world's data comes in units (a chat post, a mail's subject and each body line, an event's fields,
+each line of a rendered file, each of at least `UNIT_MIN_WORDS` words); a text that holds
+`DUMP_MIN_UNITS` or more of them verbatim is a dump, and those units are cut out so only the rest
+counts. Units survive any dump format (a tool's JSON, the raw store, a rendering), and quoting a
+few clauses or one message is not a dump. The world's units are built only for texts long enough.
 """
 
 from __future__ import annotations
@@ -45,6 +54,10 @@ _KIND_TYPES: dict[str, ArtifactKind] = {
     "events": "event", "chat": "chat", "chat messages": "chat",
 }  # fmt: skip
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,5}\b")
+UNIT_MIN_WORDS = 3
+"""Words a piece of world data needs to count as a unit that can be pasted."""
+DUMP_MIN_UNITS = 8
+"""Distinct world units a text must hold verbatim to be a dump."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,9 @@ class Artifact:
 def display_path(rel: str) -> str:
     """`filesystem/a/b.docx` -> `/a/b.docx` (the agent's view); other subsystems keep their prefix."""
     return "/" + rel.removeprefix("filesystem/") if rel.startswith("filesystem/") else rel
+
+
+_EMPTY = StateView.of([])
 
 
 @dataclass
@@ -123,6 +139,53 @@ class Evidence:
             self._rendered[key] = render_file(path, max_chars=self.max_chars)
         return self._rendered[key]
 
+    def changed_text(self, rel: str) -> str:
+        """What the trial wrote into a file: all of a created file, the added lines of a modified
+        one, '' for a file it left unchanged or deleted."""
+        change = next((c for c in self.changes if c.path == rel), None)
+        if change is None or change.change == "deleted":
+            return ""
+        new = self.text_of(rel)
+        if change.change == "created":
+            return new
+        key = "+" + rel
+        if key not in self._rendered:
+            old = self.text_of(rel, "initial").splitlines()
+            lines = new.splitlines()
+            sm = difflib.SequenceMatcher(None, old, lines, autojunk=False)
+            added = [ln for tag, _, _, j1, j2 in sm.get_opcodes() if tag in ("replace", "insert")
+                     for ln in lines[j1:j2]]  # fmt: skip
+            self._rendered[key] = "\n".join(added)
+        return self._rendered[key]
+
+    @cached_property
+    def world_units(self) -> frozenset[str]:
+        """The world's data in pasteable units (see module docstring), normalised."""
+        apps = [r for r in self.initial.files() if r.startswith(_APP_DIRS)]
+        pieces: list[str] = []
+        for rel in self.initial.files():
+            if not rel.startswith(_APP_DIRS):
+                pieces += self.text_of(rel, "initial").splitlines()
+        for m in new_mail(_EMPTY, self.initial, apps):
+            pieces += [m.subject, *m.body.splitlines()]
+        for e in changed_events(_EMPTY, self.initial, apps):
+            pieces += [e.summary, e.description, e.location]
+        pieces += [p.text for p in new_chat_posts(_EMPTY, self.initial, apps)]
+        units = (" ".join(p.casefold().split()) for p in pieces)
+        return frozenset(u for u in units if len(u.split()) >= UNIT_MIN_WORDS)
+
+    def own_text(self, text: str) -> tuple[str, str | None]:
+        """(text without pasted world data, a note when it was a dump) — see module docstring."""
+        if len(text.split()) < UNIT_MIN_WORDS * DUMP_MIN_UNITS:
+            return text, None
+        t = " ".join(text.casefold().split())
+        found = [u for u in self.world_units if u in t]
+        if len(found) < DUMP_MIN_UNITS:
+            return text, None
+        for u in sorted(found, key=len, reverse=True):
+            t = t.replace(u, " ")
+        return " ".join(t.split()), f"{len(found)} pieces of the world's data pasted verbatim (cut)"
+
     @property
     def file_changes(self) -> list[FileChange]:
         """Changes that are shown as file artifacts (not the app stores)."""
@@ -173,6 +236,18 @@ class Evidence:
         return out
 
     # ----------------------------------------------------------------- selection
+
+    @staticmethod
+    def expected_extensions(expected_file_type: str | None) -> frozenset[str] | None:
+        """The extensions a criterion's file type accepts, or None when it names none."""
+        ftype = (expected_file_type or "").strip()
+        low = ftype.lower()
+        exts = {e.lower() for e in _EXT_RE.findall(ftype)}
+        if not exts and low.isalnum() and low not in _ANY_TYPES and low not in _KIND_TYPES:
+            exts = {"." + low}
+        if not exts or low.startswith("all output"):
+            return None
+        return frozenset(exts)
 
     def select_artifacts(
         self, expected_file_type: str | None, expected_output_files: list[str] | None = None

@@ -126,7 +126,7 @@ async def grade_trial(
     for v in _ordered(verifiers):
         vals = v.verifier_values
         if vals.kwrl_check is not None:
-            r = run_check(vals.kwrl_check, evidence)
+            r = run_check(vals.kwrl_check, evidence, vals.expected_file_type)
             grades[v.verifier_id] = CriterionGrade(
                 v.verifier_id, vals.criteria, 1.0 if r.passed else 0.0, "machine", r.rationale,
                 r.evidence, vals.is_primary_objective,

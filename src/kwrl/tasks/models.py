@@ -131,7 +131,20 @@ class NumberCheck(_Strict):
     source: Source = "answer"
 
 
-class RegexCheck(_Strict):
+class _Rivals(_Strict):
+    """Other answers to the same question: naming many of them is hedging, not answering."""
+
+    rivals: list[str] = Field(default_factory=list)
+    """Wrong answers of the same kind (other people, periods, clause numbers); matched as words."""
+    rival_pattern: str | None = None
+    """A regex for answers of the same kind (e.g. any date); its matches that are not the
+    expected answer count as rivals."""
+    max_rivals: int = Field(default=1, ge=0)
+    """The most distinct rivals the text may name and still pass (one alternative ruled out is
+    fine; a list of candidates is not)."""
+
+
+class RegexCheck(_Rivals):
     """`pattern` (Python re, searched) matches the answer or produced files' text."""
 
     kind: Literal["regex"] = "regex"
@@ -140,7 +153,7 @@ class RegexCheck(_Strict):
     source: Source = "answer"
 
 
-class ContainsCheck(_Strict):
+class ContainsCheck(_Rivals):
     """Every string in `all_of` appears (case-insensitive) and none in `none_of`."""
 
     kind: Literal["contains"] = "contains"

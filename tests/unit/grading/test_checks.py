@@ -137,12 +137,24 @@ def test_numbers_in_reads_separators_signs_and_magnitudes() -> None:
     assert 15000.0 in numbers_in("about 15k users")
 
 
-def test_file_exists(world: Path, tmp_path: Path) -> None:
+def test_file_exists_needs_a_readable_file_of_the_expected_type(
+    world: Path, tmp_path: Path, office_fixtures: Path
+) -> None:
     final = copy_state(world, tmp_path / "final")
-    write_files(final, {"filesystem/out/summary.pdf": b"%PDF-1.4"})
+    (final / "filesystem/out").mkdir()
+    shutil.copy(office_fixtures / "pdf/pypdf__crazyones.pdf", final / "filesystem/out/summary.pdf")
+    write_files(final, {"filesystem/out/empty.docx": b"", "filesystem/out/fake.pptx": "12.5 42"})
     ev = evidence(world, final)
     assert check(ev, kind="file_exists", path="/out/*.pdf").passed
-    assert not check(ev, kind="file_exists", path="/out/*.docx").passed
+    assert not check(ev, kind="file_exists", path="/out/*.docx").passed  # empty: no content
+    fake = check(ev, kind="file_exists", path="/out/fake.pptx")
+    assert not fake.passed and "no readable content" in fake.rationale
+    typed = run_check(
+        CHECK.validate_python({"kind": "file_exists", "path": "/out/summary.pdf"}),
+        ev,
+        "Presentations (.pptx, .ppt, .odp)",
+    )
+    assert not typed.passed  # a pdf is not the deck the criterion expects
 
 
 def test_mail_sent_needs_a_new_message_to_the_recipient(world: Path, tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ them; mail bodies and posts are checked for the figure as the files print it.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 
 from kwrl.synth.cast import Project
-from kwrl.synth.families.base import Call, Criterion, TaskDraft, read_call, table_file
+from kwrl.synth.families.base import TIME_RIVALS, Call, Criterion, TaskDraft, read_call, table_file
 from kwrl.synth.families.lookup import row_phrase, value_text
 from kwrl.synth.families.metrics import metrics
 from kwrl.synth.rng import Rng
@@ -36,7 +36,7 @@ def reply_figure(w: World, p: Project, rng: Rng) -> TaskDraft:
             Criterion(f"A reply to {contact} states {row_phrase(w, p, row, period)} as {vt}", MailSentCheck(to=contact, body_contains=[vt])),
             Criterion(f"The reply to {contact} names the period {period}", MailSentCheck(to=contact, body_contains=[period])),
         ],
-        [Call("mail_read_mail", {"mail_id": mail_id}), read_call(path), Call("mail_reply_mail", {"mail_id": mail_id, "body": body})],
+        [Call("mail_read_mail", {"mail_id": mail_id}), read_call(path), Call("mail_reply_mail", {"original_mail_id": mail_id, "body": body})],
         f"Replied to {contact}: {row} for {period} is {vt} ({unit}).", input_files=[path],
     )  # fmt: skip
 
@@ -76,16 +76,21 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         Criterion(
             f"The answer states the chosen start time {hour:02d}:00",
             RegexCheck(
-                pattern=rf"\b{hour}[:.]00|\b{hour % 12 or 12}\s?(:00)?\s?{'pm' if hour >= 12 else 'am'}"
+                pattern=rf"\b{hour}[:.]00|\b{hour % 12 or 12}\s?(:00)?\s?{'pm' if hour >= 12 else 'am'}",
+                rival_pattern=TIME_RIVALS,
             ),
         )
     )
-    nxt = (d + timedelta(days=1)).isoformat()
     calls = [
-        Call("calendar_list_events", {"start_date": w.busy_day, "end_date": nxt}),
+        Call("calendar_list_events", {"limit": 100}),
         Call(
             "calendar_create_event",
-            {"summary": title, "start": start, "end": end, "attendees": [x.email for x in pick]},
+            {
+                "summary": title,
+                "start": {"dateTime": start},
+                "end": {"dateTime": end},
+                "attendees": [{"email": x.email} for x in pick],
+            },
         ),
     ]
     return TaskDraft("schedule", "medium", None, prompt, crits, calls,
@@ -124,9 +129,14 @@ def brief_team(w: World, p: Project, rng: Rng) -> TaskDraft:
         *m.calls,
         Call(
             "mail_send_mail",
-            {"to_email": lead.email, "subject": f"{p.code}: {m.label}", "body": body},
+            {
+                "from_email": w.me.email,
+                "to_email": lead.email,
+                "subject": f"{p.code}: {m.label}",
+                "body": body,
+            },
         ),
-        Call("chat_post_message", {"channel_id": p.channel, "text": post}),
+        Call("chat_post_message", {"channel_id": p.channel, "message": post}),
     ]
     return TaskDraft("brief_team", "hard", None, prompt, crits, calls,
                      f"Emailed {lead.name} and posted in #{p.channel}: the {m.label} is {m.text} ({ins}).")  # fmt: skip

@@ -7,7 +7,7 @@ result first (the primary objective) and then the inputs the answer should quote
 from __future__ import annotations
 
 from kwrl.synth.cast import Project
-from kwrl.synth.families.base import Criterion, TaskDraft, n1, num, read_call, table_file
+from kwrl.synth.families.base import Criterion, TaskDraft, n1, num, others, read_call, table_file
 from kwrl.synth.families.lookup import value_text
 from kwrl.synth.families.metrics import metrics
 from kwrl.synth.render import TABLE_HOMES, table_rows
@@ -66,7 +66,10 @@ def reconcile_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
         Criterion(f"Gives the correct value {value_text(v, unit)} for {row} in {period}", num(v)),
         Criterion(
             f"Identifies the {row} figure for {period} as the wrong one",
-            ContainsCheck(all_of=[row, period]),
+            ContainsCheck(
+                all_of=[row, period],
+                rivals=others(row, list(p.table.rows)) + others(period, p.table.periods),
+            ),
         ),
         Criterion(f"States that the deck shows {value_text(wrong, unit)}", num(wrong)),
     ]
@@ -84,6 +87,7 @@ def clause_review(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         return None
     contract = p.files["contract"]
     bad = [c for c in p.clauses if not c.compliant]
+    good = [c for c in p.clauses if c.compliant]
     prompt = (
         f"Review the executed MSA for {p.code} ({contract}) against the firm's Contract Playbook "
         f"(/Firm/Contract Playbook.pdf). List every clause that deviates from the playbook, with the "
@@ -92,14 +96,14 @@ def clause_review(w: World, p: Project, rng: Rng) -> TaskDraft | None:
     crits = [
         Criterion(
             "Identifies every deviating clause: " + ", ".join(f"{c.number} {c.name}" for c in bad),
-            ContainsCheck(all_of=[c.name for c in bad]),
+            ContainsCheck(all_of=[c.name for c in bad], rivals=[c.name for c in good]),
         )
     ]
     for c in bad:
         crits.append(
             Criterion(
                 f"States that clause {c.number} ({c.name}) deviates: playbook requires {c.policy.lower()}",
-                ContainsCheck(all_of=[c.number]),
+                ContainsCheck(all_of=[c.number], rivals=[g.number for g in good]),
             )
         )
     lines = [f'- {c.number} {c.name}: "{c.text}" Playbook: {c.policy}.' for c in bad]

@@ -61,18 +61,18 @@ Family = Callable[[World, Project, Rng], TaskDraft | None]
 def read_call(path: str) -> Call:
     """The one read tool for a file of the world, by extension."""
     if path.endswith(".xlsx"):
-        return Call("excel_read_tab", {"file_path": path, "tab_name": "Inputs"})
+        return Call("excel_read_tab", {"file_path": path, "tab_index": 0})  # Inputs, the first tab
     if path.endswith(".docx"):
         return Call("word_read_document_content", {"file_path": path})
     if path.endswith(".pdf"):
         return Call("pdfs_read_pdf_pages", {"file_path": path})
     if path.endswith(".pptx"):
         return Call("powerpoint_read_completedeck", {"file_path": path})
-    return Call("filesystem_read_text_file", {"path": path})
+    return Call("filesystem_read_text_file", {"file_path": path})
 
 
-def read_tab(path: str, tab: str) -> Call:
-    return Call("excel_read_tab", {"file_path": path, "tab_name": tab})
+def read_tab(path: str, tab_index: int) -> Call:
+    return Call("excel_read_tab", {"file_path": path, "tab_index": tab_index})
 
 
 def search_files(pattern: str) -> Call:
@@ -110,6 +110,20 @@ def num(value: float, *, pct: bool = False, source: Source = "answer") -> Number
     )
 
 
+DATE_RIVALS = (
+    r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}(st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    r"[a-z]*\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(st|nd|rd|th)?\b"
+)
+"""Any date (ISO, '5 March', 'March 5'): rivals of a date answer (checks' `rival_pattern`)."""
+TIME_RIVALS = r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s?(am|pm|a\.m\.|p\.m\.)"
+"""Any time of day: rivals of a time answer."""
+
+
+def others(chosen: str, pool: list[str]) -> list[str]:
+    """The distinct entries of `pool` other than `chosen`: the rivals of a text answer."""
+    return sorted({x for x in pool if x.casefold() != chosen.casefold()})
+
+
 def change_word(change_pct: float) -> tuple[str, float]:
     """('increase', x) or ('decrease', |x|): a fall is asked and checked as a positive decrease,
     since answers say "down 12.3%" as often as "-12.3%" and a number check cannot read both."""
@@ -129,7 +143,9 @@ def kind_word(w: World) -> str:
 
 
 # --------------------------------------------------------------------------- write calls
-# Argument shapes follow kwrl.worlds.apps.<app>; keep them here so an app change is a one-place fix.
+# Argument shapes are Archipelago's (kwrl.worlds.apps.contract), as the agent sends them: an
+# `input`/`request` envelope's fields flat (the agent and `kwrl world call` re-wrap them); keep
+# them here so a contract change is a one-place fix.
 
 
 def split_path(path: str) -> tuple[str, str]:
@@ -166,23 +182,37 @@ def create_sheet(path: str, sheet: str, rows: list[list[Any]]) -> Call:
 
 
 def add_tab(path: str, tab: str, rows: list[list[Any]]) -> list[Call]:
-    return [Call("excel_add_tab", {"file_path": path, "tab_name": tab, "rows": rows})]
+    return [
+        Call("excel_add_tab", {"file_path": path, "tab_name": tab, "sheet_data": {"rows": rows}})
+    ]
 
 
 def create_deck(path: str, title: str, slides: list[dict[str, Any]]) -> Call:
     d, name = split_path(path)
     return Call(
-        "powerpoint_create_slides",
+        "powerpoint_create_deck",
         {
             "directory": d,
             "file_name": name,
-            "slides": [{"layout": "title", "title": title}, *slides],
+            "slides": [
+                {"layout": "title", "title": title},
+                *(
+                    {**s, "bullets": {"items": s["bullets"]}} if "bullets" in s else s
+                    for s in slides
+                ),
+            ],
         },
     )
 
 
-def add_slide(path: str, title: str, bullets: list[str]) -> Call:
+def add_slide(path: str, index: int, title: str, bullets: list[str]) -> Call:
     return Call(
         "powerpoint_add_slide",
-        {"file_path": path, "layout": "title_and_content", "title": title, "bullets": bullets},
+        {
+            "file_path": path,
+            "index": index,
+            "layout": "title_and_content",
+            "title": title,
+            "bullets": bullets,
+        },
     )

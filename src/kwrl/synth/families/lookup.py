@@ -6,16 +6,20 @@ shortest solution is a single read; the rubric checks the figure itself.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from kwrl.synth.cast import Fact, Project
 from kwrl.synth.families.base import (
+    DATE_RIVALS,
+    TIME_RIVALS,
     Call,
     Criterion,
     TaskDraft,
     fact_file,
     n1,
     num,
+    others,
     read_call,
     table_file,
     unit_word,
@@ -62,7 +66,11 @@ def table_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
 
 def _fact_criterion(f: Fact, what: str) -> Criterion:
     if isinstance(f.value, str):
-        return Criterion(f"States that {what} is {f.text}", ContainsCheck(all_of=[f.text]))
+        dated = re.fullmatch(r"\d{4}-\d{2}-\d{2}", f.text) is not None
+        return Criterion(
+            f"States that {what} is {f.text}",
+            ContainsCheck(all_of=[f.text], rival_pattern=DATE_RIVALS if dated else None),
+        )
     return Criterion(f"States that {what} is {f.text}", num(f.value, pct=f.unit == "%"))
 
 
@@ -99,14 +107,21 @@ def mail_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
         f"What is it, and who sent it? Ignore any preliminary figures."
     )
     calls = [
-        Call("mail_search_mail", {"query": p.code}),
+        Call("mail_search_mail", {"subject": p.code}),
         Call("mail_read_mail", {"mail_id": mail.message_id}),
     ]
     return TaskDraft(
         "mail_fact_lookup", "easy", "message_in_console", prompt,
-        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} sent it", ContainsCheck(all_of=[p.lead.last]))], calls,
+        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} sent it", _who(w, p))], calls,
         f"{p.lead.name} confirmed the {f.label.lower()} for {p.code} at {f.text}.",
     )  # fmt: skip
+
+
+def _who(w: World, p: Project) -> ContainsCheck:
+    """The lead's name, where naming other people of the firm is a list of candidates."""
+    return ContainsCheck(
+        all_of=[p.lead.last], rivals=others(p.lead.last, [x.last for x in w.people])
+    )
 
 
 def chat_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
@@ -117,8 +132,8 @@ def chat_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     )
     return TaskDraft(
         "chat_fact_lookup", "easy", "message_in_console", prompt,
-        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} posted it", ContainsCheck(all_of=[p.lead.last]))],
-        [Call("chat_get_channel_history", {"channel_id": p.channel})],
+        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} posted it", _who(w, p))],
+        [Call("chat_get_channel_history", {"channel_id": p.channel, "limit": 100})],
         f"{p.lead.name} posted it: the {f.label.lower()} for {p.code} is {f.text}.",
     )  # fmt: skip
 
@@ -141,10 +156,10 @@ def calendar_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     return TaskDraft(
         "calendar_lookup", "easy", "message_in_console", prompt,
         [
-            Criterion(f"States that the {f.label.lower()} for {p.code} is on {d:%B} {d.day}, {d.year} ({f.value})", RegexCheck(pattern=date_pattern(str(f.value)))),
-            Criterion("States that it starts at 14:00 (2 pm) UTC", RegexCheck(pattern=r"14[:.]00|2\s?(:00)?\s?p\.?m\.?")),
+            Criterion(f"States that the {f.label.lower()} for {p.code} is on {d:%B} {d.day}, {d.year} ({f.value})", RegexCheck(pattern=date_pattern(str(f.value)), rival_pattern=DATE_RIVALS)),
+            Criterion("States that it starts at 14:00 (2 pm) UTC", RegexCheck(pattern=r"14[:.]00|2\s?(:00)?\s?p\.?m\.?", rival_pattern=TIME_RIVALS)),
         ],
-        [Call("calendar_list_events", {"query": title})],
+        [Call("calendar_list_events", {"limit": 100})],
         f"The {title} is on {d:%A} {d:%B} {d.day}, {d.year} ({f.value}), from 14:00 to 15:00 UTC.",
     )  # fmt: skip
 
@@ -163,6 +178,6 @@ def chat_post(w: World, p: Project, rng: Rng) -> TaskDraft:
     return TaskDraft(
         "chat_post", "medium", None, prompt,
         [Criterion(f"A message in #{p.channel} states the {period} {row} of {value_text(v, unit)}", ChatPostedCheck(channel=p.channel, all_of=[value_text(v, unit)]))],
-        [read_call(path), Call("chat_post_message", {"channel_id": p.channel, "text": text})],
+        [read_call(path), Call("chat_post_message", {"channel_id": p.channel, "message": text})],
         f"Posted in #{p.channel}: {text}", input_files=[path],
     )  # fmt: skip
