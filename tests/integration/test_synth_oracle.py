@@ -134,7 +134,7 @@ async def replay(
                         continue
                     calls = json.loads((t.path / "solution" / "gold_calls.json").read_text())
                     for c in calls:
-                        res = await client.call_tool(c["tool"], c["arguments"])
+                        res = await client.call_flat(c["tool"], c["arguments"])
                         if res.is_error:
                             failures.append(
                                 f"{t.slug}: {c['tool']} failed: {result_text(res)[:300]}"

@@ -4,7 +4,9 @@
   dir, or `/` inside a sandbox) and prints exactly one stdout line `kwrl-gateway ready <url>` once
   tools are listable; `--port 0` picks a free port (the line names it).
 - `kwrl world call TOOL [JSON_ARGS] [--gateway URL]` makes one tool call and prints the result text;
-  exit 1 on a tool error. Gold solutions (`solution/solve.sh`) are sequences of these.
+  exit 1 on a tool error. An `input`/`request` envelope tool's fields may be given flat (as the
+  agent's model writes them); they are re-wrapped. Gold solutions (`solution/solve.sh`) are
+  sequences of these.
 
 Non-obvious choices: `serve` binds the socket itself and hands it to uvicorn, so the ready line can
 carry the real port and is printed only after uvicorn has started serving on it. Start-up leaves
@@ -123,7 +125,9 @@ def call(
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the result.")] = 600.0,
 ) -> None:
-    """Call one tool on a running gateway and print its result; exit 1 if the tool reports an error."""
+    """Call one tool on a running gateway and print its result; exit 1 if the tool reports an error.
+
+    A tool taking one `input`/`request` envelope accepts its fields flat (they are re-wrapped)."""
     from kwrl.worlds.client import GatewayClient, resolve_url, result_text
 
     try:
@@ -136,7 +140,7 @@ def call(
 
     async def run() -> tuple[bool, str]:
         async with GatewayClient(url, timeout_s=timeout) as gw:
-            result = await gw.call_tool(tool, arguments)
+            result = await gw.call_flat(tool, arguments)
             return result.is_error, result_text(result)
 
     is_error, text = asyncio.run(run())

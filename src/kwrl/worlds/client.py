@@ -5,6 +5,11 @@ socket; the MCP path defaults to `/mcp/`, or give it after the socket as `unix:/
 It wraps the official MCP SDK client (`mcp.Client` over `mcp.client.streamable_http`), so the agent,
 `kwrl world call` and the tests speak exactly what a real MCP host speaks.
 
+`call_flat(name, args)` takes a tool's arguments as the agent's model writes them: Archipelago's
+tools that take one `input`/`request` envelope object get their fields flat and are re-wrapped
+(RECIPE's rewrap; arguments already wrapped pass unchanged). `kwrl world call` and gold solutions
+use it.
+
 Non-obvious choice: a tool error is a *result* (`is_error=True`) that the agent shows the model,
 never an exception; only transport failures raise (`WorldError` naming the URL).
 """
@@ -24,6 +29,7 @@ from mcp_types import CallToolResult, ImageContent, TextContent, Tool
 from kwrl.errors import WorldError
 
 ENV_GATEWAY = "KWRL_GATEWAY"
+ENVELOPE_KEYS = ("input", "request")
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -50,6 +56,22 @@ def _split(url: str, timeout_s: float) -> tuple[str, httpx2.AsyncClient]:
     return url, httpx2.AsyncClient(timeout=timeout)
 
 
+def envelope_key(schema: dict[str, Any]) -> str | None:
+    """The envelope parameter of a schema whose only property is an `input`/`request` object."""
+    props = schema.get("properties") or {}
+    if len(props) != 1:
+        return None
+    ((key, sub),) = props.items()
+    return key if key in ENVELOPE_KEYS and isinstance(sub, dict) and "properties" in sub else None
+
+
+def rewrap(arguments: dict[str, Any], key: str | None) -> dict[str, Any]:
+    """Flat arguments re-wrapped under the envelope `key`; already wrapped ones unchanged."""
+    if key is None or (set(arguments) == {key} and isinstance(arguments[key], dict)):
+        return arguments
+    return {key: arguments}
+
+
 def result_text(result: CallToolResult) -> str:
     """A tool result as text: text blocks joined; other blocks named by type."""
     parts: list[str] = []
@@ -71,6 +93,7 @@ class GatewayClient:
         self.timeout_s = timeout_s
         self._stack: AsyncExitStack | None = None
         self._client: Client | None = None
+        self._envelopes: dict[str, str | None] | None = None
 
     async def __aenter__(self) -> GatewayClient:
         stack = AsyncExitStack()
@@ -114,3 +137,11 @@ class GatewayClient:
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
         return await self.client.call_tool(name, arguments or {})
+
+    async def call_flat(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        """`call_tool` with an envelope tool's fields given flat (see the module docstring)."""
+        if self._envelopes is None:
+            self._envelopes = {
+                t.name: envelope_key(t.input_schema) for t in await self.list_tools()
+            }
+        return await self.call_tool(name, rewrap(arguments or {}, self._envelopes.get(name)))

@@ -137,7 +137,7 @@ def metrics(w: World, p: Project) -> list[Metric]:
                     ("Total fees billed ($k)", total, model),
                     ("Approved fee budget ($k)", budget, model),
                 ],
-                [read_tab(model, "Summary")],
+                [read_tab(model, 1)],  # the Law model's Summary tab
             )
         )
         complaint, contract = fact_file(w, p, "damages"), fact_file(w, p, "contract_value")

@@ -229,4 +229,4 @@ def edit_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
         for label, v, _ in m.inputs[:1]
     ]
     return TaskDraft("edit_deck", "hard", "edit_existing_slide_deck", prompt, crits,
-                     [*m.calls, add_slide(path, "Key metric", bullets)], f"Added a Key metric slide to {path}: {m.text}.", outputs=[path])  # fmt: skip
+                     [*m.calls, add_slide(path, 4, "Key metric", bullets)], f"Added a Key metric slide to {path}: {m.text}.", outputs=[path])  # fmt: skip

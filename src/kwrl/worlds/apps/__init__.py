@@ -32,7 +32,6 @@ LAZY_IMPORTS: tuple[str, ...] = (
     "pptx.chart.data",
     "pypdf",
     "pypdfium2",
-    "pdfplumber",
     "reportlab.platypus",
     "icalendar",
     "PIL.Image",

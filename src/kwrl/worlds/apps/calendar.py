@@ -1,13 +1,17 @@
 """The calendar app: the world's events as iCalendar files (ARCH mcp_servers/calendar).
 
-Data: `.apps_data/calendar/*.ics`, parsed with `icalendar`. Tools: list_events, read_event,
-create_event, update_event, delete_event.
+Data: `.apps_data/calendar/*.ics`, parsed with `icalendar`. Tools (upstream's parameters, each
+under a `request` envelope): list_events, read_event, create_event, update_event, delete_event.
 
 Contract:
 - An event's id (`event_id`) is its UID; an event without a UID, or a second VEVENT sharing one
   (a recurrence override), is named `<file stem>:<index of the VEVENT in that file>`.
-- Times are ISO 8601: `2025-03-04` (all-day), `2025-03-04T09:30` (floating local time) or with an
-  offset / `Z`. Listing sorts by start, treating floating times as UTC.
+- Times are Google-Calendar-style objects, as upstream: `{"date": "2025-03-04"}` (all-day) or
+  `{"dateTime": "2025-03-04T09:30:00", "timeZone": "Europe/Paris"}` (a naive dateTime is read in
+  `timeZone` when given, else kept floating). Listing sorts by start, floating times as UTC.
+- attendees `[{email, displayName?, responseStatus?}]` become ATTENDEE (CN, PARTSTAT), reminders
+  `{useDefault, overrides: [{method, minutes}]}` VALARMs, recurrence `["RRULE:..."]` lines
+  RRULE/EXDATE/RDATE, colorId the COLOR property.
 - New events go to `calendar.ics` (created with a VCALENDAR wrapper when missing); updates and
   deletions rewrite the file that holds the event, keeping every other component (timezones, todos)
   as parsed. Writes are atomic (`kwrl.io`).
@@ -22,19 +26,47 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 from fastmcp import FastMCP
-from pydantic import Field
 
 from kwrl.io import write_bytes
-from kwrl.worlds.apps.base import ToolError, tool
+from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.layout import WorldRoots
 
 if TYPE_CHECKING:
     from icalendar import Calendar
 
 NEW_EVENTS_FILE = "calendar.ics"
+_STATUS_IN = {
+    "accepted": "ACCEPTED",
+    "declined": "DECLINED",
+    "tentative": "TENTATIVE",
+    "needsAction": "NEEDS-ACTION",
+}
+_STATUS_OUT = {v: k for k, v in _STATUS_IN.items()}
+
+
+def _ical_lines(ev: Any, key: str) -> list[str]:
+    values = ev.get(key)
+    if values is None:
+        return []
+    items = values if isinstance(values, list) else [values]
+    return [f"{key}:{bytes(v.to_ical()).decode()}" for v in items]
+
+
+def _alarm_out(alarm: Any) -> dict[str, Any]:
+    trigger = alarm.get("TRIGGER")
+    minutes = (
+        int(-trigger.dt.total_seconds() // 60)
+        if trigger is not None and isinstance(trigger.dt, timedelta)
+        else 0
+    )
+    return {
+        "method": "email" if str(alarm.get("ACTION", "")).upper() == "EMAIL" else "popup",
+        "minutes": minutes,
+    }
 
 
 def parse_when(value: str, field: str) -> date | datetime:
@@ -58,8 +90,38 @@ def _sort_key(d: date | datetime | None) -> datetime:
     return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
-def _iso(d: date | datetime | None) -> str | None:
-    return None if d is None else d.isoformat()
+def _iso(d: date | datetime | None) -> dict[str, str] | None:
+    """A time as upstream's event time object."""
+    if d is None:
+        return None
+    if not isinstance(d, datetime):
+        return {"date": d.isoformat()}
+    tz = getattr(d.tzinfo, "key", None)
+    return {"dateTime": d.isoformat(), **({"timeZone": tz} if tz else {})}
+
+
+def parse_time(value: dict[str, Any] | None, field: str) -> date | datetime | None:
+    """Upstream's {dateTime | date, timeZone} object as a date or datetime."""
+    if value is None:
+        return None
+    if value.get("dateTime"):
+        d = parse_when(value["dateTime"].replace("Z", "+00:00"), f"{field}.dateTime")
+        if not isinstance(d, datetime):
+            d = datetime(d.year, d.month, d.day)
+        if d.tzinfo is None and value.get("timeZone"):
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                d = d.replace(tzinfo=ZoneInfo(value["timeZone"]))
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ToolError(
+                    f"{field}.timeZone: unknown time zone {value['timeZone']!r}"
+                ) from None
+        return d
+    if value.get("date"):
+        d = parse_when(value["date"], f"{field}.date")
+        return d.date() if isinstance(d, datetime) else d
+    raise ToolError(f"{field}: give dateTime (timed event) or date (all-day event)")
 
 
 @dataclass
@@ -98,13 +160,23 @@ class Located:
         if attendees is not None:
             items = attendees if isinstance(attendees, list) else [attendees]
             out["attendees"] = [
-                str(a).removeprefix("mailto:").removeprefix("MAILTO:") for a in items
-            ]
+                {"email": str(a).removeprefix("mailto:").removeprefix("MAILTO:"),
+                 **({"displayName": str(a.params["CN"])} if "CN" in getattr(a, "params", {}) else {}),
+                 **({"responseStatus": _STATUS_OUT.get(str(a.params["PARTSTAT"]), "needsAction")}
+                    if "PARTSTAT" in getattr(a, "params", {}) else {})}
+                for a in items
+            ]  # fmt: skip
+        if ev.get("COLOR") is not None:
+            out["colorId"] = str(ev["COLOR"])
+        rules = [line for key in ("RRULE", "EXDATE", "RDATE") for line in _ical_lines(ev, key)]
+        if rules:
+            out["recurrence"] = rules
+        alarms = [c for c in ev.subcomponents if c.name == "VALARM"]
+        if alarms:
+            out["reminders"] = {"useDefault": False, "overrides": [_alarm_out(c) for c in alarms]}
         for key in ("DESCRIPTION", "ORGANIZER", "STATUS"):
             if ev.get(key) is not None:
                 out[key.lower()] = str(ev[key]).removeprefix("mailto:")
-        if ev.get("RRULE") is not None:
-            out["recurrence"] = bytes(ev["RRULE"].to_ical()).decode()
         return out
 
 
@@ -167,23 +239,16 @@ class CalendarStore:
         return path, cal
 
 
-def _set_fields(
-    ev: Any,
-    *,
-    summary: str | None,
-    start: str | None,
-    end: str | None,
-    description: str | None,
-    location: str | None,
-    attendees: list[str] | None,
-) -> None:
-    if summary is not None:
-        if not summary.strip():
+def _set_fields(ev: Any, f: dict[str, Any]) -> None:
+    """Apply the given (non-None) fields of a create/update request to a VEVENT."""
+    from icalendar import Alarm, vCalAddress
+
+    if f.get("summary") is not None:
+        if not f["summary"].strip():
             raise ToolError("summary must not be empty")
         ev.pop("SUMMARY", None)
-        ev.add("SUMMARY", summary)
-    new_start = parse_when(start, "start") if start is not None else None
-    new_end = parse_when(end, "end") if end is not None else None
+        ev.add("SUMMARY", f["summary"])
+    new_start, new_end = parse_time(f.get("start"), "start"), parse_time(f.get("end"), "end")
     if new_start is not None:
         ev.pop("DTSTART", None)
         ev.add("DTSTART", new_start)
@@ -191,114 +256,101 @@ def _set_fields(
         ev.pop("DTEND", None)
         ev.pop("DURATION", None)
         ev.add("DTEND", new_end)
-    s = ev.get("DTSTART")
-    e = ev.get("DTEND")
+    s, e = ev.get("DTSTART"), ev.get("DTEND")
     if s is not None and e is not None:
         if isinstance(s.dt, datetime) != isinstance(e.dt, datetime):
-            raise ToolError("start and end must both be dates or both be datetimes")
+            raise ToolError("start and end must both be dates or both be dateTimes")
         if _sort_key(e.dt) < _sort_key(s.dt):
             raise ToolError(f"end {e.dt.isoformat()} is before start {s.dt.isoformat()}")
-    for key, value in (("DESCRIPTION", description), ("LOCATION", location)):
-        if value is not None:
+    for key, name in (
+        ("DESCRIPTION", "description"),
+        ("LOCATION", "location"),
+        ("COLOR", "colorId"),
+    ):
+        if f.get(name) is not None:
             ev.pop(key, None)
-            if value:
-                ev.add(key, value)
-    if attendees is not None:
+            if f[name]:
+                ev.add(key, f[name])
+    if f.get("attendees") is not None:
         ev.pop("ATTENDEE", None)
-        for a in attendees:
-            ev.add("ATTENDEE", f"mailto:{a.strip().removeprefix('mailto:')}")
+        for a in f["attendees"]:
+            addr = vCalAddress(f"mailto:{a['email'].strip().removeprefix('mailto:')}")
+            if a.get("displayName"):
+                addr.params["CN"] = a["displayName"]
+            if a.get("responseStatus"):
+                addr.params["PARTSTAT"] = _STATUS_IN.get(
+                    a["responseStatus"], a["responseStatus"].upper()
+                )
+            ev.add("ATTENDEE", addr)
+    if f.get("recurrence") is not None:
+        for key in ("RRULE", "EXDATE", "RDATE"):
+            ev.pop(key, None)
+        for line in f["recurrence"]:
+            key, _, value = line.partition(":")
+            if key.upper() not in ("RRULE", "EXDATE", "RDATE") or not value:
+                raise ToolError(
+                    f"recurrence: {line!r} is not an RRULE/EXDATE/RDATE line (e.g. 'RRULE:FREQ=WEEKLY;COUNT=4')"
+                )
+            try:
+                if key.upper() == "RRULE":
+                    ev.add("RRULE", _rrule(value))
+                else:
+                    ev.add(key.upper(), [parse_when(v, "recurrence") for v in value.split(",")])
+            except (ValueError, TypeError):
+                raise ToolError(f"recurrence: cannot parse {line!r}") from None
+    if f.get("reminders") is not None:
+        ev.subcomponents = [c for c in ev.subcomponents if c.name != "VALARM"]
+        for o in f["reminders"].get("overrides") or []:
+            alarm = Alarm()
+            alarm.add("ACTION", "EMAIL" if o["method"] == "email" else "DISPLAY")
+            alarm.add("TRIGGER", timedelta(minutes=-o["minutes"]))
+            alarm.add("DESCRIPTION", "Reminder")
+            ev.add_component(alarm)
     ev.pop("LAST-MODIFIED", None)
     ev.add("LAST-MODIFIED", datetime.now(UTC).replace(microsecond=0))
+
+
+def _rrule(value: str) -> Any:
+    from icalendar import vRecur
+
+    return vRecur.from_ical(value)
 
 
 def build(roots: WorldRoots) -> FastMCP:
     store = CalendarStore(roots.calendar)
     mcp = FastMCP("calendar")
 
-    @tool(mcp)
-    def list_events(
-        start_date: Annotated[
-            str | None, Field(description="Only events ending on/after this date (ISO 8601).")
-        ] = None,
-        end_date: Annotated[
-            str | None, Field(description="Only events starting before this date (ISO 8601).")
-        ] = None,
-        query: Annotated[
-            str | None, Field(description="Text to find in the title or location.")
-        ] = None,
-        limit: Annotated[int, Field(description="Most events to return.", ge=1, le=500)] = 50,
-        offset: Annotated[int, Field(description="Events to skip, for paging.", ge=0)] = 0,
-    ) -> dict[str, object]:
-        """List calendar events (id, title, start, end, location), sorted by start time."""
-        lo = _sort_key(parse_when(start_date, "start_date")) if start_date else None
-        hi = _sort_key(parse_when(end_date, "end_date")) if end_date else None
-        rows = []
-        for loc in store.events():
-            s, e = loc.times()
-            if lo is not None and _sort_key(e or s) < lo:
-                continue
-            if hi is not None and _sort_key(s) >= hi:
-                continue
-            if query:
-                hay = f"{loc.event.get('SUMMARY', '')} {loc.event.get('LOCATION', '')}".lower()
-                if query.lower() not in hay:
-                    continue
-            rows.append((_sort_key(s), loc))
-        rows.sort(key=lambda r: r[0])
+    @contract_tool(mcp, "calendar")
+    def list_events(limit: int, offset: int) -> dict[str, object]:
+        rows = sorted(
+            ((_sort_key(loc.times()[0]), loc) for loc in store.events()), key=lambda r: r[0]
+        )
         page = [loc.summary() for _, loc in rows[offset : offset + limit]]
-        return {"total": len(rows), "offset": offset, "events": page}
+        return {"events": page, "total": len(rows), "offset": offset, "limit": limit,
+                "has_more": offset + len(page) < len(rows)}  # fmt: skip
 
-    @tool(mcp)
-    def read_event(
-        event_id: Annotated[str, Field(description="An event_id from list_events.")],
-    ) -> dict[str, object]:
-        """Read one event in full: times, description, location, attendees, organizer, recurrence."""
+    @contract_tool(mcp, "calendar")
+    def read_event(event_id: str) -> dict[str, object]:
         with store.lock:
             return store.get(event_id).detail()
 
-    @tool(mcp)
-    def create_event(
-        summary: Annotated[str, Field(description="Event title.")],
-        start: Annotated[str, Field(description="Start, ISO 8601 date or datetime.")],
-        end: Annotated[
-            str | None, Field(description="End, ISO 8601; default start + 1 hour (or + 1 day).")
-        ] = None,
-        description: Annotated[str | None, Field(description="Details.")] = None,
-        location: Annotated[str | None, Field(description="Where.")] = None,
-        attendees: Annotated[
-            list[str] | None, Field(description="Attendee email addresses.")
-        ] = None,
-    ) -> dict[str, object]:
-        """Create a calendar event; returns its event_id."""
+    @contract_tool(mcp, "calendar")
+    def create_event(**f: Any) -> dict[str, object]:
         from icalendar import Event
 
-        begin = parse_when(start, "start")
-        if end is None:
-            step = timedelta(hours=1) if isinstance(begin, datetime) else timedelta(days=1)
-            end = (begin + step).isoformat()
         ev = Event()
         uid = f"{uuid.uuid4()}@kwrl"
         ev.add("UID", uid)
         ev.add("DTSTAMP", datetime.now(UTC).replace(microsecond=0))
-        _set_fields(ev, summary=summary, start=start, end=end, description=description,
-                    location=location, attendees=attendees)  # fmt: skip
+        _set_fields(ev, f)
         with store.lock:
             path, cal = store.new_events_calendar()
             cal.add_component(ev)
             store.save(path, cal)
-        return {"event_id": uid, "message": f"created event {summary!r}", "calendar": path.stem}
+        return {"success": True, "event_id": uid, "message": "Event created successfully"}
 
-    @tool(mcp)
-    def update_event(
-        event_id: Annotated[str, Field(description="The event to change.")],
-        summary: Annotated[str | None, Field(description="New title.")] = None,
-        start: Annotated[str | None, Field(description="New start, ISO 8601.")] = None,
-        end: Annotated[str | None, Field(description="New end, ISO 8601.")] = None,
-        description: Annotated[str | None, Field(description="New details ('' clears).")] = None,
-        location: Annotated[str | None, Field(description="New location ('' clears).")] = None,
-        attendees: Annotated[list[str] | None, Field(description="New attendee list.")] = None,
-    ) -> dict[str, object]:
-        """Change fields of an event; fields left out keep their value."""
+    @contract_tool(mcp, "calendar")
+    def update_event(event_id: str, **f: Any) -> dict[str, object]:
         with store.lock:
             loc = store.get(event_id)
             from icalendar import Calendar
@@ -308,20 +360,16 @@ def build(roots: WorldRoots) -> FastMCP:
             assert not isinstance(cal, list)
             idx = next(i for i, ev in enumerate(loc.cal.walk("VEVENT")) if ev is loc.event)
             ev = cal.walk("VEVENT")[idx]
-            _set_fields(ev, summary=summary, start=start, end=end, description=description,
-                        location=location, attendees=attendees)  # fmt: skip
+            _set_fields(ev, f)
             store.save(loc.path, cal)
-        return {"event_id": event_id, "message": "event updated"}
+        return {"success": True, "event_id": event_id, "message": "Event updated successfully"}
 
-    @tool(mcp)
-    def delete_event(
-        event_id: Annotated[str, Field(description="The event to delete.")],
-    ) -> dict[str, object]:
-        """Delete an event from its calendar."""
+    @contract_tool(mcp, "calendar")
+    def delete_event(event_id: str) -> dict[str, object]:
         with store.lock:
             loc = store.get(event_id)
             loc.cal.subcomponents = [c for c in loc.cal.subcomponents if c is not loc.event]
             store.save(loc.path, loc.cal)
-        return {"event_id": event_id, "message": "event deleted"}
+        return {"success": True, "event_id": event_id, "message": "Event deleted successfully"}
 
     return mcp

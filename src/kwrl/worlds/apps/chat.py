@@ -20,10 +20,11 @@ Data (`.apps_data/chat/`), UTF-8 JSON, written atomically:
                                              "reactions": {"👍": ["u_bob"]},
                                              "deleted": false}]}      # delete_post sets true, clears text
 
-Messages are kept in posting order. Tools: list_channels, get_channel_history (root messages with
-reply counts, newest last), get_thread_replies, post_message, reply_to_thread, add_reaction,
-delete_post, get_users, get_user_profile. New message ids continue the channel's `m<NNNN>` sequence.
-Posts are made as `me` unless `user_id` names another user.
+Messages are kept in posting order. Tools (upstream's parameters under a `request` envelope:
+`post_id`, `message`, `emoji_name`, `limit`/`page` paging from page 0): list_channels,
+get_channel_history (root messages with reply counts; page 0 holds the newest, shown oldest first),
+get_thread_replies, post_message, reply_to_thread, add_reaction, delete_post, get_users,
+get_user_profile. New message ids continue the channel's `m<NNNN>` sequence. Posts are made as `me`.
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ import re
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from fastmcp import FastMCP
-from pydantic import Field
 
 from kwrl.io import write_json
-from kwrl.worlds.apps.base import ToolError, tool
+from kwrl.worlds.apps.base import ToolError
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.layout import WorldRoots
 
 CHANNEL_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -143,7 +144,7 @@ def build(roots: WorldRoots) -> FastMCP:
         channel_id: str, text: str, user_id: str | None, thread_id: str | None
     ) -> dict[str, Any]:
         if not text.strip():
-            raise ToolError("text must not be empty")
+            raise ToolError("message must not be empty")
         with store.lock:
             cid = store.channel(channel_id)["id"]
             me, _ = store.users_doc()
@@ -167,9 +168,18 @@ def build(roots: WorldRoots) -> FastMCP:
             store.save_messages(cid, messages)
         return {"message_id": msg["id"], "channel_id": cid, "thread_id": thread_id, "ts": msg["ts"]}
 
-    @tool(mcp)
-    def list_channels() -> dict[str, object]:
-        """List chat channels (id, name, description, member count)."""
+    def paged(
+        rows: list[Any], limit: int | None, page: int | None, default: int
+    ) -> tuple[list[Any], dict[str, Any]]:
+        size, number = limit or default, page or 0
+        if size < 1 or number < 0:
+            raise ToolError("limit must be >= 1 and page >= 0")
+        chunk = rows[number * size : (number + 1) * size]
+        return chunk, {"total": len(rows), "page": number, "per_page": size,
+                       "has_next": (number + 1) * size < len(rows)}  # fmt: skip
+
+    @contract_tool(mcp, "chat")
+    def list_channels(limit: int | None, page: int | None) -> dict[str, object]:
         rows = [
             {
                 "channel_id": c.get("id"),
@@ -179,17 +189,13 @@ def build(roots: WorldRoots) -> FastMCP:
             }
             for c in store.channels()
         ]
-        return {"channels": rows}
+        chunk, meta = paged(rows, limit, page, 100)
+        return {"channels": chunk, **meta}
 
-    @tool(mcp)
+    @contract_tool(mcp, "chat")
     def get_channel_history(
-        channel_id: Annotated[str, Field(description="Channel id or name from list_channels.")],
-        limit: Annotated[
-            int, Field(description="Most recent messages to return.", ge=1, le=500)
-        ] = 50,
-        offset: Annotated[int, Field(description="Skip this many of the most recent.", ge=0)] = 0,
+        channel_id: str, limit: int | None, page: int | None
     ) -> dict[str, object]:
-        """Read a channel's messages (thread roots with reply counts), oldest first."""
         cid = store.channel(channel_id)["id"]
         names = store.user_names()
         messages = [m for m in store.messages(cid) if not m.get("deleted")]
@@ -197,117 +203,74 @@ def build(roots: WorldRoots) -> FastMCP:
         for m in messages:
             if m.get("thread_id"):
                 counts[m["thread_id"]] = counts.get(m["thread_id"], 0) + 1
-        roots_ = [m for m in messages if not m.get("thread_id")]
-        end = len(roots_) - offset
-        page = roots_[max(0, end - limit) : max(0, end)]
-        return {
-            "channel_id": cid,
-            "total": len(roots_),
-            "messages": [view(m, names, counts.get(m["id"])) for m in page],
-        }
+        newest_first = [m for m in messages if not m.get("thread_id")][::-1]
+        chunk, meta = paged(newest_first, limit, page, 30)
+        return {"channel_id": cid, **meta,
+                "messages": [view(m, names, counts.get(m["id"])) for m in chunk[::-1]]}  # fmt: skip
 
-    @tool(mcp)
-    def get_thread_replies(
-        channel_id: Annotated[str, Field(description="Channel id or name.")],
-        message_id: Annotated[str, Field(description="The thread's root message id.")],
-    ) -> dict[str, object]:
-        """Read a thread: its root message and every reply, oldest first."""
+    @contract_tool(mcp, "chat")
+    def get_thread_replies(channel_id: str, post_id: str) -> dict[str, object]:
         cid = store.channel(channel_id)["id"]
         names = store.user_names()
         messages = store.messages(cid)
-        root = _find(messages, message_id, cid)
+        root = _find(messages, post_id, cid)
         tid = root.get("thread_id") or root["id"]
         thread = [m for m in messages if (m["id"] == tid or m.get("thread_id") == tid)]
         return {"channel_id": cid, "thread_id": tid,
                 "messages": [view(m, names) for m in thread if not m.get("deleted")]}  # fmt: skip
 
-    @tool(mcp)
-    def post_message(
-        channel_id: Annotated[str, Field(description="Channel id or name.")],
-        text: Annotated[str, Field(description="Message text.")],
-        user_id: Annotated[
-            str | None, Field(description="Author; default the world's user.")
-        ] = None,
-    ) -> dict[str, object]:
-        """Post a new message to a channel."""
-        return post(channel_id, text, user_id, None)
+    @contract_tool(mcp, "chat")
+    def post_message(channel_id: str, message: str) -> dict[str, object]:
+        return post(channel_id, message, None, None)
 
-    @tool(mcp)
-    def reply_to_thread(
-        channel_id: Annotated[str, Field(description="Channel id or name.")],
-        message_id: Annotated[str, Field(description="The message to reply to (its thread).")],
-        text: Annotated[str, Field(description="Reply text.")],
-        user_id: Annotated[
-            str | None, Field(description="Author; default the world's user.")
-        ] = None,
-    ) -> dict[str, object]:
-        """Reply in the thread of a message."""
-        return post(channel_id, text, user_id, message_id)
+    @contract_tool(mcp, "chat")
+    def reply_to_thread(channel_id: str, post_id: str, message: str) -> dict[str, object]:
+        return post(channel_id, message, None, post_id)
 
-    @tool(mcp)
-    def add_reaction(
-        channel_id: Annotated[str, Field(description="Channel id or name.")],
-        message_id: Annotated[str, Field(description="The message to react to.")],
-        emoji: Annotated[str, Field(description="Emoji, e.g. '👍' or ':thumbsup:'.")],
-        user_id: Annotated[
-            str | None, Field(description="Who reacts; default the world's user.")
-        ] = None,
-    ) -> dict[str, object]:
-        """Add an emoji reaction to a message."""
-        if not emoji.strip():
-            raise ToolError("emoji must not be empty")
+    @contract_tool(mcp, "chat")
+    def add_reaction(channel_id: str, post_id: str, emoji_name: str) -> dict[str, object]:
+        if not emoji_name.strip():
+            raise ToolError("emoji_name must not be empty")
         with store.lock:
             cid = store.channel(channel_id)["id"]
-            who = store.user(user_id)["id"] if user_id else store.users_doc()[0]
+            who = store.users_doc()[0]
             messages = store.messages(cid)
-            m = _find(messages, message_id, cid)
-            reactors = m.setdefault("reactions", {}).setdefault(emoji.strip(), [])
+            m = _find(messages, post_id, cid)
+            reactors = m.setdefault("reactions", {}).setdefault(emoji_name.strip(), [])
             if who not in reactors:
                 reactors.append(who)
             store.save_messages(cid, messages)
         return {
-            "message_id": message_id,
+            "message_id": post_id,
             "reactions": {k: len(v) for k, v in m["reactions"].items()},
         }
 
-    @tool(mcp)
-    def delete_post(
-        channel_id: Annotated[str, Field(description="Channel id or name.")],
-        message_id: Annotated[str, Field(description="The message to delete.")],
-    ) -> dict[str, object]:
-        """Delete a message (its text is removed; replies stay)."""
+    @contract_tool(mcp, "chat")
+    def delete_post(channel_id: str, post_id: str) -> dict[str, object]:
         with store.lock:
             cid = store.channel(channel_id)["id"]
             messages = store.messages(cid)
-            m = _find(messages, message_id, cid)
+            m = _find(messages, post_id, cid)
             if m.get("deleted"):
-                raise ToolError(f"message {message_id!r} is already deleted")
+                raise ToolError(f"message {post_id!r} is already deleted")
             m["deleted"] = True
             m["text"] = ""
             store.save_messages(cid, messages)
-        return {"message_id": message_id, "message": "deleted"}
+        return {"message_id": post_id, "message": "deleted"}
 
-    @tool(mcp)
-    def get_users(
-        limit: Annotated[int, Field(description="Most users to return.", ge=1, le=1000)] = 100,
-        offset: Annotated[int, Field(description="Users to skip.", ge=0)] = 0,
-    ) -> dict[str, object]:
-        """List chat users (id, name, title)."""
+    @contract_tool(mcp, "chat")
+    def get_users(limit: int | None, page: int | None) -> dict[str, object]:
         me, users = store.users_doc()
         rows = [
             {"user_id": u.get("id"), "name": u.get("name"), "title": u.get("title", ""),
              **({"is_me": True} if u.get("id") == me else {})}
-            for u in users[offset : offset + limit]
+            for u in users
         ]  # fmt: skip
-        return {"total": len(users), "users": rows}
+        chunk, meta = paged(rows, limit, page, 100)
+        return {"users": chunk, **meta}
 
-    @tool(mcp)
-    def get_user_profile(
-        user_id: Annotated[
-            str, Field(description="A user id from get_users, or an email address.")
-        ],
-    ) -> dict[str, object]:
-        """Read a user's full profile."""
+    @contract_tool(mcp, "chat")
+    def get_user_profile(user_id: str) -> dict[str, object]:
         u = dict(store.user(user_id))
         u["user_id"] = u.pop("id")
         return u

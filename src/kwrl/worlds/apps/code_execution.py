@@ -1,12 +1,16 @@
-"""The code_execution app: run Python or shell code in the world (ARCH mcp_servers/code_execution).
+"""The code_execution app: run a shell command in the world (ARCH mcp_servers/code).
 
-Tool: code_exec(code, language="python"|"bash", timeout_seconds). The code runs as a subprocess
+Tool: code_exec(request={code}), upstream's contract: `code` is a SHELL command (bash), run with a
+`COMMAND_TIMEOUT_S` limit; the result is `{"success", "output"}` as upstream words it (stdout, then
+"Stderr output:"; on failure "Error output:" and "Command failed with exit code N"; raw Python
+passed as the command is refused with upstream's hint). The command runs as a subprocess
 with the filesystem root as its working directory, in its own session (so its own process group),
 with resource limits set in the child before exec (address space, file size, CPU seconds, no core
 dumps). On timeout the whole process group is killed, so background children die too. stdout and
 stderr are captured, each capped at `MAX_OUTPUT_CHARS` with a note saying how much was cut.
 
-Non-obvious choice: Python runs with the gateway's own interpreter (`sys.executable`), so the office
+Non-obvious choice: `python` on the command's PATH is the gateway's own interpreter (its directory
+comes first), so the office
 libraries the apps use (openpyxl, python-docx, python-pptx, pypdf, pdfplumber) are importable from
 agent code too, as in ARCH's image. The process isolation is the sandbox's job; this app only bounds
 time, memory and output.
@@ -21,16 +25,15 @@ import resource
 import shutil
 import signal
 import sys
-from typing import Annotated, Literal
+from typing import Any
 
 from fastmcp import FastMCP
-from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, tool
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.layout import WorldRoots
 
 MAX_OUTPUT_CHARS = 20_000
-MAX_TIMEOUT_S = 600
+COMMAND_TIMEOUT_S = 300
 MEMORY_LIMIT_BYTES = 4 * 1024**3
 FILE_SIZE_LIMIT_BYTES = 1024**3
 
@@ -71,7 +74,8 @@ async def run_code(
     else:
         shell = shutil.which("bash") or "/bin/sh"
         argv = [shell, "-c", code]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", MPLBACKEND="Agg")
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MPLBACKEND="Agg", PATH=path)
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
@@ -109,42 +113,55 @@ async def run_code(
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+_PY_STARTS = ("from ", "def ", "class ", "async def ", "@")
+
+
+def _looks_like_python(code: str) -> bool:
+    """Upstream's guard: a command starting like Python source is not run."""
+    if code.startswith("import "):
+        rest = code[7:].strip()
+        first = rest.split()[0] if rest else ""
+        image = "." in first and first.rsplit(".", 1)[-1].lower() in (
+            "png", "jpg", "jpeg", "gif", "bmp", "tiff", "webp", "pdf", "ps", "eps",
+        )  # fmt: skip
+        return not (rest.startswith("-") or "/" in first or image)
+    return code.startswith(_PY_STARTS)
+
+
+PYTHON_HINT = (
+    "Error: It looks like you passed raw Python code. This tool executes shell commands, not "
+    "Python directly. To run Python:\n• One-liner: python -c 'your_code_here'\n• Multi-line: "
+    "Write to file first, then run:\n  cat > script.py << 'EOF'\n  your_code\n  EOF && python script.py"
+)
+
+
 def build(roots: WorldRoots) -> FastMCP:
     mcp = FastMCP("code_execution")
 
-    @tool(mcp)
-    async def code_exec(
-        code: Annotated[str, Field(description="Source code to run.")],
-        language: Annotated[
-            Literal["python", "bash"],
-            Field(
-                description="'python' (with openpyxl, python-docx, python-pptx, pypdf) or 'bash'."
-            ),
-        ] = "python",
-        timeout_seconds: Annotated[
-            int,
-            Field(
-                description="Wall-clock limit; the process is killed after it.",
-                ge=1,
-                le=MAX_TIMEOUT_S,
-            ),
-        ] = 60,
-    ) -> str:
-        """Run Python or bash code with the working directory at the filesystem root; returns exit code, stdout, stderr."""
-        if not code.strip():
-            raise ToolError("code must not be empty")
+    @contract_tool(mcp, "code_execution")
+    async def code_exec(code: str | None = None) -> dict[str, Any]:
+        if code is None:
+            return {
+                "success": False,
+                "output": "Error: Required parameter 'code' (command to execute)",
+            }
+        if _looks_like_python(code.strip()):
+            return {"success": False, "output": PYTHON_HINT}
         roots.filesystem.mkdir(parents=True, exist_ok=True)
-        rc, out, err = await run_code(code, language, str(roots.filesystem), timeout_seconds)
-        status = (
-            f"timed out after {timeout_seconds} s (killed)" if rc is None else f"exit code {rc}"
-        )
-        parts = [status]
-        if out:
-            parts.append("stdout:\n" + _cap(out, "stdout"))
-        if err:
-            parts.append("stderr:\n" + _cap(err, "stderr"))
-        if not out and not err:
-            parts.append("(no output)")
-        return "\n".join(parts)
+        rc, out, err = await run_code(code, "bash", str(roots.filesystem), COMMAND_TIMEOUT_S)
+        out, err = _cap(out, "stdout"), _cap(err, "stderr")
+        if rc is None:
+            text = f"Command execution timed out after {COMMAND_TIMEOUT_S} seconds"
+            if out or err:
+                text += "\n\nPartial output before timeout:"
+                text += f"\nStdout:\n{out}" if out else ""
+                text += f"\nStderr:\n{err}" if err else ""
+            return {"success": False, "output": text}
+        if rc != 0:
+            text = out + (f"\nError output:\n{err}" if err else "")
+            return {"success": False, "output": f"{text}\n\nCommand failed with exit code {rc}"}
+        if err.strip():
+            out = f"{out.rstrip()}\n\nStderr output:\n{err.strip()}" if out.strip() else err.strip()
+        return {"success": True, "output": out}
 
     return mcp

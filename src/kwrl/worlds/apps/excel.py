@@ -1,10 +1,13 @@
 """The excel app: .xlsx workbooks through openpyxl (ARCH mcp_servers/spreadsheets).
 
-Contract: `build(roots) -> FastMCP` named "excel"; flat tool arguments; every path confined to
-`roots.filesystem`. Tabs are addressed by `tab_index` (0-based over worksheets; chartsheets hold
-no cells and are only listed) or `tab_name`; cells in A1 notation.
+Contract: `build(roots) -> FastMCP` named "excel"; upstream's tool arguments (most tools under an
+`input` envelope); every path confined to `roots.filesystem`. Tabs are addressed by `tab_index`
+(0-based over worksheets; chartsheets hold no cells and are only listed), create_chart's by
+`sheet` name; cells in A1 notation. edit_spreadsheet takes upstream's operation types; those kwrl
+does not implement (data validation, conditional formatting, images) are refused by name.
 
-`read_tab` shows values AND formulas: the workbook is parsed twice, once for formulas and once
+`read_tab` with `include_formulas` shows values AND formulas (without it, values, and the formula
+where no value is cached): the workbook is parsed twice, once for formulas and once
 with `data_only=True` for the values Excel cached at its last save; a formula cell reads
 `=SUM(A1:A3) → 6`, or `→ (no cached value)` when the file holds none. openpyxl never computes
 formulas; with `KWRL_FORMULA_RECALC=auto` and LibreOffice installed (as in Archipelago), a write
@@ -19,12 +22,13 @@ import csv
 import io
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp import FastMCP
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
+from kwrl.worlds.apps.base import ToolError, rel
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
@@ -37,10 +41,6 @@ from kwrl.worlds.apps.office_common import (
 )
 from kwrl.worlds.apps.office_recalc import recalculate, soffice
 from kwrl.worlds.apps.office_xlsx import (
-    CellValue,
-    FilterCondition,
-    SheetOp,
-    SheetSpec,
     apply_op,
     coerce,
     fmt,
@@ -119,109 +119,116 @@ def build(roots: WorldRoots) -> FastMCP:
             note = _recalc(p, wb)
         return f"{msg} in {rel(root, p)}{note}"
 
-    @tool(mcp)
-    def create_spreadsheet(
-        directory: Annotated[
-            str, Field(description="Folder to create the file in, e.g. '/' or '/data'")
-        ],
-        file_name: Annotated[str, Field(description="File name ending with .xlsx, no '/'")],
-        sheets: Annotated[
-            list[SheetSpec] | None,
-            Field(
-                description="Worksheets: [{name, headers?, rows?}]; values starting with '=' are formulas"
-            ),
-        ] = None,
-        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
-    ) -> str:
-        """Create a new .xlsx workbook with named sheets, optional headers and rows."""
+    @contract_tool(mcp, "excel")
+    def create_spreadsheet(directory: str, file_name: str, sheets: list[dict[str, Any]]) -> str:
         from openpyxl.workbook.workbook import Workbook
 
-        target = new_file(root, directory, file_name, ".xlsx", overwrite=overwrite)
-        specs: list[SheetSpec] = sheets or [{"name": "Sheet1"}]
+        if not sheets:
+            raise ToolError("sheets must hold at least one sheet definition")
+        target = new_file(root, directory, file_name, ".xlsx", overwrite=True)
         wb = Workbook()
         wb.remove(wb.active)  # type: ignore[arg-type]
-        for i, spec in enumerate(specs):
-            name = spec.get("name") or f"Sheet{i + 1}"
+        for spec in sheets:
+            name = spec["name"]
             _check_title(wb, name)
-            ws = wb.create_sheet(name)
-            _fill(ws, spec.get("headers"), spec.get("rows") or [])
+            headers, rows = spec.get("headers"), spec.get("rows") or []
+            if headers and any(len(r) != len(headers) for r in rows):
+                raise ToolError(
+                    f"sheet {name!r}: every row must have {len(headers)} values, as its headers"
+                )
+            _fill(wb.create_sheet(name), headers, rows)
         with file_lock(target):
             save_atomic(wb, target)
             note = _recalc(target, wb)
         return f"Created {rel(root, target)} with sheets {wb.sheetnames}{note}"
 
-    @tool(mcp)
-    def delete_spreadsheet(file_path: FilePath) -> str:
-        """Delete a workbook file (irreversible)."""
+    @contract_tool(mcp, "excel")
+    def delete_spreadsheet(file_path: str) -> str:
         return delete_file(root, file_path, EXTS)
 
-    @tool(mcp)
+    @contract_tool(mcp, "excel")
     def read_tab(
-        file_path: FilePath,
-        tab_index: TabIndex = None,
-        tab_name: TabName = None,
-        cell_range: Annotated[
-            str | None, Field(description="'B5' or 'A1:D20'; default the whole used range")
-        ] = None,
-        max_rows: Annotated[int, Field(description="At most this many rows")] = 500,
-        offset: Offset = 0,
+        file_path: str,
+        tab_index: int,
+        cell_range: str | None,
+        include_formulas: bool,
+        max_rows: int | None,
+        max_cols: int | None,
+        compact: bool,
     ) -> str:
-        """Read a worksheet as a markdown table: values, and formulas as '=F → cached value'."""
         p, fwb, vwb = read_books(file_path)
-        fws = pick_sheet(fwb, tab_index, tab_name)
+        fws = pick_sheet(fwb, tab_index, None)
         vws = vwb[fws.title]
         if cell_range is not None and ":" not in cell_range:
             col, row = parse_ref(cell_range)
             f, v = fws.cell(row, col).value, vws.cell(row, col).value
             if isinstance(f, str) and f.startswith("="):
                 cv = "(no cached value)" if v is None else fmt(v)
-                return f"{fws.title}!{cell_range.upper()}: {f} → {cv}"
+                return (
+                    f"{fws.title}!{cell_range.upper()}: {f} → {cv}"
+                    if include_formulas or v is None
+                    else f"{fws.title}!{cell_range.upper()}: {cv}"
+                )
             return f"{fws.title}!{cell_range.upper()}: {fmt(f)}"
         if cell_range is not None:
             c1, r1, c2, r2 = parse_range(cell_range)
         else:
             c1, r1 = 1, 1
             c2, r2 = used_bounds(fws)
-        text = render_sheet(fws, vws, c1, r1, c2, min(r2, r1 + max(max_rows, 1) - 1))
+        rows_cap, cols_cap = max_rows or r2 - r1 + 1, max_cols or c2 - c1 + 1
+        shown_r2, shown_c2 = min(r2, r1 + max(rows_cap, 1) - 1), min(c2, c1 + max(cols_cap, 1) - 1)
+        if compact:
+            text = "\n".join(
+                ",".join(fmt(vws.cell(r, c).value) for c in range(c1, shown_c2 + 1))
+                for r in range(r1, shown_r2 + 1)
+            )
+        else:
+            text = render_sheet(
+                fws if include_formulas else _values_or_formulas(fws, vws),
+                vws,
+                c1,
+                r1,
+                shown_c2,
+                shown_r2,
+            )
         head = f"{rel(root, p)} sheet {fws.title!r} (tab {_tab_of(fwb, fws)})"
-        if r2 - r1 + 1 > max_rows:
-            head += f"; showing {max_rows} of {r2 - r1 + 1} rows (use cell_range for more)"
-        return page_text(head + "\n" + text, offset=offset)
+        if shown_r2 < r2 or shown_c2 < c2:
+            head += f"; truncated to {shown_r2 - r1 + 1} of {r2 - r1 + 1} rows and {shown_c2 - c1 + 1} of {c2 - c1 + 1} columns (raise max_rows/max_cols or use cell_range)"
+        return head + "\n" + text
 
-    @tool(mcp)
+    @contract_tool(mcp, "excel")
     def read_csv(
-        file_path: Annotated[str, Field(description="Path of a .csv/.tsv file")],
-        delimiter: Annotated[str | None, Field(description="Default: ',' (tab for .tsv)")] = None,
-        encoding: str = "utf-8",
-        has_header: bool = True,
-        row_limit: Annotated[int, Field(description="At most this many data rows")] = 1000,
-        offset: Offset = 0,
+        file_path: str,
+        delimiter: str,
+        encoding: str,
+        has_header: bool,
+        row_limit: int | None,
+        compact: bool,
     ) -> str:
-        """Read a CSV file as a markdown table."""
         p = existing_file(root, file_path, (".csv", ".tsv", ".txt"))
-        delim = delimiter or ("\t" if p.suffix.lower() == ".tsv" else ",")
         try:
             raw = p.read_text(encoding=encoding)
         except (UnicodeDecodeError, LookupError) as exc:
             raise ToolError(
                 f"{rel(root, p)} cannot be decoded as {encoding}: {exc}; try encoding='latin-1'"
             ) from exc
-        rows = list(csv.reader(io.StringIO(raw), delimiter=delim))
+        rows = list(csv.reader(io.StringIO(raw), delimiter=delimiter or ","))
         header = (
             rows[0]
             if has_header and rows
             else [f"col{i + 1}" for i in range(max((len(r) for r in rows), default=0))]
         )
         data = rows[1:] if has_header else rows
-        shown = data[:row_limit]
+        shown = data[:row_limit] if row_limit else data
         head = f"{rel(root, p)}: {len(data)} data rows x {len(header)} columns"
-        if len(data) > row_limit:
-            head += f"; showing the first {row_limit}"
-        return page_text(head + "\n" + md_table(shown, header=header), offset=offset)
+        if len(shown) < len(data):
+            head += f"; showing the first {len(shown)}"
+        if compact:
+            return head + "\n" + "\n".join(",".join(r) for r in [header, *shown])
+        return head + "\n" + md_table(shown, header=header)
 
-    @tool(mcp)
-    def list_tabs_in_spreadsheet(file_path: FilePath) -> str:
-        """List the worksheets of a workbook: index, name, used range, size."""
+    @contract_tool(mcp, "excel")
+    def list_tabs_in_spreadsheet(file_path: str) -> str:
         from openpyxl.utils import get_column_letter
         from openpyxl.worksheet.worksheet import Worksheet
 
@@ -238,38 +245,22 @@ def build(roots: WorldRoots) -> FastMCP:
             rows, header=["tab_index", "name", "used range", "rows", "cols", "state"]
         )
 
-    @tool(mcp)
-    def add_tab(
-        file_path: FilePath,
-        tab_name: Annotated[
-            str, Field(description="New sheet name (max 31 chars, no \\ / ? * [ ] :)")
-        ],
-        headers: Annotated[list[CellValue] | None, Field(description="First row")] = None,
-        rows: Annotated[list[list[CellValue]] | None, Field(description="Data rows")] = None,
-        index: Annotated[
-            int | None, Field(description="Position among sheets; default last")
-        ] = None,
-    ) -> str:
-        """Add a worksheet, optionally with headers and rows."""
+    @contract_tool(mcp, "excel")
+    def add_tab(file_path: str, tab_name: str, sheet_data: dict[str, Any] | None) -> str:
+        data = sheet_data or {}
 
         def op(wb: Workbook) -> str:
             _check_title(wb, tab_name)
-            ws = wb.create_sheet(tab_name, index)
-            _fill(ws, headers, rows or [])
+            ws = wb.create_sheet(tab_name)
+            _fill(ws, data.get("headers"), data.get("rows") or [])
             return f"Added sheet {tab_name!r} (sheets: {wb.sheetnames})"
 
         return edit_book(file_path, op)
 
-    @tool(mcp)
-    def delete_tab(
-        file_path: FilePath, tab_index: TabIndex = None, tab_name: TabName = None
-    ) -> str:
-        """Delete a worksheet (not the last one)."""
-        if tab_index is None and tab_name is None:
-            raise ToolError("pass tab_index or tab_name of the sheet to delete")
-
+    @contract_tool(mcp, "excel")
+    def delete_tab(file_path: str, tab_index: int) -> str:
         def op(wb: Workbook) -> str:
-            ws = pick_sheet(wb, tab_index, tab_name)
+            ws = pick_sheet(wb, tab_index, None)
             if len(wb.worksheets) == 1:
                 raise ToolError("cannot delete the only worksheet; delete the file instead")
             wb.remove(ws)
@@ -277,21 +268,8 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @tool(mcp)
-    def edit_spreadsheet(
-        file_path: FilePath,
-        operations: Annotated[
-            list[SheetOp],
-            Field(
-                description="Applied in order, saved once (all or nothing). Each has 'type' and optional 'sheet' (name; default first): "
-                "set_cell {cell, value}; set_range {range or cell, values: 2D list, or value to fill}; append_rows {rows}; "
-                "rename_sheet {new_name}; format_cells {range, bold?, italic?, font_size?, font_color?, fill_color?, number_format?, horizontal_alignment?}; "
-                "merge_cells {range}; set_column_width {column, width}; insert_rows / delete_rows {row, count?}. "
-                "Strings starting with '=' are formulas."
-            ),
-        ],
-    ) -> str:
-        """Write values or formulas to cells and ranges, and other batch edits."""
+    @contract_tool(mcp, "excel")
+    def edit_spreadsheet(file_path: str, operations: list[dict[str, Any]]) -> str:
         if not operations:
             raise ToolError("operations is empty")
 
@@ -301,18 +279,10 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @tool(mcp)
-    def add_content_text(
-        file_path: FilePath,
-        cell: Annotated[str, Field(description="Empty target cell, e.g. 'B5'")],
-        value: Annotated[CellValue, Field(description="Text, number, boolean or formula ('=...')")],
-        tab_index: TabIndex = None,
-        tab_name: TabName = None,
-    ) -> str:
-        """Put a value or formula into an EMPTY cell (use edit_spreadsheet to overwrite)."""
-
+    @contract_tool(mcp, "excel")
+    def add_content_text(file_path: str, tab_index: int, cell: str, value: Any) -> str:
         def op(wb: Workbook) -> str:
-            ws = pick_sheet(wb, tab_index, tab_name)
+            ws = pick_sheet(wb, tab_index, None)
             col, row = parse_ref(cell)
             c = ws.cell(row, col)
             if c.value not in (None, ""):
@@ -324,109 +294,106 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_book(file_path, op)
 
-    @tool(mcp)
-    def delete_content_cell(
-        file_path: FilePath,
-        cell: Annotated[str, Field(description="Cell or range to clear, e.g. 'B5' or 'B5:D9'")],
-        tab_index: TabIndex = None,
-        tab_name: TabName = None,
-    ) -> str:
-        """Clear the content of a cell or range."""
-
+    @contract_tool(mcp, "excel")
+    def delete_content_cell(file_path: str, tab_index: int, cell: str) -> str:
         def op(wb: Workbook) -> str:
-            ws = pick_sheet(wb, tab_index, tab_name)
-            c1, r1, c2, r2 = parse_range(cell if ":" in cell else f"{cell}:{cell}")
-            for r in range(r1, r2 + 1):
-                for c in range(c1, c2 + 1):
-                    ws.cell(r, c).value = None
+            ws = pick_sheet(wb, tab_index, None)
+            col, row = parse_ref(cell)
+            ws.cell(row, col).value = None
             return f"Cleared {ws.title}!{cell.upper()}"
 
         return edit_book(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "excel")
     def create_chart(
-        file_path: FilePath,
-        data_range: Annotated[
-            str, Field(description="e.g. 'A1:C10': first column categories, other columns series")
-        ],
-        chart_type: Literal["bar", "column", "line", "pie", "area", "scatter"] = "bar",
-        sheet: Annotated[
-            str | None, Field(description="Sheet holding the data (default first)")
-        ] = None,
-        title: str | None = None,
-        position: Annotated[str, Field(description="Top-left anchor cell of the chart")] = "E2",
-        include_header: Annotated[bool, Field(description="First row holds series names")] = True,
-        x_axis_title: str | None = None,
-        y_axis_title: str | None = None,
+        file_path: str,
+        sheet: str,
+        data_range: str,
+        chart_type: str,
+        title: str | None,
+        position: str,
+        categories_column: int | None,
+        include_header: bool,
     ) -> str:
-        """Create a chart from a data range and place it on the same sheet."""
-
         def op(wb: Workbook) -> str:
             ws = pick_sheet(wb, None, sheet)
             parse_ref(position)
-            chart, n = make_chart(
-                ws, data_range, chart_type, title, include_header, x_axis_title, y_axis_title
-            )
+            if categories_column not in (None, 1):
+                raise ToolError(
+                    "categories_column: only the first column of data_range (1, or null) holds categories here"
+                )
+            chart, n = make_chart(ws, data_range, chart_type, title, include_header, None, None)
             ws.add_chart(chart, position.upper())
             return f"Added a {chart_type} chart of {n} series from {ws.title}!{data_range.upper()} at {position.upper()}"
 
         return edit_book(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "excel")
     def filter_tab(
-        file_path: FilePath,
-        filters: Annotated[
-            list[FilterCondition],
-            Field(
-                description="Conditions [{column, operator, value}]: column is a letter ('C') or a header name; operator one of "
-                "equals, not_equals, greater_than, greater_or_equal, less_than, less_or_equal, contains, not_contains, "
-                "starts_with, ends_with, is_empty, is_not_empty (or =, !=, >, >=, <, <=)"
-            ),
-        ],
-        tab_index: TabIndex = None,
-        tab_name: TabName = None,
-        match_all: Annotated[bool, Field(description="true: AND of conditions; false: OR")] = True,
-        use_headers: Annotated[
-            bool, Field(description="First row is a header row (kept out of the results)")
-        ] = True,
-        max_rows: int = 500,
-        offset: Offset = 0,
+        file_path: str,
+        tab_index: int,
+        filters: list[dict[str, Any]],
+        cell_range: str | None,
+        match_all: bool,
+        use_headers: bool,
+        include_diagnostics: bool,
+        compact: bool,
     ) -> str:
-        """Rows of a worksheet whose cells meet the conditions (compared on cached values)."""
         from openpyxl.utils import get_column_letter
 
         if not filters:
             raise ToolError("filters is empty; pass at least one {column, operator, value}")
         p, _, vwb = read_books(file_path)
-        vws = pick_sheet(vwb, tab_index, tab_name)
-        c2, r2 = used_bounds(vws)
+        vws = pick_sheet(vwb, tab_index, None)
+        if cell_range:
+            c1, r1, c2, r2 = parse_range(cell_range)
+        else:
+            (c2, r2), c1, r1 = used_bounds(vws), 1, 1
         rows = [
             list(r)
             for r in vws.iter_rows(
-                min_row=1, max_row=max(r2, 1), max_col=max(c2, 1), values_only=True
+                min_row=r1, max_row=max(r2, r1), min_col=c1, max_col=max(c2, c1), values_only=True
             )
         ]
         header = [fmt(v) for v in rows[0]] if use_headers and rows else None
-        letters = [get_column_letter(i + 1) for i in range(max(c2, 1))]
+        letters = [get_column_letter(c1 + i) for i in range(max(c2 - c1 + 1, 1))]
         cols = [_column_index(f.get("column", ""), header, letters) for f in filters]
         hits: list[list[Any]] = []
         start = 1 if header is not None else 0
         for r_i in range(start, len(rows)):
             row = rows[r_i]
             results = [
-                matches(row[c], f.get("operator", "equals"), f.get("value"))
+                matches(row[c], f.get("operator") or "equals", f.get("value"))
                 for c, f in zip(cols, filters, strict=True)
             ]
             if all(results) if match_all else any(results):
-                hits.append([r_i + 1, *(fmt(v) for v in row)])
-        shown = hits[:max_rows]
+                hits.append([r1 + r_i, *(fmt(v) for v in row)])
         head = f"{rel(root, p)} sheet {vws.title!r}: {len(hits)} matching row(s)"
-        if len(hits) > max_rows:
-            head += f"; showing {max_rows}"
-        table = md_table(shown, header=["row", *(header or letters)])
-        return page_text(head + "\n" + table, offset=offset)
+        if include_diagnostics:
+            head += f" of {len(rows) - start} scanned; conditions on columns {[letters[c] for c in cols]} ({'all' if match_all else 'any'} must hold)"
+        if compact:
+            return head + "\n" + "\n".join(",".join(str(v) for v in h) for h in hits)
+        return head + "\n" + md_table(hits, header=["row", *(header or letters)])
 
     return mcp
+
+
+class _ValuesView:
+    """A worksheet view showing cached values, and the formula only where none is cached."""
+
+    def __init__(self, fws: Worksheet, vws: Worksheet) -> None:
+        self.fws, self.vws = fws, vws
+
+    def cell(self, row: int, column: int) -> Any:
+        v = self.vws.cell(row, column)
+        return self.fws.cell(row, column) if v.value is None else v
+
+    def __getattr__(self, name: str) -> Any:  # everything else (merged cells, title) as the sheet's
+        return getattr(self.fws, name)
+
+
+def _values_or_formulas(fws: Worksheet, vws: Worksheet) -> Any:
+    return _ValuesView(fws, vws)
 
 
 def _column_index(column: str, header: list[str] | None, letters: list[str]) -> int:

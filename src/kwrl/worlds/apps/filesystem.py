@@ -1,13 +1,14 @@
 """The filesystem app: browse and read the world's office files (ARCH mcp_servers/filesystem).
 
 Tools: list_files, read_text_file, read_image_file, search_files, get_file_metadata,
-get_directory_tree. Paths are model-facing (`/reports/q3.xlsx`, relative to the filesystem root) and
+get_directory_tree, with upstream's parameters and result texts (`'name' (folder)` lines,
+`Found N file(s) matching ...`, `[not found: /x]` answers for a bad path, box-drawing trees). Paths are model-facing (`/reports/q3.xlsx`, relative to the filesystem root) and
 go through `confine`; results name files by the same model-facing paths. The app only reads: files are
 written by the office apps and code_exec.
 
 Non-obvious choice: read_text_file refuses office files and binaries (a NUL byte in the first 8 KiB)
 with a message naming the tool that can read them, rather than dumping zip bytes into the context;
-other non-UTF-8 text is decoded with replacement characters.
+text that does not decode with the requested `encoding` is an error, as upstream.
 """
 
 from __future__ import annotations
@@ -15,21 +16,22 @@ from __future__ import annotations
 import fnmatch
 import mimetypes
 import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
-from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, confine, page_text, tool
+from kwrl.worlds.apps.base import ToolError, confine
 from kwrl.worlds.apps.base import rel as _rel
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.layout import WorldRoots
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 MAX_TEXT_BYTES = 50 * 1024 * 1024
+MAX_TREE_ENTRIES = 1000
 _READER_HINT = {
     ".docx": "word_read_document_content",
     ".xlsx": "excel_read_tab",
@@ -61,168 +63,167 @@ def build(roots: WorldRoots) -> FastMCP:
     root = roots.filesystem
     mcp = FastMCP("filesystem")
 
-    def dir_arg(path: str) -> Path:
-        p = confine(root, path, must_exist=True, kind="directory")
-        if not p.is_dir():
-            raise ToolError(
-                f"{path!r} is a file, not a directory; use get_file_metadata or a read tool"
-            )
+    def lookup(path: str) -> Path | str:
+        """The path, or upstream's bracketed answer when it cannot be used."""
+        try:
+            p = confine(root, path or "/")
+        except ToolError:
+            return f"[access denied: {path}]"
+        return p if p.exists() else f"[not found: {path}]"
+
+    def dir_arg(path: str) -> Path | str:
+        p = lookup(path)
+        return p if isinstance(p, str) or p.is_dir() else f"[not a directory: {path}]"
+
+    def file_arg(file_path: str) -> Path:
+        try:
+            p = confine(root, file_path)
+        except ToolError:
+            raise ToolError(f"Access denied: {file_path}") from None
+        if not p.exists():
+            raise ToolError(f"File not found: {file_path}")
+        if not p.is_file():
+            raise ToolError(f"Not a file: {file_path}")
         return p
 
-    def file_arg(path: str) -> Path:
-        p = confine(root, path, must_exist=True, kind="file")
-        if p.is_dir():
-            raise ToolError(f"{path!r} is a directory; use list_files to see its contents")
-        return p
-
-    @tool(mcp)
-    def list_files(
-        path: Annotated[str, Field(description="Directory to list, e.g. '/' or '/reports'.")] = "/",
-    ) -> str:
-        """List the files and folders directly inside a directory, with sizes."""
+    @contract_tool(mcp, "filesystem")
+    def list_files(path: str) -> str:
         d = dir_arg(path)
-        entries = sorted(
-            os.scandir(d), key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower())
-        )
-        lines = []
-        for e in entries:
+        if isinstance(d, str):
+            return d + "\n"
+        items = ""
+        for e in sorted(os.scandir(d), key=lambda e: e.name):
             if _is_hidden(e.name):
                 continue
-            if e.is_dir(follow_symlinks=False):
-                lines.append(f"[dir]  {e.name}/")
-            else:
-                lines.append(f"[file] {e.name} ({_human(e.stat(follow_symlinks=False).st_size)})")
-        header = f"{rel(root, d)}: {len(lines)} entries"
-        return header + ("\n" + "\n".join(lines) if lines else "\n(empty directory)")
+            if e.is_dir():
+                items += f"'{e.name}' (folder)\n"
+            elif e.is_file():
+                mime = mimetypes.guess_type(e.path)[0] or "unknown"
+                items += f"'{e.name}' ({mime} file) {e.stat().st_size} bytes\n"
+        if items:
+            return items
+        if path in ("", "/"):
+            return (
+                "Directory is empty. If you expected files here, use a more specific path (e.g., "
+                "'/documents', '/data'). The root '/' maps to the sandbox root which may not contain "
+                "files at the top level."
+            )
+        return f"No items found in '{path}'"
 
-    @tool(mcp)
-    def read_text_file(
-        path: Annotated[str, Field(description="Text file to read, e.g. '/notes/todo.md'.")],
-        offset: Annotated[int, Field(description="Character offset to start from.", ge=0)] = 0,
-        limit: Annotated[
-            int, Field(description="Maximum characters to return.", ge=1, le=100_000)
-        ] = 20_000,
-    ) -> str:
-        """Read a plain-text file (txt, md, csv, json, py, ...), paged by characters."""
-        p = file_arg(path)
+    @contract_tool(mcp, "filesystem")
+    def read_text_file(file_path: str, encoding: str, max_size: int) -> str:
+        p = file_arg(file_path)
         if p.stat().st_size > MAX_TEXT_BYTES:
             raise ToolError(
-                f"{path!r} is larger than {MAX_TEXT_BYTES // 2**20} MB; read parts of it with code_execution_code_exec"
+                f"{file_path!r} is larger than {MAX_TEXT_BYTES // 2**20} MB; read parts of it with code_execution_code_exec"
             )
         data = p.read_bytes()
         hint = _READER_HINT.get(p.suffix.lower())
         if hint or b"\x00" in data[:8192]:
             use = f"; use {hint}" if hint else ""
-            raise ToolError(f"{path!r} is a binary file, not text{use}")
-        text = data.decode("utf-8", errors="replace")
-        return page_text(text, offset=offset, limit=limit)
+            raise ToolError(f"{file_path!r} is a binary file, not text{use}")
+        try:
+            return data.decode(encoding)
+        except LookupError:
+            raise ToolError(f"Unknown encoding: {encoding}") from None
+        except UnicodeDecodeError as e:
+            raise ToolError(
+                f"Failed to decode {file_path} with encoding '{encoding}': {e}"
+            ) from None
 
-    @tool(mcp)
-    def read_image_file(
-        path: Annotated[str, Field(description="Image file (png, jpg, gif, webp, bmp).")],
-    ) -> Image:
-        """Return an image file's pixels so you can look at it."""
-        p = file_arg(path)
+    @contract_tool(mcp, "filesystem")
+    def read_image_file(file_path: str) -> Image:
+        p = file_arg(file_path)
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             raise ToolError(
-                f"{path!r} is not an image (expected one of {', '.join(sorted(IMAGE_SUFFIXES))})"
+                f"Unsupported image format: {p.suffix or '(none)'} (expected one of {', '.join(sorted(IMAGE_SUFFIXES))})"
             )
         if p.stat().st_size > MAX_IMAGE_BYTES:
-            raise ToolError(f"{path!r} is larger than {MAX_IMAGE_BYTES // 2**20} MB")
+            raise ToolError(f"{file_path!r} is larger than {MAX_IMAGE_BYTES // 2**20} MB")
         fmt = p.suffix.lower().lstrip(".").replace("jpg", "jpeg")
         return Image(data=p.read_bytes(), format=fmt)
 
-    @tool(mcp)
-    def search_files(
-        pattern: Annotated[
-            str,
-            Field(
-                description="Glob on file names ('*.xlsx', 'budget*') or a plain substring; case-insensitive."
-            ),
-        ],
-        path: Annotated[str, Field(description="Directory to search under.")] = "/",
-        max_results: Annotated[
-            int, Field(description="Most matches to return.", ge=1, le=1000)
-        ] = 100,
-    ) -> str:
-        """Find files and folders whose names match a pattern, searching all subdirectories."""
+    @contract_tool(mcp, "filesystem")
+    def search_files(pattern: str, path: str, recursive: bool, max_results: int) -> str:
         d = dir_arg(path)
-        pat = pattern.strip().lower()
-        if not pat:
-            raise ToolError("pattern must not be empty")
-        glob = any(c in pat for c in "*?[")
-        hits: list[str] = []
-        total = 0
+        if isinstance(d, str):
+            return d
+        matches: list[str] = []
+        limited = False
         for dirpath, dirnames, filenames in os.walk(d):
-            dirnames[:] = sorted(n for n in dirnames if not _is_hidden(n))
-            for name in dirnames + sorted(filenames):
-                low = name.lower()
-                if fnmatch.fnmatchcase(low, pat) if glob else pat in low:
-                    total += 1
-                    if len(hits) < max_results:
-                        suffix = "/" if name in dirnames else ""
-                        hits.append(rel(root, Path(dirpath) / name) + suffix)
-        if not hits:
-            return f"no files matching {pattern!r} under {rel(root, d)}"
-        more = f"\n({total - len(hits)} more not shown)" if total > len(hits) else ""
-        return f"{total} matches\n" + "\n".join(hits) + more
+            dirnames[:] = sorted(n for n in dirnames if not _is_hidden(n)) if recursive else []
+            for name in sorted(filenames):
+                if fnmatch.fnmatch(name, pattern):
+                    if max_results and len(matches) >= max_results:
+                        limited = True
+                        break
+                    matches.append(rel(root, Path(dirpath) / name))
+            if limited:
+                break
+        if not matches:
+            return f"No files matching '{pattern}' found in {path}"
+        out = f"Found {len(matches)} file(s) matching '{pattern}':\n" + "\n".join(matches)
+        return out + (f"\n\n(Results limited to {max_results})" if limited else "")
 
-    @tool(mcp)
-    def get_file_metadata(
-        path: Annotated[str, Field(description="File or directory to describe.")],
-    ) -> dict[str, object]:
-        """Size, type, and timestamps of a file or directory."""
-        p = confine(root, path, must_exist=True, kind="file")
+    @contract_tool(mcp, "filesystem")
+    def get_file_metadata(file_path: str) -> str:
+        p = lookup(file_path)
+        if isinstance(p, str):
+            return p
         st = p.stat()
-        mime = None if p.is_dir() else mimetypes.guess_type(p.name)[0]
-        return {
-            "path": rel(root, p),
-            "name": p.name,
-            "type": "directory" if p.is_dir() else "file",
-            "size_bytes": st.st_size,
-            "mime_type": mime or ("inode/directory" if p.is_dir() else "application/octet-stream"),
-            "modified": datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds"),
-            "created": datetime.fromtimestamp(st.st_ctime, UTC).isoformat(timespec="seconds"),
-        }
-
-    @tool(mcp)
-    def get_directory_tree(
-        path: Annotated[str, Field(description="Directory at the top of the tree.")] = "/",
-        max_depth: Annotated[int, Field(description="Levels to descend.", ge=1, le=20)] = 3,
-        max_entries: Annotated[
-            int, Field(description="Most lines to return.", ge=1, le=5000)
-        ] = 500,
-    ) -> str:
-        """Show a directory's folders and files as an indented tree."""
-        d = dir_arg(path)
-        lines = [rel(root, d)]
-        cut = False
-
-        def walk(p: Path, depth: int, indent: str) -> None:
-            nonlocal cut
-            try:
-                entries = sorted(
-                    os.scandir(p),
-                    key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()),
-                )
-            except OSError:
-                return
-            for e in entries:
-                if _is_hidden(e.name):
-                    continue
-                if len(lines) >= max_entries:
-                    cut = True
-                    return
-                if e.is_dir(follow_symlinks=False):
-                    lines.append(f"{indent}{e.name}/")
-                    if depth < max_depth:
-                        walk(Path(e.path), depth + 1, indent + "  ")
-                else:
-                    lines.append(f"{indent}{e.name}")
-
-        walk(d, 1, "  ")
-        if cut:
-            lines.append(f"[truncated at {max_entries} entries; narrow path or raise max_entries]")
+        lines = [f"Path: {file_path}", f"Type: {'directory' if p.is_dir() else 'file'}"]
+        if not p.is_dir():
+            lines.append(f"MIME type: {mimetypes.guess_type(p.name)[0] or 'unknown'}")
+        lines += [
+            f"Size: {st.st_size} bytes ({_human(st.st_size)})",
+            f"Permissions: {stat.filemode(st.st_mode)} ({oct(st.st_mode)[-3:]})",
+            *(f"{k}: {datetime.fromtimestamp(t, UTC).isoformat()}"
+              for k, t in (("Modified", st.st_mtime), ("Accessed", st.st_atime),
+                           ("Created/Changed", st.st_ctime))),
+            f"Inode: {st.st_ino}", f"Device: {st.st_dev}", f"Hard links: {st.st_nlink}",
+        ]  # fmt: skip
         return "\n".join(lines)
+
+    @contract_tool(mcp, "filesystem")
+    def get_directory_tree(path: str, max_depth: int, include_files: bool, show_size: bool) -> str:
+        d = dir_arg(path)
+        if isinstance(d, str):
+            return d
+        depth_cap = min(max(max_depth, 1), 10)
+        count = [0]
+
+        def tree(p: Path, prefix: str, depth: int) -> list[str]:
+            lines: list[str] = []
+            try:
+                entries = [e for e in os.scandir(p) if not _is_hidden(e.name)]
+            except OSError as exc:
+                return [f"{prefix}[error: {exc!r}]"]
+            dirs = sorted(
+                (e for e in entries if e.is_dir(follow_symlinks=False)),
+                key=lambda e: e.name.lower(),
+            )
+            files = sorted(
+                (e for e in entries if e.is_file(follow_symlinks=False)),
+                key=lambda e: e.name.lower(),
+            )
+            shown = dirs + (files if include_files else [])
+            for i, e in enumerate(shown):
+                if count[0] >= MAX_TREE_ENTRIES:
+                    lines.append(f"{prefix}... (truncated at {MAX_TREE_ENTRIES} entries)")
+                    break
+                count[0] += 1
+                last = i == len(shown) - 1
+                conn, child = ("└── ", "    ") if last else ("├── ", "│   ")
+                if e in dirs:
+                    lines.append(f"{prefix}{conn}{e.name}/")
+                    if depth < depth_cap:
+                        lines += tree(Path(e.path), prefix + child, depth + 1)
+                else:
+                    size = f" ({e.stat(follow_symlinks=False).st_size} bytes)" if show_size else ""
+                    lines.append(f"{prefix}{conn}{e.name}{size}")
+            return lines
+
+        body = tree(d, "", 1)
+        return "\n".join([rel(root, d) if path in ("", "/") else path, *(body or ["(empty)"])])
 
     return mcp

@@ -1,8 +1,10 @@
 """The mail app: the world's mailboxes as mbox files (ARCH mcp_servers/mail).
 
 Data: `.apps_data/mail/*.mbox`, one mailbox per file (e.g. `inbox.mbox`, `sent.mbox`), read with the
-stdlib `mailbox` module. Tools: list_mails, read_mail, search_mail, send_mail, reply_mail,
-reply_all_mail, forward_mail.
+stdlib `mailbox` module. Tools (upstream's parameters; the write tools and search take an `input`
+envelope): list_mails, read_mail, search_mail, send_mail, reply_mail, reply_all_mail, forward_mail.
+Attachments are paths under the filesystem root, attached with a MIME type guessed from the name;
+`body_format="html"` sends an HTML body.
 
 Contract:
 - A mail's id (`mail_id`) is its Message-ID header (`<...@...>`); a message without one is named
@@ -10,8 +12,8 @@ Contract:
 - Everything the agent sends (send, reply, reply-all, forward) is appended to `sent.mbox` with a fresh
   Message-ID, `Date`, threading headers (`In-Reply-To`, `References`, `X-Thread-ID`), so later
   list/search calls and the grader's snapshot diff see it.
-- The sender defaults to the world's own user: the address that receives the most mail in the
-  non-sent mailboxes (ARCH worlds have one mailbox owner); `from_email` overrides it.
+- Replies and forwards come from the world's own user: the address that receives the most mail in
+  the non-sent mailboxes (ARCH worlds have one mailbox owner); send_mail's `from_email` names it.
 
 Non-obvious choice: parsed mailboxes are cached per file by (mtime, ctime, size), so read tools stay in
 the low milliseconds on a world of hundreds of mails; writes go through one lock and `mailbox`'s own
@@ -25,6 +27,7 @@ import email.policy
 import email.utils
 import functools
 import mailbox
+import mimetypes
 import re
 import threading
 from collections import Counter
@@ -32,12 +35,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage, Message
 from pathlib import Path
-from typing import Annotated
 
 from fastmcp import FastMCP
-from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, tool
+from kwrl.worlds.apps.base import ToolError, confine
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.layout import WorldRoots
 
 SENT_MAILBOX = "sent"
@@ -212,6 +214,18 @@ def _render(m: Mail) -> str:
     return "\n".join(lines) + "\n\n" + m.text
 
 
+def _when(value: str | None, field: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        d = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ToolError(
+            f"{field}: invalid date {value!r}; use 'YYYY-MM-DD' or 'YYYY-MM-DDTHH:MM:SS'"
+        ) from None
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
+
+
 def build(roots: WorldRoots) -> FastMCP:
     store = MailStore(roots.mail)
     mcp = FastMCP("mail")
@@ -225,11 +239,19 @@ def build(roots: WorldRoots) -> FastMCP:
         subject: str,
         body: str,
         parent: Mail | None = None,
-    ) -> str:
+        attachments: list[str] | None = None,
+        body_format: str = "plain",
+        thread_id: str | None = None,
+        in_reply_to: str | None = None,
+        references: list[str] | None = None,
+        forward_parts: list[Message] | None = None,
+    ) -> dict[str, object]:
         if not to:
             raise ToolError("to_email: at least one recipient is required")
-        if not subject.strip():
-            raise ToolError("subject must not be empty")
+        files = [
+            confine(roots.filesystem, a, must_exist=True, kind="attachment")
+            for a in attachments or []
+        ]
         sender = _as_list(from_email, "from_email")[0] if from_email else store.owner()
         msg = EmailMessage(policy=email.policy.default)
         msg["From"] = sender
@@ -243,163 +265,149 @@ def build(roots: WorldRoots) -> FastMCP:
         mid = email.utils.make_msgid(domain=sender.rsplit("@", 1)[-1].strip(">") or "localhost")
         msg["Message-ID"] = mid
         if parent is not None:
-            msg["In-Reply-To"] = parent.mail_id
-            refs = [*parent.header("References").split(), parent.mail_id]
+            in_reply_to = in_reply_to or parent.mail_id
+            references = [*parent.header("References").split(), parent.mail_id]
+            thread_id = thread_id or parent.header("X-Thread-ID") or references[0]
+        refs = list(references or [])
+        if in_reply_to:
+            msg["In-Reply-To"] = in_reply_to
+            if in_reply_to not in refs:
+                refs.append(in_reply_to)
+        if refs:
             msg["References"] = " ".join(refs)
-            msg["X-Thread-ID"] = parent.header("X-Thread-ID") or (
-                refs[0] if refs else parent.mail_id
-            )
+        msg["X-Thread-ID"] = thread_id or (refs[0] if refs else mid)
+        if body_format == "html":
+            msg.set_content(body, subtype="html")
         else:
-            msg["X-Thread-ID"] = mid
-        msg.set_content(body)
+            msg.set_content(body)
+        for f in files:
+            ctype = (mimetypes.guess_type(f.name)[0] or "application/octet-stream").split("/", 1)
+            msg.add_attachment(f.read_bytes(), maintype=ctype[0], subtype=ctype[1], filename=f.name)
+        for part in forward_parts or []:
+            data = part.get_payload(decode=True)
+            if isinstance(data, bytes):
+                ctype = part.get_content_type().split("/", 1)
+                msg.add_attachment(
+                    data, maintype=ctype[0], subtype=ctype[1], filename=part.get_filename()
+                )
         store.append_sent(msg)
-        n = len(to) + len(cc) + len(bcc)
-        return f"sent mail_id {mid} to {n} recipient(s); saved in mailbox '{SENT_MAILBOX}'"
+        return {
+            "success": True,
+            "mail_id": mid,
+            "recipients_count": len(to) + len(cc) + len(bcc),
+            "message": f"Mail sent successfully; saved in mailbox '{SENT_MAILBOX}'",
+        }
 
-    @tool(mcp)
-    def list_mails(
-        limit: Annotated[
-            int, Field(description="Most mails to return, newest first.", ge=1, le=200)
-        ] = 50,
-        offset: Annotated[int, Field(description="Mails to skip, for paging.", ge=0)] = 0,
-        mailbox: Annotated[
-            str | None, Field(description="Only this mailbox, e.g. 'inbox' or 'sent'; default all.")
-        ] = None,
-    ) -> dict[str, object]:
-        """List mails (id, date, sender, recipients, subject), newest first."""
-        mails = store.all(mailbox)
+    @contract_tool(mcp, "mail")
+    def list_mails(limit: int, offset: int) -> dict[str, object]:
+        mails = store.all()
         page = mails[offset : offset + limit]
-        return {"total": len(mails), "offset": offset, "mails": [m.summary() for m in page]}
+        return {"total": len(mails), "offset": offset, "limit": limit,
+                "has_more": offset + len(page) < len(mails), "mails": [m.summary() for m in page]}  # fmt: skip
 
-    @tool(mcp)
-    def read_mail(
-        mail_id: Annotated[str, Field(description="A mail_id from list_mails or search_mail.")],
-    ) -> str:
-        """Read one mail: headers, body and attachment names."""
+    @contract_tool(mcp, "mail")
+    def read_mail(mail_id: str) -> str:
         return _render(store.get(mail_id))
 
-    @tool(mcp)
+    @contract_tool(mcp, "mail")
     def search_mail(
-        query: Annotated[
-            str,
-            Field(
-                description="Words to find in subject, body, sender or recipients (case-insensitive)."
-            ),
-        ] = "",
-        from_email: Annotated[
-            str | None, Field(description="Only mails from this address.")
-        ] = None,
-        to_email: Annotated[
-            str | None, Field(description="Only mails to or cc this address.")
-        ] = None,
-        limit: Annotated[int, Field(description="Most results.", ge=1, le=200)] = 50,
+        from_email: str | None,
+        to_email: str | None,
+        subject: str | None,
+        after_date: str | None,
+        before_date: str | None,
+        thread_id: str | None,
+        limit: int,
     ) -> dict[str, object]:
-        """Search mails by text and sender/recipient; newest first."""
-        words = query.lower().split()
+        after, before = _when(after_date, "after_date"), _when(before_date, "before_date")
         hits = []
         for m in store.all():
             if from_email and from_email.lower() not in m.header("From").lower():
                 continue
-            if to_email and to_email.lower() not in " ".join(m.addresses("To", "Cc")).lower():
+            if to_email and to_email.lower() not in " ".join(m.addresses("To")).lower():
                 continue
-            if words:
-                hay = " ".join(
-                    (
-                        m.header("Subject"),
-                        m.header("From"),
-                        m.header("To"),
-                        m.header("Cc"),
-                        m.text,
-                    )
-                ).lower()
-                if not all(w in hay for w in words):
-                    continue
+            if subject and subject.lower() not in m.header("Subject").lower():
+                continue
+            if (after and m.date <= after) or (before and m.date >= before):
+                continue
+            if thread_id and thread_id not in (m.header("X-Thread-ID"), m.mail_id):
+                continue
             hits.append(m)
         return {"total": len(hits), "mails": [m.summary() for m in hits[:limit]]}
 
-    @tool(mcp)
+    @contract_tool(mcp, "mail")
     def send_mail(
-        to_email: Annotated[
-            str | list[str], Field(description="Recipient address or list of addresses.")
-        ],
-        subject: Annotated[str, Field(description="Subject line.")],
-        body: Annotated[str, Field(description="Plain-text body.")],
-        cc: Annotated[str | list[str] | None, Field(description="Cc address(es).")] = None,
-        bcc: Annotated[str | list[str] | None, Field(description="Bcc address(es).")] = None,
-        from_email: Annotated[
-            str | None, Field(description="Sender; default the world's user.")
-        ] = None,
-    ) -> str:
-        """Send a new mail."""
+        from_email: str,
+        to_email: str | list[str],
+        subject: str,
+        body: str,
+        cc: str | list[str] | None,
+        bcc: str | list[str] | None,
+        attachments: list[str] | None,
+        body_format: str,
+        thread_id: str | None,
+        in_reply_to: str | None,
+        references: list[str] | None,
+    ) -> dict[str, object]:
         return compose(
-            from_email=from_email,
-            to=_as_list(to_email, "to_email"),
-            cc=_as_list(cc, "cc"),
-            bcc=_as_list(bcc, "bcc"),
-            subject=subject,
-            body=body,
-        )
+            from_email=from_email, to=_as_list(to_email, "to_email"), cc=_as_list(cc, "cc"),
+            bcc=_as_list(bcc, "bcc"), subject=subject, body=body, attachments=attachments,
+            body_format=body_format, thread_id=thread_id, in_reply_to=in_reply_to,
+            references=references,
+        )  # fmt: skip
 
     def _re(subject: str, prefix: str) -> str:
         return subject if subject.lower().startswith(prefix.lower()) else f"{prefix} {subject}"
 
-    @tool(mcp)
+    @contract_tool(mcp, "mail")
     def reply_mail(
-        mail_id: Annotated[str, Field(description="The mail to answer.")],
-        body: Annotated[str, Field(description="Plain-text reply.")],
-        from_email: Annotated[
-            str | None, Field(description="Sender; default the world's user.")
-        ] = None,
-    ) -> str:
-        """Reply to the sender of a mail."""
-        parent = store.get(mail_id)
+        original_mail_id: str, body: str, attachments: list[str] | None, body_format: str
+    ) -> dict[str, object]:
+        parent = store.get(original_mail_id)
         to = parent.addresses("Reply-To") or parent.addresses("From")
         return compose(
-            from_email=from_email, to=to, cc=[], bcc=[],
-            subject=_re(parent.header("Subject"), "Re:"), body=body, parent=parent,
+            from_email=None, to=to, cc=[], bcc=[], subject=_re(parent.header("Subject"), "Re:"),
+            body=body, parent=parent, attachments=attachments, body_format=body_format,
         )  # fmt: skip
 
-    @tool(mcp)
+    @contract_tool(mcp, "mail")
     def reply_all_mail(
-        mail_id: Annotated[str, Field(description="The mail to answer.")],
-        body: Annotated[str, Field(description="Plain-text reply.")],
-        from_email: Annotated[
-            str | None, Field(description="Sender; default the world's user.")
-        ] = None,
-    ) -> str:
-        """Reply to the sender and every other recipient of a mail."""
-        parent = store.get(mail_id)
-        me = (from_email or store.owner()).lower()
+        original_mail_id: str, body: str, attachments: list[str] | None, body_format: str
+    ) -> dict[str, object]:
+        parent = store.get(original_mail_id)
+        me = store.owner().lower()
         to = parent.addresses("Reply-To") or parent.addresses("From")
         seen = {a.lower() for a in to} | {me}
         others = [a for a in parent.addresses("To") if a.lower() not in seen]
         seen |= {a.lower() for a in others}
         cc = [a for a in parent.addresses("Cc") if a.lower() not in seen]
         return compose(
-            from_email=from_email, to=to + others, cc=cc, bcc=[],
+            from_email=None, to=to + others, cc=cc, bcc=[],
             subject=_re(parent.header("Subject"), "Re:"), body=body, parent=parent,
+            attachments=attachments, body_format=body_format,
         )  # fmt: skip
 
-    @tool(mcp)
+    @contract_tool(mcp, "mail")
     def forward_mail(
-        mail_id: Annotated[str, Field(description="The mail to forward.")],
-        to_email: Annotated[str | list[str], Field(description="Recipient address(es).")],
-        body: Annotated[str, Field(description="Note above the forwarded mail.")] = "",
-        cc: Annotated[str | list[str] | None, Field(description="Cc address(es).")] = None,
-        from_email: Annotated[
-            str | None, Field(description="Sender; default the world's user.")
-        ] = None,
-    ) -> str:
-        """Forward a mail, with its text quoted below your note."""
-        parent = store.get(mail_id)
+        original_mail_id: str,
+        to_email: str | list[str],
+        body: str | None,
+        cc: str | list[str] | None,
+        bcc: str | list[str] | None,
+        attachments: list[str] | None,
+        body_format: str,
+    ) -> dict[str, object]:
+        parent = store.get(original_mail_id)
         quoted = (
-            f"{body}\n\n---------- Forwarded message ----------\n"
+            f"{body or ''}\n\n---------- Forwarded message ---------\n"
             f"From: {parent.header('From')}\nDate: {parent.header('Date')}\n"
             f"Subject: {parent.header('Subject')}\nTo: {parent.header('To')}\n\n{parent.body()}"
         )
+        kept = [p for p in parent.msg.walk() if p.get_content_disposition() == "attachment"]
         return compose(
-            from_email=from_email, to=_as_list(to_email, "to_email"), cc=_as_list(cc, "cc"), bcc=[],
-            subject=_re(parent.header("Subject"), "Fwd:"), body=quoted, parent=parent,
+            from_email=None, to=_as_list(to_email, "to_email"), cc=_as_list(cc, "cc"),
+            bcc=_as_list(bcc, "bcc"), subject=_re(parent.header("Subject"), "Fwd:"), body=quoted,
+            parent=parent, attachments=attachments, body_format=body_format, forward_parts=kept,
         )  # fmt: skip
 
     return mcp

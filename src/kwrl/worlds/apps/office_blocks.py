@@ -38,7 +38,9 @@ class Block(TypedDict):
     """paragraph: a named style of the target format (e.g. 'Quote'), optional."""
 
 
-_BLOCK_TYPES = ("paragraph", "heading", "bullet_list", "numbered_list", "table", "page_break")
+_BLOCK_TYPES = (
+    "paragraph", "heading", "bullet_list", "numbered_list", "table", "page_break", "section_break",
+)  # fmt: skip
 _NUMBERED = re.compile(r"^\d+[.)]\s+")
 _RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
 

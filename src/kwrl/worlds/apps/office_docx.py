@@ -323,22 +323,34 @@ def write_blocks(doc: DocxDocument, blocks: list[Block]) -> None:
 
     for b in blocks:
         t = b["type"]
+        style = b.get("style")
         if t == "heading":
-            doc.add_heading(b.get("text", ""), level=b.get("level", 1))
+            level = min(max(int(b.get("level", 1)), 1), 4)
+            if style:
+                add_text_runs(doc.add_paragraph(style=ensure_style(doc, style)), b.get("text", ""))
+            else:
+                doc.add_heading(b.get("text", ""), level=level)
         elif t == "paragraph":
-            style = b.get("style")
-            add_text_runs(
-                doc.add_paragraph(style=ensure_style(doc, style) if style else None),
-                b.get("text", ""),
-            )
+            p = doc.add_paragraph(style=ensure_style(doc, style) if style else None)
+            add_text_runs(p, b.get("text", ""))
+            for run in p.runs:
+                run.bold = True if b.get("bold") else run.bold
+                run.italic = True if b.get("italic") else run.italic
         elif t in ("bullet_list", "numbered_list"):
-            style = "List Bullet" if t == "bullet_list" else "List Number"
+            list_style = style or ("List Bullet" if t == "bullet_list" else "List Number")
             for item in b.get("items", []):
-                add_text_runs(doc.add_paragraph(style=style), item)
+                add_text_runs(doc.add_paragraph(style=list_style), item)
+        elif t == "section_break":
+            from docx.enum.section import WD_SECTION
+
+            starts = {"new_page": WD_SECTION.NEW_PAGE, "continuous": WD_SECTION.CONTINUOUS,
+                      "odd_page": WD_SECTION.ODD_PAGE, "even_page": WD_SECTION.EVEN_PAGE,
+                      "new_column": WD_SECTION.NEW_COLUMN}  # fmt: skip
+            doc.add_section(starts.get(str(b.get("start_type", "new_page")), WD_SECTION.NEW_PAGE))
         elif t == "table":
             rows = b.get("rows", [])
             table = doc.add_table(rows=len(rows), cols=len(rows[0]))
-            table.style = "Table Grid"
+            table.style = style if style in {s.name for s in doc.styles} else "Table Grid"
             for r_i, row in enumerate(rows):
                 for c_i, value in enumerate(row):
                     cell = table.cell(r_i, c_i)

@@ -394,7 +394,7 @@ def fill_slide(prs: PptxPresentation, spec: dict[str, Any]) -> Any:
             Inches(9.0),
             Emu(int(Inches(0.4)) * len(rows)),
         )
-        fill_table(frame.table, rows, True)
+        fill_table(frame.table, rows, bool(spec.get("table_header", True)))
     if spec.get("notes"):
         notes_frame(slide).text = spec["notes"]
     return slide
@@ -497,9 +497,120 @@ def apply_op(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
         t.cell(r, c).text = str(o.get("text", ""))
     elif kind == "set_notes":
         notes_frame(slide).text = need("notes")
+    elif kind == "append_table":
+        from pptx.util import Emu, Inches
+
+        rows = need("rows")
+        check_rows(rows, f"{where} rows")
+        shape = body_shape(slide, o.get("placeholder") or "body")
+        left, top = (shape.left, shape.top) if shape is not None else (Inches(0.5), Inches(1.6))
+        width = shape.width if shape is not None else Inches(9.0)
+        frame = slide.shapes.add_table(
+            len(rows), len(rows[0]), left, top, width, Emu(int(Inches(0.4)) * len(rows))
+        )
+        fill_table(frame.table, rows, bool(o.get("header", True)))
+    elif kind == "duplicate_slide":
+        import copy
+
+        new = prs.slides.add_slide(slide.slide_layout)
+        for ph in list(new.placeholders):
+            ph._element.getparent().remove(ph._element)
+        for el in slide.shapes._spTree.iterchildren():
+            if el.tag.rsplit("}", 1)[-1] in ("sp", "graphicFrame", "grpSp", "cxnSp", "pic"):
+                new.shapes._spTree.append(copy.deepcopy(el))
+        n = len(prs.slides) - 1
+        at = o["index"] + 1 if o.get("position", "after") == "after" else o["index"]
+        move_slide(prs, n, at)
+        return f"duplicated slide {o['index']} to {at}"
+    elif kind in ("apply_text_formatting", "add_hyperlink"):
+        shape = (
+            body_shape(slide, o.get("placeholder") or "body")
+            if o.get("placeholder") not in ("title",)
+            else title_shape(slide)
+        )
+        if shape is None:
+            raise ToolError(
+                f"{where}: slide {o['index']} has no {o.get('placeholder', 'body')} placeholder"
+            )
+        paras = list(shape.text_frame.paragraphs)
+        if o.get("paragraph_index") is not None:
+            if not 0 <= o["paragraph_index"] < len(paras):
+                raise ToolError(
+                    f"{where}: paragraph_index {o['paragraph_index']} out of range (0..{len(paras) - 1})"
+                )
+            paras = [paras[o["paragraph_index"]]]
+        runs = [r for p in paras for r in p.runs]
+        if o.get("run_index") is not None:
+            if not 0 <= o["run_index"] < len(runs):
+                raise ToolError(
+                    f"{where}: run_index {o['run_index']} out of range (0..{len(runs) - 1})"
+                )
+            runs = [runs[o["run_index"]]]
+        for run in runs:
+            if kind == "add_hyperlink":
+                run.hyperlink.address = need("url")
+            else:
+                _format_font(run.font, o)
+        if kind == "apply_text_formatting" and o.get("alignment"):
+            from pptx.enum.text import PP_ALIGN
+
+            align = {
+                "left": PP_ALIGN.LEFT,
+                "center": PP_ALIGN.CENTER,
+                "right": PP_ALIGN.RIGHT,
+                "justify": PP_ALIGN.JUSTIFY,
+            }
+            if o["alignment"] not in align:
+                raise ToolError(f"{where}: alignment must be one of {', '.join(align)}")
+            for p in paras:
+                p.alignment = align[o["alignment"]]
+    elif kind == "format_table_cell":
+        tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
+        ti = o.get("table_idx") or 0
+        if not 0 <= ti < len(tables):
+            raise ToolError(
+                f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
+            )
+        t = tables[ti].table
+        r, c = need("row"), need("column")
+        if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
+            raise ToolError(
+                f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
+            )
+        cell = t.cell(r, c)
+        for p in cell.text_frame.paragraphs:
+            for run in p.runs:
+                _format_font(run.font, o)
+        if o.get("bg_color"):
+            from pptx.dml.color import RGBColor
+
+            cell.fill.solid()
+            cell.fill.fore_color.rgb = RGBColor.from_string(_hex(o["bg_color"], "bg_color"))
     else:
         raise ToolError(f"{where}: unknown type {kind!r}")
     return f"{kind} on slide {o['index']}"
+
+
+def _hex(value: str, arg: str) -> str:
+    v = value.strip().lstrip("#")
+    if not re.fullmatch(r"[0-9A-Fa-f]{6}", v):
+        raise ToolError(f"{arg} must be a 6-digit hex colour like 'FF0000'; got {value!r}")
+    return v.upper()
+
+
+def _format_font(font: Any, o: dict[str, Any]) -> None:
+    from pptx.dml.color import RGBColor
+    from pptx.util import Pt
+
+    for key in ("bold", "italic", "underline"):
+        if o.get(key) is not None:
+            setattr(font, key, o[key])
+    if o.get("font_size") is not None:
+        font.size = Pt(o["font_size"])
+    if o.get("font_name"):
+        font.name = o["font_name"]
+    if o.get("font_color"):
+        font.color.rgb = RGBColor.from_string(_hex(o["font_color"], "font_color"))
 
 
 def replace_text_in(text: str, search: str, repl: str, match_case: bool) -> str:

@@ -172,49 +172,34 @@ def render_sheet(fws: Worksheet, vws: Worksheet, c1: int, r1: int, c2: int, r2: 
 
 
 def apply_op(wb: Workbook, op: SheetOp | dict[str, Any], i: int, pick: SheetPicker) -> str:
-    """Apply one edit_spreadsheet operation; returns a short description."""
-    from openpyxl.styles import Alignment, Font, PatternFill
+    """Apply one edit_spreadsheet operation (upstream's operation types); a short description."""
+    from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
     from openpyxl.utils import get_column_letter
 
-    o: dict[str, Any] = dict(op)
+    o: dict[str, Any] = {k: v for k, v in dict(op).items() if v is not None}
     kind = o.get("type")
     where = f"operations[{i}] ({kind})"
-    ws = pick(wb, None, o.get("sheet"))
 
     def need(key: str) -> Any:
         if o.get(key) is None:
             raise ToolError(f"{where} needs '{key}'")
         return o[key]
 
+    if kind == "delete_named_range":
+        name = need("name")
+        if name not in wb.defined_names:
+            raise ToolError(f"{where}: no named range {name!r}")
+        del wb.defined_names[name]
+        return f"deleted named range {name!r}"
+    if kind == "append_rows" and o.get("sheet") and o["sheet"] not in wb.sheetnames:
+        wb.create_sheet(o["sheet"])  # upstream: the sheet is created if it does not exist
+    ws = pick(wb, None, o.get("sheet"))
     if kind == "set_cell":
         col, row = parse_ref(need("cell"))
         ws.cell(row, col).value = coerce(o.get("value"))
         return f"{ws.title}!{o['cell'].upper()}"
-    if kind == "set_range":
-        if o.get("range"):
-            c1, r1, c2, r2 = parse_range(o["range"])
-        else:
-            c1, r1 = parse_ref(need("cell"))
-            vals = need("values")
-            c2, r2 = c1 + max(len(r) for r in vals) - 1, r1 + len(vals) - 1
-        if o.get("values") is not None:
-            vals = o["values"]
-            if len(vals) != r2 - r1 + 1 or any(len(r) != c2 - c1 + 1 for r in vals):
-                raise ToolError(
-                    f"{where}: values must be {r2 - r1 + 1} rows x {c2 - c1 + 1} columns to fill the range"
-                )
-            for dr, row_vals in enumerate(vals):
-                for dc, v in enumerate(row_vals):
-                    ws.cell(r1 + dr, c1 + dc).value = coerce(v)
-        elif "value" in o:
-            for r in range(r1, r2 + 1):
-                for c in range(c1, c2 + 1):
-                    ws.cell(r, c).value = coerce(o["value"])
-        else:
-            raise ToolError(f"{where} needs 'values' (2D list) or 'value'")
-        return f"{ws.title}!{get_column_letter(c1)}{r1}:{get_column_letter(c2)}{r2}"
     if kind == "append_rows":
-        rows = need("rows")
+        rows = o.get("rows") or []
         last = used_bounds(ws)[1]  # max_row counts formatted-but-empty rows; append after real data
         for dr, row in enumerate(rows, start=1):
             for dc, v in enumerate(row, start=1):
@@ -228,46 +213,112 @@ def apply_op(wb: Workbook, op: SheetOp | dict[str, Any], i: int, pick: SheetPick
             )
         old, ws.title = ws.title, new
         return f"renamed {old!r} to {new!r}"
-    if kind == "format_cells":
-        c1, r1, c2, r2 = parse_range(_as_range(need("range")))
+    if kind in ("format_cells", "set_number_format"):
+        c1, r1, c2, r2 = _cells(ws, need("range"))
+        font_keys = (
+            "font_name",
+            "font_size",
+            "font_bold",
+            "font_italic",
+            "font_underline",
+            "font_color",
+        )
         font_color = parse_color(o["font_color"], arg="font_color") if o.get("font_color") else None
         fill = parse_color(o["fill_color"], arg="fill_color") if o.get("fill_color") else None
+        side = (
+            Side(
+                style=o["border_style"],
+                color=parse_color(o.get("border_color") or "000000", arg="border_color"),
+            )
+            if o.get("border_style")
+            else None
+        )
         for r in range(r1, r2 + 1):
             for c in range(c1, c2 + 1):
                 cell = ws.cell(r, c)
-                if any(o.get(k) is not None for k in ("bold", "italic", "font_size")) or font_color:
+                if kind == "set_number_format":
+                    cell.number_format = need("format")
+                    continue
+                if any(k in o for k in font_keys):
                     f = cell.font
                     cell.font = Font(
-                        name=f.name,
+                        name=o.get("font_name", f.name),
                         size=o.get("font_size", f.size),
-                        bold=o.get("bold", f.bold),
-                        italic=o.get("italic", f.italic),
-                        underline=f.underline,
+                        bold=o.get("font_bold", f.bold),
+                        italic=o.get("font_italic", f.italic),
+                        underline=("single" if o["font_underline"] else None)
+                        if "font_underline" in o
+                        else f.underline,
                         color=font_color or f.color,
                     )
                 if fill:
-                    cell.fill = PatternFill(start_color=fill, end_color=fill, fill_type="solid")
-                if o.get("number_format"):
-                    cell.number_format = o["number_format"]
-                if o.get("horizontal_alignment"):
-                    cell.alignment = Alignment(horizontal=o["horizontal_alignment"])
+                    cell.fill = PatternFill(
+                        start_color=fill, end_color=fill, fill_type=o.get("fill_pattern", "solid")
+                    )
+                if any(k in o for k in ("horizontal_alignment", "vertical_alignment", "wrap_text")):
+                    a = cell.alignment
+                    cell.alignment = Alignment(
+                        horizontal=o.get("horizontal_alignment", a.horizontal),
+                        vertical=o.get("vertical_alignment", a.vertical),
+                        wrap_text=o.get("wrap_text", a.wrap_text),
+                    )
+                if side is not None:
+                    sides = [
+                        s.lower()
+                        for s in o.get("border_sides") or ["left", "right", "top", "bottom"]
+                    ]
+                    cell.border = Border(
+                        left=side if "left" in sides else None,
+                        right=side if "right" in sides else None,
+                        top=side if "top" in sides else None,
+                        bottom=side if "bottom" in sides else None,
+                    )
         return f"formatted {ws.title}!{o['range'].upper()}"
-    if kind == "merge_cells":
-        ws.merge_cells(_as_range(need("range")).upper())
-        return f"merged {ws.title}!{o['range'].upper()}"
+    if kind in ("merge_cells", "unmerge_cells"):
+        rng = _as_range(need("range")).upper()
+        (ws.merge_cells if kind == "merge_cells" else ws.unmerge_cells)(rng)
+        return f"{kind.split('_')[0]}d {ws.title}!{rng}"
     if kind == "set_column_width":
         col = str(need("column")).upper()
         if not col.isalpha():
             raise ToolError(f"{where}: column {col!r} must be a letter like 'B'")
         ws.column_dimensions[col].width = float(need("width"))
         return f"column {col} width {o['width']}"
-    if kind in ("insert_rows", "delete_rows"):
-        row, count = int(need("row")), int(o.get("count") or 1)
-        if row < 1 or count < 1:
-            raise ToolError(f"{where}: row and count must be >= 1")
-        (ws.insert_rows if kind == "insert_rows" else ws.delete_rows)(row, count)
-        return f"{kind.split('_')[0]}ed {count} row(s) at {row} of {ws.title} (formulas are not rewritten)"
-    raise ToolError(f"{where}: unknown type {kind!r}")
+    if kind == "set_row_height":
+        ws.row_dimensions[int(need("row"))].height = float(need("height"))
+        return f"row {o['row']} height {o['height']}"
+    if kind == "freeze_panes":
+        ws.freeze_panes = o["cell"].upper() if o.get("cell") else None
+        return f"froze {ws.title} at {o.get('cell') or '(none)'}"
+    if kind == "set_auto_filter":
+        if o.get("range"):
+            ws.auto_filter.ref = _as_range(o["range"]).upper()
+        else:
+            c2, r2 = used_bounds(ws)
+            ws.auto_filter.ref = f"A1:{get_column_letter(max(c2, 1))}{max(r2, 1)}"
+        return f"auto filter on {ws.title}!{ws.auto_filter.ref}"
+    if kind == "add_named_range":
+        from openpyxl.workbook.defined_name import DefinedName
+
+        c1, r1, c2, r2 = parse_range(_as_range(need("range")))
+        ref = f"'{ws.title}'!${get_column_letter(c1)}${r1}:${get_column_letter(c2)}${r2}"
+        wb.defined_names[need("name")] = DefinedName(o["name"], attr_text=ref)
+        return f"named range {o['name']!r} = {ref}"
+    raise ToolError(f"{where}: operation type {kind!r} is not supported here")
+
+
+def _cells(ws: Any, rng: str) -> tuple[int, int, int, int]:
+    """A1, A1:B5, whole columns ('A:A') or rows ('1:5') as (c1, r1, c2, r2) within the used range."""
+    from openpyxl.utils import column_index_from_string
+
+    a, _, b = rng.strip().upper().partition(":")
+    b = b or a
+    c2max, r2max = (max(n, 1) for n in used_bounds(ws))
+    if a.isalpha() and b.isalpha():
+        return column_index_from_string(a), 1, column_index_from_string(b), r2max
+    if a.isdigit() and b.isdigit():
+        return 1, int(a), c2max, int(b)
+    return parse_range(f"{a}:{b}")
 
 
 def _as_range(r: str) -> str:
@@ -327,6 +378,8 @@ def make_chart(
 
 
 _OPS = {
+    "greater_than_or_equal": "greater_or_equal",
+    "less_than_or_equal": "less_or_equal",
     "=": "equals",
     "==": "equals",
     "eq": "equals",

@@ -1,14 +1,14 @@
 """The pdfs app: read, search, render and create PDFs (ARCH mcp_servers/pdfs).
 
-Contract: `build(roots) -> FastMCP` named "pdfs"; flat tool arguments; every path confined to
-`roots.filesystem`. Pages are 1-based, as in Archipelago; embedded images are `page{N}_img{M}`
+Contract: `build(roots) -> FastMCP` named "pdfs"; upstream's tool arguments (read_pdf_pages and
+create_pdf under an `input` envelope; create_pdf's blocks may be `spacer`s, paragraphs `bold`/
+`italic`); every path confined to `roots.filesystem`. Pages render as 144-DPI JPEGs, as upstream. Pages are 1-based, as in Archipelago; embedded images are `page{N}_img{M}`
 (M 0-based within page N).
 
-Text comes from PDFium (pypdfium2, installed with pdfplumber): it is about ten times faster than
+Text comes from PDFium (pypdfium2): it is about ten times faster than
 pypdf's pure-Python extraction, which matters because models read PDFs often. A file's page
 texts are extracted once and memoised on its stat. PDFium is not thread-safe and tools run in a
-thread pool, so every PDFium call holds `_PDFIUM`. Tables (optional, slower) come from
-pdfplumber; document properties from pypdf; new PDFs are typeset with reportlab. Every one of
+thread pool, so every PDFium call holds `_PDFIUM`. Document properties from pypdf; new PDFs are typeset with reportlab. Every one of
 these libraries is imported inside the function that needs it, so building the app (gateway
 start-up) pays for none of them.
 """
@@ -20,22 +20,21 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from xml.sax.saxutils import escape
 
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
-from kwrl.worlds.apps.office_blocks import Block, inline_runs, parse_content
+from kwrl.worlds.apps.base import ToolError, rel
+from kwrl.worlds.apps.contract import contract_tool
+from kwrl.worlds.apps.office_blocks import inline_runs, parse_content
 from kwrl.worlds.apps.office_common import (
     cached,
     existing_file,
     file_lock,
-    md_table,
     new_file,
-    open_file,
     write_atomic,
 )
 from kwrl.worlds.layout import WorldRoots
@@ -92,17 +91,6 @@ def _page_numbers(pages: list[int] | None, n: int) -> list[int]:
     return list(dict.fromkeys(pages))
 
 
-def _tables(p: Path, numbers: list[int]) -> dict[int, list[str]]:
-    import pdfplumber
-
-    out: dict[int, list[str]] = {}
-    with pdfplumber.open(str(p)) as pdf:
-        for n in numbers:
-            tables = pdf.pages[n - 1].extract_tables()
-            out[n] = [md_table([[c or "" for c in row] for row in t]) for t in tables if t]
-    return out
-
-
 def build(roots: WorldRoots) -> FastMCP:
     root = roots.filesystem
     mcp = FastMCP("pdfs")
@@ -111,23 +99,10 @@ def build(roots: WorldRoots) -> FastMCP:
         p = existing_file(root, file_path, EXTS)
         return p, cached(root, p, _extract, KIND)
 
-    @tool(mcp)
-    def read_pdf_pages(
-        file_path: FilePath,
-        pages: Annotated[
-            list[int] | None, Field(description="1-based page numbers, e.g. [1, 3]; default all")
-        ] = None,
-        include_tables: Annotated[
-            bool, Field(description="Also extract tables as markdown (slower)")
-        ] = False,
-        offset: Annotated[
-            int, Field(description="Character offset for paging (from the truncation note)")
-        ] = 0,
-    ) -> str:
-        """Text of PDF pages, with image annotations (page{N}_img{M}) and optional tables."""
+    @contract_tool(mcp, "pdfs")
+    def read_pdf_pages(file_path: str, pages: list[int] | None) -> str:
         p, info = read(file_path)
         numbers = _page_numbers(pages, len(info.pages))
-        tables = open_file(root, p, lambda q: _tables(q, numbers), KIND) if include_tables else {}
         meta = ", ".join(f"{k.lower()}: {v}" for k, v in info.meta.items())
         parts = [f"{rel(root, p)}: {len(info.pages)} page(s)" + (f"; {meta}" if meta else "")]
         for n in numbers:
@@ -139,21 +114,18 @@ def build(roots: WorldRoots) -> FastMCP:
                 section.append(
                     "images: " + ", ".join(f"page{n}_img{m}" for m in range(info.images[n - 1]))
                 )
-            for t_i, t in enumerate(tables.get(n, [])):
-                section.append(f"table {t_i}:\n{t}")
             parts.append("\n".join(section))
-        return page_text("\n\n".join(parts), offset=offset)
+        return "\n\n".join(parts)
 
-    @tool(mcp)
+    @contract_tool(mcp, "pdfs")
     def search_pdf(
-        file_path: FilePath,
-        query: Annotated[str, Field(description="Text to find")],
-        case_sensitive: bool = False,
-        whole_word: bool = False,
-        max_results: int = 100,
-        context_chars: Annotated[int, Field(description="Characters of context each side")] = 60,
+        file_path: str,
+        query: str,
+        case_sensitive: bool,
+        whole_word: bool,
+        max_results: int,
+        context_chars: int,
     ) -> str:
-        """Find a text in a PDF: page numbers and context of each match."""
         if not query:
             raise ToolError("query must not be empty")
         p, info = read(file_path)
@@ -182,19 +154,13 @@ def build(roots: WorldRoots) -> FastMCP:
             head += f"; showing {len(hits)}"
         return head + "\n" + "\n".join(hits)
 
-    @tool(mcp)
-    def read_page_as_image(
-        file_path: FilePath,
-        page_number: Annotated[int, Field(description="1-based page number")],
-        dpi: Annotated[int, Field(description="Resolution, 36-300")] = 144,
-    ) -> McpImage:
-        """Render one PDF page to a PNG image (for scanned pages, charts, layout)."""
+    @contract_tool(mcp, "pdfs")
+    def read_page_as_image(file_path: str, page_number: int) -> McpImage:
         import pypdfium2 as pdfium
 
+        dpi = 144
         p, info = read(file_path)
         (n,) = _page_numbers([page_number], len(info.pages))
-        if not 36 <= dpi <= 300:
-            raise ToolError("dpi must be between 36 and 300")
         with _PDFIUM:
             doc = pdfium.PdfDocument(str(p))
             try:
@@ -202,17 +168,11 @@ def build(roots: WorldRoots) -> FastMCP:
             finally:
                 doc.close()
         buf = io.BytesIO()
-        pil.save(buf, format="PNG")
-        return McpImage(data=buf.getvalue(), format="png")
+        pil.convert("RGB").save(buf, format="JPEG", quality=85)
+        return McpImage(data=buf.getvalue(), format="jpeg")
 
-    @tool(mcp)
-    def read_image(
-        file_path: FilePath,
-        annotation: Annotated[
-            str, Field(description="Image key from read_pdf_pages, e.g. 'page1_img0'")
-        ],
-    ) -> McpImage:
-        """Return an image embedded in a PDF page."""
+    @contract_tool(mcp, "pdfs")
+    def read_image(file_path: str, annotation: str) -> McpImage:
         import pypdfium2 as pdfium
 
         p, info = read(file_path)
@@ -240,34 +200,37 @@ def build(roots: WorldRoots) -> FastMCP:
         pil.save(buf, format="PNG")
         return McpImage(data=buf.getvalue(), format="png")
 
-    @tool(mcp)
+    @contract_tool(mcp, "pdfs")
     def create_pdf(
-        directory: Annotated[
-            str, Field(description="Folder to create the file in, e.g. '/' or '/reports'")
-        ],
-        file_name: Annotated[str, Field(description="File name ending with .pdf, no '/'")],
-        content: Annotated[
-            str | list[Block],
-            Field(
-                description="Body: markdown-ish text (# heading, - bullet, 1. item, | table |, one paragraph per line) "
-                "or a list of blocks {type: paragraph|heading|bullet_list|numbered_list|table|page_break, text, level, items, rows, header}"
-            ),
-        ],
-        title: str | None = None,
-        author: str | None = None,
-        page_size: Literal["letter", "a4"] = "letter",
-        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
+        directory: str,
+        file_name: str,
+        content: list[dict[str, Any]],
+        metadata: dict[str, Any] | None,
+        page_size: str,
     ) -> str:
-        """Typeset a new PDF from content blocks or markdown-ish text."""
         import pypdf
 
-        blocks = parse_content(content)
-        target = new_file(root, directory, file_name, ".pdf", overwrite=overwrite)
-        data = render_pdf(blocks, title=title, author=author, page_size=page_size)
+        size = page_size.strip().lower()
+        if size not in ("letter", "a4"):
+            raise ToolError(f"page_size must be 'letter' or 'a4'; got {page_size!r}")
+        if not content:
+            raise ToolError("content must hold at least one block")
+        blocks: list[dict[str, Any]] = []
+        for i, raw in enumerate(content):
+            b = {k: v for k, v in raw.items() if v is not None}
+            if b.get("type") == "spacer":
+                blocks.append({"type": "spacer", "height": float(b.get("height") or 12)})
+                continue
+            (parsed,) = parse_content([b], arg=f"content[{i}]")
+            blocks.append({**parsed, **{k: b[k] for k in ("bold", "italic") if k in b}})
+        meta = {k: v for k, v in (metadata or {}).items() if v}
+        target = new_file(root, directory, file_name, ".pdf", overwrite=True)
+        data = render_pdf(blocks, title=meta.get("title"), author=meta.get("author"),
+                          subject=meta.get("subject"), page_size=size)  # fmt: skip
         with file_lock(target):
             write_atomic(target, data)
         n = len(pypdf.PdfReader(io.BytesIO(data)).pages)
-        return f"Created {rel(root, target)} ({n} page(s))"
+        return f"PDF {file_name} created at {rel(root, target)} ({n} page(s))"
 
     return mcp
 
@@ -281,7 +244,12 @@ def _markup(text: str) -> str:
 
 
 def render_pdf(
-    blocks: list[Block], *, title: str | None, author: str | None, page_size: str
+    blocks: list[dict[str, Any]],
+    *,
+    title: str | None,
+    author: str | None,
+    page_size: str,
+    subject: str | None = None,
 ) -> bytes:
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4, LETTER
@@ -306,7 +274,12 @@ def render_pdf(
             level = b.get("level", 1)
             story.append(Paragraph(_markup(b.get("text", "")), styles[f"Heading{level}"]))
         elif t == "paragraph":
-            story.append(Paragraph(_markup(b.get("text", "")), styles["BodyText"]))
+            text = _markup(b.get("text", ""))
+            text = f"<b>{text}</b>" if b.get("bold") else text
+            text = f"<i>{text}</i>" if b.get("italic") else text
+            story.append(Paragraph(text, styles["BodyText"]))
+        elif t == "spacer":
+            story.append(Spacer(1, b["height"]))
         elif t in ("bullet_list", "numbered_list"):
             items: list[Any] = [
                 ListItem(Paragraph(_markup(x), styles["BodyText"])) for x in b.get("items", [])
@@ -336,7 +309,7 @@ def render_pdf(
             story.append(PageBreak())
     buf = io.BytesIO()
     doc = SimpleDocTemplate(
-        buf, pagesize=A4 if page_size == "a4" else LETTER, title=title or "", author=author or "",
+        buf, pagesize=A4 if page_size == "a4" else LETTER, title=title or "", author=author or "", subject=subject or "",
         leftMargin=inch, rightMargin=inch, topMargin=inch, bottomMargin=inch,
     )  # fmt: skip
     try:

@@ -1,7 +1,10 @@
 """The powerpoint app: .pptx decks through python-pptx (ARCH mcp_servers/presentations).
 
-Contract: `build(roots) -> FastMCP` named "powerpoint"; flat tool arguments; every path confined
-to `roots.filesystem`. Slides are 0-based (`slide_index`); `read_individualslide` prints shape,
+Contract: `build(roots) -> FastMCP` named "powerpoint"; upstream's tools and arguments (each under a
+`request` envelope; the deck is made by `create_deck` and removed by `delete_deck`, idempotently);
+every path confined to `roots.filesystem`. read_slides reads the deck's markdown by character
+`start`/`end` (at most 10,000 at a time); insert_chart takes its data from a spreadsheet range and
+places it at a preset `position` (body, left, right). Slides are 0-based (`slide_index`); `read_individualslide` prints shape,
 table and picture indices and image annotations (`slide0_img0`) that the other tools take.
 Positions and sizes are inches from the slide's top-left corner (a default deck is 10 x 7.5 in).
 `edit_slides` applies a list of operations to one fresh parse and saves once: all or nothing.
@@ -13,13 +16,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
+from kwrl.worlds.apps.base import ToolError, confine, rel
+from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
@@ -35,21 +39,19 @@ from kwrl.worlds.apps.office_common import (
     transform_image,
 )
 from kwrl.worlds.apps.office_pptx import (
-    Layout,
-    SlideOp,
-    SlideSpec,
     apply_op,
     auto_shape,
+    body_shape,
     build_chart_data,
     chart_kind,
     check_rows,
-    delete_slide_at,
     fill_slide,
     fill_table,
     move_slide,
     picture_at,
     pictures,
     read_sheet_range,
+    set_bullets,
     slide_at,
     slide_detail,
     slide_text_md,
@@ -72,6 +74,15 @@ def _load(p: Path) -> PptxPresentation:
     return Presentation(str(p))
 
 
+MAX_READ_CHARS = 10_000
+# insert_chart's position presets (inches: x, y, width, height), as upstream describes them.
+CHART_POSITIONS = {
+    "body": (1.0, 1.5, 8.0, 5.0),
+    "left": (0.5, 1.5, 4.5, 5.0),
+    "right": (5.0, 1.5, 4.5, 5.0),
+}
+
+
 def build(roots: WorldRoots) -> FastMCP:
     root = roots.filesystem
     mcp = FastMCP("powerpoint")
@@ -83,74 +94,63 @@ def build(roots: WorldRoots) -> FastMCP:
     def edit_deck(file_path: str, fn: Any) -> str:
         return edit_file(root, file_path, EXTS, _load, KIND, fn)
 
-    @tool(mcp)
-    def create_slides(
-        directory: Annotated[str, Field(description="Folder to create the deck in, e.g. '/decks'")],
-        file_name: Annotated[str, Field(description="File name ending with .pptx, no '/'")],
-        slides: Annotated[
-            list[SlideSpec],
-            Field(
-                description="Slides: [{layout?, title?, subtitle?, bullets?, table? (2D list), notes?}]"
-            ),
-        ],
-        title: Annotated[str | None, Field(description="Document property: title")] = None,
-        author: Annotated[str | None, Field(description="Document property: author")] = None,
-        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
+    @contract_tool(mcp, "powerpoint")
+    def create_deck(
+        directory: str,
+        file_name: str,
+        slides: list[dict[str, Any]],
+        metadata: dict[str, Any] | None,
     ) -> str:
-        """Create a new .pptx deck (10 x 7.5 in) from slide definitions."""
         from pptx import Presentation
 
-        if not slides:
-            raise ToolError("slides is empty; pass at least one slide definition")
-        target = new_file(root, directory, file_name, ".pptx", overwrite=overwrite)
+        target = new_file(root, directory, file_name, ".pptx", overwrite=True)
         prs = Presentation()
         for spec in slides:
-            fill_slide(prs, dict(spec))
-        if title is not None:
-            prs.core_properties.title = title
-        if author is not None:
-            prs.core_properties.author = author
+            columns = spec.get("columns") or {}
+            slide = fill_slide(prs, {
+                "layout": spec.get("layout"), "title": spec.get("title"),
+                "subtitle": spec.get("subtitle"), "notes": spec.get("notes"),
+                "bullets": None if columns else (spec.get("bullets") or {}).get("items"),
+                "table": None if columns else (spec.get("table") or {}).get("rows"),
+                "table_header": (spec.get("table") or {}).get("header", True),
+            })  # fmt: skip
+            for side in ("left", "right"):
+                items = (columns.get(side) or {}).get("items")
+                if items:
+                    shape = body_shape(slide, side)
+                    if shape is None:
+                        raise ToolError(
+                            f"columns need the 'two_content' layout (slide {len(prs.slides) - 1})"
+                        )
+                    set_bullets(shape, [str(x) for x in items])
+        for key, value in (metadata or {}).items():
+            if value is not None:
+                setattr(prs.core_properties, key, value)
         with file_lock(target):
             save_atomic(prs, target)
         return f"Created {rel(root, target)} with {len(prs.slides)} slide(s)"
 
-    @tool(mcp)
-    def delete_slides(
-        file_path: FilePath,
-        slide_indices: Annotated[
-            list[int] | None,
-            Field(description="Slides to remove (0-based); omit to delete the whole file"),
-        ] = None,
-    ) -> str:
-        """Delete slides from a deck, or the deck file itself when no indices are given."""
-        if slide_indices is None:
-            return delete_file(root, file_path, EXTS)
+    @contract_tool(mcp, "powerpoint")
+    def delete_deck(file_path: str) -> str:
+        p = confine(root, file_path, kind="file")
+        if not p.exists():
+            return f"Deleted {file_path} (it did not exist)"
+        return delete_file(root, file_path, EXTS)
 
-        def op(prs: PptxPresentation) -> str:
-            for i in sorted(set(slide_indices), reverse=True):
-                delete_slide_at(prs, i)
-            return f"Deleted slide(s) {sorted(set(slide_indices))}; {len(prs.slides)} left"
-
-        return edit_deck(file_path, op)
-
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def add_slide(
-        file_path: FilePath,
-        index: Annotated[
-            int | None,
-            Field(description="Position of the new slide (0-based); default: at the end"),
-        ] = None,
-        layout: Layout = "title_and_content",
-        title: str | None = None,
-        subtitle: str | None = None,
-        bullets: list[str] | None = None,
-        notes: str | None = None,
+        file_path: str,
+        index: int,
+        layout: str,
+        title: str | None,
+        subtitle: str | None,
+        bullets: list[str] | None,
     ) -> str:
-        """Insert a slide with a layout, title, subtitle, bullets and notes."""
+        notes = None
 
         def op(prs: PptxPresentation) -> str:
             n = len(prs.slides)
-            at = n if index is None else index
+            at = index
             if not 0 <= at <= n:
                 raise ToolError(f"index {at} out of range; use 0..{n} (the deck has {n} slides)")
             spec: dict[str, Any] = {
@@ -167,39 +167,25 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def edit_slides(
-        file_path: FilePath,
-        operations: Annotated[
-            list[SlideOp],
-            Field(
-                description="Applied in order, saved once (all or nothing): replace_text {search, replace, match_case?}; "
-                "update_slide_title {index, title}; update_slide_subtitle {index, subtitle}; set_bullets / append_bullets "
-                "{index, items, placeholder?: body|left|right}; clear_placeholder {index, placeholder?}; update_shape_text "
-                "{index, shape_index, text}; update_table_cell {index, table_idx?, row, column, text}; set_notes {index, notes}; "
-                "delete_slide {index} (later indices shift)"
-            ),
-        ],
+        file_path: str, operations: list[dict[str, Any]], metadata: dict[str, Any] | None
     ) -> str:
-        """Batch-edit slide text, bullets, tables and notes."""
         if not operations:
             raise ToolError("operations is empty")
 
         def op(prs: PptxPresentation) -> str:
-            return "Applied: " + "; ".join(
-                apply_op(prs, dict(o), i) for i, o in enumerate(operations)
-            )
+            done = [apply_op(prs, {k: v for k, v in o.items() if v is not None}, i)
+                    for i, o in enumerate(operations)]  # fmt: skip
+            for key, value in (metadata or {}).items():
+                if value is not None:
+                    setattr(prs.core_properties, key, value)
+            return "Applied: " + "; ".join(done)
 
         return edit_deck(file_path, op)
 
-    @tool(mcp)
-    def read_slides(
-        file_path: FilePath,
-        offset: Annotated[
-            int, Field(description="Character offset for paging (from the truncation note)")
-        ] = 0,
-    ) -> str:
-        """The whole deck's text as markdown: titles, text, tables, charts, notes."""
+    @contract_tool(mcp, "powerpoint")
+    def read_slides(file_path: str, start: int | None, end: int | None) -> str:
         p = existing_file(root, file_path, EXTS)
 
         def render(q: Path) -> str:
@@ -207,11 +193,22 @@ def build(roots: WorldRoots) -> FastMCP:
             body = "\n\n".join(slide_text_md(s, i) for i, s in enumerate(prs.slides))
             return f"{rel(root, q)}: {len(prs.slides)} slide(s)\n\n{body}"
 
-        return page_text(cached(root, p, render, KIND, "read_slides"), offset=offset)
+        text = cached(root, p, render, KIND, "read_slides")
+        lo = start or 0
+        hi = end if end is not None else min(lo + MAX_READ_CHARS, len(text))
+        if lo < 0 or hi < lo or hi - lo > MAX_READ_CHARS:
+            raise ToolError(
+                f"start/end must satisfy 0 <= start <= end and end - start <= {MAX_READ_CHARS}"
+            )
+        more = (
+            f"\n\n[characters {lo}-{min(hi, len(text))} of {len(text)}; read on with start={hi}]"
+            if hi < len(text)
+            else ""
+        )
+        return text[lo:hi] + more
 
-    @tool(mcp)
-    def read_completedeck(file_path: FilePath) -> str:
-        """Overview of every slide: index, layout, title, shape count, text preview."""
+    @contract_tool(mcp, "powerpoint")
+    def read_completedeck(file_path: str) -> str:
         p, prs = read_deck(file_path)
         rows = []
         for i, s in enumerate(prs.slides):
@@ -237,45 +234,30 @@ def build(roots: WorldRoots) -> FastMCP:
         )
         return head + md_table(rows, header=["slide", "layout", "title", "shapes", "text"])
 
-    @tool(mcp)
-    def read_individualslide(file_path: FilePath, slide_index: SlideIndex) -> str:
-        """One slide in detail: every shape with index, kind, position, text; tables, charts, images, notes."""
+    @contract_tool(mcp, "powerpoint")
+    def read_individualslide(file_path: str, slide_index: int) -> str:
         p, prs = read_deck(file_path)
         slide = slide_at(prs, slide_index)
         return cached(
             root, p, lambda _: slide_detail(slide, slide_index), KIND, f"slide:{slide_index}"
         )
 
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def add_shape(
-        file_path: FilePath,
-        slide_index: SlideIndex,
-        shape_type: Literal[
-            "rectangle",
-            "rounded_rectangle",
-            "oval",
-            "triangle",
-            "right_arrow",
-            "left_arrow",
-            "up_arrow",
-            "down_arrow",
-            "pentagon",
-            "hexagon",
-            "star",
-            "heart",
-            "cloud",
-        ] = "rectangle",
-        x: float = 1.0,
-        y: float = 1.0,
-        width: float = 2.0,
-        height: float = 1.0,
-        fill_color: Annotated[str | None, Field(description="Hex RGB, e.g. '1F4E79'")] = None,
-        line_color: str | None = None,
-        text: str | None = None,
-        text_color: str | None = None,
-        font_size: float | None = None,
+        file_path: str,
+        slide_index: int,
+        shape_type: str,
+        x: float,
+        y: float,
+        width: float,
+        height: float,
+        fill_color: str | None,
+        line_color: str | None,
+        line_width: float | None,
+        text: str | None,
+        text_color: str | None,
+        font_size: float | None,
     ) -> str:
-        """Add a geometric shape (inches), optionally filled and with text."""
         colors = {
             k: parse_color(v, arg=k)
             for k, v in (
@@ -301,6 +283,8 @@ def build(roots: WorldRoots) -> FastMCP:
                 shp.fill.fore_color.rgb = RGBColor.from_string(colors["fill_color"])
             if "line_color" in colors:
                 shp.line.color.rgb = RGBColor.from_string(colors["line_color"])
+            if line_width is not None:
+                shp.line.width = Pt(line_width)
             if text is not None:
                 shp.text_frame.text = text
                 for run in shp.text_frame.paragraphs[0].runs:
@@ -312,70 +296,46 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def insert_table(
-        file_path: FilePath,
-        slide_index: SlideIndex,
-        rows: Annotated[
-            list[list[str | int | float | None]],
-            Field(description="2D cell values, all rows equally long"),
-        ],
-        header: Annotated[bool, Field(description="Bold the first row")] = True,
-        x: float = 0.5,
-        y: float = 1.5,
-        width: float = 9.0,
-        height: Annotated[float | None, Field(description="Inches; default 0.4 per row")] = None,
+        file_path: str,
+        slide_index: int,
+        rows: list[list[Any]],
+        header: bool,
+        x: float,
+        y: float,
+        width: float,
+        height: float,
     ) -> str:
-        """Insert a table on a slide."""
         check_rows(rows)
 
         def op(prs: PptxPresentation) -> str:
-            from pptx.util import Emu, Inches
+            from pptx.util import Inches
 
             slide = slide_at(prs, slide_index)
-            h = Inches(height) if height else Emu(int(Inches(0.4)) * len(rows))
             frame = slide.shapes.add_table(
-                len(rows), len(rows[0]), Inches(x), Inches(y), Inches(width), h
+                len(rows), len(rows[0]), Inches(x), Inches(y), Inches(width), Inches(height)
             )
             fill_table(frame.table, rows, header)
             return f"Inserted a {len(rows)}x{len(rows[0])} table on slide {slide_index}"
 
         return edit_deck(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def insert_chart(
-        file_path: FilePath,
-        slide_index: SlideIndex,
-        chart_type: Literal[
-            "bar", "horizontal_bar", "line", "pie", "area", "scatter", "doughnut", "radar"
-        ] = "bar",
-        data: Annotated[
-            list[list[str | int | float | None]] | None,
-            Field(
-                description="Inline table: first column categories (x for scatter), other columns series; first row series names if include_header"
-            ),
-        ] = None,
-        spreadsheet_path: Annotated[
-            str | None, Field(description="Or take the data from an .xlsx file ...")
-        ] = None,
-        sheet_name: Annotated[
-            str | None, Field(description="... its sheet (default first) ...")
-        ] = None,
-        data_range: Annotated[str | None, Field(description="... and range, e.g. 'A1:C5'")] = None,
-        include_header: bool = True,
-        title: str | None = None,
-        x: float = 1.0,
-        y: float = 1.5,
-        width: float = 8.0,
-        height: float = 5.0,
+        presentation_path: str,
+        slide_index: int,
+        spreadsheet_path: str,
+        sheet_name: str,
+        data_range: str,
+        chart_type: str,
+        title: str | None,
+        position: str,
+        include_header: bool,
     ) -> str:
-        """Insert a native chart from inline data or a spreadsheet range."""
-        table = (
-            data
-            if data is not None
-            else read_sheet_range(root, spreadsheet_path, sheet_name, data_range)
-        )
+        table = read_sheet_range(root, spreadsheet_path, sheet_name, data_range)
         chart_data = build_chart_data(table, chart_type, include_header)
+        x, y, width, height = CHART_POSITIONS[position]
 
         def op(prs: PptxPresentation) -> str:
             from pptx.util import Inches
@@ -394,23 +354,18 @@ def build(roots: WorldRoots) -> FastMCP:
                 frame.chart.chart_title.text_frame.text = title
             return f"Inserted a {chart_type} chart on slide {slide_index}"
 
-        return edit_deck(file_path, op)
+        return edit_deck(presentation_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def add_image(
-        file_path: FilePath,
-        image_path: Annotated[
-            str, Field(description="Image in the filesystem (.png, .jpg, .gif, .bmp)")
-        ],
-        slide_index: SlideIndex,
-        x: float = 1.0,
-        y: float = 1.5,
-        width: Annotated[
-            float | None, Field(description="Inches; height scales unless given")
-        ] = None,
-        height: float | None = None,
+        file_path: str,
+        image_path: str,
+        slide_index: int,
+        x: float,
+        y: float,
+        width: float | None,
+        height: float | None,
     ) -> str:
-        """Place an image from the filesystem on a slide."""
         img = image_file(root, image_path)
 
         def op(prs: PptxPresentation) -> str:
@@ -434,22 +389,21 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "powerpoint")
     def modify_image(
-        file_path: FilePath,
-        slide_index: SlideIndex,
-        image_index: Annotated[int, Field(description="M of slide{N}_img{M}")],
-        operation: Literal["rotate", "flip", "brightness", "contrast", "crop"],
-        rotation: Annotated[float | None, Field(description="rotate: degrees clockwise")] = None,
-        flip: Literal["horizontal", "vertical"] | None = None,
-        brightness: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
-        contrast: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
-        crop_left: int | None = None,
-        crop_top: int | None = None,
-        crop_right: int | None = None,
-        crop_bottom: int | None = None,
+        file_path: str,
+        slide_index: int,
+        image_index: int,
+        operation: str,
+        rotation: float | None,
+        flip: str | None,
+        brightness: float | None,
+        contrast: float | None,
+        crop_left: int | None,
+        crop_top: int | None,
+        crop_right: int | None,
+        crop_bottom: int | None,
     ) -> str:
-        """Rotate, flip, crop or adjust a picture on a slide (its frame follows the new aspect ratio)."""
         from PIL import Image as PILImage
 
         def op(prs: PptxPresentation) -> str:
@@ -469,14 +423,8 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_deck(file_path, op)
 
-    @tool(mcp)
-    def read_image(
-        file_path: FilePath,
-        annotation: Annotated[
-            str, Field(description="Image key from read_individualslide, e.g. 'slide0_img0'")
-        ],
-    ) -> McpImage:
-        """Return a picture of a slide as an image."""
+    @contract_tool(mcp, "powerpoint")
+    def read_image(file_path: str, annotation: str) -> McpImage:
         _, prs = read_deck(file_path)
         key = annotation.strip().lstrip("@")
         try:

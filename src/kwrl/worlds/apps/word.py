@@ -1,7 +1,9 @@
 """The word app: .docx documents through python-docx (ARCH mcp_servers/documents).
 
-Contract: `build(roots) -> FastMCP` named "word"; tools take flat arguments; every path is
-confined to `roots.filesystem` ("/reports/a.docx" means `<filesystem>/reports/a.docx`).
+Contract: `build(roots) -> FastMCP` named "word"; tools take upstream's arguments (the content,
+image, formatting and page tools under an `input` envelope); every path is confined to
+`roots.filesystem` ("/reports/a.docx" means `<filesystem>/reports/a.docx`). read_document_content
+pages by `page_index` (0-based; each answer ends with `[page_index i of total_pages n]`).
 `read_document_content` prints each paragraph and table with an identifier (`body.p.3`,
 `body.tbl.0.r.1.c.2`, see `office_docx`); the edit tools take those identifiers, so a model reads,
 then edits exactly the element it saw. Indices shift after inserting or deleting elements: read again.
@@ -14,14 +16,15 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
-from kwrl.worlds.apps.base import ToolError, page_text, rel, tool
-from kwrl.worlds.apps.office_blocks import Block, parse_content
+from kwrl.worlds.apps.base import ToolError, rel
+from kwrl.worlds.apps.contract import contract_tool
+from kwrl.worlds.apps.office_blocks import parse_content
 from kwrl.worlds.apps.office_common import (
     cached,
     delete_file,
@@ -86,6 +89,38 @@ def _load(p: Path) -> DocxDocument:
     return Document(str(p))
 
 
+PAGE_CHARS = 20_000
+
+
+def _page(text: str, page_index: int | None) -> str:
+    """Page `page_index` (0-based) of `text`, cut at line ends, with upstream's total_pages note."""
+    pages: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.split("\n"):
+        if current and size + len(line) + 1 > PAGE_CHARS:
+            pages.append("\n".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line) + 1
+    pages.append("\n".join(current))
+    i = page_index or 0
+    if not 0 <= i < len(pages):
+        raise ToolError(
+            f"page_index {i} out of range: total_pages is {len(pages)} (0 to {len(pages) - 1})"
+        )
+    return f"{pages[i]}\n\n[page_index {i} of total_pages {len(pages)}]"
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    """A header/footer content block as text lines."""
+    if block.get("items"):
+        return "\n".join(str(x) for x in block["items"])
+    if block.get("rows"):
+        return "\n".join(" | ".join(str(c) for c in r) for r in block["rows"])
+    return str(block.get("text") or "")
+
+
 def build(roots: WorldRoots) -> FastMCP:
     root = roots.filesystem
     mcp = FastMCP("word")
@@ -100,52 +135,38 @@ def build(roots: WorldRoots) -> FastMCP:
     def style_of(doc: DocxDocument, style: str | None) -> Any:
         return None if style is None else ensure_style(doc, style)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def create_document(
-        directory: Annotated[
-            str, Field(description="Folder to create the file in, e.g. '/' or '/reports'")
-        ],
-        file_name: Annotated[str, Field(description="File name ending with .docx, no '/'")],
-        content: Annotated[
-            str | list[Block],
-            Field(
-                description="Body: markdown-ish text (# heading, - bullet, 1. item, | table |, one paragraph per line) "
-                "or a list of blocks {type: paragraph|heading|bullet_list|numbered_list|table|page_break, text, level, items, rows, header}"
-            ),
-        ],
-        title: Annotated[str | None, Field(description="Document property: title")] = None,
-        author: Annotated[str | None, Field(description="Document property: author")] = None,
-        overwrite: Annotated[bool, Field(description="Replace the file if it exists")] = False,
+        directory: str,
+        file_name: str,
+        content: list[dict[str, Any]],
+        metadata: dict[str, Any] | None,
     ) -> str:
-        """Create a new .docx document from content blocks or markdown-ish text."""
         from docx import Document
 
-        blocks = parse_content(content)
-        target = new_file(root, directory, file_name, ".docx", overwrite=overwrite)
+        blocks = [{k: v for k, v in b.items() if v is not None} for b in content]
+        for b in blocks:  # upstream clamps heading levels to 1-4
+            if b.get("type") == "heading":
+                b["level"] = min(max(int(b.get("level", 1)), 1), 4)
+        parse_content([b for b in blocks if b.get("type") != "section_break"])
+        target = new_file(root, directory, file_name, ".docx", overwrite=True)
         doc = Document()
-        if title is not None:
-            doc.core_properties.title = title
-        if author is not None:
-            doc.core_properties.author = author
-        write_blocks(doc, blocks)
+        cp = doc.core_properties
+        for key, value in (metadata or {}).items():
+            if value is not None:
+                setattr(cp, key, value)
+        write_blocks(doc, blocks)  # type: ignore[arg-type]
         with file_lock(target):
             save_atomic(doc, target)
         return f"Created {rel(root, target)} ({len(doc.paragraphs)} paragraphs, {len(doc.tables)} tables)"
 
-    @tool(mcp)
-    def delete_document(file_path: FilePath) -> str:
-        """Delete a .docx file (irreversible)."""
+    @contract_tool(mcp, "word")
+    def delete_document(file_path: str) -> str:
         return delete_file(root, file_path, EXTS)
 
-    @tool(mcp)
-    def read_document_content(
-        file_path: FilePath,
-        show_runs: Annotated[
-            bool, Field(description="Also list each run with its formatting")
-        ] = False,
-        offset: Offset = 0,
-    ) -> str:
-        """Read a .docx: every paragraph and table in order, each with its identifier for edits."""
+    @contract_tool(mcp, "word")
+    def read_document_content(file_path: str, page_index: int | None) -> str:
+        show_runs = False
         p = existing_file(root, file_path, EXTS)
         rendered = cached(
             root,
@@ -154,11 +175,10 @@ def build(roots: WorldRoots) -> FastMCP:
             KIND,
             f"read:{show_runs}",
         )
-        return page_text(rendered, offset=offset)
+        return _page(rendered, page_index)
 
-    @tool(mcp)
-    def get_document_overview(file_path: FilePath) -> str:
-        """Outline of a .docx: headings with identifiers, counts, properties, page setup."""
+    @contract_tool(mcp, "word")
+    def get_document_overview(file_path: str) -> str:
         p, doc = read_doc(file_path)
         words = sum(len(para_text(par).split()) for par in doc.paragraphs)
         cp = doc.core_properties
@@ -178,27 +198,12 @@ def build(roots: WorldRoots) -> FastMCP:
         ]
         return "\n".join(lines + (heads or ["  (no headings)"]))
 
-    @tool(mcp)
-    def add_content_text(
-        file_path: FilePath,
-        identifier: Ident,
-        text: Annotated[
-            str, Field(description="Text to add; with before/after, each line becomes a paragraph")
-        ],
-        position: Annotated[
-            Literal["start", "end", "before", "after"],
-            Field(
-                description="'start'/'end': inside the element (prepend/append text); "
-                "'before'/'after': new paragraph(s) next to the paragraph or table"
-            ),
-        ] = "end",
-        style: Annotated[
-            str | None,
-            Field(description="Style of new paragraphs, e.g. 'Heading 2', 'List Bullet'"),
-        ] = None,
-    ) -> str:
-        """Add text at an element: into it (start/end) or as new paragraphs before/after it.
-        identifier 'body' appends new paragraphs at the end of the document."""
+    @contract_tool(mcp, "word")
+    def add_content_text(file_path: str, identifier: str, text: str, position: str) -> str:
+        style = None
+        position = {"before": "start", "after": "end"}.get(position, position)
+        if position not in ("start", "end"):
+            raise ToolError(f"position must be 'start'/'before' or 'end'/'after'; got {position!r}")
 
         def op(doc: DocxDocument) -> str:
             if identifier.strip().lstrip("@") == "body":
@@ -253,19 +258,9 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
-    def edit_content_text(
-        file_path: FilePath,
-        identifier: Ident,
-        new_text: Annotated[str, Field(description="Replacement text")],
-        old_text: Annotated[
-            str | None,
-            Field(
-                description="If set, replace only occurrences of this text inside the element; else replace all its text"
-            ),
-        ] = None,
-    ) -> str:
-        """Replace the text of a paragraph, run or cell (keeps the first run's formatting)."""
+    @contract_tool(mcp, "word")
+    def edit_content_text(file_path: str, identifier: str, new_text: str) -> str:
+        old_text = None
 
         def op(doc: DocxDocument) -> str:
             t = resolve(doc, identifier)
@@ -286,18 +281,12 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def delete_content_text(
-        file_path: FilePath,
-        identifier: Ident,
-        scope: Annotated[
-            Literal["content", "element"],
-            Field(
-                description="'content': clear the text, keep the element; 'element': remove it (paragraph, run, table, row)"
-            ),
-        ] = "content",
+        file_path: str, identifier: str, scope: str, collapse_whitespace: bool
     ) -> str:
-        """Clear or remove the element an identifier names."""
+        if scope not in ("content", "element"):
+            raise ToolError(f"scope must be 'content' or 'element'; got {scope!r}")
 
         def op(doc: DocxDocument) -> str:
             t = resolve(doc, identifier)
@@ -314,27 +303,25 @@ def build(roots: WorldRoots) -> FastMCP:
             else:
                 for par in paragraphs_of(t):
                     set_paragraph_text(par, "")
+                if collapse_whitespace and t.kind == "cell":
+                    for par in t.obj.paragraphs[1:]:
+                        remove_element(par._p)
             return f"Cleared the text of {identifier}"
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def apply_formatting(
-        file_path: FilePath,
-        identifier: Ident,
-        bold: bool | None = None,
-        italic: bool | None = None,
-        underline: bool | None = None,
-        strikethrough: bool | None = None,
-        font_size: Annotated[float | None, Field(description="Points, e.g. 12")] = None,
-        font_color: Annotated[str | None, Field(description="Hex RGB, e.g. 'FF0000'")] = None,
-        font_name: Annotated[str | None, Field(description="e.g. 'Arial'")] = None,
-        alignment: Literal["left", "center", "right", "justify"] | None = None,
-        style: Annotated[
-            str | None, Field(description="Paragraph style name, e.g. 'Heading 1'")
-        ] = None,
+        file_path: str,
+        identifier: str,
+        bold: bool | None,
+        italic: bool | None,
+        underline: bool | None,
+        strikethrough: bool | None,
+        font_size: float | None,
+        font_color: str | None,
     ) -> str:
-        """Format every run of a run, paragraph, cell, row or table; unset options stay unchanged."""
+        font_name = alignment = style = None
         color = parse_color(font_color, arg="font_color") if font_color else None
 
         def op(doc: DocxDocument) -> str:
@@ -369,20 +356,18 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def comments(
-        file_path: FilePath,
-        action: Literal["read", "add", "delete"] = "read",
-        identifier: Annotated[
-            str | None, Field(description="add: element to comment on, e.g. 'body.p.2'")
-        ] = None,
-        text: Annotated[str | None, Field(description="add: the comment text")] = None,
-        author: Annotated[str, Field(description="add: author name")] = "",
-        comment_id: Annotated[
-            int | None, Field(description="delete: id from action='read'")
-        ] = None,
+        file_path: str,
+        action: str,
+        identifier: str | None,
+        text: str | None,
+        author: str | None,
+        comment_id: int | None,
     ) -> str:
-        """List, add or delete comments of a .docx."""
+        author = author or ""
+        if action not in ("read", "add", "delete"):
+            raise ToolError(f"action must be 'read', 'add' or 'delete'; got {action!r}")
         if action == "read":
             p, doc = read_doc(file_path)
             rows = [[c.comment_id, c.author, c.timestamp or "", c.text] for c in doc.comments]
@@ -436,17 +421,18 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, delete)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def header_footer(
-        file_path: FilePath,
-        action: Literal["read", "set", "clear"] = "read",
-        area: Literal["header", "footer"] = "header",
-        section_index: int = 0,
-        text: Annotated[
-            str | None, Field(description="set: the new content, one paragraph per line")
-        ] = None,
+        file_path: str,
+        action: str,
+        area: str,
+        section_index: int,
+        content: list[dict[str, Any]] | None,
+        link_to_previous: bool | None,
     ) -> str:
-        """Read, set or clear the header or footer of a section."""
+        if action not in ("read", "set", "clear", "link") or area not in ("header", "footer"):
+            raise ToolError("action must be read, set, clear or link; area header or footer")
+        text = "\n".join(_block_text(b) for b in content or []) if content is not None else None
 
         def section(doc: DocxDocument) -> Any:
             if not 0 <= section_index < len(doc.sections):
@@ -462,11 +448,16 @@ def build(roots: WorldRoots) -> FastMCP:
             lines = render_container(hf, f"{area}.s.{section_index}", [], False)
             linked = " (linked to previous section)" if hf.is_linked_to_previous else ""
             return f"{area} of section {section_index}{linked}:\n" + ("\n".join(lines) or "(empty)")
-        if action == "set" and text is None:
-            raise ToolError("action 'set' needs text")
+        if action == "set" and not content:
+            raise ToolError(
+                "action 'set' needs content: a list of blocks, e.g. [{'type': 'paragraph', 'text': '...'}]"
+            )
 
         def op(doc: DocxDocument) -> str:
             hf = section(doc)
+            if action == "link":
+                hf.is_linked_to_previous = True if link_to_previous is None else link_to_previous
+                return f"{area} of section {section_index} linked to previous: {hf.is_linked_to_previous}"
             hf.is_linked_to_previous = False
             for child in list(hf._element.iterchildren()):
                 if child.tag.rsplit("}", 1)[-1] in ("p", "tbl"):
@@ -479,17 +470,18 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def page_margins(
-        file_path: FilePath,
-        action: Literal["read", "set"] = "read",
-        section_index: int = 0,
-        top: Annotated[float | None, Field(description="Inches")] = None,
-        bottom: Annotated[float | None, Field(description="Inches")] = None,
-        left: Annotated[float | None, Field(description="Inches")] = None,
-        right: Annotated[float | None, Field(description="Inches")] = None,
+        file_path: str,
+        action: str,
+        section_index: int,
+        top: float | None,
+        bottom: float | None,
+        left: float | None,
+        right: float | None,
     ) -> str:
-        """Read or set a section's page margins (inches)."""
+        if action not in ("read", "set"):
+            raise ToolError(f"action must be 'read' or 'set'; got {action!r}")
         values = {"top": top, "bottom": bottom, "left": left, "right": right}
 
         def describe(sec: Any) -> str:
@@ -514,14 +506,14 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def page_orientation(
-        file_path: FilePath,
-        action: Literal["read", "set"] = "read",
-        section_index: int = 0,
-        orientation: Literal["portrait", "landscape"] | None = None,
+        file_path: str, action: str, section_index: int, orientation: str | None
     ) -> str:
-        """Read or set a section's page orientation (swaps page width and height)."""
+        if action not in ("read", "set"):
+            raise ToolError(f"action must be 'read' or 'set'; got {action!r}")
+        if orientation not in (None, "portrait", "landscape"):
+            raise ToolError(f"orientation must be 'portrait' or 'landscape'; got {orientation!r}")
         if action == "read":
             _, doc = read_doc(file_path)
             sec = section_at(doc, section_index)
@@ -543,25 +535,17 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def add_image(
-        file_path: FilePath,
-        image_path: Annotated[
-            str, Field(description="Image in the filesystem (.png, .jpg, .gif, .bmp)")
-        ],
-        identifier: Ident,
-        position: Annotated[
-            Literal["start", "end", "after"],
-            Field(
-                description="In the paragraph ('start'/'end') or in a new paragraph after it ('after')"
-            ),
-        ] = "end",
-        width: Annotated[
-            float | None, Field(description="Inches; height scales unless given")
-        ] = None,
-        height: Annotated[float | None, Field(description="Inches")] = None,
+        file_path: str,
+        image_path: str,
+        identifier: str,
+        position: str,
+        width: float | None,
+        height: float | None,
     ) -> str:
-        """Insert an image from the filesystem into a paragraph."""
+        if position not in ("start", "end"):
+            raise ToolError(f"position must be 'start' or 'end'; got {position!r}")
         img = image_file(root, image_path)
 
         def op(doc: DocxDocument) -> str:
@@ -592,21 +576,21 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
+    @contract_tool(mcp, "word")
     def modify_image(
-        file_path: FilePath,
-        image_index: Annotated[int, Field(description="N of imgN in read_document_content")],
-        operation: Literal["rotate", "flip", "brightness", "contrast", "crop"],
-        rotation: Annotated[float | None, Field(description="rotate: degrees clockwise")] = None,
-        flip: Literal["horizontal", "vertical"] | None = None,
-        brightness: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
-        contrast: Annotated[float | None, Field(description="factor, 1.0 = unchanged")] = None,
-        crop_left: int | None = None,
-        crop_top: int | None = None,
-        crop_right: int | None = None,
-        crop_bottom: int | None = None,
+        file_path: str,
+        image_index: int,
+        operation: str,
+        rotation: int | None,
+        flip: str | None,
+        brightness: float | None,
+        contrast: float | None,
     ) -> str:
-        """Rotate, flip, crop or adjust an embedded image (by index in body order)."""
+        crop_left = crop_top = crop_right = crop_bottom = None
+        if operation not in ("rotate", "flip", "brightness", "contrast"):
+            raise ToolError(
+                f"operation must be rotate, flip, brightness or contrast; got {operation!r}"
+            )
         from PIL import Image as PILImage
 
         def op(doc: DocxDocument) -> str:
@@ -634,14 +618,8 @@ def build(roots: WorldRoots) -> FastMCP:
 
         return edit_doc(file_path, op)
 
-    @tool(mcp)
-    def read_image(
-        file_path: FilePath,
-        annotation: Annotated[
-            str, Field(description="Image key from read_document_content, e.g. 'img0'")
-        ],
-    ) -> McpImage:
-        """Return an embedded image of a .docx as an image."""
+    @contract_tool(mcp, "word")
+    def read_image(file_path: str, annotation: str) -> McpImage:
         _, doc = read_doc(file_path)
         key = annotation.strip().lstrip("@").removeprefix("img")
         if not key.isdigit():

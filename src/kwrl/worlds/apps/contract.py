@@ -1,0 +1,198 @@
+"""Archipelago's tool contract: the schemas kwrl's apps publish, and validation against them.
+
+Every tool an app serves is one of Archipelago's (ARCH `mcp_servers/<app>/.../tools/*.py`, individual-
+tool mode), under its exact name, with its exact published input schema. `archipelago_tools.json`
+(beside this module) holds, for each of the 73 tools, the schema upstream's `tools/list` publishes
+(`inputSchema`, after its `mcp_schema.flatten_schema`) and the pydantic schema flattening starts from
+(`validationSchema`: unions, constraints and defaults intact). Provenance: Mercor-Intelligence/
+archipelago at commit 1c3dcd4694b313020cd626699c9c7cc1c0a2fc58, Apache-2.0 (upstream's LICENSE is
+`ARCHIPELAGO_LICENSE.txt` beside this module; `tests/fixtures/archipelago_schemas/` has how it was
+produced). A test compares what the gateway lists with that fixture.
+
+`@contract_tool(mcp, app)` registers a function as the tool of that name: the arguments are validated
+against the validation schema (a pydantic model built from it on first call, so lax coercion such as
+"5" -> 5 and every default are upstream's), then the function is called with them as keywords; for
+a tool whose only parameter is an `input`/`request` envelope, with the envelope's fields. A bad call
+is a tool error `Error calling tool '<tool>': Validation error: <loc>: <msg>; ...` (upstream's
+ValidationErrorSanitizerMiddleware format, naming the tool as served).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import json
+from collections.abc import Callable
+from importlib import resources
+from typing import Annotated, Any, Literal, Union
+
+import anyio.to_thread
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools import Tool, ToolResult
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
+
+from kwrl.worlds.client import envelope_key
+
+# kwrl server name (the gateway's `<server>_` prefix, DESIGN §4) -> upstream server.
+UPSTREAM_SERVER: dict[str, str] = {
+    "filesystem": "filesystem_server",
+    "code_execution": "code_execution_server",
+    "word": "docs_server",
+    "excel": "sheets_server",
+    "powerpoint": "slides_server",
+    "pdfs": "pdf_server",
+    "mail": "mail_server",
+    "calendar": "calendar_server",
+    "chat": "chat_server",
+}
+
+
+@functools.cache
+def specs() -> dict[tuple[str, str], dict[str, Any]]:
+    """(upstream server, tool name) -> {description, inputSchema, validationSchema}."""
+    text = resources.files(__package__).joinpath("archipelago_tools.json").read_text("utf-8")
+    return {(t["server"], t["name"]): t for t in json.loads(text)}
+
+
+def tool_names(app: str) -> list[str]:
+    """Upstream's tool names of a kwrl app, in upstream's listing order."""
+    server = UPSTREAM_SERVER[app]
+    return [name for (s, name) in specs() if s == server]
+
+
+# --- JSON schema -> pydantic -------------------------------------------------------------------
+
+
+def _constraints(s: dict[str, Any]) -> dict[str, Any]:
+    names = {
+        "minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt",
+        "minLength": "min_length", "maxLength": "max_length", "pattern": "pattern",
+        "minItems": "min_length", "maxItems": "max_length",
+    }  # fmt: skip
+    return {names[k]: v for k, v in s.items() if k in names}
+
+
+def _type(s: dict[str, Any], hint: str) -> Any:
+    """The Python type that validates like JSON schema fragment `s` does under pydantic."""
+    if "anyOf" in s or "oneOf" in s:
+        members: list[Any] = [
+            _type(m, f"{hint}{i}") for i, m in enumerate(s.get("anyOf") or s["oneOf"])
+        ]
+        t: Any = Union[tuple(members)] if len(members) > 1 else members[0]  # noqa: UP007 (runtime tuple)
+    elif "const" in s:
+        t = Literal[s["const"]]
+    elif "enum" in s:
+        t = Literal[tuple(s["enum"])]
+    else:
+        kind = s.get("type")
+        if kind == "string":
+            t = str
+        elif kind == "integer":
+            t = int
+        elif kind == "number":
+            t = float
+        elif kind == "boolean":
+            t = bool
+        elif kind == "null":
+            t = type(None)
+        elif kind == "array":
+            items = s.get("items")
+            t = (
+                list[_type(items, f"{hint}Item")]
+                if isinstance(items, dict) and items
+                else list[Any]
+            )
+        elif kind == "object" or "properties" in s:
+            if "properties" in s:
+                t = _model(s, hint)
+            elif isinstance(s.get("additionalProperties"), dict):
+                t = dict[str, _type(s["additionalProperties"], f"{hint}Value")]
+            else:
+                t = dict[str, Any]
+        else:
+            t = Any
+    bounds = _constraints(s)
+    return Annotated[t, Field(**bounds)] if bounds else t
+
+
+def _model(s: dict[str, Any], name: str) -> type[BaseModel]:
+    required = set(s.get("required", []))
+    fields: dict[str, Any] = {}
+    for i, (key, sub) in enumerate((s.get("properties") or {}).items()):
+        t = _type(sub, f"{name}_{key}")
+        if key in required:
+            fields[f"f{i}"] = (t, Field(alias=key))
+        else:
+            default = copy.deepcopy(sub.get("default"))
+            fields[f"f{i}"] = (t, Field(default=default, alias=key))
+    extra = "forbid" if s.get("additionalProperties") is False else "ignore"
+    config = ConfigDict(extra=extra, populate_by_name=False, arbitrary_types_allowed=True)
+    return create_model(name, __config__=config, **fields)
+
+
+@functools.cache
+def validation_model(server: str, name: str) -> type[BaseModel]:
+    return _model(specs()[(server, name)]["validationSchema"], f"{server}_{name}")
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(s) for s in err["loc"])
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return "Validation error: " + "; ".join(parts)
+
+
+class ContractTool(Tool):
+    """A tool with upstream's published schema, validated against upstream's pydantic schema."""
+
+    _fn: Callable[..., Any] = PrivateAttr()
+    _server: str = PrivateAttr()
+    _upstream: str = PrivateAttr()
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        spec = specs()[(self._server, self._upstream)]
+        try:
+            params = validation_model(self._server, self._upstream).model_validate(arguments or {})
+        except ValidationError as e:
+            raise ToolError(
+                f"Error calling tool '{self.name}': {format_validation_error(e)}"
+            ) from None
+        kwargs = params.model_dump(by_alias=True)
+        key = envelope_key(spec["validationSchema"])
+        if key is not None:
+            kwargs = kwargs[key]
+        fn = self._fn
+        if inspect.iscoroutinefunction(fn):
+            result = await fn(**kwargs)
+        else:
+            result = await anyio.to_thread.run_sync(lambda: fn(**kwargs))
+        return self.convert_result(result)
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> Any:  # keep private attrs
+        new = super().model_copy(update=update, deep=deep)
+        new._fn, new._server, new._upstream = self._fn, self._server, self._upstream
+        return new
+
+
+def contract_tool[F: Callable[..., Any]](
+    mcp: FastMCP, app: str, name: str | None = None
+) -> Callable[[F], F]:
+    """`@contract_tool(mcp, app)`: serve `fn` as upstream's tool `name` (default: fn's name)."""
+    server = UPSTREAM_SERVER[app]
+
+    def register(fn: F) -> F:
+        upstream = name or fn.__name__
+        spec = specs()[(server, upstream)]
+        tool = ContractTool(
+            name=upstream,
+            description=spec["description"],
+            parameters=copy.deepcopy(spec["inputSchema"]),
+        )
+        tool._fn, tool._server, tool._upstream = fn, server, upstream
+        mcp.add_tool(tool)
+        return fn
+
+    return register
