@@ -141,6 +141,8 @@ def test_answers_linked_to_the_gold_score_nothing(
     """Attack 4 at trial level: final_answer.txt and answer.txt -> /tests/verifiers.json."""
     rec = trials[0]["gold-link"]
     assert rec.reward is None or rec.reward < 0.5, rec.rewards
+    report = json.loads((Path(rec.trial_dir) / "sandbox.json").read_text())
+    assert "/logs/agent/final_answer.txt" in report["dropped"]  # gone before the grader ran
 
 
 def test_filling_the_disk_is_a_resource_limit(

@@ -4,19 +4,26 @@ Use it by import path: `harbor run -p TASK -a oracle -e kwrl.sandbox.local:Local
 `EnvironmentConfig(import_path="kwrl.sandbox.local:LocalEnvironment")` in a trial config.
 
 Lifecycle (harbor's `BaseEnvironment` contract):
-- `start()`: a sandbox root `<sandbox_dir>/<pid>-<token>/` with `upper/ work/ merged/ run/ tests/`;
-  a private mount namespace (`unshare --mount`) in which the world is an overlayfs
-  (lower = task overlay over world seed, upper = this trial's writes), so populating a world costs
-  one mount whatever its size and the seed is never written; bwrap with its own pid, ipc, uts,
-  cgroup and net namespaces (loopback only), no capabilities, the host read-only or absent;
-  `/logs/{agent,verifier,artifacts}` bound from harbor's trial dir; per-trial cgroups bound memory,
-  process count and CPU (task.toml `[environment]`); the world gateway started inside on
-  `/kwrl/run/gateway.sock`, relayed to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
-- `exec()`: agent phase: `nsenter` into the sandbox (same processes, loopback-only net) and
-  `setpriv` to drop every capability. Verifier phase (from the moment harbor uploads `/tests`):
-  leftover agent processes are killed, and each command runs in a fresh bwrap over the same world
-  that shares the host network (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}`
-  read-only (docs/contracts.md). `/tests` never exists in the agent's sandbox.
+- `start()`: a sandbox root `<sandbox_dir>/<pid>-<token>/` (mode 0700) with `disk/ merged/ run/
+  tests/`; a private mount namespace (`unshare --mount`) in which `disk/` is a tmpfs of the trial's
+  `storage_mb` and the world an overlayfs (lower = task overlay over world seed, upper on that
+  tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
+  the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
+  (loopback only), no capabilities, the host read-only or absent; `/logs/{agent,artifacts}` bound
+  from harbor's trial dir, `/logs/verifier` read-only; per-trial cgroups bound memory, process count
+  and CPU (task.toml `[environment]`, checked positive); the world gateway started inside on a
+  listening socket the host made at `run/gateway.sock` (`/kwrl/run` is read-only inside), relayed
+  to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
+- `exec()`: agent phase: `nsenter` into the sandbox (same processes, loopback-only net), `setpriv`
+  to drop every capability, env exactly `base_env`, no file over `storage_mb` (RLIMIT_FSIZE); the
+  world's writes plus /logs/agent past `storage_mb` end the command with `SandboxLimitError`.
+  Verifier phase (from the moment harbor uploads `/tests`): the sandbox's init is killed, which
+  ends its whole pid namespace (the gateway, its `code_execution` children, daemons; a holder
+  process keeps the mounts), links and other non-files in /logs/agent and /logs/artifacts are
+  removed and /logs/verifier emptied; then each command runs in a fresh bwrap over the same world,
+  from `/` with `PYTHONSAFEPATH=1`, that shares the host network (the judge), sees `/tests`, and
+  `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md). `/tests` never exists in the
+  agent's sandbox. Output is capped at `OUTPUT_CAP` bytes per stream in both phases.
 - `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
   namespace, hence the overlay mount, goes with it), write `sandbox.json` (limit hits) into the
   trial dir, remove the cgroups and the root. Idempotent; also runs after an agent crash.
@@ -93,6 +100,7 @@ OUTPUT_CAP = 16 * 2**20
 _REAP_S = 5.0
 _DISK_SLACK = 64 * 1024  # a world tmpfs with less free is full
 _VERIFIER_DIR = "/logs/verifier"
+_AGENT_OUTPUTS = ("/logs/agent", "/logs/artifacts")
 _swept = False
 
 
@@ -137,6 +145,7 @@ class LocalEnvironment(BaseEnvironment):
         self._listener: socket.socket | None = None
         self._holder: asyncio.subprocess.Process | None = None
         self._disk_events = 0
+        self._dropped: list[str] = []
         self._verifier_phase = False
         self._stopped = False
         super().__init__(*args, **kwargs)
@@ -276,6 +285,9 @@ class LocalEnvironment(BaseEnvironment):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
+        if not self._verifier_phase:  # a trial that ended in its agent phase
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self._drop_agent_links)
         if self._drain is not None:
             self._drain.cancel()
             await asyncio.gather(self._drain, return_exceptions=True)
@@ -289,6 +301,8 @@ class LocalEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._cg.remove)
         if self._disk_events:
             report.setdefault("events", {})["disk_full"] = self._disk_events
+        if self._dropped:
+            report["dropped"] = self._dropped[:100]
         with contextlib.suppress(OSError):
             write_json(self.trial_paths.trial_dir / "sandbox.json", report)
         if self.root is not None and not self.settings.keep_root:
@@ -643,9 +657,19 @@ class LocalEnvironment(BaseEnvironment):
                     raise SandboxError(f"{self.session_id}: the agent phase did not end") from e
         if self._cg is not None:
             await asyncio.to_thread(self._cg.kill, "exec")
+        await asyncio.to_thread(self._drop_agent_links)
         out = self._mount_source(_VERIFIER_DIR)
         if out is not None:
             await asyncio.to_thread(_empty_dir, out)
+
+    def _drop_agent_links(self) -> None:
+        """Remove what agent code left in /logs/agent and /logs/artifacts that is neither a regular
+        file nor a dir (links, fifos, sockets), so nothing reading them later (the grader, harbor,
+        `kwrl grade`, reports) is sent elsewhere. Runs once no agent process is left."""
+        for target in _AGENT_OUTPUTS:
+            src = self._mount_source(target)
+            if src is not None and src.is_dir() and not src.is_symlink():
+                self._dropped += [f"{target}/{rel}" for rel in _drop_specials(src)]
 
     def _tests_host_path(self, target: str) -> Path:
         assert self.root is not None
@@ -772,6 +796,22 @@ def _empty_dir(d: Path) -> None:
             shutil.rmtree(e.path)
         else:
             os.unlink(e.path)
+
+
+def _drop_specials(top: Path) -> list[str]:
+    """Remove every entry under `top` that is not a regular file or a dir (links not followed);
+    returns their paths relative to `top`."""
+    dropped: list[str] = []
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        for e in os.scandir(d):
+            if e.is_dir(follow_symlinks=False):
+                stack.append(Path(e.path))
+            elif not e.is_file(follow_symlinks=False):
+                os.unlink(e.path)
+                dropped.append(str(Path(e.path).relative_to(top)))
+    return sorted(dropped)
 
 
 def _listen(path: Path) -> socket.socket:

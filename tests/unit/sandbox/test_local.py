@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kwrl.errors import ConfigError, SandboxError
-from kwrl.sandbox.local import _capped, _empty_dir, _tree_bytes, check_limits
+from kwrl.sandbox.local import _capped, _drop_specials, _empty_dir, _tree_bytes, check_limits
 from kwrl.tasks.taskdir import TEST_SH_TEXT, limit_problems, outdated_test_sh
 
 
@@ -76,3 +76,17 @@ def test_an_old_kwrl_test_sh_is_outdated_and_a_custom_one_is_not() -> None:
     assert outdated_test_sh(old)
     assert not outdated_test_sh(TEST_SH_TEXT)
     assert not outdated_test_sh("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
+
+
+def test_drop_specials_removes_links_and_fifos_at_any_depth(tmp_path: Path) -> None:
+    host = tmp_path / "host.txt"
+    host.write_text("host file")
+    agent = tmp_path / "agent"
+    (agent / "sub").mkdir(parents=True)
+    (agent / "final_answer.txt").symlink_to(host)
+    (agent / "sub" / "up").symlink_to(tmp_path)
+    os.mkfifo(agent / "sub" / "pipe")
+    (agent / "sub" / "ok.txt").write_text("kept")
+    assert _drop_specials(agent) == ["final_answer.txt", "sub/pipe", "sub/up"]
+    assert [p.name for p in agent.rglob("*")] == ["sub", "ok.txt"]
+    assert host.read_text() == "host file"
