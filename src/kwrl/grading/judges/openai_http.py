@@ -50,9 +50,8 @@ class OpenAIHTTPJudge(Judge):
         if self._client is None:
             key = self.api_key()
             headers = {"Authorization": f"Bearer {key}"} if key else {}
-            self._client = httpx.AsyncClient(
-                base_url=self.base_url, headers=headers, timeout=cfg.timeout_s
-            )
+            # No timeout of its own: the base class bounds each attempt (`timeout_s`), one clock.
+            self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=None)
         body = {
             "model": self.model,
             "messages": messages,
