@@ -56,6 +56,8 @@ def cmdline(pid: int) -> str:
 
 
 def leaks(sandbox_dir: Path) -> dict[str, int]:
+    from kwrl.sandbox.cgroups import leftovers
+
     me = os.getpid()
     prefix = f"{sandbox_dir}/{me}-"
     procs = [p for p in descendants(me) if "kwrl.sandbox.zygote" not in cmdline(p)]
@@ -65,10 +67,7 @@ def leaks(sandbox_dir: Path) -> dict[str, int]:
     ]  # fmt: skip
     mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if prefix in line]
     roots = list(sandbox_dir.glob(f"{me}-*")) if sandbox_dir.is_dir() else []
-    cgroups = [
-        d for c in ("pids", "memory", "cpu", "freezer")
-        for d in Path(f"/sys/fs/cgroup/{c}").rglob(f"kwrl/{me}-*")
-    ]  # fmt: skip
+    cgroups = leftovers(me)  # every hierarchy, v1 or v2
     return {
         "processes": len(procs),
         "bwrap": len(bwraps),

@@ -10,7 +10,7 @@
 #       pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #         --platform manylinux_2_28_x86_64 ... -d .devwhl/kwrl NAME==VERSION ...
 #   - bubblewrap's .deb (`apt-get download bubblewrap`).
-# PYTHONPATH=scripts/device makes every Python process of the run import scripts/device/
+# PYTHONPATH=$PWD/scripts/device makes every Python process of the run import scripts/device/
 # sitecustomize.py, which opts the sandbox out of refusing limits this host lacks (see there).
 # Writes probe.txt, install.txt, pytest.log and junit.xml under $OUT.
 set -u
@@ -120,10 +120,13 @@ tests=(tests/unit/sandbox tests/integration/test_sandbox_isolation.py tests/inte
 [ -f tests/integration/test_adversarial.py ] && tests+=(tests/integration/test_adversarial.py)
 echo "== command: python3 -m pytest -q -rs -p no:cacheprovider -p no:benchmark ${tests[*]}" | tee -a "$OUT/probe.txt"
 own=$(sed -n 's/^0:://p' /proc/self/cgroup); own=${own%/init}
-export PYTHONPATH=scripts/device PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/scripts/device" PYTHONUNBUFFERED=1
 timeout "${PYTEST_TIMEOUT:-420}" sh -c 'echo $$ > "$0/kwrl-tests/cgroup.procs" && exec "$@"' \
     "/sys/fs/cgroup$own" python3 -m pytest -q -rs -p no:cacheprovider -p no:benchmark \
     --junitxml="$OUT/junit.xml" "${tests[@]}" 2>&1 | tee "$OUT/pytest.log"
 rc=$?
 echo "pytest exit: $rc" | tee -a "$OUT/pytest.log"
+# The trial dirs of the adversarial suite, without the big files, for a failure's evidence.
+tar czf "$OUT/trials.tgz" --exclude="*.bin" --exclude="big*" -C / \
+    $(cd / && ls -d tmp/pytest-of-root/pytest-*/adv*/out/trials 2>/dev/null) 2>/dev/null
 exit $rc

@@ -13,6 +13,7 @@ import pytest
 
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, run_rollout, run_trial
+from kwrl.sandbox.cgroups import leftovers
 from kwrl.sandbox.testing import make_dataset, make_task, make_world
 
 NO_GW = {"gateway": False}
@@ -41,7 +42,7 @@ async def test_the_oracle_scores_one_and_nop_scores_zero(graded_task: Path, tmp_
     )
     assert nop.cause is FailureCause.NONE, nop.error
     assert nop.reward == 0.0
-    assert not list(Path("/sys/fs/cgroup/pids/kwrl").glob(f"{os.getpid()}-*"))
+    assert not leftovers(os.getpid())
 
 
 # Slow and flaky: once in three full runs the fork bomb's trial ended before the pids limit
@@ -70,7 +71,7 @@ async def test_failing_agents_are_classified_and_the_others_go_on(tmp_path: Path
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["causes"] == {"none": 2, "resource_limit": 2, "agent_timeout": 1}
     assert summary["retries"] == 0
-    assert not list(Path("/sys/fs/cgroup/pids/kwrl").glob(f"{os.getpid()}-*"))
+    assert not leftovers(os.getpid())
     sandboxes = Path("/tmp/kwrl-sandboxes")
     assert not list(sandboxes.glob(f"{os.getpid()}-*"))
 
