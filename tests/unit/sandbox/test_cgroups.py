@@ -251,3 +251,21 @@ def test_stale_trials_of_a_dead_owner_are_swept() -> None:
     finally:
         dead.kill()
         dead.remove()
+
+
+@needs_cgroups
+@pytest.mark.parametrize("kill_file", [True, False], ids=["cgroup.kill", "freeze-and-kill"])
+def test_kill_all_takes_every_member_of_a_child(cg: cgroups.Cgroups, kill_file: bool) -> None:
+    if not kill_file and cg.version == "v1":
+        pytest.skip("v1 has one kill path (freezer)")
+    if isinstance(cg, cgroups.CgroupsV2):
+        cg.use_kill_file = kill_file
+    cg.create(Limits())
+    proc = _spawn(
+        cg, "for i in 1 2 3 4 5; do setsid sleep 60 > /dev/null 2>&1 & done; echo up; wait"
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
+    assert len(cg.pids("exec")) >= 2  # the shell and its (setsid) sleeps, however many have forked
+    assert cg.kill("exec") >= 2
+    assert proc.wait(timeout=10) == -9
+    assert cg.pids() == []
