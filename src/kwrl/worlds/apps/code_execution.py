@@ -1,7 +1,7 @@
 """The code_execution app: run a shell command in the world (ARCH mcp_servers/code).
 
 Tool: code_exec(request={code}), upstream's contract: `code` is a SHELL command (bash), run with a
-`COMMAND_TIMEOUT_S` limit; the result is `{"success", "output"}` as upstream words it (stdout, then
+`COMMAND_TIMEOUT_S` limit (env `CODE_EXEC_COMMAND_TIMEOUT`, upstream's name, overrides it); the result is `{"success", "output"}` as upstream words it (stdout, then
 "Stderr output:"; on failure "Error output:" and "Command failed with exit code N"; raw Python
 passed as the command is refused with upstream's hint). The command runs as a subprocess
 with the filesystem root as its working directory, in its own session (so its own process group),
@@ -148,10 +148,11 @@ def build(roots: WorldRoots) -> FastMCP:
         if _looks_like_python(code.strip()):
             return {"success": False, "output": PYTHON_HINT}
         roots.filesystem.mkdir(parents=True, exist_ok=True)
-        rc, out, err = await run_code(code, "bash", str(roots.filesystem), COMMAND_TIMEOUT_S)
+        timeout_s = int(os.environ.get("CODE_EXEC_COMMAND_TIMEOUT", COMMAND_TIMEOUT_S))
+        rc, out, err = await run_code(code, "bash", str(roots.filesystem), timeout_s)
         out, err = _cap(out, "stdout"), _cap(err, "stderr")
         if rc is None:
-            text = f"Command execution timed out after {COMMAND_TIMEOUT_S} seconds"
+            text = f"Command execution timed out after {timeout_s} seconds"
             if out or err:
                 text += "\n\nPartial output before timeout:"
                 text += f"\nStdout:\n{out}" if out else ""

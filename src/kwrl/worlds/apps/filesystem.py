@@ -95,9 +95,9 @@ def build(roots: WorldRoots) -> FastMCP:
         for e in sorted(os.scandir(d), key=lambda e: e.name):
             if _is_hidden(e.name):
                 continue
-            if e.is_dir():
+            if e.is_dir(follow_symlinks=False):  # links are not followed: they may leave the root
                 items += f"'{e.name}' (folder)\n"
-            elif e.is_file():
+            elif e.is_file(follow_symlinks=False):
                 mime = mimetypes.guess_type(e.path)[0] or "unknown"
                 items += f"'{e.name}' ({mime} file) {e.stat().st_size} bytes\n"
         if items:
@@ -153,11 +153,14 @@ def build(roots: WorldRoots) -> FastMCP:
         for dirpath, dirnames, filenames in os.walk(d):
             dirnames[:] = sorted(n for n in dirnames if not _is_hidden(n)) if recursive else []
             for name in sorted(filenames):
+                f = Path(dirpath) / name
+                if f.is_symlink() and root.resolve() not in f.resolve().parents:
+                    continue  # upstream: links leaving the sandbox are skipped
                 if fnmatch.fnmatch(name, pattern):
                     if max_results and len(matches) >= max_results:
                         limited = True
                         break
-                    matches.append(rel(root, Path(dirpath) / name))
+                    matches.append(rel(root, f))
             if limited:
                 break
         if not matches:

@@ -10,6 +10,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from kwrl.worlds.demo import write_demo_apps_data
+from kwrl.worlds.client import envelope_key, rewrap
 from kwrl.worlds.layout import WorldRoots
 
 # Path arguments that must never reach outside the root.
@@ -35,8 +36,15 @@ def demo_world(tmp_path: Path) -> WorldRoots:
     return roots
 
 
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> Any:
+    """`client.call_tool` with an `input`/`request` envelope's fields given flat (re-wrapped, as
+    the agent and `kwrl world call` do)."""
+    schema = next(t.inputSchema for t in await client.list_tools() if t.name == tool)
+    return await client.call_tool(tool, rewrap(args or {}, envelope_key(schema)))
+
+
 async def text(client: Client, tool: str, args: dict[str, Any] | None = None) -> str:
-    result = await client.call_tool(tool, args or {})
+    result = await call(client, tool, args)
     assert not result.is_error
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
@@ -48,7 +56,7 @@ async def data(client: Client, tool: str, args: dict[str, Any] | None = None) ->
 async def error(client: Client, tool: str, args: dict[str, Any]) -> str:
     """Call a tool that must fail; return its error message."""
     try:
-        await client.call_tool(tool, args)
+        await call(client, tool, args)
     except ToolError as exc:
         return str(exc)
     raise AssertionError(f"{tool}({args}) did not fail")

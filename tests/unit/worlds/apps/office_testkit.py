@@ -16,6 +16,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from PIL import Image
 
+from kwrl.worlds.client import envelope_key, rewrap
 from kwrl.worlds.layout import WorldRoots
 
 
@@ -40,8 +41,15 @@ def make_world(tmp_path: Path, office_fixtures: Path, kind: str) -> WorldRoots:
     return roots
 
 
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> Any:
+    """`client.call_tool` with an `input`/`request` envelope's fields given flat (re-wrapped, as
+    the agent and `kwrl world call` do)."""
+    schema = next(t.inputSchema for t in await client.list_tools() if t.name == tool)
+    return await client.call_tool(tool, rewrap(args or {}, envelope_key(schema)))
+
+
 async def text(client: Client, tool: str, args: dict[str, Any]) -> str:
-    result = await client.call_tool(tool, args)
+    result = await call(client, tool, args)
     assert not result.is_error
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
@@ -49,7 +57,7 @@ async def text(client: Client, tool: str, args: dict[str, Any]) -> str:
 async def error(client: Client, tool: str, args: dict[str, Any]) -> str:
     """Call a tool that must fail; return its error message."""
     try:
-        await client.call_tool(tool, args)
+        await call(client, tool, args)
     except ToolError as exc:
         return str(exc)
     raise AssertionError(f"{tool}({args}) did not fail")
