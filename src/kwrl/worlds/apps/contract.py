@@ -23,6 +23,7 @@ import copy
 import functools
 import inspect
 import json
+import keyword
 from collections.abc import Callable
 from importlib import resources
 from typing import Annotated, Any, Literal, Union
@@ -77,10 +78,12 @@ def _constraints(s: dict[str, Any]) -> dict[str, Any]:
 def _type(s: dict[str, Any], hint: str) -> Any:
     """The Python type that validates like JSON schema fragment `s` does under pydantic."""
     if "anyOf" in s or "oneOf" in s:
-        members: list[Any] = [
-            _type(m, f"{hint}{i}") for i, m in enumerate(s.get("anyOf") or s["oneOf"])
-        ]
+        options = s.get("anyOf") or s["oneOf"]
+        members = [_type(m, _member_name(m, f"{hint}{i}")) for i, m in enumerate(options)]
         t: Any = Union[tuple(members)] if len(members) > 1 else members[0]  # noqa: UP007 (runtime tuple)
+        tag = _tag(options) if "oneOf" in s else None
+        if tag is not None:  # pydantic writes a discriminated union as oneOf: validate it as one
+            t = Annotated[t, Field(discriminator=tag)]
     elif "const" in s:
         t = Literal[s["const"]]
     elif "enum" in s:
@@ -117,16 +120,35 @@ def _type(s: dict[str, Any], hint: str) -> Any:
     return Annotated[t, Field(**bounds)] if bounds else t
 
 
+def _member_name(s: dict[str, Any], fallback: str) -> str:
+    """A union member's model name: its `type` constant where it has one (names it in errors)."""
+    const = ((s.get("properties") or {}).get("type") or {}).get("const")
+    return str(const) if isinstance(const, str) else fallback
+
+
+def _tag(options: list[dict[str, Any]]) -> str | None:
+    """The property every member of a union fixes to a distinct constant, if there is one."""
+    props = [o.get("properties") or {} for o in options]
+    for key in props[0] if props else []:
+        consts = [p.get(key, {}).get("const") for p in props]
+        if all(isinstance(c, str) for c in consts) and len(set(consts)) == len(consts):
+            return key
+    return None
+
+
 def _model(s: dict[str, Any], name: str) -> type[BaseModel]:
     required = set(s.get("required", []))
     fields: dict[str, Any] = {}
     for i, (key, sub) in enumerate((s.get("properties") or {}).items()):
         t = _type(sub, f"{name}_{key}")
+        # the JSON name where Python allows it (a discriminator must name the field), else f<i>
+        usable = key.isidentifier() and not keyword.iskeyword(key) and not key.startswith("_")
+        field = key if usable and not hasattr(BaseModel, key) else f"f{i}"
         if key in required:
-            fields[f"f{i}"] = (t, Field(alias=key))
+            fields[field] = (t, Field(alias=key))
         else:
             default = copy.deepcopy(sub.get("default"))
-            fields[f"f{i}"] = (t, Field(default=default, alias=key))
+            fields[field] = (t, Field(default=default, alias=key))
     extra = "forbid" if s.get("additionalProperties") is False else "ignore"
     config = ConfigDict(extra=extra, populate_by_name=False, arbitrary_types_allowed=True)
     return create_model(name, __config__=config, **fields)

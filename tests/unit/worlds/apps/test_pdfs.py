@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import pdfplumber
 import pypdf
 import pytest
 from fastmcp import Client
-from office_testkit import BAD_PATHS, error, make_world, png_size, text
+from office_testkit import BAD_PATHS, call, error, make_world, png_size, text
 from reportlab.lib.pagesizes import LETTER
 from reportlab.pdfgen import canvas
 
@@ -37,7 +36,7 @@ async def client(roots: WorldRoots):
         yield c
 
 
-async def test_tools_are_the_design_list(client: Client) -> None:
+async def test_tools_are_upstreams_list(client: Client) -> None:
     names = {t.name for t in await client.list_tools()}
     assert names == {
         "read_pdf_pages",
@@ -64,13 +63,6 @@ async def test_read_pages_matches_the_known_text(client: Client, office_fixtures
     )
 
 
-async def test_tables_come_from_pdfplumber(client: Client, roots: WorldRoots) -> None:
-    out = await text(client, "read_pdf_pages", {"file_path": TABLE_PDF, "include_tables": True})
-    with pdfplumber.open(str(roots.filesystem / TABLE_PDF)) as pdf:
-        first_cell = next(c for c in pdf.pages[0].extract_tables()[0][0] if c)
-    assert "table 0:" in out and first_cell.split("\n")[0] in out
-
-
 async def test_search_reports_pages_and_context(client: Client) -> None:
     out = await text(client, "search_pdf", {"file_path": OUTLINE, "query": "baz"})
     assert "match(es) for 'baz'" in out and "page 1:" in out and "[Baz]" in out
@@ -84,16 +76,17 @@ async def test_search_reports_pages_and_context(client: Client) -> None:
 
 
 async def test_render_page_and_read_embedded_image(client: Client) -> None:
-    result = await client.call_tool(
-        "read_page_as_image", {"file_path": CRAZY, "page_number": 1, "dpi": 72}
-    )
+    result = await call(client, "read_page_as_image", {"file_path": CRAZY, "page_number": 1})
     img = result.content[0]
-    assert img.type == "image" and img.mime_type == "image/png"
-    assert png_size(base64.b64decode(img.data)) == (612, 792)
+    assert img.type == "image" and img.mime_type == "image/jpeg"
+    assert png_size(base64.b64decode(img.data)) == (1224, 1584)  # 144 DPI, as upstream
+    assert "page_number: Field required" in await error(
+        client, "read_page_as_image", {"file_path": CRAZY}
+    )
     out = await text(client, "read_pdf_pages", {"file_path": "with_image.pdf"})
     assert "images: page1_img0" in out and "Page with a logo" in out
-    result = await client.call_tool(
-        "read_image", {"file_path": "with_image.pdf", "annotation": "page1_img0"}
+    result = await call(
+        client, "read_image", {"file_path": "with_image.pdf", "annotation": "page1_img0"}
     )
     assert png_size(base64.b64decode(result.content[0].data)) == (40, 20)
     assert "not found" in await error(
@@ -102,16 +95,33 @@ async def test_render_page_and_read_embedded_image(client: Client) -> None:
 
 
 async def test_create_pdf_from_markdown_and_blocks(client: Client, roots: WorldRoots) -> None:
-    md = "# Findings\nRevenue grew **12%** <fast> & steady.\n- first\n- second\n| k | v |\n|---|---|\n| a | 1 |"
-    await text(
+    content = [
+        {"type": "heading", "text": "Findings", "level": 1},
+        {"type": "paragraph", "text": "Revenue grew **12%** <fast> & steady."},
+        {"type": "paragraph", "text": "Bold line", "bold": True},
+        {"type": "spacer", "height": 24},
+        {"type": "bullet_list", "items": ["first", "second"]},
+        {"type": "table", "rows": [["k", "v"], ["a", "1"]], "header": True},
+    ]
+    out = await text(
         client,
         "create_pdf",
-        {"directory": "/out", "file_name": "f.pdf", "content": md, "title": "Findings"},
+        {
+            "directory": "/out",
+            "file_name": "f.pdf",
+            "content": content,
+            "metadata": {"title": "Findings", "author": "Ana"},
+        },
     )
+    assert out.startswith("PDF f.pdf created at /out/f.pdf")
     reader = pypdf.PdfReader(roots.filesystem / "out/f.pdf")
     body = reader.pages[0].extract_text()
     assert "Findings" in body and "Revenue grew 12% <fast> & steady." in body and "second" in body
-    assert reader.metadata is not None and reader.metadata.title == "Findings"
+    assert (
+        reader.metadata is not None
+        and reader.metadata.title == "Findings"
+        and reader.metadata.author == "Ana"
+    )
     blocks = [
         {"type": "paragraph", "text": "one"},
         {"type": "page_break"},
@@ -128,6 +138,14 @@ async def test_create_pdf_from_markdown_and_blocks(client: Client, roots: WorldR
         client,
         "create_pdf",
         {"directory": "/", "file_name": "h.pdf", "content": [{"type": "poem", "text": "x"}]},
+    )
+    assert "input.content: Input should be a valid list" in await error(
+        client, "create_pdf", {"directory": "/", "file_name": "h.pdf", "content": "# markdown"}
+    )
+    assert "page_size must be 'letter' or 'a4'" in await error(
+        client,
+        "create_pdf",
+        {"directory": "/", "file_name": "h.pdf", "content": blocks, "page_size": "legal"},
     )
 
 
@@ -147,6 +165,12 @@ async def test_missing_wrong_type_corrupt_and_server_keeps_serving(client: Clien
         client, "read_page_as_image", {"file_path": "corrupt.pdf", "page_number": 1}
     )
     assert "outside the allowed root" in await error(
-        client, "create_pdf", {"directory": "../..", "file_name": "x.pdf", "content": "x"}
+        client,
+        "create_pdf",
+        {
+            "directory": "../..",
+            "file_name": "x.pdf",
+            "content": [{"type": "paragraph", "text": "x"}],
+        },
     )
     assert "--- page 1 ---" in await text(client, "read_pdf_pages", {"file_path": CRAZY})
