@@ -10,6 +10,8 @@ a TOML line picks any of them:
 - `engine:smollm2-135m`: an in-process engine over a packaged name, a folder or a hub id
   (`engine`). Engines are shared per process and engine config: building the same policy twice
   loads the model once.
+- `vllm:smollm2-135m`: vLLM in this process on a GPU (`vllm`, `kwrl.llm.vllm_engine`; needs
+  the `gpu` extra), shared per process like `engine`.
 
 `kind` overrides what the spec's shape says. API keys are never in configs: `api_key_env` names
 the environment variable that holds one.
@@ -31,15 +33,18 @@ from kwrl.llm.engine_client import EngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.spec import split_spec as _split
+from kwrl.llm.vllm_engine import VLLMClient, VLLMConfig
 
 
 class PolicyConfig(KwrlConfig):
     """Which policy samples the agent's turns, and how to reach it."""
 
     model: str = "engine:smollm2-135m"
-    """Policy spec: `http(s)://HOST:PORT/v1#NAME`, `litellm:PROVIDER/MODEL` or `engine:MODEL`."""
+    """Policy spec: `http(s)://HOST:PORT/v1#NAME`, `litellm:PROVIDER/MODEL`, `engine:MODEL` or
+    `vllm:MODEL`."""
     kind: str | None = None
-    """Client kind from the registry (`completions`, `litellm`, `engine`); default: from `model`."""
+    """Client kind from the registry (`completions`, `litellm`, `engine`, `vllm`); default: from
+    `model`."""
     api_base: str | None = None
     """Base URL for litellm providers that need one (e.g. an OpenAI-compatible chat endpoint)."""
     api_key_env: str | None = None
@@ -52,6 +57,8 @@ class PolicyConfig(KwrlConfig):
     """Default sampling parameters of the agent's turns."""
     engine: EngineConfig = Field(default_factory=EngineConfig)
     """In-process engine settings (kind `engine`); its `model` is replaced by the spec's."""
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig)
+    """In-process vLLM settings (kind `vllm`)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments for litellm calls (provider-specific options)."""
 
@@ -88,6 +95,7 @@ POLICIES: dict[str, type[PolicyClient]] = {
     "completions": OpenAICompletionsClient,
     "litellm": LiteLLMChatClient,
     "engine": EngineClient,
+    "vllm": VLLMClient,
 }
 """Policy kinds by name; `build_policy` looks `kind` up here.
 

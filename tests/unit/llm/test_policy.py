@@ -25,7 +25,7 @@ def test_specs_name_their_kind() -> None:
     for bad in ("smollm2", "engine:", "ftp://x"):
         with pytest.raises(ConfigError, match=r"policy\.model"):
             split_spec(bad)
-    assert set(POLICIES) == {"completions", "litellm", "engine"}
+    assert set(POLICIES) == {"completions", "litellm", "engine", "vllm"}
 
 
 async def test_a_url_spec_builds_a_completions_client() -> None:

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from kwrl.config import KwrlConfig
 from kwrl.grading.judges import judge_env
 from kwrl.llm.engine import EngineConfig
+from kwrl.llm.vllm_engine import VLLMConfig
 from kwrl.rollout.runner import RolloutConfig
 from kwrl.train.local.learner import LearnerConfig
 
@@ -102,6 +103,11 @@ class TrainConfig(KwrlConfig):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     """The in-process sampling engine (its `model` is set by the trainer; in disaggregated mode
     its `device` by `disaggregated.generation_devices`)."""
+    rollout_engine: Literal["engine", "vllm"] = "engine"
+    """What the trials sample from: `engine` (kwrl's in-process engine, `[engine]`) or `vllm`
+    (vLLM in this process on the learner's GPU, `[vllm]`; needs the `gpu` extra)."""
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig)
+    """The vLLM engine of `rollout_engine = "vllm"` (its model is set by the trainer)."""
     disaggregated: DisaggregatedConfig = Field(default_factory=DisaggregatedConfig)
     """Worker processes and weight broadcast of `rl.mode = "disaggregated"`."""
     lora: LoRAConfig = Field(default_factory=LoRAConfig)
@@ -124,17 +130,21 @@ class TrainConfig(KwrlConfig):
     """Also write metrics to RUN/tb for TensorBoard."""
 
     def rollout_config(self, policy_dir: Path, engine: EngineConfig) -> RolloutConfig:
-        """How a batch's trials run: KwrlAgent on the engine over `policy_dir`, graded by `judge`."""
+        """How a batch's trials run: KwrlAgent on the `rollout_engine` over `policy_dir`, graded by
+        `judge`."""
         return RolloutConfig(
             agent="kwrl.agent:KwrlAgent",
-            model=f"engine:{policy_dir}",
+            model=f"{self.rollout_engine}:{policy_dir}",
             n_samples=self.rl.samples_per_prompt,
             concurrency=self.concurrency,
             environment=self.environment,
             environment_kwargs=self.environment_kwargs,
             agent_kwargs={
                 **self.agent,
-                "policy_config": {"engine": engine.model_dump(mode="json")},
+                "policy_config": {
+                    "engine": engine.model_dump(mode="json"),
+                    "vllm": self.vllm.model_dump(mode="json"),
+                },
                 "tokenizer": str(policy_dir),
             },
             verifier_env=judge_env(self.judge) if self.judge else {},
@@ -142,6 +152,10 @@ class TrainConfig(KwrlConfig):
 
     @model_validator(mode="after")
     def _lora_modes(self) -> TrainConfig:
+        if self.rollout_engine == "vllm" and self.rl.mode == "disaggregated":
+            raise ValueError(
+                "rollout_engine = 'vllm' runs in the trainer's process; use rl.mode sync or async"
+            )
         if self.lora.rank > 0 and self.rl.mode == "disaggregated":
             raise ValueError(
                 "lora.rank > 0 is not supported with rl.mode = 'disaggregated' (its workers "

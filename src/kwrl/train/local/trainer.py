@@ -188,6 +188,11 @@ class RLTrainer:
 
     @property
     def engine(self) -> Any:
+        if self._engine is None and self.cfg.rollout_engine == "vllm":
+            from kwrl.llm.vllm_engine import shared_vllm_engine
+
+            self._engine = shared_vllm_engine(str(self.policy_dir), self.cfg.vllm)
+            self._engine.weight_version = self.learner.version
         if self._engine is None:
             from kwrl.llm.policy import shared_engine
 
