@@ -10,20 +10,24 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
   (loopback only), no capabilities, the host read-only or absent; `/logs/{agent,artifacts}` bound
-  from harbor's trial dir, `/logs/verifier` read-only; per-trial cgroups bound memory, process count
-  and CPU (task.toml `[environment]`, checked positive); the world gateway started inside on a
-  listening socket the host made at `run/gateway.sock` (`/kwrl/run` is read-only inside), relayed
-  to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
+  from private dirs under the root (copied into harbor's trial dir as plain files and dirs when
+  harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a
+  dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
+  memory, process count and CPU (task.toml `[environment]`, checked positive); the world gateway
+  started inside on a listening socket the host made at `run/gateway.sock` (`/kwrl/run` is
+  read-only inside), relayed to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
 - `exec()`: agent phase: `nsenter` into the sandbox (same processes, loopback-only net), `setpriv`
   to drop every capability, env exactly `base_env`, no file over `storage_mb` (RLIMIT_FSIZE); the
-  world's writes plus /logs/agent past `storage_mb` end the command with `SandboxLimitError`.
+  world's writes plus /logs/{agent,artifacts} past `storage_mb` end the command with
+  `SandboxLimitError`.
   Verifier phase (from the moment harbor uploads `/tests`): the sandbox's init is killed, which
   ends its whole pid namespace (the gateway, its `code_execution` children, daemons; a holder
-  process keeps the mounts), links and other non-files in /logs/agent and /logs/artifacts are
-  removed and /logs/verifier emptied; then each command runs in a fresh bwrap over the same world,
-  from `/` with `PYTHONSAFEPATH=1`, that shares the host network (the judge), sees `/tests`, and
-  `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md). `/tests` never exists in the
-  agent's sandbox. Output is capped at `OUTPUT_CAP` bytes per stream in both phases.
+  process keeps the mounts), the agent's outputs are copied out (links, fifos and sockets left
+  out, listed in sandbox.json `dropped`) and /logs/verifier emptied; then each command runs in a
+  fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, that shares the host network
+  (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md).
+  `/tests` never exists in the agent's sandbox. Output is capped at `OUTPUT_CAP` bytes per stream
+  in both phases.
 - `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
   namespace, hence the overlay mount, goes with it), write `sandbox.json` (limit hits) into the
   trial dir, remove the cgroups and the root. Idempotent; also runs after an agent crash.
@@ -48,6 +52,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import tarfile
 import tempfile
 import time
@@ -101,6 +106,9 @@ _REAP_S = 5.0
 _DISK_SLACK = 64 * 1024  # a world tmpfs with less free is full
 _VERIFIER_DIR = "/logs/verifier"
 _AGENT_OUTPUTS = ("/logs/agent", "/logs/artifacts")
+_MAX_DEPTH = 32  # dirs nested deeper in the agent's outputs are left out
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _swept = False
 
 
@@ -146,6 +154,7 @@ class LocalEnvironment(BaseEnvironment):
         self._holder: asyncio.subprocess.Process | None = None
         self._disk_events = 0
         self._dropped: list[str] = []
+        self._copied: dict[str, set[str]] = {}
         self._verifier_phase = False
         self._stopped = False
         super().__init__(*args, **kwargs)
@@ -220,6 +229,11 @@ class LocalEnvironment(BaseEnvironment):
         self._cg = cgroups.trial_cgroups(name, sup)
         if self._cg is not None:
             await asyncio.to_thread(self._cg.create, self._limits())
+        for target in _AGENT_OUTPUTS:
+            src = self._mount_source(target)
+            if src is not None:
+                src.mkdir(parents=True, exist_ok=True)
+                self._private(target).mkdir(mode=src.stat().st_mode & 0o7777)
         if self.settings.gateway:
             self._listener = _listen(root / "run" / "gateway.sock")
         disk = root / "disk"
@@ -286,8 +300,7 @@ class LocalEnvironment(BaseEnvironment):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
         if not self._verifier_phase:  # a trial that ended in its agent phase
-            with contextlib.suppress(OSError):
-                await asyncio.to_thread(self._drop_agent_links)
+            await asyncio.to_thread(self._sync_outputs)
         if self._drain is not None:
             self._drain.cancel()
             await asyncio.gather(self._drain, return_exceptions=True)
@@ -385,7 +398,11 @@ class LocalEnvironment(BaseEnvironment):
                 ro = bool(m.get("read_only")) or (
                     not verifier and _under(m["target"], _VERIFIER_DIR)
                 )
-                binds.append((m["source"], m["target"], ro))
+                # Agent code writes its outputs into a private dir, copied out as plain files: it
+                # never touches the host dir that harbor and kwrl write and read (no planted links).
+                private = not verifier and m["target"] in _AGENT_OUTPUTS
+                src = str(self._private(m["target"])) if private else m["source"]
+                binds.append((src, m["target"], ro))
         env = base_env(SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None)
         if verifier:
             # Never import from the cwd or a script's dir (agent-writable /filesystem), whatever
@@ -576,15 +593,15 @@ class LocalEnvironment(BaseEnvironment):
             return ""  # the sandbox is ending
         used = (st.f_blocks - st.f_bfree) * st.f_frsize
         full = st.f_bavail * st.f_frsize < _DISK_SLACK
-        agent = self._mount_source("/logs/agent")
-        if not full and agent is not None:
-            full = used + _tree_bytes(agent, limit - used) >= limit
+        for target in _AGENT_OUTPUTS if not full else ():
+            used += _tree_bytes(self._private(target), limit - used)
+            full = used >= limit
         if not full:
             return ""
         self._disk_events += 1
         return (
-            f"disk limit reached (storage_mb={self._storage_mb()}: the world's writes and "
-            "/logs/agent); the trial's commands were killed"
+            f"disk limit reached (storage_mb={self._storage_mb()}: the world's writes, "
+            "/logs/agent and /logs/artifacts); the trial's commands were killed"
         )
 
     def _mount_source(self, target: str) -> Path | None:
@@ -657,19 +674,36 @@ class LocalEnvironment(BaseEnvironment):
                     raise SandboxError(f"{self.session_id}: the agent phase did not end") from e
         if self._cg is not None:
             await asyncio.to_thread(self._cg.kill, "exec")
-        await asyncio.to_thread(self._drop_agent_links)
+        await asyncio.to_thread(self._sync_outputs)
         out = self._mount_source(_VERIFIER_DIR)
         if out is not None:
             await asyncio.to_thread(_empty_dir, out)
 
-    def _drop_agent_links(self) -> None:
-        """Remove what agent code left in /logs/agent and /logs/artifacts that is neither a regular
-        file nor a dir (links, fifos, sockets), so nothing reading them later (the grader, harbor,
-        `kwrl grade`, reports) is sent elsewhere. Runs once no agent process is left."""
+    async def prepare_logs_for_host(self) -> None:
+        """harbor calls this before reading agent logs on the host: copy the agent's outputs out."""
+        if not self._verifier_phase:
+            await asyncio.to_thread(self._sync_outputs)
+
+    def _private(self, target: str) -> Path:
+        """The host dir agent code sees at `target` (/logs/agent, /logs/artifacts)."""
+        assert self.root is not None
+        return self.root / ("out" + target.replace("/", "-"))
+
+    def _sync_outputs(self) -> None:
+        """Copy the agent phase's /logs/agent and /logs/artifacts into harbor's dirs: regular files
+        and dirs only, links never followed, files harbor or kwrl wrote there left as they are."""
         for target in _AGENT_OUTPUTS:
-            src = self._mount_source(target)
-            if src is not None and src.is_dir() and not src.is_symlink():
-                self._dropped += [f"{target}/{rel}" for rel in _drop_specials(src)]
+            host = self._mount_source(target)
+            private = self._private(target) if self.root is not None else None
+            if host is None or private is None or not private.is_dir():
+                continue
+            try:
+                dropped = _copy_out(private, host, self._copied.setdefault(target, set()))
+            except OSError:
+                dropped = ["."]
+            self._dropped += [
+                f"{target}/{r}" for r in dropped if f"{target}/{r}" not in self._dropped
+            ]
 
     def _tests_host_path(self, target: str) -> Path:
         assert self.root is not None
@@ -798,20 +832,59 @@ def _empty_dir(d: Path) -> None:
             os.unlink(e.path)
 
 
-def _drop_specials(top: Path) -> list[str]:
-    """Remove every entry under `top` that is not a regular file or a dir (links not followed);
-    returns their paths relative to `top`."""
+def _copy_out(src: Path, dst: Path, ours: set[str]) -> list[str]:
+    """Copy the regular files and dirs under `src` (written by agent code) into `dst`; returns the
+    relative paths of what was left out (links, fifos, sockets). Every open is relative to a dir fd
+    and refuses links, so an entry swapped for a link while copying is left out too. A file that
+    exists in `dst` and is not in `ours` (the paths copied before) was written by the host: kept."""
     dropped: list[str] = []
-    stack = [top]
-    while stack:
-        d = stack.pop()
-        for e in os.scandir(d):
-            if e.is_dir(follow_symlinks=False):
-                stack.append(Path(e.path))
-            elif not e.is_file(follow_symlinks=False):
-                os.unlink(e.path)
-                dropped.append(str(Path(e.path).relative_to(top)))
-    return sorted(dropped)
+
+    def walk(src_fd: int, dst_dir: Path, rel: str) -> None:
+        for name in sorted(os.listdir(src_fd)):
+            r = rel + name
+            try:
+                st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode) and r.count("/") < _MAX_DEPTH:
+                    target = dst_dir / name
+                    if not target.is_dir() or target.is_symlink():
+                        target.mkdir()
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
+                    try:
+                        walk(fd, target, r + "/")
+                    finally:
+                        os.close(fd)
+                elif stat.S_ISREG(st.st_mode):
+                    if r not in ours and os.path.lexists(dst_dir / name):
+                        continue
+                    fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
+                    with os.fdopen(fd, "rb") as f:
+                        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                            raise OSError(f"{r}: not a regular file")
+                        _copy_file(f, dst_dir / name, st.st_mode & 0o777)
+                    ours.add(r)
+                else:
+                    dropped.append(r)
+            except OSError:
+                dropped.append(r)
+
+    top = os.open(src, _DIR_FLAGS)
+    try:
+        walk(top, dst, "")
+    finally:
+        os.close(top)
+    return dropped
+
+
+def _copy_file(f: io.BufferedReader, dest: Path, mode: int) -> None:
+    """Write `f`'s content to `dest` atomically (a temp file beside it, then a rename)."""
+    with tempfile.NamedTemporaryFile(dir=dest.parent, prefix=".kwrl-", delete=False) as tmp:
+        try:
+            shutil.copyfileobj(f, tmp, 1 << 20)
+            os.fchmod(tmp.fileno(), mode)
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
+    os.replace(tmp.name, dest)
 
 
 def _listen(path: Path) -> socket.socket:

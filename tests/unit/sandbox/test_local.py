@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kwrl.errors import ConfigError, SandboxError
-from kwrl.sandbox.local import _capped, _drop_specials, _empty_dir, _tree_bytes, check_limits
+from kwrl.sandbox.local import _capped, _copy_out, _empty_dir, _tree_bytes, check_limits
 from kwrl.tasks.taskdir import TEST_SH_TEXT, limit_problems, outdated_test_sh
 
 
@@ -78,15 +78,27 @@ def test_an_old_kwrl_test_sh_is_outdated_and_a_custom_one_is_not() -> None:
     assert not outdated_test_sh("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
 
 
-def test_drop_specials_removes_links_and_fifos_at_any_depth(tmp_path: Path) -> None:
-    host = tmp_path / "host.txt"
-    host.write_text("host file")
-    agent = tmp_path / "agent"
-    (agent / "sub").mkdir(parents=True)
-    (agent / "final_answer.txt").symlink_to(host)
-    (agent / "sub" / "up").symlink_to(tmp_path)
-    os.mkfifo(agent / "sub" / "pipe")
-    (agent / "sub" / "ok.txt").write_text("kept")
-    assert _drop_specials(agent) == ["final_answer.txt", "sub/pipe", "sub/up"]
-    assert [p.name for p in agent.rglob("*")] == ["sub", "ok.txt"]
-    assert host.read_text() == "host file"
+def test_copy_out_copies_files_and_dirs_only_and_keeps_host_files(tmp_path: Path) -> None:
+    host_file = tmp_path / "host.txt"
+    host_file.write_text("host file")
+    private, host = tmp_path / "private", tmp_path / "host"
+    (private / "sub").mkdir(parents=True)
+    host.mkdir()
+    (private / "final_answer.txt").symlink_to(host_file)
+    (private / "sub" / "up").symlink_to(tmp_path)
+    os.mkfifo(private / "sub" / "pipe")
+    (private / "sub" / "ok.txt").write_text("kept")
+    (private / "trajectory.json").write_text("forged")
+    (host / "trajectory.json").write_text("written by the host")
+    deep = private.joinpath(*["d"] * 40)
+    deep.mkdir(parents=True)
+    ours: set[str] = set()
+    dropped = _copy_out(private, host, ours)
+    assert set(dropped) == {"d/" * 32 + "d", "final_answer.txt", "sub/pipe", "sub/up"}
+    assert (host / "sub" / "ok.txt").read_text() == "kept"
+    assert (host / "trajectory.json").read_text() == "written by the host"
+    assert not (host / "final_answer.txt").exists() and host_file.read_text() == "host file"
+    (private / "sub" / "ok.txt").write_text("changed")  # a second sync updates what it copied
+    _copy_out(private, host, ours)
+    assert (host / "sub" / "ok.txt").read_text() == "changed"
+    assert not [p for p in host.rglob("*") if p.is_symlink() or p.name.startswith(".kwrl-")]
