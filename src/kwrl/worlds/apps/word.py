@@ -200,61 +200,33 @@ def build(roots: WorldRoots) -> FastMCP:
 
     @contract_tool(mcp, "word")
     def add_content_text(file_path: str, identifier: str, text: str, position: str) -> str:
-        style = None
-        position = {"before": "start", "after": "end"}.get(position, position)
-        if position not in ("start", "end"):
-            raise ToolError(f"position must be 'start'/'before' or 'end'/'after'; got {position!r}")
+        # upstream: 'start'/'before' prepend to, 'end'/'after' append to the element's text
+        where = {"before": "start", "after": "end"}.get(position.strip().lower(), position)
+        if where not in ("start", "end"):
+            raise ToolError(
+                f"Position must be one of: before, after, start, end (got {position!r})"
+            )
 
         def op(doc: DocxDocument) -> str:
-            if identifier.strip().lstrip("@") == "body":
-                st = style_of(doc, style)
+            if identifier.strip().lstrip("@") == "body":  # kwrl: new paragraphs at the end
                 lines = text.split("\n")
                 for line in lines:
-                    add_text_runs(doc.add_paragraph(style=st), line)
+                    add_text_runs(doc.add_paragraph(), line)
                 return f"Appended {len(lines)} paragraph(s) at the end of the body"
             t = resolve(doc, identifier)
-            if position in ("start", "end"):
-                if t.kind == "run":
-                    t.obj.text = text + t.obj.text if position == "start" else t.obj.text + text
-                elif t.kind in ("paragraph", "cell"):
-                    par = (
-                        t.obj
-                        if t.kind == "paragraph"
-                        else t.obj.paragraphs[-1 if position == "end" else 0]
-                    )
-                    if position == "end":
-                        add_text_runs(par, text, first_rpr(par))
-                    else:
-                        prepend_run(par, text)
+            if t.kind == "run":
+                t.obj.text = text + t.obj.text if where == "start" else t.obj.text + text
+            elif t.kind in ("paragraph", "cell"):
+                par = t.obj if t.kind == "paragraph" else t.obj.paragraphs[0]
+                if where == "end":
+                    add_text_runs(par, text, first_rpr(par))
                 else:
-                    raise ToolError(
-                        f"{identifier!r} is a {t.kind}; add text into a paragraph, run or cell"
-                    )
-                return f"Added text at the {position} of {identifier}"
-            if t.kind not in ("paragraph", "table"):
-                raise ToolError(
-                    f"position {position!r} needs a paragraph or table identifier; {identifier!r} is a {t.kind}"
-                )
-            el = t.obj._p if t.kind == "paragraph" else t.obj._tbl
-            parent = t.obj._parent
-            st = style_of(doc, style) if style else (t.obj.style if t.kind == "paragraph" else None)
-            rpr = first_rpr(t.obj) if t.kind == "paragraph" and style is None else None
-            lines = text.split("\n")
-            if position == "before":
-                from docx.oxml import OxmlElement
-                from docx.text.paragraph import Paragraph
-
-                first = Paragraph(OxmlElement("w:p"), parent)
-                el.addprevious(first._p)
-                if st is not None:
-                    first.style = st
-                add_text_runs(first, lines[0], rpr)
-                anchor = first._p
+                    prepend_run(par, text)
             else:
-                anchor = new_paragraph_after(el, parent, lines[0], st, rpr)._p
-            for line in lines[1:]:
-                anchor = new_paragraph_after(anchor, parent, line, st, rpr)._p
-            return f"Inserted {len(lines)} paragraph(s) {position} {identifier}"
+                raise ToolError(
+                    f"Unsupported target for insert; use run, paragraph, or cell (got {t.kind})"
+                )
+            return f"Added text at the {where} of {identifier}"
 
         return edit_doc(file_path, op)
 

@@ -9,7 +9,7 @@ import docx
 import pytest
 from docx.enum.section import WD_ORIENT
 from fastmcp import Client
-from office_testkit import BAD_PATHS, error, make_world, png_size, text
+from office_testkit import BAD_PATHS, call, error, make_world, png_size, text
 
 from kwrl.worlds.apps import word
 from kwrl.worlds.layout import WorldRoots
@@ -34,16 +34,15 @@ def fs(roots: WorldRoots, name: str) -> docx.document.Document:
     return docx.Document(str(roots.filesystem / name))
 
 
-async def test_tools_are_the_design_list_with_flat_schemas(client: Client) -> None:
+async def test_tools_are_upstreams_list(client: Client) -> None:
     tools = {t.name: t for t in await client.list_tools()}
     assert set(tools) == {
         "create_document", "delete_document", "read_document_content", "get_document_overview",
         "add_content_text", "edit_content_text", "delete_content_text", "apply_formatting", "comments",
         "header_footer", "page_margins", "page_orientation", "add_image", "modify_image", "read_image",
     }  # fmt: skip
-    for t in tools.values():
-        assert "request" not in t.input_schema.get("properties", {})
-        assert "input" not in t.input_schema.get("properties", {})
+    assert set(tools["create_document"].input_schema["properties"]) == {"input"}
+    assert set(tools["delete_document"].input_schema["properties"]) == {"file_path"}
 
 
 async def test_read_lists_paragraphs_and_tables_with_identifiers(
@@ -77,53 +76,44 @@ async def test_edit_is_visible_in_the_next_read(client: Client, roots: WorldRoot
         {"file_path": TABLES, "identifier": "body.tbl.0.r.0.c.1", "new_text": "cell!"},
     )
     assert fs(roots, TABLES).tables[0].cell(0, 1).text == "cell!"
-    await text(
+    assert "old_text: Extra inputs are not permitted" in await error(
         client,
         "edit_content_text",
         {"file_path": TABLES, "identifier": "body.p.0", "old_text": "new", "new_text": "NEW"},
     )
-    assert fs(roots, TABLES).paragraphs[0].text == "Brand NEW opening"
 
 
 async def test_add_and_delete_content(client: Client, roots: WorldRoots) -> None:
     n, n_tables = len(fs(roots, TABLES).paragraphs), len(fs(roots, TABLES).tables)
+    first = fs(roots, TABLES).paragraphs[0].text
+    for position, piece in (("before", "<< "), ("after", " >>"), ("start", "[ "), ("end", " ]")):
+        await text(
+            client,
+            "add_content_text",
+            {"file_path": TABLES, "identifier": "body.p.0", "text": piece, "position": position},
+        )
+    # upstream: before/start prepend to the element's text, after/end append to it
+    assert fs(roots, TABLES).paragraphs[0].text == f"[ << {first} >> ]"
+    assert "Position must be one of" in await error(
+        client,
+        "add_content_text",
+        {"file_path": TABLES, "identifier": "body.p.0", "text": "x", "position": "below"},
+    )
     await text(
         client,
         "add_content_text",
-        {
-            "file_path": TABLES,
-            "identifier": "body.p.0",
-            "text": "after one\nafter two",
-            "position": "after",
-            "style": "Heading 2",
-        },
+        {"file_path": TABLES, "identifier": "body", "text": "The end\nReally"},
     )
     doc = fs(roots, TABLES)
-    assert [p.text for p in doc.paragraphs[1:3]] == ["after one", "after two"]
-    assert doc.paragraphs[1].style.name == "Heading 2" and len(doc.paragraphs) == n + 2
-    await text(
-        client,
-        "add_content_text",
-        {"file_path": TABLES, "identifier": "body.p.1", "text": ">> ", "position": "start"},
-    )
-    await text(
-        client, "add_content_text", {"file_path": TABLES, "identifier": "body.p.1", "text": " <<"}
-    )
-    assert fs(roots, TABLES).paragraphs[1].text == ">> after one <<"
+    assert [p.text for p in doc.paragraphs[-2:]] == ["The end", "Really"] and len(
+        doc.paragraphs
+    ) == n + 2
     await text(
         client,
         "delete_content_text",
-        {"file_path": TABLES, "identifier": "body.p.2", "scope": "element"},
+        {"file_path": TABLES, "identifier": f"body.p.{n + 1}", "scope": "element"},
     )
-    doc = fs(roots, TABLES)
-    assert len(doc.paragraphs) == n + 1 and "after two" not in [p.text for p in doc.paragraphs]
-    await text(
-        client,
-        "add_content_text",
-        {"file_path": TABLES, "identifier": "body", "text": "The end", "style": "Quote"},
-    )
-    last = fs(roots, TABLES).paragraphs[-1]
-    assert last.text == "The end" and last.style.name == "Quote"
+    assert len(fs(roots, TABLES).paragraphs) == n + 1
     await text(client, "delete_content_text", {"file_path": TABLES, "identifier": "body.p.1"})
     assert fs(roots, TABLES).paragraphs[1].text == ""
     await text(
@@ -144,17 +134,16 @@ async def test_apply_formatting_sets_run_properties(client: Client, roots: World
             "bold": True,
             "font_size": 15,
             "font_color": "#1F4E79",
-            "alignment": "center",
+            "strikethrough": True,
         },
     )
     p = fs(roots, TABLES).paragraphs[0]
-    assert p.runs and all(r.bold for r in p.runs)
+    assert p.runs and all(r.bold and r.font.strike for r in p.runs)
     assert p.runs[0].font.size.pt == 15 and str(p.runs[0].font.color.rgb) == "1F4E79"
-    assert p.alignment == 1  # CENTER
 
 
 async def test_comments_read_add_delete(client: Client, roots: WorldRoots) -> None:
-    out = await text(client, "comments", {"file_path": COMMENTS})
+    out = await text(client, "comments", {"file_path": COMMENTS, "action": "read"})
     assert "Steve Canny" in out and "hyperlink" in out
     before = len(list(fs(roots, COMMENTS).comments))
     out = await text(
@@ -184,12 +173,22 @@ async def test_comments_read_add_delete(client: Client, roots: WorldRoots) -> No
 
 
 async def test_header_footer_margins_orientation(client: Client, roots: WorldRoots) -> None:
-    out = await text(client, "header_footer", {"file_path": HDR})
+    out = await text(
+        client, "header_footer", {"file_path": HDR, "action": "read", "area": "header"}
+    )
     assert "header of section 0" in out
     await text(
         client,
         "header_footer",
-        {"file_path": HDR, "action": "set", "area": "footer", "text": "Confidential\nPage"},
+        {
+            "file_path": HDR,
+            "action": "set",
+            "area": "footer",
+            "content": [
+                {"type": "paragraph", "text": "Confidential"},
+                {"type": "paragraph", "text": "Page"},
+            ],
+        },
     )
     assert [p.text for p in fs(roots, HDR).sections[0].footer.paragraphs] == [
         "Confidential",
@@ -201,7 +200,10 @@ async def test_header_footer_margins_orientation(client: Client, roots: WorldRoo
         {"file_path": HDR, "identifier": "footer.s.0.p.1", "new_text": "Page 1"},
     )
     assert "[footer.s.0.p.1] Page 1" in await text(
-        client, "header_footer", {"file_path": HDR, "area": "footer"}
+        client, "header_footer", {"file_path": HDR, "action": "read", "area": "footer"}
+    )
+    assert "needs content" in await error(
+        client, "header_footer", {"file_path": HDR, "action": "set", "area": "footer"}
     )
     await text(client, "header_footer", {"file_path": HDR, "action": "clear", "area": "footer"})
     assert fs(roots, HDR).sections[0].footer.paragraphs[0].text == ""
@@ -210,20 +212,33 @@ async def test_header_footer_margins_orientation(client: Client, roots: WorldRoo
     )
     sec = fs(roots, HDR).sections[0]
     assert abs(sec.top_margin.inches - 0.5) < 1e-3 and abs(sec.left_margin.inches - 1.25) < 1e-3
-    assert "top 0.50 in" in await text(client, "page_margins", {"file_path": HDR})
+    assert "top 0.50 in" in await text(client, "page_margins", {"file_path": HDR, "action": "read"})
     await text(
         client, "page_orientation", {"file_path": HDR, "action": "set", "orientation": "landscape"}
     )
     sec = fs(roots, HDR).sections[0]
     assert sec.orientation == WD_ORIENT.LANDSCAPE and sec.page_width > sec.page_height
-    assert "landscape" in await text(client, "page_orientation", {"file_path": HDR})
+    assert "landscape" in await text(
+        client, "page_orientation", {"file_path": HDR, "action": "read"}
+    )
+    assert "orientation must be" in await error(
+        client, "page_orientation", {"file_path": HDR, "action": "set", "orientation": "sideways"}
+    )
 
 
 async def test_overview_lists_headings(client: Client, roots: WorldRoots) -> None:
     await text(
         client,
         "create_document",
-        {"directory": "/new", "file_name": "o.docx", "content": "# Top\ntext\n## Sub"},
+        {
+            "directory": "/new",
+            "file_name": "o.docx",
+            "content": [
+                {"type": "heading", "text": "Top", "level": 1},
+                {"type": "paragraph", "text": "text"},
+                {"type": "heading", "text": "Sub", "level": 2},
+            ],
+        },
     )
     out = await text(client, "get_document_overview", {"file_path": "/new/o.docx"})
     assert "[body.p.0] (level 1) Top" in out and "[body.p.2] (level 2) Sub" in out
@@ -236,29 +251,36 @@ async def test_create_with_blocks_and_markdown_then_delete(
         {"type": "heading", "text": "Q3 memo", "level": 1},
         {"type": "paragraph", "text": "Revenue grew **12%**."},
         {"type": "bullet_list", "items": ["a", "b"]},
-        {"type": "table", "rows": [["k", "v"], ["x", 1]]},
+        {"type": "table", "rows": [["k", "v"], ["x", "1"]]},
         {"type": "page_break"},
+        {"type": "paragraph", "text": "Signed", "bold": True},
+        {"type": "section_break", "start_type": "new_page"},
+        {"type": "heading", "text": "Annex", "level": 9},
     ]
     await text(
         client,
         "create_document",
-        {"directory": "/", "file_name": "memo.docx", "content": blocks, "title": "Memo"},
+        {
+            "directory": "/",
+            "file_name": "memo.docx",
+            "content": blocks,
+            "metadata": {"title": "Memo"},
+        },
     )
     doc = fs(roots, "memo.docx")
     assert doc.paragraphs[0].text == "Q3 memo" and doc.paragraphs[0].style.name == "Heading 1"
     assert doc.paragraphs[1].text == "Revenue grew 12%." and doc.paragraphs[1].runs[1].bold
     assert doc.paragraphs[2].style.name == "List Bullet" and doc.tables[0].cell(1, 1).text == "1"
-    assert doc.core_properties.title == "Memo"
+    assert doc.core_properties.title == "Memo" and len(doc.sections) == 2
+    signed = next(p for p in doc.paragraphs if p.text == "Signed")
+    assert all(r.bold for r in signed.runs)
+    assert doc.paragraphs[-1].style.name == "Heading 4"  # upstream clamps levels to 1-4
     assert (roots.filesystem / "memo.docx").stat().st_mode & 0o777 == 0o644
-    assert "already exists" in await error(
-        client, "create_document", {"directory": "/", "file_name": "memo.docx", "content": "x"}
-    )
-    await text(
+    assert "input.content" in await error(
         client,
         "create_document",
-        {"directory": "/", "file_name": "md.docx", "content": "| a | b |\n|---|---|\n| 1 | 2 |"},
+        {"directory": "/", "file_name": "md.docx", "content": "# markdown"},
     )
-    assert fs(roots, "md.docx").tables[0].cell(1, 0).text == "1"
     await text(client, "delete_document", {"file_path": "/memo.docx"})
     assert not (roots.filesystem / "memo.docx").exists()
 
@@ -272,7 +294,17 @@ async def test_images_add_read_modify(client: Client, roots: WorldRoots) -> None
     doc = fs(roots, TABLES)
     assert len(doc.inline_shapes) == 1 and abs(doc.inline_shapes[0].width.inches - 2.0) < 1e-3
     assert "[image img0]" in await text(client, "read_document_content", {"file_path": TABLES})
-    result = await client.call_tool("read_image", {"file_path": TABLES, "annotation": "img0"})
+    assert "position must be 'start' or 'end'" in await error(
+        client,
+        "add_image",
+        {
+            "file_path": TABLES,
+            "image_path": "/logo.png",
+            "identifier": "body.p.0",
+            "position": "after",
+        },
+    )
+    result = await call(client, "read_image", {"file_path": TABLES, "annotation": "img0"})
     img = result.content[0]
     assert img.type == "image" and img.mime_type == "image/png"
     assert png_size(base64.b64decode(img.data)) == (40, 20)
@@ -281,7 +313,7 @@ async def test_images_add_read_modify(client: Client, roots: WorldRoots) -> None
         "modify_image",
         {"file_path": TABLES, "image_index": 0, "operation": "rotate", "rotation": 90},
     )
-    result = await client.call_tool("read_image", {"file_path": TABLES, "annotation": "@img0"})
+    result = await call(client, "read_image", {"file_path": TABLES, "annotation": "@img0"})
     assert png_size(base64.b64decode(result.content[0].data)) == (20, 40)
     shape = fs(roots, TABLES).inline_shapes[0]
     assert shape.height > shape.width  # the frame follows the new aspect ratio
@@ -326,3 +358,20 @@ async def test_tracked_insertions_are_read_and_flagged(client: Client) -> None:
     )
     assert "Pity the poor production file." in out
     assert "[tracked changes: +'production'" in out
+
+
+async def test_read_document_content_pages_by_page_index(client: Client) -> None:
+    paras = [{"type": "paragraph", "text": f"para {i} " + "x" * 500} for i in range(100)]
+    await text(
+        client, "create_document", {"directory": "/", "file_name": "long.docx", "content": paras}
+    )
+    first = await text(client, "read_document_content", {"file_path": "long.docx"})
+    total = int(first.rsplit("total_pages ", 1)[1].rstrip("]"))
+    assert total >= 3 and first.endswith(f"[page_index 0 of total_pages {total}]")
+    last = await text(
+        client, "read_document_content", {"file_path": "long.docx", "page_index": total - 1}
+    )
+    assert "para 99 " in last and "para 0 " not in last
+    assert "out of range: total_pages is" in await error(
+        client, "read_document_content", {"file_path": "long.docx", "page_index": total}
+    )
