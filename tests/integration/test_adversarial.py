@@ -81,12 +81,33 @@ def trials(
         make_task(root, "daemons", world_id=world, solution="daemons", grader="kwrl"),
         make_task(root, "gold-link", world_id=world, solution="gold_link", grader="kwrl"),
         make_task(root, "disk", world_id=world, solution="disk", grader="kwrl", storage_mb=64),
+        make_task(root, "host-write", world_id=world, grader="kwrl", solve=_host_write(root)),
     ]
     (tasks[1] / "tests" / "test.sh").write_text(OLD_TEST_SH)
     out = root / "out"
     cfg = RolloutConfig(agent="oracle", concurrency=3, retries=0)
     records = asyncio.run(run_rollout(tasks, cfg, out))
     return {r.task: r for r in records}, out
+
+
+def _host_write(root: Path) -> str:
+    """solve.sh that links the names harbor writes on the host (exit-code.txt when solve.sh fails)
+    to a host file, hoping harbor's write follows the link."""
+    canary = root / "canary.txt"
+    canary.write_text("host file")
+    links = " ".join(f"ln -sf {canary} /logs/agent/{n};" for n in ("exit-code.txt", "oracle.txt"))
+    return f"#!/usr/bin/env bash\n{links}\nexit 7\n"
+
+
+def test_no_host_write_follows_a_link_planted_in_the_agent_dir(
+    trials: tuple[dict[str, TrialRecord], Path],
+) -> None:
+    rec = trials[0]["host-write"]
+    trial = Path(rec.trial_dir)
+    assert (trial.parents[2] / "canary.txt").read_text() == "host file"
+    assert (trial / "agent" / "exit-code.txt").read_text() == "7"
+    assert not [p for p in (trial / "agent").rglob("*") if p.is_symlink()]
+    assert rec.reward is None or rec.reward < 0.5
 
 
 @pytest.mark.parametrize("task", ["hijack", "hijack-old"])

@@ -183,8 +183,9 @@ def make_task(
     agent_timeout_sec: float = 60.0,
     memory_mb: int = 1024,
     storage_mb: int = 10240,
+    solve: str | None = None,
 ) -> Path:
-    """One task dir at `root/tasks/<slug>` whose solve.sh is `SOLUTIONS[solution]` or
+    """One task dir at `root/tasks/<slug>` whose solve.sh is `solve`, else `SOLUTIONS[solution]` or
     `ATTACKS[solution]`."""
     from kwrl.tasks.models import ArchipelagoMeta, Verifier, VerifierValues
     from kwrl.tasks.taskdir import TaskDirConfig, TaskSpec, write_task_dir
@@ -222,7 +223,7 @@ def make_task(
         ),
         instruction="Find the Q3 revenue (in millions), write it to /filesystem/answer.txt and say it.",
         verifiers=verifiers,
-        solution=SOLUTIONS.get(solution) or ATTACKS[solution],
+        solution=solve or SOLUTIONS.get(solution) or ATTACKS[solution],
     )
     cfg = TaskDirConfig(
         agent_timeout_sec=agent_timeout_sec, memory_mb=memory_mb, cpus=1, storage_mb=storage_mb
