@@ -1,4 +1,5 @@
-"""The gateway mounts every app as `<server>_<tool>` and skips only app modules that do not exist."""
+"""The gateway mounts every app as `<server>_<tool>` with upstream's schemas, and skips only app
+modules that do not exist."""
 
 from __future__ import annotations
 
@@ -27,17 +28,23 @@ def only_my_apps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gateway, "APPS", apps)
 
 
-async def test_tools_are_named_server_underscore_tool_with_flat_schemas(
+async def test_tools_are_named_server_underscore_tool_with_upstreams_schemas(
     tmp_path: Path, only_my_apps
 ) -> None:
     server, mounted, missing = gateway.build_server(WorldRoots.of_dir(tmp_path))
     assert mounted == list(DESIGN_TOOLS) and missing == []
     async with Client(server) as c:
         tools = {t.name: t for t in await c.list_tools()}
-    assert set(tools) == {f"{s}_{t}" for s, names in DESIGN_TOOLS.items() for t in names}
-    for tool in tools.values():
-        for prop in tool.input_schema.get("properties", {}).values():
-            assert prop.get("type") != "object" and "$ref" not in str(prop), tool.name
+        assert set(tools) == {f"{s}_{t}" for s, names in DESIGN_TOOLS.items() for t in names}
+        for tool in tools.values():  # flattened as upstream publishes them: no refs, no anyOf
+            assert "$ref" not in str(tool.input_schema) and "anyOf" not in str(tool.input_schema)
+        assert list(tools["mail_send_mail"].input_schema["properties"]) == ["input"]
+        assert list(tools["chat_post_message"].input_schema["properties"]) == ["request"]
+        bad = await c.call_tool("mail_read_mail", {}, raise_on_error=False)
+        assert bad.is_error
+        assert bad.content[0].text == (  # type: ignore[union-attr]
+            "Error calling tool 'mail_read_mail': Validation error: mail_id: Field required"
+        )
 
 
 def test_a_missing_app_module_is_skipped_with_a_warning(

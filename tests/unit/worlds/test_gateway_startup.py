@@ -8,19 +8,13 @@ time to ready (benchmarks/worlds.py). These tests pin the mechanisms, not the ti
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
-
-from fastmcp import FastMCP
-from pydantic import Field
 
 import kwrl.worlds.apps as apps_pkg
 from kwrl.worlds.apps import LAZY_IMPORTS
-from kwrl.worlds.apps.base import tool
 
 APPS_DIR = Path(apps_pkg.__file__).parent
 
@@ -63,7 +57,14 @@ def _third_party_imports(path: Path) -> set[str]:
 def test_lazy_imports_list_every_document_library_the_apps_use() -> None:
     """The zygote preloads LAZY_IMPORTS; a library missing from it is paid for per trial."""
     used = set().union(*(_third_party_imports(p) for p in APPS_DIR.glob("*.py")))
-    known = set(sys.stdlib_module_names) | {"kwrl", "fastmcp", "pydantic", "mcp", "starlette"}
+    known = set(sys.stdlib_module_names) | {
+        "kwrl",
+        "fastmcp",
+        "pydantic",
+        "mcp",
+        "starlette",
+        "anyio",
+    }
     assert used - known == {m.split(".")[0] for m in LAZY_IMPORTS}
 
 
@@ -76,30 +77,3 @@ def test_preload_imports_every_lazy_library() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
-
-
-def _tools(mcp: FastMCP) -> list[dict[str, object]]:
-    return [t.to_mcp_tool().model_dump(mode="json") for t in asyncio.run(mcp.list_tools())]
-
-
-def test_tool_registers_the_same_tool_as_mcp_tool() -> None:
-    def make() -> object:
-        def summarise(
-            path: Annotated[str, Field(description="File to read")],
-            limit: Annotated[int, Field(description="At most this many lines")] = 20,
-            mode: str | None = None,
-        ) -> str:
-            """Summarise a file.
-            The second line says more: shown to the model verbatim."""
-            return f"{path} {limit} {mode}"
-
-        return summarise
-
-    plain, fast = FastMCP("plain"), FastMCP("fast")
-    plain.tool(make())  # type: ignore[arg-type]
-    registered = tool(fast)(make())  # type: ignore[type-var]
-    assert _tools(fast) == _tools(plain)
-    assert _tools(fast)[0]["description"] == (
-        "Summarise a file.\nThe second line says more: shown to the model verbatim."
-    )
-    assert registered("a.txt", 3) == "a.txt 3 None"  # type: ignore[operator]

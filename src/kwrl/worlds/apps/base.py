@@ -1,44 +1,17 @@
-"""What every app shares: tool registration, path confinement, tool errors, paging.
+"""What every app shares: path confinement and tool errors.
 
-Tools are registered with `@tool(mcp)` (not `@mcp.tool`, see its docstring: it keeps gateway
-start-up cheap). Tools raise `fastmcp.exceptions.ToolError` with a message a model can act on; the
-server keeps serving. Every path argument goes through `confine`, which refuses absolute paths that
+Tools are registered with `kwrl.worlds.apps.contract.contract_tool` (Archipelago's schemas). They
+raise `fastmcp.exceptions.ToolError` with a message a model can act on; the server keeps serving. Every path argument goes through `confine`, which refuses absolute paths that
 leave the root, `..` escapes and symlinks resolving outside the root.
 """
 
 from __future__ import annotations
 
-import inspect
-import typing
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
-__all__ = ["ToolError", "confine", "page_text", "rel", "tool"]
-
-
-def tool[F: Callable[..., Any]](mcp: FastMCP) -> Callable[[F], F]:
-    """`@tool(mcp)`: register the function as a tool of `mcp`, like `@mcp.tool`, only cheaper.
-
-    The tool is the same (name, description = the docstring, schema); building it costs about a
-    third less CPU, and griffe is never imported. fastmcp evaluates a tool's annotations about seven times while building it, and they
-    are strings here (`from __future__ import annotations`), compiled and evaluated each time: they
-    are resolved once, in place. It also parses the docstring with griffe (~0.3 s to import) for
-    per-parameter docs, which the apps never write (they use `Field(description=...)`): the
-    docstring is passed as the description instead, and cleared so that nothing parses it.
-    """
-
-    def register(fn: F) -> F:
-        fn.__annotations__ = typing.get_type_hints(fn, include_extras=True)
-        description = inspect.getdoc(fn)
-        fn.__doc__ = None
-        mcp.tool(fn, description=description)
-        return fn
-
-    return register
+__all__ = ["ToolError", "confine", "rel"]
 
 
 def confine(root: Path, path: str, *, must_exist: bool = False, kind: str = "path") -> Path:
@@ -66,14 +39,3 @@ def confine(root: Path, path: str, *, must_exist: bool = False, kind: str = "pat
 def rel(root: Path, path: Path) -> str:
     """The model-facing path of `path`: '/' + its path relative to the root."""
     return "/" + path.resolve().relative_to(root.resolve()).as_posix()
-
-
-def page_text(text: str, *, offset: int = 0, limit: int = 20_000) -> str:
-    """Return a window of `text`; when cut, say how to read the next page."""
-    if offset < 0:
-        raise ToolError("offset must be >= 0")
-    chunk = text[offset : offset + limit]
-    end = offset + len(chunk)
-    if end < len(text):
-        chunk += f"\n\n[truncated: showing characters {offset}-{end} of {len(text)}; call again with offset={end}]"
-    return chunk
