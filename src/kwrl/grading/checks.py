@@ -8,11 +8,11 @@ criterion with a machine check is graded by it; the judge grades the rest.
 
 The checks keep the judge's semantics (DESIGN §6: strict; claims are not evidence; hedging fails):
 - What is read follows the judge's view: a criterion expecting a file type reads only the
-  produced files of that type, not the answer; "Final Answer Only" reads only the answer; when no
-  file of the expected type was produced the check fails. File names are never read as content.
+  produced files of that type, and when none was produced the check fails; the check's `source`
+  says whether the answer, the files or both count. File names are never read as content.
 - Produced text is what the trial wrote (`Evidence.changed_text`: a created file whole, the added
-  lines of a modified one), and pasted world data is cut out first (`Evidence.own_text`): a dump
-  of the world's chat, mail or files states nothing.
+  lines of a modified one), and a dump of the world's chat, mail or files states nothing
+  (`Evidence.own_text`).
 - A value counts only when the text asserts it (`value_asserted`): it fails when the text offers
   more than `MAX_CANDIDATES` other values of the same magnitude (a spray such as `1 2 3 … 5000`),
   when the value sits in a bare list of numbers, or when it is joined to another value by "or",
@@ -81,19 +81,21 @@ class View:
 
 
 def view_of(ev: Evidence, expected_file_type: str | None) -> View:
-    """The judge's view of a criterion (see module docstring), with pasted world data cut out."""
+    """What a check may read (see module docstring); a dump reads as empty.
+
+    The file type filters the produced files as the judge's does (a type naming extensions keeps
+    only those files; when none was produced the check fails); the check's own `source` says
+    whether the answer, the files or both are read."""
     selected = ev.select_artifacts(expected_file_type)
     if selected is None:
         return View(None, None, [], [], missing_type=expected_file_type)
     scope, arts = selected
+    if scope == "answer":  # "Final Answer Only": a check that asks for files still reads them
+        arts = ev.artifacts
     notes: list[str] = []
-    answer = None
-    if scope != "files":
-        answer, note = ev.own_text(ev.answer)
-        if note:
-            notes.append(f"final answer: {note}")
-    if scope == "answer":
-        return View(answer, None, ["final answer"], notes)
+    answer, note = ev.own_text(ev.answer)
+    if note:
+        notes.append(f"final answer: {note}")
     parts: list[str] = []
     seen: list[str] = []
     for a in arts:
@@ -108,7 +110,7 @@ def view_of(ev: Evidence, expected_file_type: str | None) -> View:
     files, note = ev.own_text("\n\n".join(parts))
     if note:
         notes.append(f"produced files: {note}")
-    return View(answer, files, (["final answer"] if answer is not None else []) + seen, notes)
+    return View(answer, files, ["final answer", *seen], notes)
 
 
 def source_text(view: View, source: Source) -> str:
@@ -305,13 +307,14 @@ def needle_stated(text: str, needle: str, max_candidates: int = 12) -> tuple[boo
     return True, f"{needle!r} stated"
 
 
+_HasRivals = ContainsCheck | RegexCheck | MailSentCheck | ChatPostedCheck
+
+
 def _word_re(s: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(norm(s)) + r"(?!\w)")
 
 
-def rivals_named(
-    text: str, answers: list[str], c: ContainsCheck | RegexCheck
-) -> tuple[list[str], str | None]:
+def rivals_named(text: str, answers: list[str], c: _HasRivals) -> tuple[list[str], str | None]:
     """(the rivals the text names, a rival hedged with an answer by 'or' or None)."""
     t = norm(text)
     mine = {norm(a) for a in answers}
@@ -340,7 +343,7 @@ def rivals_named(
     return sorted(named), hedge
 
 
-def _rival_failure(text: str, answers: list[str], c: ContainsCheck | RegexCheck) -> str | None:
+def _rival_failure(text: str, answers: list[str], c: _HasRivals) -> str | None:
     named, hedge = rivals_named(text, answers, c)
     if hedge is not None:
         return f"hedges between the answer and {hedge!r}"
@@ -536,7 +539,8 @@ def check_mail_sent(
     for m in to_them:
         if (
             not _contains(m.subject, c.subject_contains, [])[0]
-            and not _contains(ev.own_text(m.body)[0], c.body_contains, [])[0]
+            and not _contains(body := ev.own_text(m.body)[0], c.body_contains, [])[0]
+            and _rival_failure(body, c.body_contains, c) is None
         ):
             return CheckResult(
                 True, f"mail to {c.to} with subject {m.subject!r} was sent", [f"mail: {m.subject}"]
@@ -556,6 +560,17 @@ def check_mail_sent(
 def check_event_exists(
     c: EventExistsCheck, ev: Evidence, expected_file_type: str | None = None
 ) -> CheckResult:
+    """An event booked at several times is a hedge: when a date is checked, the new or changed
+    events with the title must all start at the same time."""
+    titled = [e for e in ev.events if norm(c.title_contains) in norm(e.summary)]
+    starts = sorted({e.start for e in titled})
+    if c.date and len(starts) > 1:
+        return CheckResult(
+            False,
+            f"{len(titled)} events titled {c.title_contains!r} at {len(starts)} different times "
+            f"({starts[:5]}): a spread of bookings, not a booking",
+            [f"event: {e.summary}" for e in titled],
+        )
     for e in ev.events:
         if norm(c.title_contains) not in norm(e.summary):
             continue
@@ -575,7 +590,8 @@ def check_chat_posted(
 ) -> CheckResult:
     in_channel = [p for p in ev.chat if p.in_channel(c.channel)]
     for p in in_channel:
-        if not _contains(ev.own_text(p.text)[0], c.all_of, [])[0]:
+        text = ev.own_text(p.text)[0]
+        if not _contains(text, c.all_of, [])[0] and _rival_failure(text, c.all_of, c) is None:
             return CheckResult(
                 True, f"post in {c.channel} contains {c.all_of}", [f"chat: {c.channel}"]
             )

@@ -17,12 +17,12 @@ judge call (`None` is returned).
 
 For the machine checks (`checks.py`), `changed_text(rel)` is what the trial wrote into a file: the
 whole text of a created file, only the added lines of a modified one (text a file already held is
-not the agent's statement), '' for an untouched one. `own_text(text)` removes what was pasted: the
+not the agent's statement), '' for an untouched one. `own_text(text)` is '' for a dump: the
 world's data comes in units (a chat post, a mail's subject and each body line, an event's fields,
 each line of a rendered file, each of at least `UNIT_MIN_WORDS` words); a text that holds
-`DUMP_MIN_UNITS` or more of them verbatim is a dump, and those units are cut out so only the rest
-counts. Units survive any dump format (a tool's JSON, the raw store, a rendering), and quoting a
-few clauses or one message is not a dump. The world's units are built only for texts long enough.
+`DUMP_MIN_UNITS` or more of them verbatim pastes the world wholesale, and nothing in it counts as
+stated (quoting a few clauses or messages is far below that). Units survive any dump format (a
+tool's JSON, the raw store, a rendering). The world's units are built only for long texts.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ _KIND_TYPES: dict[str, ArtifactKind] = {
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,5}\b")
 UNIT_MIN_WORDS = 3
 """Words a piece of world data needs to count as a unit that can be pasted."""
-DUMP_MIN_UNITS = 8
+DUMP_MIN_UNITS = 15
 """Distinct world units a text must hold verbatim to be a dump."""
 
 
@@ -84,6 +84,7 @@ def display_path(rel: str) -> str:
 
 
 _EMPTY = StateView.of([])
+_UNITS_CACHE: dict[tuple[tuple[str, str, int, int], ...], frozenset[str]] = {}
 
 
 @dataclass
@@ -160,7 +161,21 @@ class Evidence:
 
     @cached_property
     def world_units(self) -> frozenset[str]:
-        """The world's data in pasteable units (see module docstring), normalised."""
+        """The world's data in pasteable units (see module docstring), normalised; kept for a
+        few initial states (a batch of trials of one world renders it once)."""
+        files = self.initial.files()
+        key = tuple(
+            sorted(
+                (rel, str(p), p.stat().st_size, p.stat().st_mtime_ns) for rel, p in files.items()
+            )
+        )
+        if key not in _UNITS_CACHE:
+            if len(_UNITS_CACHE) >= 4:
+                _UNITS_CACHE.pop(next(iter(_UNITS_CACHE)))
+            _UNITS_CACHE[key] = self._world_units()
+        return _UNITS_CACHE[key]
+
+    def _world_units(self) -> frozenset[str]:
         apps = [r for r in self.initial.files() if r.startswith(_APP_DIRS)]
         pieces: list[str] = []
         for rel in self.initial.files():
@@ -175,16 +190,18 @@ class Evidence:
         return frozenset(u for u in units if len(u.split()) >= UNIT_MIN_WORDS)
 
     def own_text(self, text: str) -> tuple[str, str | None]:
-        """(text without pasted world data, a note when it was a dump) — see module docstring."""
+        """(the text, None), or ('', a note) when it is a dump (see module docstring)."""
         if len(text.split()) < UNIT_MIN_WORDS * DUMP_MIN_UNITS:
             return text, None
         t = " ".join(text.casefold().split())
         found = [u for u in self.world_units if u in t]
         if len(found) < DUMP_MIN_UNITS:
             return text, None
-        for u in sorted(found, key=len, reverse=True):
-            t = t.replace(u, " ")
-        return " ".join(t.split()), f"{len(found)} pieces of the world's data pasted verbatim (cut)"
+        pasted = sum(len(u.split()) for u in found)
+        return "", (
+            f"a dump: {len(found)} pieces of the world's data ({pasted} of {len(t.split())} "
+            "words) pasted verbatim; pasted data states nothing"
+        )
 
     @property
     def file_changes(self) -> list[FileChange]:

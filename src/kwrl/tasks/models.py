@@ -188,8 +188,9 @@ class DocContainsCheck(_Strict):
     all_of: list[str] = Field(min_length=1)
 
 
-class MailSentCheck(_Strict):
-    """A mail sent during the trial went to `to` and its subject/body contain the given strings."""
+class MailSentCheck(_Rivals):
+    """A mail sent during the trial went to `to` and its subject/body contain the given strings
+    (rivals are looked for in the body)."""
 
     kind: Literal["mail_sent"] = "mail_sent"
     to: str
@@ -206,7 +207,7 @@ class EventExistsCheck(_Strict):
     attendee: str | None = None
 
 
-class ChatPostedCheck(_Strict):
+class ChatPostedCheck(_Rivals):
     """A chat message posted during the trial in `channel` contains every string in `all_of`."""
 
     kind: Literal["chat_posted"] = "chat_posted"

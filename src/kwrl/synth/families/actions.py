@@ -9,7 +9,15 @@ from __future__ import annotations
 from datetime import date
 
 from kwrl.synth.cast import Project
-from kwrl.synth.families.base import TIME_RIVALS, Call, Criterion, TaskDraft, read_call, table_file
+from kwrl.synth.families.base import (
+    TIME_RIVALS,
+    Call,
+    Criterion,
+    TaskDraft,
+    others,
+    read_call,
+    table_file,
+)
 from kwrl.synth.families.lookup import row_phrase, value_text
 from kwrl.synth.families.metrics import metrics
 from kwrl.synth.rng import Rng
@@ -34,7 +42,7 @@ def reply_figure(w: World, p: Project, rng: Rng) -> TaskDraft:
         "reply_figure", "medium", None, prompt,
         [
             Criterion(f"A reply to {contact} states {row_phrase(w, p, row, period)} as {vt}", MailSentCheck(to=contact, body_contains=[vt])),
-            Criterion(f"The reply to {contact} names the period {period}", MailSentCheck(to=contact, body_contains=[period])),
+            Criterion(f"The reply to {contact} names the period {period}", MailSentCheck(to=contact, body_contains=[period], rivals=others(period, p.table.periods))),
         ],
         [Call("mail_read_mail", {"mail_id": mail_id}), read_call(path), Call("mail_reply_mail", {"original_mail_id": mail_id, "body": body})],
         f"Replied to {contact}: {row} for {period} is {vt} ({unit}).", input_files=[path],

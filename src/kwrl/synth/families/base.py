@@ -10,6 +10,7 @@ solution/gold_calls.json and solution/solve.sh.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -117,6 +118,23 @@ DATE_RIVALS = (
 """Any date (ISO, '5 March', 'March 5'): rivals of a date answer (checks' `rival_pattern`)."""
 TIME_RIVALS = r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s?(am|pm|a\.m\.|p\.m\.)"
 """Any time of day: rivals of a time answer."""
+
+
+def shape_pattern(text: str) -> str | None:
+    """A regex for strings shaped like `text` (a case number 2025-CV-3980 -> any \\d{4}-[a-z]{2}-\\d{4}):
+    the rivals of an identifier answer. None for a text without digits."""
+    if not any(ch.isdigit() for ch in text):
+        return None
+    out = []
+    for m in re.finditer(r"\d+|[A-Za-z]+|.", text):
+        run = m.group(0)
+        if run.isdigit():
+            out.append(rf"\d{{{len(run)}}}")
+        elif run.isalpha():
+            out.append(rf"[a-z]{{{len(run)}}}")
+        else:
+            out.append(re.escape(run))
+    return r"(?<![\w-])" + "".join(out) + r"(?![\w-])"
 
 
 def others(chosen: str, pool: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ from kwrl.synth.families.base import (
     num,
     others,
     read_call,
+    shape_pattern,
     table_file,
     unit_word,
 )
@@ -69,7 +70,9 @@ def _fact_criterion(f: Fact, what: str) -> Criterion:
         dated = re.fullmatch(r"\d{4}-\d{2}-\d{2}", f.text) is not None
         return Criterion(
             f"States that {what} is {f.text}",
-            ContainsCheck(all_of=[f.text], rival_pattern=DATE_RIVALS if dated else None),
+            ContainsCheck(
+                all_of=[f.text], rival_pattern=DATE_RIVALS if dated else shape_pattern(f.text)
+            ),
         )
     return Criterion(f"States that {what} is {f.text}", num(f.value, pct=f.unit == "%"))
 
