@@ -212,3 +212,75 @@ def test_chat_posted_in_the_right_channel(world: Path, tmp_path: Path) -> None:
     assert not check(
         ev, kind="chat_posted", channel="general", all_of=["hi all"]
     ).passed  # old post
+
+
+# --------------------------------------------------------------------------- the judge's semantics
+
+
+def test_a_value_counts_only_when_asserted() -> None:
+    from kwrl.grading.checks import value_asserted
+
+    def stated(text: str, value: float = 283.0) -> bool:
+        return value_asserted(text, value, 0.005)[0]
+
+    assert stated("Revenue for FY2025 was $283.0m, up from $251.2m in FY2024.")
+    assert stated("It shows 1,234.5 but the workbook has 1,100.2.", 1100.2)
+    assert stated("EBITDA / revenue = 141.5 / 283.0 = 50.0%")
+    assert not stated(" ".join(str(i) for i in range(1, 5001)))  # the spray
+    assert not stated("Revenue was either $283.0m or $290m.")  # the hedge
+    assert not stated("Revenue was between 283.0 and 290.")
+    assert not stated("Revenue was 283.0-290.")
+    assert not stated("Candidates: 250, 283.0, 310")  # a bare list
+    assert not stated("Revenue was $290m.")
+    years = "The figure is for 2024."
+    assert value_asserted(years, 2024, 0)[0]
+    assert not value_asserted("2020 2021 2022 2023 2024 2025", 2024, 0)[0]
+
+
+def test_text_answers_fail_when_they_list_or_hedge_rivals(world: Path) -> None:
+    ev = evidence(world, world, "Jane Smith sent it; the deck's 2024 Revenue is wrong.")
+    who = {"kind": "contains", "all_of": ["Smith"], "rivals": ["Jones", "Brown", "Lee"]}
+    assert check(ev, **who).passed
+    for answer in ("It was Smith, Jones, Brown or Lee.", "Either Smith or Jones sent it."):
+        assert not check(evidence(world, world, answer), **who).passed
+    assert check(evidence(world, world, "Smith sent it, not Jones."), **who).passed  # one ruled out
+    date = {"kind": "regex", "pattern": "2026-03-05", "rival_pattern": r"\d{4}-\d{2}-\d{2}"}
+    assert check(evidence(world, world, "On 2026-03-05."), **date).passed
+    many = " ".join(f"2026-03-{d:02d}" for d in range(1, 20))
+    assert not check(evidence(world, world, many), **date).passed
+
+
+def test_file_checks_read_what_the_trial_wrote_of_the_expected_type(
+    world: Path, tmp_path: Path
+) -> None:
+    final = copy_state(world, tmp_path / "final")
+    write_files(final, {"filesystem/Outputs/12.34% 1,234.5.txt": "see the name"})
+    deck = "Presentations (.pptx, .ppt, .odp)"
+    spec = CHECK.validate_python({"kind": "number", "value": 12.34, "source": "files"})
+    names_only = evidence(world, final)
+    assert not run_check(spec, names_only, deck).passed  # no deck: fails like the judge
+    assert not run_check(spec, names_only, None).passed  # a name is not content
+    write_files(final, {"filesystem/Outputs/rate.txt": "The rate is 12.34%."})
+    assert run_check(spec, evidence(world, final), None).passed
+    # A modified file counts by what was added: the memo already said 12.34%.
+    memo = docx.Document(str(final / "filesystem/memo.docx"))
+    memo.add_paragraph("Old rate: 12.34%.")
+    memo.save(str(world / "filesystem/memo.docx"))
+    memo.add_paragraph("Analyst update: nothing new.")
+    memo.save(str(final / "filesystem/memo.docx"))
+    (final / "filesystem/Outputs/rate.txt").unlink()
+    ev = evidence(world, final)
+    assert not run_check(spec, ev, None).passed
+    assert check(ev, kind="doc_contains", path="/memo.docx", all_of=["Analyst update"]).passed
+    assert not check(ev, kind="doc_contains", path="/memo.docx", all_of=["Old rate"]).passed
+
+
+def test_a_dump_of_the_world_states_nothing(world: Path) -> None:
+    lines = [f"Posted note number {i} about the quarterly figures for the team." for i in range(20)]
+    write_files(world, {"filesystem/notes.txt": "\n".join(lines)})
+    dump = "\n".join(lines) + "\nThe rate is 12.34%."
+    ev = evidence(world, world, dump)
+    assert ev.own_text(dump)[0] == ""
+    assert not check(ev, kind="number", value=12.34).passed
+    assert check(evidence(world, world, "\n".join(lines[:3]) + "\nThe rate is 12.34%."),
+                 kind="number", value=12.34).passed  # fmt: skip
