@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
 from kwrl.sandbox import zygote
-from kwrl.sandbox.base import SandboxLimitError
+from kwrl.sandbox.base import SandboxLimitError, base_env
 from kwrl.sandbox.local import OUTPUT_CAP
 from kwrl.sandbox.testing import make_environment, make_task, make_world
 from kwrl.tasks.taskdir import TEST_SH_TEXT
@@ -203,6 +203,10 @@ async def test_the_relay_socket_output_and_agent_logs_are_bounded(
             "cat /proc/$pid/environ > /dev/null 2>&1 || echo ENVIRON-DENIED"
         )
         assert SECRET not in r.stdout and "ENVIRON-DENIED" in r.stdout
+        # Nothing harbor passes to exec (the verifier's env, a judge's key) reaches agent code.
+        r = await env.exec("env", env={"OPENAI_API_KEY": SECRET, "KWRL_JUDGE": "x"})
+        names = {line.split("=", 1)[0] for line in r.stdout.splitlines()}
+        assert names - {"PWD", "SHLVL", "_", "OLDPWD"} == set(base_env("/kwrl/run/gateway.sock"))
         # 8: output is capped, head and tail kept.
         r = await env.exec("echo START; head -c 40M /dev/zero | tr '\\0' x; echo END")
         assert len(r.stdout) < OUTPUT_CAP + 1000
