@@ -14,7 +14,7 @@ that resolves to the very same file in both views is skipped outright.
 
 `write_changes_archive` / `read_changes_archive` are the trial's `changes.tar.gz` (docs/contracts.md):
 every created or modified file of the final state at its relative path, plus `changes.json`
-listing created, modified and deleted paths. Reading one back (`kwrl grade`, on the host) goes
+listing created, modified and deleted paths (and `omitted`: files left out past the size cap). Reading one back (`kwrl grade`, on the host) goes
 through `kwrl.tasks.archive.extract_tar`: no member outside the two subsystems, no link leaving the
 destination, and at most `max_bytes` written, counted on the bytes actually extracted.
 
@@ -30,13 +30,14 @@ import io
 import json
 import os
 import tarfile
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
-from kwrl.io import write_bytes
+from kwrl.grading.files import UnsafeFileError, open_regular
 from kwrl.tasks.archive import ByteBudget, extract_tar
 from kwrl.worlds.layout import SUBSYSTEMS
 
@@ -158,21 +159,49 @@ def diff_states(initial: StateView, final: StateView) -> list[FileChange]:
 # --------------------------------------------------------------------------- changes.tar.gz
 
 
-def write_changes_archive(changes: list[FileChange], path: Path) -> None:
-    """Write `changes.tar.gz`: created/modified files at their relative paths + changes.json."""
-    listing: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
-        for ch in changes:
-            listing[ch.change].append(ch.path)
-            if ch.after is not None:
-                tar.add(str(ch.after), arcname=ch.path, recursive=False)
-        data = json.dumps(listing, indent=2).encode()
-        info = tarfile.TarInfo(CHANGES_JSON)
-        info.size = len(data)
-        info.mode = 0o644
-        tar.addfile(info, io.BytesIO(data))
-    write_bytes(path, buf.getvalue())
+def write_changes_archive(
+    changes: list[FileChange], path: Path, *, max_bytes: int = MAX_CHANGES_BYTES
+) -> None:
+    """Write `changes.tar.gz`: created/modified files at their relative paths + changes.json.
+
+    Streamed to a temp file beside `path` and renamed into place (never held in memory); files are
+    added through an fd opened without following links, and once `max_bytes` of content is in, the
+    rest are left out and listed under `omitted` (a regrade sees them as absent)."""
+    listing: dict[str, list[str]] = {"created": [], "modified": [], "deleted": [], "omitted": []}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".changes-", suffix=".tar.gz", dir=path.parent)
+    try:
+        with (
+            os.fdopen(fd, "wb") as out,
+            tarfile.open(fileobj=out, mode="w:gz", compresslevel=6) as tar,
+        ):
+            used = 0
+            for ch in changes:
+                listing[ch.change].append(ch.path)
+                if ch.after is None:
+                    continue
+                try:
+                    src = os.fdopen(open_regular(ch.after), "rb")
+                except UnsafeFileError:
+                    listing["omitted"].append(ch.path)
+                    continue
+                with src:
+                    info = tar.gettarinfo(fileobj=src, arcname=ch.path)
+                    if used + info.size > max_bytes:
+                        listing["omitted"].append(ch.path)
+                        continue
+                    used += info.size
+                    tar.addfile(info, src)
+            data = json.dumps(listing, indent=2).encode()
+            info = tarfile.TarInfo(CHANGES_JSON)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def read_changes_archive(

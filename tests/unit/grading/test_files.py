@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import tarfile
@@ -13,7 +14,7 @@ import docx
 import pytest
 
 from kwrl.errors import UnsafeArchiveError
-from kwrl.grading.diff import StateView, diff_states, read_changes_archive
+from kwrl.grading.diff import StateView, diff_states, read_changes_archive, write_changes_archive
 from kwrl.grading.files import MAX_UNZIPPED_BYTES, read_answer
 from kwrl.grading.render import render_file
 
@@ -111,3 +112,23 @@ def test_a_changes_archive_with_links_or_foreign_members_is_refused(tmp_path: Pa
         tf.addfile(info)
     with pytest.raises(UnsafeArchiveError, match=r"outside filesystem/ and \.apps_data/"):
         read_changes_archive(archive, tmp_path / "out2")
+
+
+def test_the_changes_archive_is_streamed_and_capped(tmp_path: Path) -> None:
+    world = tmp_path / "world"
+    (world / "filesystem").mkdir(parents=True)
+    final = tmp_path / "final"
+    (final / "filesystem").mkdir(parents=True)
+    (final / "filesystem" / "small.txt").write_text("kept")
+    (final / "filesystem" / "big.bin").write_bytes(bytes(3_000_000))
+    changes = diff_states(StateView.of([world]), StateView.of([final]))
+    archive = tmp_path / "out" / "changes.tar.gz"
+    write_changes_archive(changes, archive, max_bytes=1_000_000)
+    listing = read_changes_archive(archive, tmp_path / "back")
+    assert listing["created"] == ["filesystem/big.bin", "filesystem/small.txt"]
+    assert (tmp_path / "back/filesystem/small.txt").read_text() == "kept"
+    assert not (tmp_path / "back/filesystem/big.bin").exists()
+    with tarfile.open(archive) as tf:
+        member = tf.extractfile("changes.json")
+        assert member is not None and json.load(member)["omitted"] == ["filesystem/big.bin"]
+    assert [p.name for p in archive.parent.iterdir()] == ["changes.tar.gz"]  # no temp file left
