@@ -21,12 +21,12 @@ NOTES = "Q3 revenue: 1,204,000 EUR\nHeadcount: 41\n"
 TURNS = [
     # 1: a well-formed call
     "I'll read the notes first.\n<tool_call>\n"
-    '{"name": "filesystem_read_text_file", "arguments": {"path": "/notes.txt"}}\n</tool_call>',
+    '{"name": "filesystem_read_text_file", "arguments": {"file_path": "/notes.txt"}}\n</tool_call>',
     # 2: malformed JSON -> corrective message
     '<tool_call>\n{"name": "filesystem_list_files", "arguments": {"path": "/"</tool_call>',
     # 3: an unknown tool and a tool error (missing file) in one turn
     '<tool_call>\n{"name": "filesystem_nope", "arguments": {}}\n</tool_call>\n'
-    '<tool_call>\n{"name": "filesystem_read_text_file", "arguments": {"path": "/missing.txt"}}\n</tool_call>',
+    '<tool_call>\n{"name": "filesystem_read_text_file", "arguments": {"file_path": "/missing.txt"}}\n</tool_call>',
     # 4: final answer
     "Q3 revenue was 1,204,000 EUR and headcount was 41.",
 ]
@@ -145,7 +145,7 @@ class _ChatPolicy:
                 "type": "function",
                 "function": {
                     "name": "filesystem_read_text_file",
-                    "arguments": '{"path": "/notes.txt"}',
+                    "arguments": '{"file_path": "/notes.txt"}',
                 },
             }
             return Completion(text="Reading.", tool_calls=[call], usage={"prompt_tokens": 100})

@@ -44,18 +44,25 @@ async def test_apps_output_is_graded(tmp_path: Path) -> None:
     shutil.copytree(tmp_path / "world", tmp_path / "final")
     final = WorldRoots.of_dir(tmp_path / "final")
 
-    await call(mail.build(final), "send_mail", {"to_email": "cfo@acme.example", "subject": "Atlas model v2",
-                                                 "body": "EV is $1.2bn; details attached.", "cc": []})  # fmt: skip
-    await call(calendar.build(final), "create_event", {"summary": "Atlas IC meeting", "start": "2025-04-02T15:00",
-                                                        "attendees": ["cfo@acme.example"]})  # fmt: skip
+    # the calls as Archipelago's tools take them (input/request envelopes)
+    await call(mail.build(final), "send_mail", {"input": {
+        "from_email": "ana.lima@northwind.example", "to_email": "cfo@acme.example",
+        "subject": "Atlas model v2", "body": "EV is $1.2bn; details attached.", "cc": []}})  # fmt: skip
+    await call(calendar.build(final), "create_event", {"request": {
+        "summary": "Atlas IC meeting", "start": {"dateTime": "2025-04-02T15:00:00"},
+        "end": {"dateTime": "2025-04-02T16:00:00"}, "attendees": [{"email": "cfo@acme.example"}]}})  # fmt: skip
     chat_app = chat.build(final)
     await call(
-        chat_app, "post_message", {"channel_id": "atlas", "text": "IC memo is ready for review"}
+        chat_app,
+        "post_message",
+        {"request": {"channel_id": "atlas", "message": "IC memo is ready for review"}},
     )
     await call(
-        chat_app, "add_reaction", {"channel_id": "general", "message_id": "m0001", "emoji": "🎉"}
+        chat_app,
+        "add_reaction",
+        {"request": {"channel_id": "general", "post_id": "m0001", "emoji_name": "🎉"}},
     )
-    await call(chat_app, "delete_post", {"channel_id": "general", "message_id": "m0002"})
+    await call(chat_app, "delete_post", {"request": {"channel_id": "general", "post_id": "m0002"}})
 
     ev = Evidence.collect(task="t", answer="", initial=StateView.of([tmp_path / "world"]),
                           final=StateView.of([tmp_path / "final"]))  # fmt: skip
