@@ -42,7 +42,7 @@ DESIGN_TOOLS = {
              "page_orientation", "add_image", "modify_image", "read_image"],
     "excel": ["create_spreadsheet", "delete_spreadsheet", "read_tab", "read_csv", "list_tabs_in_spreadsheet", "add_tab",
               "delete_tab", "edit_spreadsheet", "add_content_text", "delete_content_cell", "create_chart", "filter_tab"],
-    "powerpoint": ["create_slides", "add_slide", "edit_slides", "delete_slides", "read_slides", "read_completedeck",
+    "powerpoint": ["create_deck", "add_slide", "edit_slides", "delete_deck", "read_slides", "read_completedeck",
                    "read_individualslide", "add_shape", "insert_chart", "insert_table", "add_image", "modify_image", "read_image"],
     "pdfs": ["read_pdf_pages", "search_pdf", "read_page_as_image", "read_image", "create_pdf"],
     "mail": ["list_mails", "read_mail", "search_mail", "send_mail", "reply_mail", "reply_all_mail", "forward_mail"],
@@ -146,71 +146,80 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
         async with GatewayClient(gateway) as gw:
 
             async def ok(tool: str, args: dict[str, Any]) -> str:
-                r = await gw.call_tool(tool, args)
+                r = await gw.call_flat(tool, args)  # envelope fields flat, as the agent sends them
                 assert not r.is_error, f"{tool}: {result_text(r)}"
                 return result_text(r)
 
             async def js(tool: str, args: dict[str, Any]) -> Any:
                 return json.loads(await ok(tool, args))
 
-            assert "[dir]  docx/" in await ok("filesystem_list_files", {"path": "/"})
-            assert await ok("filesystem_read_text_file", {"path": "/notes.txt"}) == "alpha\nbeta\n"
-            img = await gw.call_tool("filesystem_read_image_file", {"path": "/logo.png"})
+            assert "'docx' (folder)" in await ok("filesystem_list_files", {"path": "/"})
+            assert (
+                await ok("filesystem_read_text_file", {"file_path": "/notes.txt"})
+                == "alpha\nbeta\n"
+            )
+            img = await gw.call_tool("filesystem_read_image_file", {"file_path": "/logo.png"})
             assert base64.b64decode(img.content[0].data) == PNG  # type: ignore[union-attr]
             found = await ok("filesystem_search_files", {"pattern": "*.pptx"})
-            assert (
-                found.splitlines()[0]
-                == f"{len(list((roots.filesystem / 'pptx').iterdir()))} matches"
+            n_pptx = len(list((roots.filesystem / "pptx").iterdir()))
+            assert found.splitlines()[0] == f"Found {n_pptx} file(s) matching '*.pptx':"
+            meta = await ok(
+                "filesystem_get_file_metadata", {"file_path": "/pdf/pypdf__crazyones.pdf"}
             )
-            meta = await js("filesystem_get_file_metadata", {"path": "/pdf/pypdf__crazyones.pdf"})
-            assert (
-                meta["size_bytes"]
-                == (roots.filesystem / "pdf" / "pypdf__crazyones.pdf").stat().st_size
-            )
-            assert "  xlsx/" in await ok("filesystem_get_directory_tree", {})
-            out = await ok(
-                "code_execution_code_exec", {"code": "import os; print(len(os.listdir('docx')))"}
-            )
-            assert out.split("stdout:\n")[1].strip() == str(
+            size = (roots.filesystem / "pdf" / "pypdf__crazyones.pdf").stat().st_size
+            assert f"Size: {size} bytes" in meta
+            assert "── xlsx/" in await ok("filesystem_get_directory_tree", {})
+            # upstream's code_exec: the code is a shell command
+            out = await js("code_execution_code_exec", {"code": "ls docx | wc -l"})
+            assert out["success"] and out["output"].strip() == str(
                 len(list((roots.filesystem / "docx").iterdir()))
             )
+            raw = await gw.call_tool("code_execution_code_exec", {"request": {"code": "echo hi"}})
+            assert json.loads(result_text(raw)) == {"success": True, "output": "hi\n"}
 
             mails = await js("mail_list_mails", {"limit": 3})
             first = mails["mails"][0]["mail_id"]
             assert "subject:" in await ok("mail_read_mail", {"mail_id": first})
-            assert (await js("mail_search_mail", {"query": "atlas"}))["total"] > 0
-            sent = await ok(
+            assert (await js("mail_search_mail", {"subject": "atlas"}))["total"] > 0
+            sent = await js(
                 "mail_send_mail",
                 {
+                    "from_email": "ana.lima@northwind.example",
                     "to_email": ["ben.okafor@northwind.example"],
                     "subject": "Q3 deck",
                     "body": "Done.",
                 },
             )
             for tool, args in [
-                ("mail_reply_mail", {"mail_id": first, "body": "ok"}),
-                ("mail_reply_all_mail", {"mail_id": first, "body": "ok all"}),
+                ("mail_reply_mail", {"original_mail_id": first, "body": "ok"}),
+                ("mail_reply_all_mail", {"original_mail_id": first, "body": "ok all"}),
                 (
                     "mail_forward_mail",
-                    {"mail_id": first, "to_email": "dana.novak@northwind.example"},
+                    {"original_mail_id": first, "to_email": "dana.novak@northwind.example"},
                 ),
             ]:
                 await ok(tool, args)
-            listed = await js("mail_list_mails", {"mailbox": "sent"})
-            assert listed["total"] == 4
             on_disk = list(mailbox.mbox(roots.mail / "sent.mbox"))
-            assert on_disk[0]["Subject"] == "Q3 deck"
-            assert on_disk[0]["Message-ID"] in sent
-            assert {m["mail_id"] for m in listed["mails"]} == {m["Message-ID"] for m in on_disk}
+            assert len(on_disk) == 4 and on_disk[0]["Subject"] == "Q3 deck"
+            assert on_disk[0]["Message-ID"] == sent["mail_id"]
+            newest = await js("mail_list_mails", {"limit": 4})
+            assert {m["mail_id"] for m in newest["mails"]} == {m["Message-ID"] for m in on_disk}
 
             ev = await js(
                 "calendar_create_event",
-                {"summary": "Atlas IC", "start": "2025-04-01T10:00", "end": "2025-04-01T11:30"},
+                {
+                    "summary": "Atlas IC",
+                    "start": {"dateTime": "2025-04-01T10:00:00"},
+                    "end": {"dateTime": "2025-04-01T11:30:00"},
+                },
             )
             read = await js("calendar_read_event", {"event_id": ev["event_id"]})
-            assert read["summary"] == "Atlas IC" and read["end"] == "2025-04-01T11:30:00"
+            assert read["summary"] == "Atlas IC" and read["end"] == {
+                "dateTime": "2025-04-01T11:30:00"
+            }
             assert ev["event_id"].encode() in (roots.calendar / "calendar.ics").read_bytes()
-            assert (await js("calendar_list_events", {"query": "Atlas IC"}))["total"] == 1
+            listed = await js("calendar_list_events", {"limit": 100})
+            assert [e["summary"] for e in listed["events"]].count("Atlas IC") == 1
             await js("calendar_update_event", {"event_id": ev["event_id"], "location": "Room 9"})
             assert (await js("calendar_read_event", {"event_id": ev["event_id"]}))[
                 "location"
@@ -221,36 +230,27 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
             assert len((await js("chat_list_channels", {}))["channels"]) == 3
             hist = await js("chat_get_channel_history", {"channel_id": "general"})
             root_id = next(m["message_id"] for m in hist["messages"] if m.get("reply_count"))
-            assert (
-                len(
-                    (
-                        await js(
-                            "chat_get_thread_replies",
-                            {"channel_id": "general", "message_id": root_id},
-                        )
-                    )["messages"]
-                )
-                > 1
+            thread = await js(
+                "chat_get_thread_replies", {"channel_id": "general", "post_id": root_id}
             )
+            assert len(thread["messages"]) > 1
             post = await js(
-                "chat_post_message", {"channel_id": "general", "text": "hello from the gateway"}
+                "chat_post_message", {"channel_id": "general", "message": "hello from the gateway"}
             )
             await js(
                 "chat_reply_to_thread",
-                {"channel_id": "general", "message_id": post["message_id"], "text": "reply"},
+                {"channel_id": "general", "post_id": post["message_id"], "message": "reply"},
             )
             await js(
                 "chat_add_reaction",
-                {"channel_id": "general", "message_id": post["message_id"], "emoji": "👍"},
+                {"channel_id": "general", "post_id": post["message_id"], "emoji_name": "👍"},
             )
             stored = json.loads((roots.chat / "messages" / "general.json").read_text())["messages"]
             mine = next(m for m in stored if m["id"] == post["message_id"])
             assert mine["text"] == "hello from the gateway" and mine["reactions"] == {
                 "👍": ["u_ana"]
             }
-            await js(
-                "chat_delete_post", {"channel_id": "general", "message_id": post["message_id"]}
-            )
+            await js("chat_delete_post", {"channel_id": "general", "post_id": post["message_id"]})
             assert (await js("chat_get_users", {}))["total"] == 5
             assert (await js("chat_get_user_profile", {"user_id": "u_ben"}))["name"] == "Ben Okafor"
 
@@ -363,14 +363,19 @@ def test_bad_input_gives_clear_tool_errors_and_the_server_keeps_serving(
     gateway: str, world: Path
 ) -> None:
     before = outside_state(world)
+    day = {"date": "2025-04-01"}
     cases = [
-        ("filesystem_read_text_file", {"path": "/missing.txt"}, "does not exist"),
-        ("filesystem_read_text_file", {"path": 7}, "path"),
-        ("filesystem_read_text_file", {"path": "/link_out.txt"}, "outside the allowed root"),
+        ("filesystem_read_text_file", {"file_path": "/missing.txt"}, "File not found"),
+        ("filesystem_read_text_file", {"file_path": 7}, "Validation error: file_path"),
+        ("filesystem_read_text_file", {"file_path": "/link_out.txt"}, "Access denied"),
         ("mail_read_mail", {"mail_id": "<none@x>"}, "no mail"),
-        ("calendar_create_event", {"summary": "x", "start": "soon"}, "ISO 8601"),
-        ("chat_post_message", {"channel_id": "nope", "text": "x"}, "no channel"),
-        ("code_execution_code_exec", {"code": ""}, "must not be empty"),
+        (
+            "calendar_create_event",
+            {"request": {"summary": "x", "start": {"dateTime": "soon"}, "end": day}},
+            "ISO 8601",
+        ),
+        ("chat_post_message", {"request": {"channel_id": "nope", "message": "x"}}, "no channel"),
+        ("chat_post_message", {"channel_id": "general", "message": "x"}, "request: Field required"),
         ("no_such_tool", {}, "no_such_tool"),
     ]
     for tool, args, needle in cases:
@@ -428,7 +433,8 @@ def test_fuzzed_path_escapes_never_read_outside(session: Any, parts: list[str], 
         "filesystem_get_file_metadata",
         "filesystem_list_files",
     ):
-        is_error, text = session(tool, {"path": path})
+        key = "path" if tool == "filesystem_list_files" else "file_path"
+        is_error, text = session(tool, {key: path})
         assert "TOP SECRET" not in text
         if not is_error:
             assert "gateway.log" not in text  # a listing of the world's parent would show it
@@ -446,12 +452,18 @@ def test_world_call_cli_prints_results_and_exits_1_on_tool_errors(
     runner = CliRunner()
     monkeypatch.setenv("KWRL_GATEWAY", gateway)
     done = runner.invoke(
-        app, ["world", "call", "filesystem_read_text_file", '{"path": "/notes.txt"}']
+        app, ["world", "call", "filesystem_read_text_file", '{"file_path": "/notes.txt"}']
     )
     assert done.exit_code == 0, done.output
     assert done.stdout == "alpha\nbeta\n"
-    bad = runner.invoke(app, ["world", "call", "filesystem_read_text_file", '{"path": "/nope"}'])
-    assert bad.exit_code == 1 and "does not exist" in bad.stderr
+    bad = runner.invoke(
+        app, ["world", "call", "filesystem_read_text_file", '{"file_path": "/nope"}']
+    )
+    assert bad.exit_code == 1 and "File not found" in bad.stderr
+    # an envelope tool takes its fields flat (re-wrapped) or wrapped
+    for args in ('{"code": "echo $((6*7))"}', '{"request": {"code": "echo $((6*7))"}}'):
+        shell = runner.invoke(app, ["world", "call", "code_execution_code_exec", args])
+        assert shell.exit_code == 0 and json.loads(shell.stdout)["output"] == "42\n"
     assert runner.invoke(app, ["world", "call", "filesystem_list_files", "[1]"]).exit_code != 0
 
 
@@ -460,12 +472,12 @@ def test_gateway_over_a_unix_socket(world: Path, tmp_path: Path) -> None:
     proc, url = start_gateway(world / "world", "--uds", str(sock), log=tmp_path / "uds.log")
     try:
         assert url == f"unix://{sock}"
-        assert run(call(url, "filesystem_read_text_file", {"path": "/notes.txt"})) == (
+        assert run(call(url, "filesystem_read_text_file", {"file_path": "/notes.txt"})) == (
             False,
             "alpha\nbeta\n",
         )
-        is_error, text = run(call(url, "filesystem_read_text_file", {"path": "/nope"}))
-        assert is_error and "does not exist" in text
+        is_error, text = run(call(url, "filesystem_read_text_file", {"file_path": "/nope"}))
+        assert is_error and "File not found" in text
     finally:
         stop(proc)
     assert not sock.exists()
