@@ -208,18 +208,6 @@ class Evidence:
         """Changes that are shown as file artifacts (not the app stores)."""
         return [c for c in self.changes if not c.path.startswith(_APP_DIRS)]
 
-    def produced_text(self) -> str:
-        """The final text of every created or modified file, for machine checks over 'files'."""
-        parts = [
-            f"[{display_path(c.path)}]\n{self.text_of(c.path)}"
-            for c in self.file_changes
-            if c.change != "deleted"
-        ]
-        parts += [m.render() for m in self.mail]
-        parts += [e.render() for e in self.events]
-        parts += [p.render() for p in self.chat]
-        return "\n\n".join(parts)
-
     @cached_property
     def artifacts(self) -> list[Artifact]:
         out: list[Artifact] = []
