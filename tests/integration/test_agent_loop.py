@@ -14,6 +14,7 @@ from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import StopReason, run_agent
 from kwrl.agent.tito import ChatTemplate
 from kwrl.agent.tools import openai_tools
+from kwrl.errors import AgentError
 from kwrl.worlds.client import GatewayClient
 
 NOTES = "Q3 revenue: 1,204,000 EUR\nHeadcount: 41\n"
@@ -106,7 +107,7 @@ async def test_budget_notice_is_added_once_when_the_context_runs_low(
     policy = ScriptedPolicy(qwen_tokenizer, [call, call, call, "done"])
     async with GatewayClient(gateway_url) as gw:
         window = await _prompt_len(gw, qwen_tokenizer, "Read the notes.") + 600
-        config = AgentConfig(context_window=window, budget_notice_ratio=0.9)
+        config = AgentConfig(context_window=window, budget_notice_ratio=0.9, tool_prompt="hermes")
         run = await run_agent(policy, gw, "Read the notes.", config, tokenizer=qwen_tokenizer)
     notices = [m for m in run.messages if "SYSTEM NOTICE" in str(m.get("content"))]
     assert len(notices) == 1 and notices[0]["role"] == "tool"
@@ -120,11 +121,62 @@ async def test_a_full_context_window_ends_the_run_as_context_overflow(
     policy = ScriptedPolicy(qwen_tokenizer, [call] * 20)
     async with GatewayClient(gateway_url) as gw:
         window = await _prompt_len(gw, qwen_tokenizer, "Read the notes.") + 400
-        config = AgentConfig(context_window=window)
+        config = AgentConfig(context_window=window, tool_prompt="hermes")
         run = await run_agent(policy, gw, "Read the notes.", config, tokenizer=qwen_tokenizer)
     assert run.stop_reason == StopReason.CONTEXT
     # An observation may overshoot the window; the next turn then finds no room and stops.
     assert run.tito is not None and len(run.tito.tokens) >= window
+
+
+class _SmallModel(ScriptedPolicy):
+    """A scripted token policy whose model attends to `window` tokens."""
+
+    def __init__(self, tokenizer: Any, turns: list[str], window: int) -> None:
+        super().__init__(tokenizer, turns)
+        self.window = window
+
+    async def context_window(self) -> int | None:
+        return self.window
+
+
+async def test_a_tool_list_too_long_for_the_models_window_is_listed_compactly(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    async with GatewayClient(gateway_url) as gw:
+        full = await _prompt_len(gw, qwen_tokenizer, "Read the notes.")
+        # Archipelago's full tool list is ~33k Qwen tokens in Hermes JSON: roomy needs a big window.
+        roomy = await run_agent(
+            ScriptedPolicy(qwen_tokenizer, ["done"]), gw, "Read the notes.",
+            AgentConfig(context_window=131072), tokenizer=qwen_tokenizer,
+        )  # fmt: skip
+        # The setting is above the model's window: the model's wins.
+        policy = _SmallModel(qwen_tokenizer, [TURNS[0], "done"], window=full + 600)
+        small = await run_agent(
+            policy, gw, "Read the notes.", AgentConfig(context_window=131072),
+            tokenizer=qwen_tokenizer,
+        )  # fmt: skip
+    assert roomy.tool_prompt == "hermes" and roomy.tool_prompt_reason is None
+    assert roomy.tito is not None and roomy.tito.prompt_len == full
+    assert roomy.context_window == 131072
+    assert small.context_window == full + 600 and small.tool_prompt == "compact"
+    assert small.tool_prompt_reason is not None and "over half" in small.tool_prompt_reason
+    assert small.tito is not None and small.tito.prompt_len < full // 2
+    assert small.stop_reason == StopReason.FINAL and len(small.turns) == 2
+    assert "filesystem_read_text_file(" in policy.tokenizer.decode(policy.prompts[0])
+
+
+async def test_a_prompt_that_leaves_no_room_refuses_to_start_naming_the_settings(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    async with GatewayClient(gateway_url) as gw:
+        full = await _prompt_len(gw, qwen_tokenizer, "Read the notes.")
+        policy = _SmallModel(qwen_tokenizer, ["done"], window=full + 100)
+        with pytest.raises(AgentError, match=r"`tools`.*`tool_prompt`.*`context_window`"):
+            await run_agent(
+                policy, gw, "Read the notes.", AgentConfig(tool_prompt="hermes"),
+                tokenizer=qwen_tokenizer,
+            )  # fmt: skip
+    assert policy.prompts == []  # no turn was sampled
 
 
 class _ChatPolicy:

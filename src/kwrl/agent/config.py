@@ -39,7 +39,8 @@ class AgentConfig(KwrlConfig):
     max_steps: int = Field(default=100, ge=1)
     """Policy turns per trial (RECIPE: 100 for training, 250 for evaluation)."""
     context_window: int = Field(default=32768, ge=256)
-    """Tokens the policy can attend to; a turn's max_tokens is capped by what is left."""
+    """Tokens the policy can attend to; a turn's max_tokens is capped by what is left. A token
+    policy that knows its model's window (engine:, kwrl serve, vLLM) lowers it to that window."""
     max_tokens_per_turn: int = Field(default=4096, ge=1)
     """Most tokens sampled in one turn; a turn cut here without a tool call ends the trial."""
     temperature: float = Field(default=1.0, ge=0.0)
@@ -51,10 +52,14 @@ class AgentConfig(KwrlConfig):
     tools: list[str] | None = None
     """Tool names or fnmatch patterns offered to the model (e.g. `filesystem_*`); None offers
     every tool of the gateway. Small-context policies need a subset: all nine apps are ~15k tokens."""
-    tool_prompt: Literal["hermes", "compact"] = "hermes"
+    tool_prompt: Literal["auto", "hermes", "compact"] = "auto"
     """How kwrl lists the tools where it renders the prompt itself (token policies: engine:,
     /v1/completions): `hermes` JSON schemas (Qwen2.5's wording), or `compact` one-line signatures,
-    ~10x fewer tokens, for small models on small budgets. Chat-API policies get OpenAI `tools=`."""
+    ~10x fewer tokens, for small models on small budgets; `auto` takes hermes while the first
+    prompt fits in half the context window, else compact (the choice is in the agent's metadata).
+    The agent refuses to start when the first prompt leaves less than
+    min(max_tokens_per_turn, 256) tokens free. Chat-API policies get OpenAI `tools=`. SFT's gold
+    replay decides `auto` on context_window alone: keep that at most the model's window."""
     tool_call_parser: str = "hermes"
     """Format of tool calls in sampled text: hermes (Qwen2.5, SmolLM2), qwen3_xml, glm4."""
     tool_call_timeout_s: float = Field(default=600.0, gt=0)

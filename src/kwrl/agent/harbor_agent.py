@@ -180,6 +180,9 @@ class KwrlAgent(BaseAgent):
             "n_turns": len(run.turns),
             "elapsed_s": elapsed_s,
             "turn_stats": [asdict(t) for t in run.turns],
+            "tool_prompt": run.tool_prompt,
+            "tool_prompt_reason": run.tool_prompt_reason,
+            "context_window": run.context_window,
         }
         if run.tito is not None:
             state = run.tito

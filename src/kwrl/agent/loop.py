@@ -35,6 +35,10 @@ from kwrl.agent.tito import ChatTemplate, TitoState, Tokenizer
 from kwrl.agent.tools import ToolSession, openai_tools, result_text, truncate_middle
 from kwrl.errors import AgentError, PolicyError
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
+from kwrl.llm.tool_prompt import ToolPromptStyle
+
+MIN_FREE_TOKENS = 256
+"""A first prompt must leave at least min(max_tokens_per_turn, this) tokens of the window free."""
 
 
 class StopReason(StrEnum):
@@ -90,6 +94,12 @@ class AgentRun:
     session_id: str = ""
     tool_calls: list[list[ParsedToolCall]] = field(default_factory=list)
     """The parsed calls of each turn (empty list for a turn without calls)."""
+    tool_prompt: str | None = None
+    """How the tools were listed (`hermes` or `compact`; token policies only)."""
+    tool_prompt_reason: str | None = None
+    """Why `tool_prompt = "auto"` listed them compactly, when it did."""
+    context_window: int | None = None
+    """The window the run was held to: the setting, or the model's when smaller (token policies)."""
 
     @property
     def n_input_tokens(self) -> int:
@@ -126,6 +136,8 @@ class AgentLoop:
         self.messages: list[dict[str, Any]] = []
         self.tito: TitoState | None = None
         self.run_: AgentRun | None = None
+        self.window = config.context_window
+        """The context window: config.context_window, lowered to the model's when it is smaller."""
         self._repairs = 0
         self._warned = False
 
@@ -143,17 +155,54 @@ class AgentLoop:
             {"role": "system", "content": self.config.system_prompt},
             {"role": "user", "content": user},
         ]
+        style, reason = None, None
         if self.policy.supports_tokens:
-            assert self.tokenizer is not None
-            template = ChatTemplate(self.tokenizer, self.tool_schemas, self.config.tool_prompt)
-            self.tito = TitoState.start(template, self.messages)
+            model_window = await self.policy.context_window()
+            if model_window:
+                self.window = min(self.window, model_window)
+            self.tito, reason = self._first_prompt()
+            style = self.tito.template.tool_prompt
         self.run_ = AgentRun(
             self.messages,
             self.tool_schemas,
             StopReason.MAX_STEPS,
             tito=self.tito,
             session_id=self.session_id,
+            tool_prompt=style,
+            tool_prompt_reason=reason,
+            context_window=self.window if self.tito is not None else None,
         )
+
+    def _first_prompt(self) -> tuple[TitoState, str | None]:
+        """The opening tokens in the configured tool-prompt style (`auto`: hermes if the prompt fits
+        in half the window, else compact), and why auto went compact; AgentError if it leaves no room."""
+        assert self.tokenizer is not None
+        setting = self.config.tool_prompt
+        style: ToolPromptStyle = "compact" if setting == "compact" else "hermes"
+        state = TitoState.start(
+            ChatTemplate(self.tokenizer, self.tool_schemas, style), self.messages
+        )
+        reason = None
+        if setting == "auto" and self.tool_schemas and len(state.tokens) > self.window // 2:
+            reason = (
+                f"the full tool list ({len(self.tool_schemas)} tools) makes a "
+                f"{len(state.tokens)}-token first prompt, over half the {self.window}-token "
+                "context window"
+            )
+            compact = ChatTemplate(self.tokenizer, self.tool_schemas, "compact")
+            state = TitoState.start(compact, self.messages)
+        free = self.window - len(state.tokens)
+        need = min(self.config.max_tokens_per_turn, MIN_FREE_TOKENS)
+        if free < need:
+            raise AgentError(
+                f"the first prompt ({len(state.tokens)} tokens: system, task and "
+                f"{len(self.tool_schemas)} tools listed {state.template.tool_prompt}) leaves "
+                f"{max(free, 0)} of the {self.window}-token context window free, fewer than "
+                f"{need}: offer fewer tools (agent setting `tools`, name patterns such as "
+                '"filesystem_*"), list them compactly (`tool_prompt`: compact), or use a model with '
+                "a larger window (`context_window` is at most the model's)"
+            )
+        return state, reason
 
     def _params(self, remaining: int | None) -> SamplingParams:
         max_tokens = self.config.max_tokens_per_turn
@@ -169,7 +218,7 @@ class AgentLoop:
     async def _sample(self) -> tuple[Completion, int, int | None]:
         """The next turn, the prompt size, and the context left before it (token policies)."""
         if self.tito is not None:
-            remaining = self.config.context_window - len(self.tito.tokens)
+            remaining = self.window - len(self.tito.tokens)
             if remaining <= 0:
                 return (
                     Completion(text="", finish_reason=FinishReason.CONTEXT),
@@ -275,7 +324,7 @@ class AgentLoop:
             ids = self.tito.template.observation_ids(observation)
             ratio = self.config.budget_notice_ratio
             if ratio is not None and not self._warned:
-                window = self.config.context_window
+                window = self.window
                 closing = len(self.tito.closing_remainder())
                 free = window - len(self.tito.tokens) - closing - len(ids)
                 if free <= ratio * window:

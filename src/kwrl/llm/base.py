@@ -80,5 +80,9 @@ class PolicyClient(ABC):
     ) -> Completion:
         """Sample the next assistant turn of a chat."""
 
+    async def context_window(self) -> int | None:
+        """Tokens the model attends to (prompt + completion), when the policy can tell; else None."""
+        return None
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

@@ -40,6 +40,9 @@ class EngineClient(PolicyClient):
         out = await self.engine.generate(prompt_ids, params)
         return _completion(out)
 
+    async def context_window(self) -> int | None:
+        return self.engine.max_context
+
     async def chat(
         self,
         messages: list[dict[str, Any]],

@@ -141,6 +141,17 @@ class OpenAICompletionsClient(PolicyClient):
             weight_version=data.get("kwrl_weight_version", self.weight_version),
         )
 
+    async def context_window(self) -> int | None:
+        """The served model's `max_model_len` from `/models` (vLLM, kwrl serve); None if absent."""
+        try:
+            r = await self._http.get("/models")
+            cards = [c for c in r.json().get("data") or [] if isinstance(c, dict)]
+        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+            return None
+        card = next((c for c in cards if c.get("id") == self.model), cards[0] if cards else {})
+        n = card.get("max_model_len")
+        return n if isinstance(n, int) and n > 0 else None
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

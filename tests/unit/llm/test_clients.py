@@ -91,3 +91,13 @@ async def test_completions_client_over_the_server_app_is_exact(
     over = await client.complete(list(range(1, engine.max_context + 5)), GREEDY)
     assert over.finish_reason == FinishReason.CONTEXT and over.token_ids == []
     await client.aclose()
+
+
+async def test_both_token_clients_report_the_models_context_window(engine: Engine) -> None:
+    assert await EngineClient(engine).context_window() == engine.max_context == 8192
+    app = build_app(engine, "smollm2")
+    client = OpenAICompletionsClient(
+        "http://kwrl.test/v1", "smollm2", transport=httpx.ASGITransport(app=app)
+    )
+    assert await client.context_window() == 8192
+    await client.aclose()
