@@ -7,7 +7,7 @@
   on an empty world, so stock harbor tasks work too.
 - `host_binds()`: the read-only host paths a sandbox needs: /usr (and the merged-/usr symlinks),
   a few /etc files, the Python prefix and kwrl's own source (kwrl is an editable install), so
-  `$KWRL_PYTHON -m kwrl...` works inside at the same paths as outside.
+  `$KWRL_PYTHON -m kwrl...` works inside at the same paths as outside (symlinked ones too).
 - `bwrap_argv(...)`: one pure function from a `SandboxSpec` to bwrap's argv, shared by the
   agent sandbox and the per-command verifier sandboxes, so both see the same world.
 
@@ -122,11 +122,11 @@ def resolve_world(task_dir: Path) -> World:
 
 
 def python_paths() -> list[Path]:
-    """The interpreter prefixes and kwrl's source root, bound read-only inside."""
-    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
-    src = Path(kwrl.__file__).resolve().parents[1]
-    paths.add(src)
-    return sorted(paths)
+    """The interpreter prefixes and kwrl's source root, bound read-only inside: each under the
+    name this interpreter uses (a `.venv` symlink: its sys.path goes through the link) and under
+    its resolved path (what the links inside it lead to)."""
+    named = [Path(sys.prefix), Path(sys.base_prefix), Path(kwrl.__file__).parents[1]]
+    return sorted({q for p in named for q in (p.absolute(), p.resolve())})
 
 
 def sandbox_python() -> str:
@@ -147,7 +147,7 @@ def host_binds(extra: list[str] = ()) -> list[str]:  # type: ignore[assignment]
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for p in [*python_paths(), *map(Path, extra)]:
         if not str(p).startswith("/usr/"):
-            args += ["--ro-bind", str(p), str(p)]
+            args += ["--ro-bind", str(p.resolve()), str(p)]
     return args
 
 
