@@ -3,6 +3,11 @@
 solve.sh runs each call through the world gateway with `kwrl world call TOOL 'JSON'` (the
 gateway URL comes from env `KWRL_GATEWAY`, set in every trial exec) and writes the gold final
 answer to /logs/agent/final_answer.txt, so harbor's oracle agent replays a generated task.
+
+The calls are Archipelago's tools with Archipelago's arguments, written as the agent's model
+writes them: a tool taking one `input`/`request` envelope gets the envelope's fields flat, and
+`kwrl world call` (like the agent) re-wraps them, so the SFT warm start's gold trajectories
+(`kwrl.train.local.sft`) show the model exactly the calls it should make.
 """
 
 from __future__ import annotations
