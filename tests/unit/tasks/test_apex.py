@@ -279,6 +279,25 @@ def test_unsafe_world_zip_leaves_nothing(
     _assert_nothing_written(tmp_path)
 
 
+def test_a_link_chain_in_a_world_zip_is_refused_naming_zip_and_member(
+    apex: Path, tmp_path: Path
+) -> None:
+    """`filesystem/x` is inside alone; `filesystem/s/up -> ..` written after it lets it climb out."""
+    (tmp_path / "secret.txt").write_text("host secret")
+    with zipfile.ZipFile(apex / "world_files_zipped" / f"{WORLD_LAW}.zip", "a") as zf:
+        for name, link in [("filesystem/s/", None), ("filesystem/a/b/", None),
+                           ("filesystem/x", "s/up/a/b/../../../../../secret.txt"),
+                           ("filesystem/s/up", "..")]:  # fmt: skip
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o40755 if link is None else 0o120777) << 16
+            zf.writestr(info, b"" if link is None else link.encode())
+    with pytest.raises(UnsafeArchiveError) as err:
+        convert_apex(apex, tmp_path / "ds")
+    assert err.value.path.endswith(f"{WORLD_LAW}.zip") and err.value.field == "filesystem/x"
+    assert "resolves outside the destination" in err.value.message
+    _assert_nothing_written(tmp_path)
+
+
 def test_size_cap_covers_world_zips_and_overlays(apex: Path, tmp_path: Path) -> None:
     with pytest.raises(UnsafeArchiveError, match="size cap of 100000 bytes"):
         convert_apex(apex, tmp_path / "ds", ConvertConfig(max_bytes=100_000))
