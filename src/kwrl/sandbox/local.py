@@ -10,7 +10,7 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
   (loopback only), no capabilities, the host read-only or absent; `/logs/{agent,artifacts}` bound
-  from private dirs under the root (copied into harbor's trial dir as plain files and dirs when
+  from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
   harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a
   dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
   memory, process count and CPU (task.toml `[environment]`, checked positive); the world gateway
@@ -18,7 +18,7 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   read-only inside), relayed to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
 - `exec()`: agent phase: `nsenter` into the sandbox (same processes, loopback-only net), `setpriv`
   to drop every capability, env exactly `base_env`, no file over `storage_mb` (RLIMIT_FSIZE); the
-  world's writes plus /logs/{agent,artifacts} past `storage_mb` end the command with
+  tmpfs (world's writes plus /logs/{agent,artifacts}) full ends the command with
   `SandboxLimitError`.
   Verifier phase (from the moment harbor uploads `/tests`): the sandbox's init is killed, which
   ends its whole pid namespace (the gateway, its `code_execution` children, daemons; a holder
@@ -88,18 +88,18 @@ from kwrl.tasks.taskdir import limit_problems
 # Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
 # $1 = tmpfs options, $2 = the disk dir, $3 = overlay options, $4 = the merged dir. The trial's
-# writes (overlay upper and work) live on a size-limited tmpfs private to this mount namespace.
+# writes (overlay upper and work, /logs/agent and /logs/artifacts) live on a size-limited tmpfs
+# private to this mount namespace.
 _MOUNT = (
     'mount -t tmpfs -o "$1" kwrl-disk "$2" && cd "$2" && '
     "mkdir -p upper/filesystem upper/.apps_data/mail upper/.apps_data/calendar "
-    "upper/.apps_data/chat work && "
+    "upper/.apps_data/chat work out-logs-agent out-logs-artifacts && "
     'mount -t overlay overlay -o "$3" "$4" && shift 4 && exec "$@"'
 )
 # The sandbox's only long-lived process; its line says bwrap finished building the namespaces.
 _KEEPER = "echo kwrl-sandbox-ready; exec sleep infinity"
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
-_DISK_EVERY = 4  # check disk use every 4th watch tick (0.2 s): it walks /logs/agent
 OUTPUT_CAP = 16 * 2**20
 """Bytes of stdout (and of stderr) an `exec` keeps: the head and tail, with a marker between."""
 _REAP_S = 5.0
@@ -229,11 +229,6 @@ class LocalEnvironment(BaseEnvironment):
         self._cg = cgroups.trial_cgroups(name, sup)
         if self._cg is not None:
             await asyncio.to_thread(self._cg.create, self._limits())
-        for target in _AGENT_OUTPUTS:
-            src = self._mount_source(target)
-            if src is not None:
-                src.mkdir(parents=True, exist_ok=True)
-                self._private(target).mkdir(mode=src.stat().st_mode & 0o7777)
         if self.settings.gateway:
             self._listener = _listen(root / "run" / "gateway.sock")
         disk = root / "disk"
@@ -292,6 +287,8 @@ class LocalEnvironment(BaseEnvironment):
         if self._forwarder is not None:
             await self._forwarder.close()
         self._close_listener()
+        if not self._verifier_phase:  # a trial that ended in its agent phase: keep its outputs
+            await asyncio.to_thread(self._sync_outputs)
         if self._cg is not None:
             await asyncio.to_thread(self._cg.kill)
         for proc in (self._proc, self._gateway, self._holder):
@@ -299,8 +296,6 @@ class LocalEnvironment(BaseEnvironment):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
-        if not self._verifier_phase:  # a trial that ended in its agent phase
-            await asyncio.to_thread(self._sync_outputs)
         if self._drain is not None:
             self._drain.cancel()
             await asyncio.gather(self._drain, return_exceptions=True)
@@ -560,14 +555,12 @@ class LocalEnvironment(BaseEnvironment):
     async def _watch_limits(self, before: cgroups.ResourceEvents | None) -> str:
         """Return (ending the command) as soon as the trial hits its process, memory or disk limit."""
         limits = self._limits()
-        tick = 0
         while True:
             await asyncio.sleep(_WATCH_S)
-            tick += 1
             breach = ""
             if before is not None and self._cg is not None:
                 breach = _breach(before, self._cg.events(), limits)
-            if not breach and not self._verifier_phase and tick % _DISK_EVERY == 0:
+            if not breach and not self._verifier_phase:
                 breach = await asyncio.to_thread(self._disk_breach)
             if breach:
                 if self._cg is not None:
@@ -579,24 +572,14 @@ class LocalEnvironment(BaseEnvironment):
         return self._effective_storage_mb or self.settings.storage_mb
 
     def _disk_breach(self) -> str:
-        """Non-empty when the trial's writes (world + /logs/agent) reached its storage limit.
-
-        The world's writes sit on a tmpfs of `storage_mb` (the kernel refuses writes past it);
-        /logs/agent is a host dir, measured here (blocks, links not followed).
-        """
-        if self._proc is None or self.root is None:
-            return ""
-        limit = self._storage_mb() * 2**20
+        """Non-empty when the trial's writes (world, /logs/agent, /logs/artifacts: one tmpfs of
+        `storage_mb`, which refuses writes past it) filled its storage."""
+        disk = self._in_mounts("disk")
         try:
-            st = os.statvfs(f"/proc/{self._proc.pid}/root{self.root}/disk")
+            st = os.statvfs(disk) if disk is not None else None
         except OSError:
             return ""  # the sandbox is ending
-        used = (st.f_blocks - st.f_bfree) * st.f_frsize
-        full = st.f_bavail * st.f_frsize < _DISK_SLACK
-        for target in _AGENT_OUTPUTS if not full else ():
-            used += _tree_bytes(self._private(target), limit - used)
-            full = used >= limit
-        if not full:
+        if st is None or st.f_bavail * st.f_frsize >= _DISK_SLACK:
             return ""
         self._disk_events += 1
         return (
@@ -685,20 +668,27 @@ class LocalEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._sync_outputs)
 
     def _private(self, target: str) -> Path:
-        """The host dir agent code sees at `target` (/logs/agent, /logs/artifacts)."""
+        """The dir (on the trial's tmpfs) agent code sees at `target` (/logs/agent, /logs/artifacts)."""
         assert self.root is not None
-        return self.root / ("out" + target.replace("/", "-"))
+        return self.root / "disk" / ("out" + target.replace("/", "-"))
+
+    def _in_mounts(self, rel: str) -> str | None:
+        """`<root>/<rel>` as seen in the sandbox's mount namespace (where its tmpfs is mounted)."""
+        holder = self._holder if self._verifier_phase else self._proc
+        if holder is None or holder.returncode is not None or self.root is None:
+            return None
+        return f"/proc/{holder.pid}/root{self.root / rel}"
 
     def _sync_outputs(self) -> None:
         """Copy the agent phase's /logs/agent and /logs/artifacts into harbor's dirs: regular files
         and dirs only, links never followed, files harbor or kwrl wrote there left as they are."""
         for target in _AGENT_OUTPUTS:
             host = self._mount_source(target)
-            private = self._private(target) if self.root is not None else None
-            if host is None or private is None or not private.is_dir():
+            private = self._in_mounts(str(self._private(target).relative_to(self.root or "/")))
+            if host is None or private is None:
                 continue
             try:
-                dropped = _copy_out(private, host, self._copied.setdefault(target, set()))
+                dropped = _copy_out(Path(private), host, self._copied.setdefault(target, set()))
             except OSError:
                 dropped = ["."]
             self._dropped += [
@@ -797,28 +787,6 @@ async def _communicate(
     )
     await proc.wait()
     return out, err
-
-
-def _tree_bytes(top: Path, stop_at: int) -> int:
-    """Disk blocks used under `top` (links not followed), counting stops once past `stop_at`."""
-    total = 0
-    stack = [top]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for e in entries:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            total += st.st_blocks * 512
-            if e.is_dir(follow_symlinks=False):
-                stack.append(Path(e.path))
-            if total >= stop_at:
-                return total
-    return total
 
 
 def _empty_dir(d: Path) -> None:
