@@ -120,6 +120,11 @@ def _type(s: dict[str, Any], hint: str) -> Any:
     return Annotated[t, Field(**bounds)] if bounds else t
 
 
+def _camel(key: str) -> str:
+    """Model names in validation errors: `read_tab` + `input` -> `ReadTabInput`."""
+    return "".join(part[:1].upper() + part[1:] for part in key.split("_"))
+
+
 def _member_name(s: dict[str, Any], fallback: str) -> str:
     """A union member's model name: its `type` constant where it has one (names it in errors)."""
     const = ((s.get("properties") or {}).get("type") or {}).get("const")
@@ -140,7 +145,7 @@ def _model(s: dict[str, Any], name: str) -> type[BaseModel]:
     required = set(s.get("required", []))
     fields: dict[str, Any] = {}
     for i, (key, sub) in enumerate((s.get("properties") or {}).items()):
-        t = _type(sub, f"{name}_{key}")
+        t = _type(sub, f"{name}{_camel(key)}")
         # the JSON name where Python allows it (a discriminator must name the field), else f<i>
         usable = key.isidentifier() and not keyword.iskeyword(key) and not key.startswith("_")
         field = key if usable and not hasattr(BaseModel, key) else f"f{i}"
@@ -156,7 +161,7 @@ def _model(s: dict[str, Any], name: str) -> type[BaseModel]:
 
 @functools.cache
 def validation_model(server: str, name: str) -> type[BaseModel]:
-    return _model(specs()[(server, name)]["validationSchema"], f"{server}_{name}")
+    return _model(specs()[(server, name)]["validationSchema"], _camel(name))
 
 
 def format_validation_error(exc: ValidationError) -> str:
