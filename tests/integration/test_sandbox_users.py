@@ -1,4 +1,5 @@
-"""Oracle trials through `kwrl trial run` the way users set up: a `.venv` reached through a symlink."""
+"""Oracle trials through `kwrl trial run` the way users set up: a `.venv` reached through a symlink,
+and a plain (non-root) user, whom the local sandbox refuses with a message and a failing exit."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.base import python_paths
+from kwrl.sandbox.testing import make_dataset, make_task, make_world
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -50,3 +53,62 @@ def test_a_venv_reached_through_a_symlink_runs_the_gateway(tmp_path: Path) -> No
         trial / "gateway.log"
     ).read_text()
     assert "readme.txt" in (trial / "agent" / "ls.txt").read_text()
+
+
+def _as_user(user: str, argv: list[str], home: Path) -> list[str]:
+    """`argv` run as `user` in a private mount namespace where the interpreter is reachable: a
+    Python under a dir only root may enter (pyenv in /root) is bound back under a tmpfs there."""
+    script = ["set -e"]
+    blocked = sorted(
+        {
+            a
+            for p in python_paths()
+            for a in p.parents
+            if a != Path("/") and not a.stat().st_mode & 1
+        }
+    )
+    top = [b for b in blocked if not any(o in b.parents for o in blocked)]
+    for i, b in enumerate(top):
+        inside = [p for p in python_paths() if b in p.parents]
+        for j, p in enumerate(inside):
+            script.append(f"mkdir -p {home}/keep{i}-{j} && mount --bind {p} {home}/keep{i}-{j}")
+        script.append(f"mount -t tmpfs -o mode=755 kwrl-test {b}")
+        for j, p in enumerate(inside):
+            script.append(f"mkdir -p {p} && mount --bind {home}/keep{i}-{j} {p}")
+    command = " ".join(f"'{a}'" for a in argv)
+    script.append(
+        f"exec setpriv --reuid={user} --regid={user} --init-groups env HOME={home} {command}"
+    )
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creates a user (useradd)")
+def test_a_plain_user_is_refused_naming_what_is_missing_and_the_alternative() -> None:
+    user = "kwrl-plain"
+    made = subprocess.run(["id", user], capture_output=True, check=False).returncode != 0
+    if made:
+        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
+    base = Path(tempfile.mkdtemp(prefix="kwrl-user-"))  # pytest's tmp_path is root's alone
+    try:
+        base.chmod(0o755)
+        (task,) = make_dataset(base / "ds", 1)
+        (base / "home").mkdir()
+        shutil.chown(base / "home", user, user)
+        argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--agent", "oracle"]
+        argv += ["--out", str(base / "home" / "trials")]
+        proc = subprocess.run(
+            _as_user(user, argv, base / "home"), capture_output=True, text=True, timeout=300,
+            check=False, cwd=base / "home",
+            env={**os.environ, "HARBOR_TELEMETRY": "0", "COLUMNS": "400"},
+        )  # fmt: skip
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out
+        (trial,) = (base / "home" / "trials").iterdir()
+        why = (trial / "exception.txt").read_text()
+        assert "runs trials as root only" in why and "--env docker" in why, why
+        assert "unprivileged user namespaces" in why
+        assert "SandboxError: LocalEnvironment runs trials as root only" in out
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        if made:
+            subprocess.run(["userdel", user], capture_output=True, check=False)

@@ -663,8 +663,9 @@ class LocalEnvironment(BaseEnvironment):
             await asyncio.to_thread(_empty_dir, out)
 
     async def prepare_logs_for_host(self) -> None:
-        """harbor calls this before reading agent logs on the host: copy the agent's outputs out."""
-        if not self._verifier_phase:
+        """harbor calls this before reading agent logs on the host: copy the agent's outputs out
+        (none when start() failed before making the sandbox: its error is the trial's)."""
+        if not self._verifier_phase and self.root is not None:
             await asyncio.to_thread(self._sync_outputs)
 
     def _private(self, target: str) -> Path:
@@ -900,13 +901,34 @@ def _host_env() -> dict[str, str]:
 def _check_host() -> None:
     if os.geteuid() != 0:
         raise SandboxError(
-            "LocalEnvironment needs root (namespaces, overlayfs, cgroups); run as root or use the docker preset"
+            f"LocalEnvironment runs trials as root only (uid here: {os.geteuid()}): it mounts each "
+            "trial's world overlay and disk tmpfs, enters the sandbox with nsenter and limits it "
+            f"with cgroups it creates. {_userns_note()} Run as root (e.g. sudo), or use the docker "
+            "preset (`--env docker`, Docker's daemon does the privileged part)."
         )
     for tool in ("bwrap", "unshare", "nsenter", "setpriv"):
         if shutil.which(tool) is None:
             raise SandboxError(
                 f"{tool} not found on PATH; install it (apt-get install -y bubblewrap util-linux)"
             )
+
+
+def _userns_note() -> str:
+    """Whether this host lets a plain user make the namespaces a rootless sandbox would need."""
+    import subprocess
+
+    if shutil.which("bwrap") is None:
+        return "bwrap is not installed (apt-get install -y bubblewrap)."
+    probe = ["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "true"]
+    done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"This host also refuses unprivileged user namespaces ({why})."
+    return (
+        "This host allows unprivileged user namespaces, but a rootless local sandbox "
+        "(overlay through fuse-overlayfs or a bubblewrap with --overlay, limits through a delegated "
+        "cgroup v2 subtree) is not built yet."
+    )
 
 
 def _sweep_stale(sandbox_dir: Path) -> None:
