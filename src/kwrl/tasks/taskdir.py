@@ -76,6 +76,7 @@ def limit_problems(env: Any) -> list[tuple[str, str]]:
             out.append((f"environment.{key}", f"{value!r}: must be a positive number (or unset)"))
     return out
 
+
 _VERIFIERS = TypeAdapter(list[Verifier])
 _GOLDEN = TypeAdapter(list[GoldenResponse])
 
