@@ -14,7 +14,7 @@ that resolves to the very same file in both views is skipped outright.
 
 `write_changes_archive` / `read_changes_archive` are the trial's `changes.tar.gz` (docs/contracts.md):
 every created or modified file of the final state at its relative path, plus `changes.json`
-listing created, modified and deleted paths (and `omitted`: files left out past the size cap). Reading one back (`kwrl grade`, on the host) goes
+listing created, modified and deleted paths (and, when any, `omitted`: files left out past the size cap). Reading one back (`kwrl grade`, on the host) goes
 through `kwrl.tasks.archive.extract_tar`: no member outside the two subsystems, no link leaving the
 destination, and at most `max_bytes` written, counted on the bytes actually extracted.
 
@@ -192,6 +192,8 @@ def write_changes_archive(
                         continue
                     used += info.size
                     tar.addfile(info, src)
+            if not listing["omitted"]:
+                del listing["omitted"]
             data = json.dumps(listing, indent=2).encode()
             info = tarfile.TarInfo(CHANGES_JSON)
             info.size = len(data)
