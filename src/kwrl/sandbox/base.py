@@ -181,7 +181,8 @@ class SandboxSpec:
     chdir: str = "/"
     extra_ro: list[str] = field(default_factory=list)
     keep_setid: bool = False
-    """Keep CAP_SETUID/CAP_SETGID so the command can switch to a non-root user (which drops them)."""
+    """Keep CAP_SETUID/CAP_SETGID/CAP_SETPCAP so the command can empty its bounding set and switch to
+    a non-root user (which drops them)."""
 
 
 def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None) -> list[str]:
@@ -228,6 +229,8 @@ def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None
         argv += ["--info-fd", str(info_fd)]
     argv += ["--chdir", spec.chdir, "--cap-drop", "ALL"]
     if spec.keep_setid:
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        # setpriv then empties the bounding set (CAP_SETPCAP; libcap-ng >= 0.8.4 refuses without
+        # it) and switches user, which drops all three.
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     argv += ["--", *command]
     return argv
