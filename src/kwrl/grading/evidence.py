@@ -20,8 +20,9 @@ whole text of a created file, only the added lines of a modified one (text a fil
 not the agent's statement), '' for an untouched one. `own_text(text)` is '' for a dump: the
 world's data comes in units (a chat post, a mail's subject and each body line, an event's fields,
 each line of a rendered file, each of at least `UNIT_MIN_WORDS` words); a text that holds
-`DUMP_MIN_UNITS` or more of them verbatim pastes the world wholesale, and nothing in it counts as
-stated (quoting a few clauses or messages is far below that). Units survive any dump format (a
+`DUMP_MIN_UNITS` or more of them verbatim, from `DUMP_MIN_SOURCES` or more files and records,
+pastes the world wholesale, and nothing in it counts as stated (quoting a few clauses or messages
+is far below that; a copy of one world file saved under a new name is one source). Units survive any dump format (a
 tool's JSON, the raw store, a rendering). The world's units are built only for long texts.
 """
 
@@ -58,6 +59,8 @@ UNIT_MIN_WORDS = 3
 """Words a piece of world data needs to count as a unit that can be pasted."""
 DUMP_MIN_UNITS = 15
 """Distinct world units a text must hold verbatim to be a dump."""
+DUMP_MIN_SOURCES = 4
+"""Distinct files and records those units must come from (a copy of one deck is not a dump)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def display_path(rel: str) -> str:
 
 
 _EMPTY = StateView.of([])
-_UNITS_CACHE: dict[tuple[tuple[str, str, int, int], ...], frozenset[str]] = {}
+_UNITS_CACHE: dict[tuple[tuple[str, str, int, int], ...], dict[str, str]] = {}
 
 
 @dataclass
@@ -160,9 +163,10 @@ class Evidence:
         return self._rendered[key]
 
     @cached_property
-    def world_units(self) -> frozenset[str]:
-        """The world's data in pasteable units (see module docstring), normalised; kept for a
-        few initial states (a batch of trials of one world renders it once)."""
+    def world_units(self) -> dict[str, str]:
+        """The world's data in pasteable units (see module docstring), normalised, each with the
+        record or file it comes from; kept for a few initial states (a batch of trials of one
+        world renders it once)."""
         files = self.initial.files()
         key = tuple(
             sorted(
@@ -175,19 +179,23 @@ class Evidence:
             _UNITS_CACHE[key] = self._world_units()
         return _UNITS_CACHE[key]
 
-    def _world_units(self) -> frozenset[str]:
+    def _world_units(self) -> dict[str, str]:
         apps = [r for r in self.initial.files() if r.startswith(_APP_DIRS)]
-        pieces: list[str] = []
+        pieces: list[tuple[str, str]] = []
         for rel in self.initial.files():
             if not rel.startswith(_APP_DIRS):
-                pieces += self.text_of(rel, "initial").splitlines()
+                pieces += [(line, rel) for line in self.text_of(rel, "initial").splitlines()]
         for m in new_mail(_EMPTY, self.initial, apps):
-            pieces += [m.subject, *m.body.splitlines()]
+            pieces += [(line, "mail:" + m.key) for line in (m.subject, *m.body.splitlines())]
         for e in changed_events(_EMPTY, self.initial, apps):
-            pieces += [e.summary, e.description, e.location]
-        pieces += [p.text for p in new_chat_posts(_EMPTY, self.initial, apps)]
-        units = (" ".join(p.casefold().split()) for p in pieces)
-        return frozenset(u for u in units if len(u.split()) >= UNIT_MIN_WORDS)
+            pieces += [(t, "event:" + e.uid) for t in (e.summary, e.description, e.location)]
+        pieces += [(p.text, "chat:" + p.key) for p in new_chat_posts(_EMPTY, self.initial, apps)]
+        units: dict[str, str] = {}
+        for piece, source in pieces:
+            u = " ".join(piece.casefold().split())
+            if len(u.split()) >= UNIT_MIN_WORDS:
+                units.setdefault(u, source)
+        return units
 
     def own_text(self, text: str) -> tuple[str, str | None]:
         """(the text, None), or ('', a note) when it is a dump (see module docstring)."""
@@ -195,12 +203,14 @@ class Evidence:
             return text, None
         t = " ".join(text.casefold().split())
         found = [u for u in self.world_units if u in t]
-        if len(found) < DUMP_MIN_UNITS:
+        sources = {self.world_units[u] for u in found}
+        if len(found) < DUMP_MIN_UNITS or len(sources) < DUMP_MIN_SOURCES:
             return text, None
         pasted = sum(len(u.split()) for u in found)
         return "", (
-            f"a dump: {len(found)} pieces of the world's data ({pasted} of {len(t.split())} "
-            "words) pasted verbatim; pasted data states nothing"
+            f"a dump: {len(found)} pieces of the world's data from {len(sources)} files and "
+            f"records ({pasted} of {len(t.split())} words) pasted verbatim; pasted data states "
+            "nothing"
         )
 
     @property
