@@ -12,15 +12,19 @@ grader; a huge file or a zip bomb would take the host's disk or memory. So:
 - `read_answer(path)` is the final answer: '' when absent or not a regular file, at most
   `MAX_ANSWER_BYTES`;
 - `check_zip_budget(data)` reads an office file's zip central directory (no member is inflated)
-  and refuses more than `MAX_ZIP_MEMBERS` members or `MAX_UNZIPPED_BYTES` uncompressed bytes.
+  and refuses more than `MAX_ZIP_MEMBERS` members or `MAX_UNZIPPED_BYTES` uncompressed bytes;
+- `check_pdf_budget(data)` inflates a PDF's Flate streams in bounded chunks, keeping nothing, and
+  refuses more than `MAX_UNZIPPED_BYTES` in all (pdfminer inflates each stream whole in memory).
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import zipfile
+import zlib
 from pathlib import Path
 
 from kwrl.errors import KwrlError
@@ -96,3 +100,26 @@ def check_zip_budget(
     total = sum(i.file_size for i in infos)
     if total > max_bytes:
         raise UnsafeFileError(f"zip declares {total} uncompressed bytes (cap {max_bytes})")
+
+
+_PDF_STREAM = re.compile(rb"stream\r?\n(.*?)endstream", re.DOTALL)
+_INFLATE_CHUNK = 1 << 20
+
+
+def check_pdf_budget(data: bytes, *, max_bytes: int = MAX_UNZIPPED_BYTES) -> None:
+    """Refuse a PDF whose Flate streams inflate to more than `max_bytes` in all."""
+    total = 0
+    for m in _PDF_STREAM.finditer(data):
+        d = zlib.decompressobj()
+        chunk = m.group(1)
+        try:
+            while chunk:
+                out = d.decompress(chunk, _INFLATE_CHUNK)
+                total += len(out)
+                if total > max_bytes:
+                    raise UnsafeFileError(f"pdf streams inflate past {max_bytes} bytes (cap)")
+                if not out and not d.unconsumed_tail:
+                    break
+                chunk = d.unconsumed_tail
+        except zlib.error:  # not a Flate stream (an image, a raw stream): nothing to inflate
+            continue

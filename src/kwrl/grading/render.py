@@ -16,7 +16,8 @@ corrupt file the agent wrote is evidence (of failure), not a grader crash. Outpu
 Files are read through `kwrl.grading.files`: never through a link, regular files only, at most
 `MAX_FILE_BYTES` (a larger file renders as a `[file too large ...]` marker), text files only as far
 as `max_chars` needs, and office zips only after their central directory passes the zip budget (a
-zip bomb renders as `[refused ...]` without being inflated).
+zip bomb renders as `[refused ...]` without being inflated; a PDF's streams are inflated in bounded
+chunks first, so a PDF bomb is refused the same way).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from kwrl.grading.files import (
     MAX_FILE_BYTES,
     UnsafeFileError,
+    check_pdf_budget,
     check_zip_budget,
     read_all,
     read_capped,
@@ -264,7 +266,9 @@ def render_file(path: Path, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         elif suffix in ZIP_RENDERERS:
             text = ZIP_RENDERERS[suffix](office_bytes(path))
         elif suffix == ".pdf":
-            text = _pdf(read_all(path, MAX_FILE_BYTES))
+            data = read_all(path, MAX_FILE_BYTES)
+            check_pdf_budget(data)
+            text = _pdf(data)
         else:
             # Enough bytes for max_chars characters of UTF-8, and never the whole of a huge file.
             head, size = read_capped(path, min(4 * max_chars + 4, MAX_FILE_BYTES))

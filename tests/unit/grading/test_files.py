@@ -8,6 +8,7 @@ import resource
 import tarfile
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import docx
@@ -132,3 +133,20 @@ def test_the_changes_archive_is_streamed_and_capped(tmp_path: Path) -> None:
         member = tf.extractfile("changes.json")
         assert member is not None and json.load(member)["omitted"] == ["filesystem/big.bin"]
     assert [p.name for p in archive.parent.iterdir()] == ["changes.tar.gz"]  # no temp file left
+
+
+def test_a_pdf_bomb_is_refused_before_parsing(tmp_path: Path) -> None:
+    z = zlib.compressobj(9)
+    chunk = bytes(1 << 20)
+    stream = b"".join(z.compress(chunk) for _ in range(MAX_UNZIPPED_BYTES // len(chunk) + 8))
+    stream += z.flush()
+    pdf = tmp_path / "bomb.pdf"
+    pdf.write_bytes(
+        b"%PDF-1.4\n1 0 obj << /Length " + str(len(stream)).encode() + b" /Filter /FlateDecode >>\n"
+        b"stream\n" + stream + b"\nendstream\nendobj\ntrailer << >>\n%%EOF\n"
+    )
+    assert pdf.stat().st_size < 1_000_000
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    text = render_file(pdf)
+    assert text.startswith("[refused pdf file:") and "inflate past" in text
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 50_000  # KiB
