@@ -57,12 +57,6 @@ def specs() -> dict[tuple[str, str], dict[str, Any]]:
     return {(t["server"], t["name"]): t for t in json.loads(text)}
 
 
-def tool_names(app: str) -> list[str]:
-    """Upstream's tool names of a kwrl app, in upstream's listing order."""
-    server = UPSTREAM_SERVER[app]
-    return [name for (s, name) in specs() if s == server]
-
-
 # --- JSON schema -> pydantic -------------------------------------------------------------------
 
 
