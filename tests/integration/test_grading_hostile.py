@@ -43,7 +43,7 @@ def test_planted_links_are_no_evidence(tmp_path: Path, judge: FakeJudge) -> None
     spec = TaskSpec(
         meta=ArchipelagoMeta(
             task_id="task_" + "6" * 32, task_name="t", task_slug="t", world_id=WORLD_ID
-        ),  # fmt: skip
+        ),
         instruction="Say the code.",
         verifiers=[
             Verifier.model_validate(
@@ -54,14 +54,14 @@ def test_planted_links_are_no_evidence(tmp_path: Path, judge: FakeJudge) -> None
                         "is_primary_objective": True,
                     },
                 }
-            ),  # fmt: skip
+            ),
             Verifier.model_validate(
                 {
                     "verifier_id": "ver_1",
                     "verifier_values": {"criteria": f"A file says '{HOST}'"},
                     "verifier_index": 1,
                 }
-            ),  # fmt: skip
+            ),
         ],
         golden=[GoldenResponse(golden_text_response=GOLD)],
     )
