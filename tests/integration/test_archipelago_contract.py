@@ -59,8 +59,8 @@ def test_every_upstream_tool_is_served_with_the_identical_schema(listed: dict[st
     present = [name for name in expected if name in listed]
     identical = [n for n in present if listed[n].inputSchema == expected[n]["inputSchema"]]
     same_text = [n for n in present if listed[n].description == expected[n]["description"]]
-    assert (len(present), len(identical), len(same_text)) == (73, 73, 73), (
-        sorted(set(expected) - set(identical))
+    assert (len(present), len(identical), len(same_text)) == (73, 73, 73), sorted(
+        set(expected) - set(identical)
     )
     # nothing kwrl-only is listed beside them
     assert sorted(listed) == sorted(expected)

@@ -46,7 +46,7 @@ def wb(roots: WorldRoots, name: str, data_only: bool = False) -> openpyxl.Workbo
     return openpyxl.load_workbook(roots.filesystem / name, data_only=data_only)
 
 
-async def test_tools_are_the_design_list(client: Client) -> None:
+async def test_tools_are_upstreams_list(client: Client) -> None:
     names = {t.name for t in await client.list_tools()}
     assert names == {
         "create_spreadsheet", "delete_spreadsheet", "read_tab", "read_csv", "list_tabs_in_spreadsheet", "add_tab",
@@ -55,15 +55,30 @@ async def test_tools_are_the_design_list(client: Client) -> None:
 
 
 async def test_read_tab_shows_formula_and_cached_value(client: Client) -> None:
-    out = await text(client, "read_tab", {"file_path": f"/{FORMULAE}"})
+    args = {"file_path": f"/{FORMULAE}", "tab_index": 0, "include_formulas": True}
+    out = await text(client, "read_tab", args)
     assert "=A2+A3 → 24690" in out and "=SUM(A2:A4) → 49380" in out
     assert "| 2 | 12345 | No Formula |" in out
+    values = await text(client, "read_tab", {"file_path": f"/{FORMULAE}", "tab_index": 0})
+    assert "=A2+A3" not in values and "| 24690 |" in values
     assert (
-        await text(client, "read_tab", {"file_path": FORMULAE, "cell_range": "a5"})
+        await text(client, "read_tab", {**args, "cell_range": "a5"})
         == "Sheet1!A5: =SUM(A2:A4) → 49380"
     )
-    out = await text(client, "read_tab", {"file_path": FORMULAE, "cell_range": "A2:B3"})
+    assert (
+        await text(client, "read_tab", {**args, "cell_range": "a5", "include_formulas": False})
+        == "Sheet1!A5: 49380"
+    )
+    out = await text(client, "read_tab", {**args, "cell_range": "A2:B3"})
     assert "Simple" not in out and "| 3 | =12345 → 12345 | Value |" in out
+    cut = await text(client, "read_tab", {**args, "max_rows": 2, "max_cols": 1})
+    assert "truncated to 2 of" in cut
+    compact = await text(
+        client,
+        "read_tab",
+        {"file_path": FORMULAE, "tab_index": 0, "cell_range": "A2:B2", "compact": True},
+    )
+    assert compact.splitlines()[-1] == "12345,No Formula"
 
 
 async def test_written_formula_reads_back_without_an_invented_value(
@@ -76,10 +91,24 @@ async def test_written_formula_reads_back_without_an_invented_value(
             "file_path": BOOK,
             "operations": [
                 {"type": "set_cell", "cell": "D1", "value": "=C2*10"},
-                {"type": "set_range", "range": "E1:F2", "values": [[1, "x"], ["2.5", True]]},
+                {"type": "set_cell", "cell": "E2", "value": "2.5"},
+                {"type": "set_cell", "sheet": "Sheet1", "cell": "F2", "value": True},
                 {"type": "append_rows", "sheet": "Sheet2", "rows": [["a", 1], ["b", 2]]},
-                {"type": "format_cells", "range": "D1", "bold": True, "fill_color": "FFFF00"},
+                {
+                    "type": "format_cells",
+                    "sheet": "Sheet1",
+                    "range": "D1",
+                    "font_bold": True,
+                    "fill_color": "FFFF00",
+                },
                 {"type": "rename_sheet", "sheet": "Sheet3", "new_name": "Summary"},
+                {"type": "set_column_width", "sheet": "Sheet1", "column": "D", "width": 20},
+                {"type": "set_row_height", "sheet": "Sheet1", "row": 1, "height": 30},
+                {"type": "freeze_panes", "sheet": "Sheet1", "cell": "A2"},
+                {"type": "merge_cells", "sheet": "Sheet2", "range": "C1:D1"},
+                {"type": "set_number_format", "sheet": "Sheet1", "range": "E2", "format": "0.00%"},
+                {"type": "add_named_range", "name": "Rate", "sheet": "Sheet1", "range": "E2"},
+                {"type": "set_auto_filter", "sheet": "Sheet2"},
             ],
         },
     )
@@ -91,10 +120,34 @@ async def test_written_formula_reads_back_without_an_invented_value(
         and ws["E2"].value == 2.5
         and ws["F2"].value is True
     )
-    assert list(book["Sheet2"].iter_rows(values_only=True)) == [("a", 1), ("b", 2)]
+    assert list(book["Sheet2"].iter_rows(values_only=True)) == [
+        ("a", 1, None, None),
+        ("b", 2, None, None),
+    ]
     assert "Summary" in book.sheetnames
-    out = await text(client, "read_tab", {"file_path": BOOK, "cell_range": "D1"})
+    assert ws.column_dimensions["D"].width == 20 and ws.row_dimensions[1].height == 30
+    assert ws.freeze_panes == "A2" and "C1:D1" in {
+        str(r) for r in book["Sheet2"].merged_cells.ranges
+    }
+    assert ws["E2"].number_format == "0.00%" and "Rate" in book.defined_names
+    assert book["Sheet2"].auto_filter.ref == "A1:B2"
+    out = await text(client, "read_tab", {"file_path": BOOK, "tab_index": 0, "cell_range": "D1"})
     assert out == "Sheet1!D1: =C2*10 → (no cached value)"
+    assert "'add_image' is not supported here" in await error(
+        client,
+        "edit_spreadsheet",
+        {
+            "file_path": BOOK,
+            "operations": [
+                {"type": "add_image", "sheet": "Sheet1", "image_path": "/logo.png", "cell": "A1"}
+            ],
+        },
+    )
+    assert "Validation error: input.operations.0" in await error(
+        client,
+        "edit_spreadsheet",
+        {"file_path": BOOK, "operations": [{"type": "set_range", "range": "A1"}]},
+    )
     # a failing batch changes nothing
     before = (roots.filesystem / BOOK).read_bytes()
     msg = await error(
@@ -104,7 +157,7 @@ async def test_written_formula_reads_back_without_an_invented_value(
             "file_path": BOOK,
             "operations": [
                 {"type": "set_cell", "cell": "A1", "value": 9},
-                {"type": "set_cell", "cell": "ZZZZ1"},
+                {"type": "set_cell", "cell": "ZZZZ1", "value": 1},
             ],
         },
     )
@@ -118,18 +171,22 @@ async def test_tabs_list_add_delete(client: Client, roots: WorldRoots) -> None:
     await text(
         client,
         "add_tab",
-        {"file_path": BOOK, "tab_name": "New", "headers": ["k", "v"], "rows": [["a", "1"]]},
+        {
+            "file_path": BOOK,
+            "tab_name": "New",
+            "sheet_data": {"headers": ["k", "v"], "rows": [["a", "1"]]},
+        },
     )
     ws = wb(roots, BOOK)["New"]
     assert [c.value for c in ws[2]] == ["a", 1] and ws["A1"].font.bold
     assert "already exists" in await error(
         client, "add_tab", {"file_path": BOOK, "tab_name": "new"}
     )
-    await text(client, "delete_tab", {"file_path": BOOK, "tab_name": "Sheet2"})
-    assert wb(roots, BOOK).sheetnames == ["Sheet1", "Sheet3", "New"]
-    assert "sheet 'Nope' not found" in await error(
-        client, "read_tab", {"file_path": BOOK, "tab_name": "Nope"}
+    assert "tab_name: String should have at most 31 characters" in await error(
+        client, "add_tab", {"file_path": BOOK, "tab_name": "x" * 32}
     )
+    await text(client, "delete_tab", {"file_path": BOOK, "tab_index": 1})
+    assert wb(roots, BOOK).sheetnames == ["Sheet1", "Sheet3", "New"]
     assert "tab_index 9 out of range" in await error(
         client, "read_tab", {"file_path": BOOK, "tab_index": 9}
     )
@@ -169,7 +226,13 @@ async def test_create_chart_filter_and_lifecycle(client: Client, roots: WorldRoo
     await text(
         client,
         "create_chart",
-        {"file_path": path, "data_range": "A1:C4", "chart_type": "line", "title": "By region"},
+        {
+            "file_path": path,
+            "sheet": "Sales",
+            "data_range": "A1:C4",
+            "chart_type": "line",
+            "title": "By region",
+        },
     )
     with zipfile.ZipFile(roots.filesystem / "reports/sales.xlsx") as z:
         chart_xml = z.read("xl/charts/chart1.xml").decode()
@@ -177,15 +240,30 @@ async def test_create_chart_filter_and_lifecycle(client: Client, roots: WorldRoo
     await text(
         client,
         "create_chart",
-        {"file_path": path, "data_range": "A1:C4", "chart_type": "scatter", "position": "E20"},
+        {
+            "file_path": path,
+            "sheet": "Sales",
+            "data_range": "A1:C4",
+            "chart_type": "pie",
+            "position": "E20",
+        },
     )
     with zipfile.ZipFile(roots.filesystem / "reports/sales.xlsx") as z:
-        assert "scatterChart" in z.read("xl/charts/chart2.xml").decode()
+        assert "pieChart" in z.read("xl/charts/chart2.xml").decode()
+    assert "input.chart_type: Input should be 'bar', 'line' or 'pie'" in await error(
+        client,
+        "create_chart",
+        {"file_path": path, "sheet": "Sales", "data_range": "A1:C4", "chart_type": "scatter"},
+    )
     assert len(wb(roots, "reports/sales.xlsx")["Sales"]._charts) == 2
     out = await text(
         client,
         "filter_tab",
-        {"file_path": path, "filters": [{"column": "Q1", "operator": ">", "value": 9}]},
+        {
+            "file_path": path,
+            "tab_index": 0,
+            "filters": [{"column": "Q1", "operator": "greater_than", "value": 9}],
+        },
     )
     assert "2 matching row(s)" in out and "| 2 | North | 10 | 12 |" in out and "South" not in out
     out = await text(
@@ -193,10 +271,11 @@ async def test_create_chart_filter_and_lifecycle(client: Client, roots: WorldRoo
         "filter_tab",
         {
             "file_path": path,
+            "tab_index": 0,
             "match_all": False,
             "filters": [
                 {"column": "A", "operator": "starts_with", "value": "s"},
-                {"column": "Q2", "operator": "<", "value": 5},
+                {"column": "Q2", "operator": "less_than", "value": 5},
             ],
         },
     )
@@ -204,7 +283,11 @@ async def test_create_chart_filter_and_lifecycle(client: Client, roots: WorldRoo
     assert "filter column 'Q9' not found" in await error(
         client,
         "filter_tab",
-        {"file_path": path, "filters": [{"column": "Q9", "operator": "=", "value": 1}]},
+        {
+            "file_path": path,
+            "tab_index": 0,
+            "filters": [{"column": "Q9", "operator": "equals", "value": 1}],
+        },
     )
     await text(client, "delete_spreadsheet", {"file_path": path})
     assert not (roots.filesystem / "reports/sales.xlsx").exists()
@@ -213,6 +296,10 @@ async def test_create_chart_filter_and_lifecycle(client: Client, roots: WorldRoo
 async def test_read_csv(client: Client) -> None:
     out = await text(client, "read_csv", {"file_path": "people.csv"})
     assert "3 data rows x 3 columns" in out and "| Bob | 27 | Rome |" in out
+    compact = await text(
+        client, "read_csv", {"file_path": "people.csv", "compact": True, "has_header": False}
+    )
+    assert compact.splitlines()[1:3] == ["col1,col2,col3", "name,age,city"]
     assert "showing the first 1" in await text(
         client, "read_csv", {"file_path": "people.csv", "row_limit": 1}
     )
@@ -220,20 +307,29 @@ async def test_read_csv(client: Client) -> None:
 
 @pytest.mark.parametrize("bad", [*BAD_PATHS, "link.xlsx"])
 async def test_bad_paths_refused(client: Client, bad: str) -> None:
-    msg = await error(client, "read_tab", {"file_path": bad})
+    msg = await error(client, "read_tab", {"file_path": bad, "tab_index": 0})
     assert bad in msg and ("outside the allowed root" in msg or "must end with .xlsx" in msg)
 
 
 async def test_missing_wrong_type_corrupt_bad_ref_and_server_keeps_serving(client: Client) -> None:
-    assert "file not found" in await error(client, "read_tab", {"file_path": "missing.xlsx"})
+    assert "file not found" in await error(
+        client, "read_tab", {"file_path": "missing.xlsx", "tab_index": 0}
+    )
     assert "must end with .xlsx" in await error(
         client, "list_tabs_in_spreadsheet", {"file_path": "notes.txt"}
     )
-    assert "corrupted" in await error(client, "read_tab", {"file_path": "corrupt.xlsx"})
-    assert "bad cell reference '1A'" in await error(
-        client, "read_tab", {"file_path": FORMULAE, "cell_range": "1A"}
+    assert "corrupted" in await error(
+        client, "read_tab", {"file_path": "corrupt.xlsx", "tab_index": 0}
     )
-    assert "→ 24690" in await text(client, "read_tab", {"file_path": FORMULAE})
+    assert "bad cell reference '1A'" in await error(
+        client, "read_tab", {"file_path": FORMULAE, "tab_index": 0, "cell_range": "1A"}
+    )
+    assert "tab_index: Input should be greater than or equal to 0" in await error(
+        client, "read_tab", {"file_path": FORMULAE, "tab_index": -1}
+    )
+    assert "→ 24690" in await text(
+        client, "read_tab", {"file_path": FORMULAE, "tab_index": 0, "include_formulas": True}
+    )
 
 
 _segments = st.lists(
@@ -292,7 +388,9 @@ async def test_concurrent_edits_of_one_file_all_land(client: Client, roots: Worl
     cells = [f"H{i}" for i in range(1, 9)]
     await asyncio.gather(
         *(
-            client.call_tool("add_content_text", {"file_path": BOOK, "cell": c, "value": i})
+            client.call_tool(
+                "add_content_text", {"file_path": BOOK, "tab_index": 0, "cell": c, "value": i}
+            )
             for i, c in enumerate(cells)
         )
     )
@@ -301,11 +399,13 @@ async def test_concurrent_edits_of_one_file_all_land(client: Client, roots: Worl
 
 
 async def test_reads_follow_outside_writes(client: Client, roots: WorldRoots) -> None:
-    assert "| 2 | 12345 |" in await text(client, "read_tab", {"file_path": FORMULAE})
+    assert "| 2 | 12345 |" in await text(
+        client, "read_tab", {"file_path": FORMULAE, "tab_index": 0}
+    )
     book = wb(roots, FORMULAE)
     book["Sheet1"]["A2"] = 777
     book.save(roots.filesystem / FORMULAE)  # e.g. code_exec rewrote the file in place
-    assert "| 2 | 777 |" in await text(client, "read_tab", {"file_path": FORMULAE})
+    assert "| 2 | 777 |" in await text(client, "read_tab", {"file_path": FORMULAE, "tab_index": 0})
 
 
 @pytest.mark.slow
@@ -326,7 +426,11 @@ async def test_libreoffice_recalculates_written_formulas(
     )
     assert "(formulas recalculated)" in out
     assert (
-        await text(client, "read_tab", {"file_path": FORMULAE, "cell_range": "C2"})
+        await text(
+            client,
+            "read_tab",
+            {"file_path": FORMULAE, "tab_index": 0, "cell_range": "C2", "include_formulas": True},
+        )
         == "Sheet1!C2: =A2*2 → 24690"
     )
     assert wb(roots, FORMULAE)["Sheet1"]["C2"].value == "=A2*2"

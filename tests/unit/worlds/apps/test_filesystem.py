@@ -93,9 +93,10 @@ async def test_search_files_by_glob_recursive_and_limited(
     assert "No files matching" in await text(
         client, "search_files", {"pattern": "*.md", "recursive": False}
     )
-    assert await text(
-        client, "search_files", {"pattern": "*.xlsx"}
-    ) == "No files matching '*.xlsx' found in /"
+    assert (
+        await text(client, "search_files", {"pattern": "*.xlsx"})
+        == "No files matching '*.xlsx' found in /"
+    )
     for i in range(3):
         (roots.filesystem / f"n{i}.txt").write_text("x")
     limited = await text(client, "search_files", {"pattern": "*.txt", "max_results": 2})

@@ -119,7 +119,14 @@ async def test_create_add_edit_delete_slides(client: Client, roots: WorldRoots) 
         {"type": "update_slide_title", "index": 0, "title": "Q3 Review (final)"},
         {"type": "append_bullets", "index": 2, "items": ["NPS 61"]},
         {"type": "replace_text", "search": "revenue", "replace": "Sales"},
-        {"type": "update_table_cell", "index": 3, "table_idx": 0, "row": 1, "column": 1, "text": "42"},
+        {
+            "type": "update_table_cell",
+            "index": 3,
+            "table_idx": 0,
+            "row": 1,
+            "column": 1,
+            "text": "42",
+        },
         {"type": "set_notes", "index": 0, "notes": "welcome"},
         {
             "type": "format_table_cell",
