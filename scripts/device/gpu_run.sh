@@ -32,6 +32,8 @@ install() {
   if [ ! -f /root/kwrl-installed ]; then
     ls "$PARTS"/p* | sort -V | xargs cat | tar -xJ -C /root || { echo "bundle: join/untar failed"; exit 3; }
     cp -a /root/site/. "$purelib"/
+    # what a bundle built before fastmcp's server extra was followed lacks (gpu_bundle.py has it now)
+    [ -f .devwhl/gpu-extra/extra.tar.xz ] && tar -xJf .devwhl/gpu-extra/extra.tar.xz -C "$purelib"
     for d in /root/debs/*.deb; do dpkg-deb --fsys-tarfile "$d" | tar -x -C / ./usr/bin/bwrap; done
     echo "$PWD/src" > "$purelib/kwrl-src.pth"
     mkdir -p "$purelib/kwrl-0.1.0.dist-info"
@@ -61,6 +63,7 @@ rollout_engine = "vllm"
 concurrency = 12
 seed = 0
 tensorboard = false
+environment_kwargs = { allow_missing_limits = true }  # cgroup v2 not delegated on the lent machine
 
 [rl]
 prompts_per_step = 3
@@ -83,7 +86,7 @@ context_window = 6144
 temperature = 1.0
 EOF
   local t0=$SECONDS
-  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-300}" kwrl train /root/train_vllm.toml 2>&1 \
+  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-300}" kwrl train /root/train_vllm.toml ${TRAIN_OVERRIDES:-} 2>&1 \
     | tee "$OUT/train.log" | grep -v "^\(INFO\|DEBUG\)" | tail -25
   echo "train wall: $((SECONDS - t0)) s"
   cp "$run/metrics.jsonl" "$OUT/train_metrics.jsonl" 2>/dev/null
@@ -96,5 +99,6 @@ case "${1:-all}" in
   install) stash; install ;;
   all) stash; install; bench; train ;;
   train) stash; install; train ;;
-  *) echo "usage: $0 stash|install|all|train"; exit 2 ;;
+  bench) stash; install; bench ;;
+  *) echo "usage: $0 stash|install|all|bench|train"; exit 2 ;;
 esac
