@@ -4,17 +4,22 @@
 #
 #   python -m kwrl.train.skyrl.data DATASET $KWRL_SKYRL_ROOT/smoke/train.parquet
 #   DATASET=... KWRL_JUDGE=... scripts/skyrl/smoke_1gpu.sh [extra overrides]
+#
+# MODEL: a hub id or a local folder (default Qwen/Qwen3.5-0.8B); where no hub is reachable, a
+# packaged model's folder: MODEL=$(python -m kwrl.llm.packaged smollm2-135m | tail -1) with
+# TOOL_CALL_PARSER=hermes (SmolLM2's chat template has no tool format of its own).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 RUN=${RUN:-smoke-1gpu}
 ROOT="$KWRL_SKYRL_ROOT/$RUN"
 MAX_MODEL_LEN=${MAX_MODEL_LEN:-16384}
+MODEL=${MODEL:-Qwen/Qwen3.5-0.8B}
 
 launch kwrl.train.skyrl.main_train \
   "data.train_data=['${TRAIN_DATA:-$ROOT/train.parquet}']" \
   "data.val_data=[]" \
-  trainer.policy.model.path=Qwen/Qwen3.5-0.8B \
+  trainer.policy.model.path=$MODEL \
   trainer.policy.language_model_only=true \
   generator.inference_engine.language_model_only=true \
   generator.inference_engine.served_model_name=policy \
@@ -52,5 +57,5 @@ launch kwrl.train.skyrl.main_train \
   kwrl.concurrency=4 \
   kwrl.agent_kwargs.max_steps=20 \
   kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
-  kwrl.agent_kwargs.tool_call_parser=qwen3_xml \
+  kwrl.agent_kwargs.tool_call_parser=${TOOL_CALL_PARSER:-qwen3_xml} \
   "$@"
