@@ -1,5 +1,5 @@
 """Oracle trials through `kwrl trial run` the way users set up: a `.venv` reached through a symlink,
-and a plain (non-root) user, whom the local sandbox refuses with a message and a failing exit."""
+and a plain (non-root) user, whose trial runs in a rootless sandbox (a user namespace it owns)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kwrl.sandbox.base import python_paths
-from kwrl.sandbox.testing import make_dataset, make_task, make_world
+from kwrl.sandbox.testing import make_task, make_world
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -82,8 +82,34 @@ def _as_user(user: str, argv: list[str], home: Path) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)]
 
 
+# As the plain user: who it is inside, its capabilities, and how many processes it may start.
+PROBE = """#!/usr/bin/env bash
+set -e
+id -u > /logs/agent/uid.txt
+grep CapEff /proc/self/status > /logs/agent/caps.txt
+"$KWRL_PYTHON" - > /logs/agent/forks.txt <<'PY'
+import os, signal, time
+kids = []
+try:
+    while len(kids) < 2000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+except OSError as e:
+    print(len(kids), e.errno)
+for pid in kids:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+PY
+echo 42 > /filesystem/answer.txt
+echo 'The answer is 42.' > /logs/agent/final_answer.txt
+"""
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="creates a user (useradd)")
-def test_a_plain_user_is_refused_naming_what_is_missing_and_the_alternative() -> None:
+def test_a_plain_user_runs_an_oracle_trial_in_a_rootless_sandbox() -> None:
     user = "kwrl-plain"
     made = subprocess.run(["id", user], capture_output=True, check=False).returncode != 0
     if made:
@@ -91,23 +117,46 @@ def test_a_plain_user_is_refused_naming_what_is_missing_and_the_alternative() ->
     base = Path(tempfile.mkdtemp(prefix="kwrl-user-"))  # pytest's tmp_path is root's alone
     try:
         base.chmod(0o755)
-        (task,) = make_dataset(base / "ds", 1)
-        (base / "home").mkdir()
-        shutil.chown(base / "home", user, user)
-        argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--agent", "oracle"]
-        argv += ["--out", str(base / "home" / "trials")]
-        proc = subprocess.run(
-            _as_user(user, argv, base / "home"), capture_output=True, text=True, timeout=300,
-            check=False, cwd=base / "home",
-            env={**os.environ, "HARBOR_TELEMETRY": "0", "COLUMNS": "400"},
+        world = make_world(base / "ds")
+        task = make_task(base / "ds", "plain", world_id=world.name, solve=PROBE)
+        home = base / "home"
+        home.mkdir()
+        shutil.chown(home, user, user)
+
+        def trial(*ek: str) -> tuple[int, str, Path]:
+            out = home / f"trials{len(ek)}"
+            argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--agent"]
+            argv += ["oracle", "--out", str(out), *(a for k in ek for a in ("--ek", k))]
+            proc = subprocess.run(
+                _as_user(user, argv, home), capture_output=True, text=True, timeout=300,
+                check=False, cwd=home, env={**os.environ, "HARBOR_TELEMETRY": "0", "COLUMNS": "400"},
+            )  # fmt: skip
+            (d,) = out.iterdir()
+            return proc.returncode, proc.stdout + proc.stderr, d
+
+        userns = subprocess.run(
+            _as_user(user, ["unshare", "--user", "--map-root-user", "--mount", "true"], home),
+            capture_output=True, check=False,
         )  # fmt: skip
-        out = proc.stdout + proc.stderr
-        assert proc.returncode != 0, out
-        (trial,) = (base / "home" / "trials").iterdir()
-        why = (trial / "exception.txt").read_text()
-        assert "runs trials as root only" in why and "--env docker" in why, why
-        assert "unprivileged user namespaces" in why
-        assert "SandboxError: LocalEnvironment runs trials as root only" in out
+        rc, out, d = trial()
+        assert rc != 0, out
+        why = (d / "exception.txt").read_text()
+        if userns.returncode != 0:  # a host without unprivileged user namespaces
+            assert "refuses unprivileged user namespaces" in why and "--env docker" in why, why
+            return
+        # No writable cgroups here for a plain user: refused by default, naming what is missing.
+        assert "cannot apply memory_mb=1024, cpus=1.0" in why, why
+        assert "allow_missing_limits" in why and "Delegate=yes" in why
+        rc, out, d = trial("allow_missing_limits=true")
+        assert rc == 0 and "reward 1 " in out, out
+        result = json.loads((d / "result.json").read_text())
+        assert result["verifier_result"]["rewards"]["reward"] == 1.0
+        assert (d / "agent" / "uid.txt").read_text().strip() == "0"  # its own user namespace
+        assert (d / "agent" / "caps.txt").read_text().split() == ["CapEff:", "0000000000000000"]
+        started, errno = map(int, (d / "agent" / "forks.txt").read_text().split())
+        assert 400 < started < 512 and errno == 11  # RLIMIT_NPROC (pids 512) binds: EAGAIN
+        report = json.loads((d / "sandbox.json").read_text())
+        assert report["unenforced"] == ["memory_mb=1024", "cpus=1.0"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
         if made:

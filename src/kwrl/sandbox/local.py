@@ -32,6 +32,13 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   namespace, hence the overlay mount, goes with it), write `sandbox.json` (limit hits) into the
   trial dir, remove the cgroups and the root. Idempotent; also runs after an agent crash.
 
+As a plain user (rootless), the mounts are made in a user namespace the user owns (`unshare --user
+--map-root-user`; the user is uid 0 in there, without capabilities in the sandbox): overlayfs with
+`userxattr`, nsenter with `-U --preserve-credentials`, the gateway started through nsenter (exec
+mode); RLIMIT_NPROC, which the kernel counts per user namespace, binds the process limit and the pid
+namespace ends every process; memory and CPU need a delegated cgroup v2 (else start() refuses
+unless `allow_missing_limits`). World files the trial changes must be the user's own.
+
 Non-obvious choices: files move in and out through `tar`/`cat` run *inside* the sandbox, never
 through host paths, so a symlink planted by agent code cannot redirect a host-side write. A trial
 that hits its process or memory limit during `exec` gets `SandboxLimitError` (its commands are
@@ -204,9 +211,26 @@ class LocalEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         _check_host()
         sup = cgroups.support()
+        # Rootless: RLIMIT_NPROC binds the sandbox's user namespace alone, and its pid namespace
+        # ends every process of the trial when its init dies.
         self._unenforced = cgroups.require_limits(
-            self._limits(), allow_missing=self.settings.allow_missing_limits, sup=sup
+            self._limits(),
+            allow_missing=self.settings.allow_missing_limits,
+            also_enforced=("pids", "kill") if _rootless() else (),
+            sup=sup,
         )
+        if _rootless() and self.settings.exec_user is not None:
+            raise ConfigError("exec_user: a rootless sandbox maps one user only (leave it unset)")
+        foreign = [d for d in self.world.lowers if _rootless() and d.stat().st_uid != os.geteuid()]
+        if foreign:
+            logging.getLogger(__name__).warning(
+                "rootless sandbox: %s is not owned by uid %d, so the trial cannot change what it "
+                "holds (owners other than this user are unmapped in the sandbox); copy the dataset",
+                foreign[0], os.geteuid(),
+            )  # fmt: skip
+        if _rootless() and self.settings.gateway_mode == "fork":
+            # The zygote enters no user namespace: the gateway starts cold, through nsenter.
+            self.settings = self.settings.model_copy(update={"gateway_mode": "exec"})
         if self._unenforced:
             logging.getLogger(__name__).warning(
                 "sandbox without %s (allow_missing_limits): %s", self._unenforced, sup.describe()
@@ -233,15 +257,19 @@ class LocalEnvironment(BaseEnvironment):
             self._listener = _listen(root / "run" / "gateway.sock")
         disk = root / "disk"
         opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={disk / 'upper'},workdir={disk / 'work'}"
+        if _rootless():
+            opts += ",userxattr"  # overlayfs in a user namespace keeps its marks in user.* xattrs
         read_fd, write_fd = os.pipe()
         spec = self._spec(share_net=False, verifier=False)
         argv = [
             *self._join("sandbox"),
             "unshare",
+            *(["--user", "--map-root-user"] if _rootless() else []),
             "--mount",
             "--propagation",
             "private",
             "--",
+            *self._nproc(),
             "sh",
             "-c",
             _MOUNT,
@@ -372,7 +400,14 @@ class LocalEnvironment(BaseEnvironment):
     def _sandbox_dir(self) -> Path:
         if self.settings.sandbox_dir:
             return Path(self.settings.sandbox_dir)
-        return Path(tempfile.gettempdir()) / "kwrl-sandboxes"
+        uid = "" if not _rootless() else f"-{os.geteuid()}"  # a plain user's own
+        return Path(tempfile.gettempdir()) / f"kwrl-sandboxes{uid}"
+
+    def _nproc(self) -> list[str]:
+        """Rootless: `prlimit --nproc=<pids> --`, run inside the sandbox's user namespace, where
+        RLIMIT_NPROC counts the trial's processes alone (the kernel counts per user namespace)."""
+        pids = self._limits().pids
+        return ["prlimit", f"--nproc={pids}", "--"] if _rootless() and pids else []
 
     def _limits(self) -> cgroups.Limits:
         """task.toml's [environment] cpus and memory_mb, else the settings' defaults."""
@@ -456,8 +491,9 @@ class LocalEnvironment(BaseEnvironment):
             fsize = f"--fsize={self._storage_mb() * 2**20}"
             return [
                 *self._join("exec"),
-                "prlimit", fsize, "--",
-                "nsenter", "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
+                "prlimit", fsize, *self._nproc()[1:-1], "--",
+                "nsenter", "-t", str(self._init_pid), *_userns(),
+                "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
                 *_DROP_CAPS, *ids, "--", *shell,
             ]  # fmt: skip
         assert self._holder is not None
@@ -470,7 +506,8 @@ class LocalEnvironment(BaseEnvironment):
         inner = [*_DROP_CAPS, *ids, "--", *shell] if ids else shell
         return [
             *self._join("exec"),
-            "nsenter", "-t", str(self._holder.pid), "-m", "--",
+            *self._nproc(),
+            "nsenter", "-t", str(self._holder.pid), *_userns(), "-m", "--",
             *bwrap_argv(spec, inner),
         ]  # fmt: skip
 
@@ -638,7 +675,7 @@ class LocalEnvironment(BaseEnvironment):
         assert self._proc is not None
         self._holder = await asyncio.create_subprocess_exec(
             *self._join("sandbox"),
-            "nsenter", "-t", str(self._proc.pid), "-m", "--",
+            "nsenter", "-t", str(self._proc.pid), *_userns(), "-m", "--",
             "sh", "-c", "echo kwrl-holder; exec sleep infinity",
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             start_new_session=True, env=_host_env(),
@@ -727,7 +764,9 @@ class LocalEnvironment(BaseEnvironment):
         """argv that runs a command in the sandbox's namespaces but in the `sandbox` cgroup."""
         return [
             *self._join("sandbox"),
-            "nsenter", "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
+            *self._nproc(),
+            "nsenter", "-t", str(self._init_pid), *_userns(),
+            "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
             *_DROP_CAPS, "--",
         ]  # fmt: skip
 
@@ -898,13 +937,24 @@ def _host_env() -> dict[str, str]:
     }
 
 
+def _rootless() -> bool:
+    """A plain user's sandbox: its mounts are made in a user namespace it owns (uid 0 inside)."""
+    return os.geteuid() != 0
+
+
+def _userns() -> list[str]:
+    """nsenter's flags to join the sandbox's user namespace too (rootless), keeping this uid (which
+    is uid 0 in there; setgroups is denied in a namespace that maps one user)."""
+    return ["-U", "--preserve-credentials"] if _rootless() else []
+
+
 def _check_host() -> None:
-    if os.geteuid() != 0:
+    if _rootless() and (why := _userns_refused()):
         raise SandboxError(
-            f"LocalEnvironment runs trials as root only (uid here: {os.geteuid()}): it mounts each "
-            "trial's world overlay and disk tmpfs, enters the sandbox with nsenter and limits it "
-            f"with cgroups it creates. {_userns_note()} Run as root (e.g. sudo), or use the docker "
-            "preset (`--env docker`, Docker's daemon does the privileged part)."
+            f"LocalEnvironment as a plain user (uid {os.geteuid()}) makes each trial's mounts in a "
+            f"user namespace, and this host refuses unprivileged user namespaces ({why}). Allow "
+            "them (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or "
+            "the AppArmor profile for bwrap), run as root, or use the docker preset (`--env docker`)."
         )
     for tool in ("bwrap", "unshare", "nsenter", "setpriv"):
         if shutil.which(tool) is None:
@@ -913,22 +963,18 @@ def _check_host() -> None:
             )
 
 
-def _userns_note() -> str:
-    """Whether this host lets a plain user make the namespaces a rootless sandbox would need."""
+def _userns_refused() -> str | None:
+    """Why this host refuses a plain user the user and mount namespaces, or None."""
     import subprocess
 
-    if shutil.which("bwrap") is None:
-        return "bwrap is not installed (apt-get install -y bubblewrap)."
-    probe = ["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "true"]
-    done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    probe = ["unshare", "--user", "--map-root-user", "--mount", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    except OSError as e:
+        return f"unshare: {e}"
     if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"This host also refuses unprivileged user namespaces ({why})."
-    return (
-        "This host allows unprivileged user namespaces, but a rootless local sandbox "
-        "(overlay through fuse-overlayfs or a bubblewrap with --overlay, limits through a delegated "
-        "cgroup v2 subtree) is not built yet."
-    )
+        return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return None
 
 
 def _sweep_stale(sandbox_dir: Path) -> None:
