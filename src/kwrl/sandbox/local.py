@@ -953,8 +953,9 @@ def _check_host() -> None:
         raise SandboxError(
             f"LocalEnvironment as a plain user (uid {os.geteuid()}) makes each trial's mounts in a "
             f"user namespace, and this host refuses unprivileged user namespaces ({why}). Allow "
-            "them (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or "
-            "the AppArmor profile for bwrap), run as root, or use the docker preset (`--env docker`)."
+            "them (sysctls kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, "
+            "kernel.apparmor_restrict_unprivileged_userns=0), run as root, or use the docker preset "
+            "(`--env docker`)."
         )
     for tool in ("bwrap", "unshare", "nsenter", "setpriv"):
         if shutil.which(tool) is None:
