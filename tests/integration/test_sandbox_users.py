@@ -126,7 +126,8 @@ def test_a_plain_user_runs_an_oracle_trial_in_a_rootless_sandbox() -> None:
         def trial(*ek: str) -> tuple[int, str, Path]:
             out = home / f"trials{len(ek)}"
             argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--agent"]
-            argv += ["oracle", "--out", str(out), *(a for k in ek for a in ("--ek", k))]
+            argv += ["oracle", "--out", str(out), "--ek", f"sandbox_dir={home / 'sbx'}"]
+            argv += [a for k in ek for a in ("--ek", k)]
             proc = subprocess.run(
                 _as_user(user, argv, home), capture_output=True, text=True, timeout=300,
                 check=False, cwd=home, env={**os.environ, "HARBOR_TELEMETRY": "0", "COLUMNS": "400"},
