@@ -44,9 +44,10 @@ def train(
         console.print(f"SFT model: {out}")
         return
     from kwrl.train.local.config import TrainConfig
+
+    cfg = load_config(TrainConfig, path, overrides)  # a bad config fails before torch loads
     from kwrl.train.local.trainer import train as run_train
 
-    cfg = load_config(TrainConfig, path, overrides)
     state = run_train(cfg)
     console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")
 

@@ -23,6 +23,7 @@ from pydantic import Field
 from rich.console import Console
 from rich.table import Table
 
+from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig, save_config
 from kwrl.errors import ConfigError
 from kwrl.io import write_json
@@ -79,15 +80,15 @@ class SmokeConfig(KwrlConfig):
     prompt length."""
 
 
-def _agent(cfg: SmokeConfig) -> dict[str, Any]:
-    return {
-        "tools": SMOKE_TOOLS,
-        "max_steps": cfg.max_steps,
-        "max_tokens_per_turn": cfg.max_tokens_per_turn,
-        "context_window": 4096,
-        "tool_prompt": "compact",
-        "tool_result_max_chars": cfg.tool_result_max_chars,
-    }
+def _agent(cfg: SmokeConfig) -> AgentConfig:
+    return AgentConfig(
+        tools=SMOKE_TOOLS,
+        max_steps=cfg.max_steps,
+        max_tokens_per_turn=cfg.max_tokens_per_turn,
+        context_window=4096,
+        tool_prompt="compact",
+        tool_result_max_chars=cfg.tool_result_max_chars,
+    )
 
 
 def easy_only(dataset: Path) -> list[str]:
@@ -105,7 +106,7 @@ def evaluate_engine(
     dataset: Path,
     model_dir: Path,
     out: Path,
-    agent: dict[str, Any],
+    agent: AgentConfig,
     *,
     n_samples: int = 1,
     concurrency: int = 4,
@@ -125,8 +126,11 @@ def evaluate_engine(
         out=out,
         n_samples=n_samples,
         concurrency=concurrency,
-        max_steps=int(agent.get("max_steps", 250)),
-        agent_kwargs={**agent, "tokenizer": str(model_dir)},
+        max_steps=agent.max_steps if "max_steps" in agent.model_fields_set else 250,
+        agent_kwargs={
+            **agent.model_dump(mode="json", exclude_unset=True),
+            "tokenizer": str(model_dir),
+        },
         sample_seed=sample_seed,
     )
     if (out / "eval.json").is_file():
@@ -195,8 +199,7 @@ def _eval_line(h: dict[str, Any]) -> str:
 
 def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
     from kwrl.synth.generate import SynthConfig, generate
-    from kwrl.train.local.config import LoRAConfig, RLConfig, TrainConfig
-    from kwrl.train.local.learner import LearnerConfig
+    from kwrl.train.local.config import LearnerConfig, LoRAConfig, RLConfig, TrainConfig
     from kwrl.train.local.sft import SFTConfig, sft
     from kwrl.train.local.trainer import train
 

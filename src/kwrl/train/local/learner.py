@@ -14,80 +14,20 @@ import contextlib
 import dataclasses
 import math
 import time
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from kwrl.config import KwrlConfig
 from kwrl.train.algorithms import (
     POLICY_LOSSES,
-    Reduction,
     group_ids_to_boundaries,
     kl_k3,
     reduction_weights,
 )
 from kwrl.train.batch import Batch
 from kwrl.train.local import prefix as prefix_pack
+from kwrl.train.local.config import LearnerConfig
 from kwrl.train.local.prefix import PrefixPlan
-
-
-class LearnerConfig(KwrlConfig):
-    lr: float = 1e-6
-    """AdamW learning rate (recipe: 1e-6 for large models; small models need more, e.g. 1e-5)."""
-    betas: tuple[float, float] = (0.9, 0.98)
-    """AdamW betas."""
-    weight_decay: float = 0.01
-    """AdamW weight decay."""
-    grad_clip: float = 1.0
-    """Max global gradient norm."""
-    loss: Literal["dppo", "ppo"] = "dppo"
-    """Policy loss: DPPO (binary TV trust region, the recipe's) or PPO-clip."""
-    delta_low: float = 0.15
-    """DPPO: max probability decrease for a negative-advantage token before it is masked."""
-    delta_high: float = 0.15
-    """DPPO: max probability increase for a positive-advantage token before it is masked."""
-    eps_low: float = 0.2
-    """PPO: lower clip epsilon."""
-    eps_high: float = 0.2
-    """PPO: upper clip epsilon."""
-    reduction: Reduction = "prompt_mean"
-    """Loss reduction: token_mean, sequence_mean or prompt_mean (the recipe's)."""
-    kl_coef: float = 0.0
-    """Weight of the k3 KL penalty to the initial policy; 0 disables it (the recipe's)."""
-    micro_batch_size: int = Field(default=2, ge=1)
-    """Sequences per forward/backward pass (with `share_prefix`, a group's trials in one
-    micro-batch compute their common prompt once)."""
-    device: str = "cpu"
-    """torch device of the trained model (batches are moved there per micro-batch)."""
-    temperature: float = 1.0
-    """Sampling temperature of the rollouts (logits are scaled by it)."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Parameter dtype of the trained model."""
-    compile: bool = False
-    """torch.compile the decoder layers and the LM-head logprob chunks (GPU: fewer, fused kernels;
-    slow first step)."""
-    compile_mode: str | None = None
-    """torch.compile mode of the decoder layers when `compile` is on, e.g.
-    `max-autotune-no-cudagraphs` (searches GEMM kernels: minutes of warm-up, faster steps)."""
-    head_checkpoint: bool = True
-    """Recompute the LM head's logits in backward instead of keeping them. Off: one head matmul
-    less per step, at scored tokens x vocab x 2 bytes (bf16) more memory per micro-batch."""
-    head_chunk: int = Field(default=8192, ge=1)
-    """Scored positions per LM-head chunk: each chunk's logits (chunk x vocab) exist at once.
-    Larger chunks mean fewer, larger matmuls (GPU: e.g. 65536 for a 64k-token batch)."""
-    attention: Literal["default", "cudnn", "flash"] = "default"
-    """SDPA kernel to prefer in training forwards: PyTorch's default choice, cuDNN's fused
-    attention (fastest on Hopper GPUs) or FlashAttention-2; the others stay as fallbacks."""
-    gpu_kernels: bool = True
-    """With `compile` on a CUDA device: the LM head's logprob reduction and logits gradient run
-    as kwrl's Triton kernels (`kwrl.train.local.kernels`: one read of the logits a pass, the
-    gradient written over them) instead of torch.compile'd functions."""
-    share_prefix: bool = True
-    """Run the leading tokens a GRPO group's trials share (the prompt) once per micro-batch
-    through the decoder instead of once per trial (`kwrl.train.local.prefix`; SDPA models; exact
-    up to float rounding). Groups must sit in adjacent rows, as the trainer collates them, and
-    only a micro-batch holding two or more trials of a group gains."""
 
 
 def _scaled(logits_N_V: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -27,6 +27,7 @@ from pydantic import Field
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig, save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_json
@@ -62,8 +63,8 @@ class SFTConfig(KwrlConfig):
     float rounding). Off, or when they share nothing: one trajectory at a time (least memory)."""
     seed: int = 0
     """Shuffle seed."""
-    agent: dict[str, Any] = Field(default_factory=dict)
-    """AgentConfig fields, as in training (system prompt, tools, parser) so the format matches."""
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """Agent settings, as in training (system prompt, tools, parser) so the format matches."""
 
 
 class GoldPolicy(PolicyClient):
@@ -124,13 +125,10 @@ def _world_copy(task: Any, dest: Path) -> None:
             shutil.copytree(over, dest / sub, symlinks=True, dirs_exist_ok=True)
 
 
-async def gold_trajectory(
-    task_dir: Path, tokenizer: Any, agent: dict[str, Any]
-) -> Trajectory | None:
+async def gold_trajectory(task_dir: Path, tokenizer: Any, agent: AgentConfig) -> Trajectory | None:
     """The TITO trajectory of a task's gold solution, or None when it has none."""
     from fastmcp import Client
 
-    from kwrl.agent.config import AgentConfig
     from kwrl.agent.loop import AgentLoop, StopReason
     from kwrl.tasks.taskdir import load_task
     from kwrl.worlds.gateway import build_server
@@ -145,7 +143,7 @@ async def gold_trajectory(
     answer = next(
         (g["golden_text_response"] for g in golden if g.get("golden_text_response")), "Done."
     )
-    cfg = AgentConfig.model_validate({**agent, "max_steps": len(calls) + 2})
+    cfg = agent.model_copy(update={"max_steps": len(calls) + 2})
     with tempfile.TemporaryDirectory(prefix="kwrl-sft-") as tmp:
         root = Path(tmp)
         _world_copy(task, root)
@@ -199,7 +197,7 @@ def _accumulate(model: Any, chunk: list[Trajectory], pad: int, share: bool) -> f
 
 
 async def gold_trajectories(
-    dirs: Iterable[Path], tokenizer: Any, agent: dict[str, Any], max_len: int
+    dirs: Iterable[Path], tokenizer: Any, agent: AgentConfig, max_len: int
 ) -> list[Trajectory]:
     """The gold trajectories of these task dirs that have one, up to `max_len` tokens each."""
     out = []

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -43,3 +46,47 @@ def test_train_trials_run_kwrl_agent_on_the_engine_graded_by_the_judge(
         "KWRL_JUDGE_TIMEOUT_S": "30",
     }
     assert TrainConfig(dataset=Path("d")).rollout_config(Path("p"), cfg.engine).verifier_env == {}
+
+
+def _kwrl(*args: str) -> subprocess.CompletedProcess[str]:
+    kwrl = Path(sys.executable).with_name("kwrl")
+    return subprocess.run([str(kwrl), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_misspelt_agent_field_fails_at_load_naming_the_file_and_field(tmp_path: Path) -> None:
+    cfg = tmp_path / "train.toml"
+    cfg.write_text('dataset = "/nonexistent"\n\n[agent]\nmax_step = 3\n')
+    from_file = _kwrl("train", str(cfg))
+    assert from_file.returncode == 2, from_file.stderr
+    assert f"{cfg}: invalid config" in from_file.stderr + from_file.stdout
+    assert "agent.max_step: Extra inputs are not permitted" in from_file.stderr + from_file.stdout
+
+    override = _kwrl("train", str(CONFIGS / "train_smollm2.toml"), "agent.max_step=3")
+    assert override.returncode == 2, override.stderr
+    out = override.stderr + override.stdout
+    assert "train_smollm2.toml: invalid config" in out and "agent.max_step:" in out
+
+    sft = _kwrl("train", "sft", str(CONFIGS / "sft_smollm2.toml"), "agent.max_step=3")
+    assert sft.returncode == 2 and "agent.max_step:" in sft.stderr + sft.stdout
+
+
+def test_the_train_config_imports_no_torch() -> None:
+    code = "import sys, kwrl.train.local.config; assert 'torch' not in sys.modules, 'torch'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_learner_reductions_are_the_algorithms() -> None:
+    from kwrl.train.algorithms import Reduction
+    from kwrl.train.local.config import LearnerConfig
+
+    assert get_args(LearnerConfig.model_fields["reduction"].annotation) == get_args(Reduction)
+
+
+def test_trials_get_only_the_agent_fields_the_config_sets() -> None:
+    cfg = load_config(TrainConfig, None, ["dataset=d", "agent.tools=['filesystem_*']"])
+    kwargs = cfg.rollout_config(Path("p"), cfg.engine).agent_kwargs
+    assert {k: v for k, v in kwargs.items() if k not in ("policy_config", "tokenizer")} == {
+        "tools": ["filesystem_*"]
+    }
+    default = TrainConfig(dataset=Path("d")).rollout_config(Path("p"), cfg.engine).agent_kwargs
+    assert (default["max_steps"], default["max_tokens_per_turn"]) == (6, 256)

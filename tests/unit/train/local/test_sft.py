@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kwrl.agent.config import AgentConfig
 from kwrl.train.smoke import SMOKE_TOOLS
 
 
@@ -40,7 +41,7 @@ def test_gold_trajectory_masks_only_the_policy_turns(dataset: Path, tokenizer: o
     ]
     task = easy[0]
     calls = json.loads((task / "solution" / "gold_calls.json").read_text())
-    traj = asyncio.run(gold_trajectory(task, tokenizer, {"tools": SMOKE_TOOLS}))
+    traj = asyncio.run(gold_trajectory(task, tokenizer, AgentConfig(tools=SMOKE_TOOLS)))
     assert traj is not None
     n = len(traj.response_ids)
     assert len(traj.loss_mask) == n == len(traj.logprobs)
@@ -60,7 +61,7 @@ def test_tasks_without_gold_calls_give_no_trajectory(tmp_path: Path, tokenizer: 
     from kwrl.train.local.sft import gold_trajectory
 
     (tmp_path / "instruction.md").write_text("x")
-    assert asyncio.run(gold_trajectory(tmp_path, tokenizer, {})) is None
+    assert asyncio.run(gold_trajectory(tmp_path, tokenizer, AgentConfig())) is None
 
 
 def test_a_packed_batch_gives_the_one_at_a_time_loss_and_gradients(
@@ -82,7 +83,7 @@ def test_a_packed_batch_gives_the_one_at_a_time_loss_and_gradients(
         for d in sorted((dataset / "tasks").iterdir())
         if json.loads((d / "archipelago.json").read_text()).get("difficulty") == "easy"
     ][:3]
-    trajs = [asyncio.run(gold_trajectory(d, tokenizer, {"tools": SMOKE_TOOLS})) for d in easy]
+    trajs = [asyncio.run(gold_trajectory(d, tokenizer, AgentConfig(tools=SMOKE_TOOLS))) for d in easy]
     chunk = [t for t in trajs if t is not None]
     assert len(chunk) == 3
     batch = collate(chunk, [0.0] * 3)
