@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from kwrl.config import KwrlConfig
+from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.errors import ConfigError
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are an AI assistant that completes tasks in a company's files, mail, calendar and chat \
@@ -75,3 +76,25 @@ class AgentConfig(KwrlConfig):
     """The notice; `{pct}` is replaced by the percent of the window left."""
     repair_message: str = DEFAULT_REPAIR_MESSAGE
     """The corrective message; `{errors}` is replaced by what the parser found wrong."""
+
+
+KWRL_AGENT_KWARGS = frozenset({"policy", "policy_config", "tokenizer", "mcp_url", "agent_config"})
+"""KwrlAgent's harbor kwargs besides AgentConfig's fields (`kwrl.agent.harbor_agent.KwrlAgent`)."""
+
+
+def check_agent_kwargs(kwargs: dict[str, Any], source: str) -> None:
+    """Refuse, before any trial starts, KwrlAgent kwargs that it would not take: a key that is
+    neither an AgentConfig field nor one of `KWRL_AGENT_KWARGS` (harbor would pass a misspelt
+    `max_step` on silently), or a value AgentConfig refuses. The ConfigError names `source` (the
+    flag or file) and each key."""
+    fields = AgentConfig.model_fields
+    errors = [
+        f"  {k}: not an AgentConfig field (nor a KwrlAgent kwarg)"
+        for k in sorted(set(kwargs) - set(fields) - KWRL_AGENT_KWARGS)
+    ]
+    try:
+        AgentConfig.model_validate({k: v for k, v in kwargs.items() if k in fields})
+    except ValidationError as e:
+        errors += format_validation_error(source, e).splitlines()[1:]
+    if errors:
+        raise ConfigError("\n".join([f"{source}: invalid agent settings", *errors]))

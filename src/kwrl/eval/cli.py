@@ -110,14 +110,20 @@ def eval_(
     """Evaluate a model on a dataset: Pass@1, mean score, pass@k/pass^k, per group, report.html."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from kwrl.agent.config import check_agent_kwargs
     from kwrl.eval.metrics import Bootstrap, TrialOutcome
-    from kwrl.eval.run import EvalConfig, run_eval
+    from kwrl.eval.report import write_report
+    from kwrl.eval.run import HARBOR_AGENTS, EvalConfig, run_eval
 
     agent_kwargs = _kv(ak)
     if max_tokens is not None:
         agent_kwargs["max_tokens_per_turn"] = max_tokens
     if tools:
         agent_kwargs["tools"] = list(tools)
+    if model not in HARBOR_AGENTS:
+        check_agent_kwargs(
+            {"max_steps": max_steps, **agent_kwargs}, "--ak/--max-steps/--max-tokens/--tools"
+        )
     cfg = EvalConfig(
         dataset=dataset, model=model, out=out, n_samples=n_samples, concurrency=concurrency,
         judge=judge, retries=retries, environment=env, environment_kwargs=_kv(ek),
@@ -140,6 +146,7 @@ def eval_(
             progress.update(bar, advance=1, last=f"{o.task}#{o.sample}: {score} {o.cause}")
 
         asyncio.run(run_eval(cfg, on_start=start, on_done=done))
+    write_report(out)
     _print_summary(out)
 
 

@@ -65,6 +65,16 @@ def _kwargs(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _agent_kwargs(agent: str, items: list[str] | None) -> dict[str, Any]:
+    """--ak as kwargs; KwrlAgent's are checked against AgentConfig before any trial starts."""
+    from kwrl.agent.config import check_agent_kwargs
+
+    out = _kwargs(items)
+    if agent == "kwrl.agent:KwrlAgent":
+        check_agent_kwargs(out, "--ak")
+    return out
+
+
 def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
     from rich.table import Table
 
@@ -107,7 +117,7 @@ def trial_run(
 
     cfg = RolloutConfig(
         agent=agent, model=model, environment=env, environment_kwargs=_kwargs(ek),
-        agent_kwargs=_kwargs(ak), agent_timeout_sec=agent_timeout, retries=0,
+        agent_kwargs=_agent_kwargs(agent, ak), agent_timeout_sec=agent_timeout, retries=0,
         verifier_env=_verifier_env(judge),
     )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
@@ -157,7 +167,7 @@ def rollout(
 
     cfg = RolloutConfig(
         agent=agent, model=model, n_samples=n, concurrency=concurrency, environment=env,
-        environment_kwargs=_kwargs(ek), agent_kwargs=_kwargs(ak), retries=retries,
+        environment_kwargs=_kwargs(ek), agent_kwargs=_agent_kwargs(agent, ak), retries=retries,
         agent_timeout_sec=agent_timeout,
         verifier_env=_verifier_env(judge),
     )  # fmt: skip
