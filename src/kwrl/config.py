@@ -8,11 +8,11 @@ This module imports no heavy dependency, so configs parse without torch.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kwrl.errors import ConfigError
@@ -80,33 +80,51 @@ def format_validation_error(source: Path | str, err: ValidationError) -> str:
 
 
 def to_toml(data: dict[str, Any]) -> str:
-    """Render a config dict as TOML (scalars and lists first, then tables)."""
-    out: list[str] = []
+    """Render plain data (a JSON-mode dump) as TOML with tomli_w. TOML has no null: a None
+    anywhere is a ConfigError naming its key, never dropped silently (`save_config` decides which
+    Nones a config may leave out)."""
+    _refuse_none(data, "")
+    return tomli_w.dumps(data)
 
-    def scalar(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int | float):
-            return repr(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(scalar(x) for x in v) + "]"
-        return json.dumps(str(v))
 
-    def emit(prefix: str, d: dict[str, Any]) -> None:
-        tables = {k: v for k, v in d.items() if isinstance(v, dict)}
-        plain = {k: v for k, v in d.items() if not isinstance(v, dict) and v is not None}
-        if prefix and plain:
-            out.append(f"[{prefix}]")
-        for k, v in plain.items():
-            out.append(f"{k} = {scalar(v)}")
-        if plain:
-            out.append("")
-        for k, v in tables.items():
-            emit(f"{prefix}.{k}" if prefix else k, v)
+def _refuse_none(value: Any, where: str) -> None:
+    if value is None:
+        raise ConfigError(f"{where or '<root>'}: None cannot be written to TOML")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_none(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_none(v, f"{where}[{i}]")
 
-    emit("", data)
-    return "\n".join(out)
+
+def _without_defaulted_none(cfg: BaseModel, data: dict[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        field = type(cfg).model_fields.get(name)
+        sub = getattr(cfg, name, None)
+        if value is None and field is not None:
+            if field.get_default(call_default_factory=True) is not None:
+                raise ConfigError(
+                    f"{where}{name}: None cannot be written to TOML and is not the field's default"
+                )
+            continue
+        if isinstance(sub, BaseModel) and isinstance(value, dict):
+            value = _without_defaulted_none(sub, value, f"{where}{name}.")
+        out[name] = value
+    return out
 
 
 def save_config(cfg: KwrlConfig, path: Path) -> None:
-    write_text(path, to_toml(cfg.model_dump(mode="json")))
+    """Write `cfg` resolved as TOML, so that `load_config(type(cfg), path) == cfg`.
+
+    TOML has no null, so the rule for None is: a field whose value is None is left out, and
+    loading gives it back from the default, which must be None too. A None elsewhere (a field
+    whose default is not None, an item of a list or dict field) cannot round-trip and is a
+    ConfigError naming the field; a config loaded from TOML never holds one.
+    """
+    try:
+        text = to_toml(_without_defaulted_none(cfg, cfg.model_dump(mode="json"), ""))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from e
+    write_text(path, text)

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import Field
 
 from kwrl.config import KwrlConfig, load_config, save_config
 from kwrl.errors import ConfigError
@@ -41,3 +43,37 @@ def test_saved_config_loads_back_equal(tmp_path: Path) -> None:
 
 def test_field_docstrings_become_descriptions() -> None:
     assert Inner.model_fields["lr"].description == "Learning rate."
+
+
+class WithNone(KwrlConfig):
+    tasks: list[str] | None = None
+    """None: every task."""
+    ratio: float | None = 0.2
+    """None disables."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    inner: Inner | None = None
+
+
+def test_a_none_whose_default_is_none_is_left_out_and_loads_back(tmp_path: Path) -> None:
+    for cfg in (WithNone(), WithNone(tasks=["a"], kwargs={"k.x": [1, "s"]}, inner=Inner(lr=2.0))):
+        save_config(cfg, tmp_path / "c.toml")
+        assert load_config(WithNone, tmp_path / "c.toml") == cfg
+
+
+def test_a_none_that_cannot_round_trip_is_refused_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"c\.toml: ratio: None cannot be written"):
+        save_config(WithNone(ratio=None), tmp_path / "c.toml")
+    with pytest.raises(ConfigError, match=r"kwargs\.k: None cannot be written"):
+        save_config(WithNone(kwargs={"k": None}), tmp_path / "c.toml")
+    assert not (tmp_path / "c.toml").exists()
+
+
+def test_every_resolved_kwrl_config_round_trips(tmp_path: Path) -> None:
+    from kwrl.eval.run import EvalConfig
+    from kwrl.train.local.config import TrainConfig
+    from kwrl.train.smoke import SmokeConfig
+
+    for cfg in (TrainConfig(dataset=Path("d")), EvalConfig(dataset=Path("d"), model="oracle"),
+                SmokeConfig()):  # fmt: skip
+        save_config(cfg, tmp_path / "c.toml")
+        assert load_config(type(cfg), tmp_path / "c.toml") == cfg
