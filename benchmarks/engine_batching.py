@@ -68,9 +68,8 @@ def dataset(a: argparse.Namespace) -> Path:
 
 def run_mode(a: argparse.Namespace, data: Path, continuous: bool, rep: int) -> dict[str, Any]:
     from kwrl.eval.run import EvalConfig, run_eval
-    from kwrl.llm.engine import EngineConfig
+    from kwrl.llm.engine import EngineConfig, shared_engine
     from kwrl.llm.packaged import resolve_model
-    from kwrl.llm.policy import shared_engine
     from kwrl.train.smoke import SMOKE_TOOLS
 
     model = str(resolve_model(a.model))

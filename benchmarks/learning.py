@@ -111,10 +111,10 @@ def main() -> None:
 
     from kwrl.eval.report import write_compare
     from kwrl.synth.generate import SynthConfig, generate
+    from kwrl.train.local import train
     from kwrl.train.local.config import LoRAConfig, RLConfig, TrainConfig
     from kwrl.train.local.learner import LearnerConfig
     from kwrl.train.local.sft import SFTConfig, sft
-    from kwrl.train.local.trainer import train
 
     console = Console()
     out = a.out.resolve()

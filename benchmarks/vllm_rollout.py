@@ -115,9 +115,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
 
-    from kwrl.llm.engine import EngineConfig
+    from kwrl.llm.engine import EngineConfig, shared_engine
     from kwrl.llm.packaged import resolve_model
-    from kwrl.llm.policy import shared_engine
     from kwrl.llm.vllm_engine import VLLMConfig, VLLMEngine
 
     path = resolve_model(a.model)

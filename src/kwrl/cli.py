@@ -26,11 +26,14 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# (module, attribute, name): a typer.Typer is added as a group, a function as a single verb.
+# (module, attribute, name): a typer.Typer is added as a group, a function as a single verb;
+# "GROUP VERB" adds a verb to a group listed above it (synth/ sits above tasks/, so `kwrl data
+# synth` joins the `data` group here rather than tasks/ importing it).
 _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.worlds.cli", "app", "world"),
     ("kwrl.grading.cli", "grade", "grade"),
     ("kwrl.tasks.cli", "app", "data"),
+    ("kwrl.synth.cli", "synth", "data synth"),
     ("kwrl.rollout.cli", "trial_app", "trial"),
     ("kwrl.rollout.cli", "rollout", "rollout"),
     ("kwrl.llm.cli", "serve", "serve"),
@@ -40,12 +43,15 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.eval.cli", "report", "report"),
 ]
 
+_groups: dict[str, typer.Typer] = {}
 for _module, _attr, _name in _STAGES:
     _obj = getattr(importlib.import_module(_module), _attr)
+    _group, _, _verb = _name.rpartition(" ")
     if isinstance(_obj, typer.Typer):
         app.add_typer(_obj, name=_name)
+        _groups[_name] = _obj
     else:
-        app.command(_name)(_obj)
+        (_groups[_group] if _group else app).command(_verb)(_obj)
 
 
 def main() -> None:

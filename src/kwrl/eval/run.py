@@ -6,7 +6,7 @@
     RUN_DIR/trials/         harbor trial dirs (`<task>__s<k>`, retries `__r<n>`), by kwrl.rollout
     RUN_DIR/trials.jsonl    append-only: one `TrialOutcome` per finished sample (fsync'd)
     RUN_DIR/eval.json       config, metrics (kwrl.eval.metrics) and every outcome
-    RUN_DIR/report.html     kwrl.eval.report
+    RUN_DIR/report.html     kwrl.eval.report.write_report (by `kwrl eval` after the run)
 
 The model is `oracle` or `nop` (harbor's agents) or a KwrlAgent policy spec
 (`http://HOST:PORT/v1#NAME`, `litellm:...`, `engine:...`). The judge spec goes to the verifier as
@@ -287,9 +287,9 @@ async def run_eval(
     *,
     on_start: Callable[[int, int], None] | None = None,
     on_done: Callable[[TrialOutcome], None] | None = None,
-    render: bool = True,
 ) -> list[TrialOutcome]:
-    """Run what is pending, then write eval.json (and report.html); returns every outcome.
+    """Run what is pending, then write eval.json; returns every outcome (`kwrl.eval.report`
+    renders report.html from the run dir).
 
     `on_start(total, already_done)` is called once; `on_done(outcome)` after each trial.
     """
@@ -327,10 +327,6 @@ async def run_eval(
     await asyncio.gather(*(one(t, s) for t, s in pending))
     outcomes.sort(key=lambda o: (o.task, o.sample))
     write_eval_json(cfg.out, cfg, outcomes)
-    if render:
-        from kwrl.eval.report import write_report
-
-        write_report(cfg.out)
     return outcomes
 
 

@@ -780,6 +780,19 @@ class Engine:
         return str(self.tokenizer.decode(token_ids, skip_special_tokens=True))
 
 
+_ENGINES: dict[str, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def shared_engine(cfg: EngineConfig) -> Engine:
+    """One engine per distinct config in this process."""
+    key = cfg.model_dump_json()
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            _ENGINES[key] = Engine.from_config(cfg)
+        return _ENGINES[key]
+
+
 @dataclass
 class _Staged:
     tensors: dict[str, Any]

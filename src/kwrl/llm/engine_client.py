@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kwrl.llm.base import Completion, PolicyClient, SamplingParams
-from kwrl.llm.engine import Engine, EngineOutput
+from kwrl.llm.engine import Engine, EngineOutput, shared_engine
 from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
 
 
@@ -26,8 +26,6 @@ class EngineClient(PolicyClient):
     @classmethod
     def from_spec(cls, target: str, cfg: Any) -> EngineClient:
         """`target` is a model for `EngineConfig.model`; the engine is shared per process."""
-        from kwrl.llm.policy import shared_engine
-
         return cls(shared_engine(cfg.engine.model_copy(update={"model": target})))
 
     async def complete(

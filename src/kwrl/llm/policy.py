@@ -20,7 +20,6 @@ the environment variable that holds one.
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 from pydantic import Field
@@ -28,7 +27,7 @@ from pydantic import Field
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
 from kwrl.llm.base import PolicyClient, SamplingParams
-from kwrl.llm.engine import Engine, EngineConfig
+from kwrl.llm.engine import EngineConfig
 from kwrl.llm.engine_client import EngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
@@ -76,19 +75,6 @@ class PolicyConfig(KwrlConfig):
 def split_spec(spec: str) -> tuple[str, str]:
     """`spec` -> (kind, target): the registry key and what that client is built on (`kwrl.llm.spec`)."""
     return _split(spec, kinds=POLICIES, url_kind="completions", field="policy.model")
-
-
-_ENGINES: dict[str, Engine] = {}
-_ENGINES_LOCK = threading.Lock()
-
-
-def shared_engine(cfg: EngineConfig) -> Engine:
-    """One engine per distinct config in this process."""
-    key = cfg.model_dump_json()
-    with _ENGINES_LOCK:
-        if key not in _ENGINES:
-            _ENGINES[key] = Engine.from_config(cfg)
-        return _ENGINES[key]
 
 
 POLICIES: dict[str, type[PolicyClient]] = {

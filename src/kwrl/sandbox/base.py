@@ -55,6 +55,9 @@ ETC_FILES: tuple[str, ...] = (
 USR_LINKS: tuple[str, ...] = ("bin", "sbin", "lib", "lib64", "lib32", "libx32")
 SANDBOX_GATEWAY_SOCKET = "/kwrl/run/gateway.sock"
 
+# The line a gateway prints once it serves (a forked or an exec'd one); its starter waits for it.
+GATEWAY_READY = b"kwrl-gateway ready"
+
 
 class LocalSandboxConfig(KwrlConfig):
     """Settings of the local (bubblewrap) sandbox; harbor passes them as environment kwargs."""

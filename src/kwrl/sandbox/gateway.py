@@ -25,12 +25,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.base import base_env, sandbox_python
+from kwrl.sandbox.base import GATEWAY_READY, base_env, sandbox_python
 
 if TYPE_CHECKING:
     from kwrl.sandbox.local import LocalEnvironment
-
-READY = b"kwrl-gateway ready"
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:
@@ -80,7 +78,7 @@ async def start_gateway(
                         -2000:
                     ]
                     raise SandboxError(f"world gateway exited ({rc}) before it was ready: {tail}")
-                if line.startswith(READY):
+                if line.startswith(GATEWAY_READY):
                     break
     except TimeoutError as e:
         raise SandboxError(

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.base import SANDBOX_GATEWAY_SOCKET, base_env
+from kwrl.sandbox.base import GATEWAY_READY, SANDBOX_GATEWAY_SOCKET, base_env
 
 if TYPE_CHECKING:
     from kwrl.sandbox.local import LocalEnvironment
@@ -325,8 +325,6 @@ def _request(path: str, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
 async def fork_gateway(env: LocalEnvironment, listen_fd: int) -> tuple[int, asyncio.Task[None]]:
     """Fork a gateway serving `listen_fd` into `env`'s sandbox; returns (host pid, stdout drain
     task) once ready."""
-    from kwrl.sandbox.gateway import READY
-
     timeout = env.settings.gateway_timeout_s
     path = await asyncio.to_thread(_ZYGOTE.ensure, timeout)
     r, w = os.pipe()
@@ -355,7 +353,7 @@ async def fork_gateway(env: LocalEnvironment, listen_fd: int) -> tuple[int, asyn
                 if not line:
                     log = (env.trial_paths.trial_dir / "gateway.log").read_text(errors="replace")
                     raise SandboxError(f"world gateway exited before it was ready: {log[-2000:]}")
-                if line.startswith(READY):
+                if line.startswith(GATEWAY_READY):
                     break
     except BaseException:
         transport.close()

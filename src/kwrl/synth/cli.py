@@ -1,4 +1,4 @@
-"""`kwrl data synth`: generate open worlds and tasks (registered in kwrl.tasks.cli's `data` group)."""
+"""`kwrl data synth`: generate open worlds and tasks (added to the `data` group in kwrl.cli)."""
 
 from __future__ import annotations
 

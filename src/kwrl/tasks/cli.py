@@ -202,8 +202,3 @@ def stats(
     for w in s.worlds:
         table.add_row(w.world_id, w.name or "", str(w.tasks))
     console.print(table)
-
-
-from kwrl.synth.cli import synth  # noqa: E402  (the generator lives in synth/; registered here)
-
-app.command("synth")(synth)

@@ -46,7 +46,7 @@ def train(
     from kwrl.train.local.config import TrainConfig
 
     cfg = load_config(TrainConfig, path, overrides)  # a bad config fails before torch loads
-    from kwrl.train.local.trainer import train as run_train
+    from kwrl.train.local import train as run_train
 
     state = run_train(cfg)
     console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")

@@ -118,6 +118,7 @@ def evaluate_engine(
     settings is read back, not run again; one that differs in any of them is an error (its trials
     would be mixed with these).
     """
+    from kwrl.eval.report import write_report
     from kwrl.eval.run import EvalConfig, run_eval
 
     ecfg = EvalConfig(
@@ -144,6 +145,7 @@ def evaluate_engine(
                 )
         return done
     asyncio.run(run_eval(ecfg))
+    write_report(out)
     return json.loads((out / "eval.json").read_text())
 
 
@@ -199,9 +201,9 @@ def _eval_line(h: dict[str, Any]) -> str:
 
 def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
     from kwrl.synth.generate import SynthConfig, generate
+    from kwrl.train.local import train
     from kwrl.train.local.config import LearnerConfig, LoRAConfig, RLConfig, TrainConfig
     from kwrl.train.local.sft import SFTConfig, sft
-    from kwrl.train.local.trainer import train
 
     console = console or Console()
     t0 = time.perf_counter()

@@ -131,10 +131,10 @@ async def test_run_eval_adopts_finished_dirs_writes_outputs_and_refuses_another_
     data = json.loads((out / "eval.json").read_text())
     assert data["metrics"]["overall"]["mean_score"]["value"] == pytest.approx(0.75)
     assert data["metrics"]["overall"]["pass_at_1"]["value"] == pytest.approx(0.5)
-    assert len(data["trials"]) == 2 and (out / "report.html").is_file()
+    assert len(data["trials"]) == 2 and not (out / "report.html").exists()
     lines = (out / "trials.jsonl").read_text().splitlines()
     seen.clear()
-    await run_eval(cfg, on_start=lambda total, done: seen.append((total, done)), render=False)
+    await run_eval(cfg, on_start=lambda total, done: seen.append((total, done)))
     assert seen == [(2, 2)] and (out / "trials.jsonl").read_text().splitlines() == lines
     with pytest.raises(ConfigError, match="model"):
         await run_eval(cfg.model_copy(update={"model": "nop"}))
@@ -154,8 +154,8 @@ async def test_run_eval_refuses_to_resume_under_another_sample_seed(
     out = tmp_path / "run"
     cfg = EvalConfig(dataset=task_dir.parents[1], model="oracle", out=out, sample_seed=1)
     make_trial(out / "trials", f"{TASK}__s0", run=agent_run("10.32%"))
-    await run_eval(cfg, render=False)
+    await run_eval(cfg)
     with pytest.raises(ConfigError, match=r"eval\.toml: sample_seed: .* 1, not 2"):
-        await run_eval(cfg.model_copy(update={"sample_seed": 2}), render=False)
+        await run_eval(cfg.model_copy(update={"sample_seed": 2}))
     with pytest.raises(ConfigError, match="sample_seed"):
-        await run_eval(cfg.model_copy(update={"sample_seed": None}), render=False)
+        await run_eval(cfg.model_copy(update={"sample_seed": None}))

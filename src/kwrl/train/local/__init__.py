@@ -1,1 +1,26 @@
-"""The single-machine trainer: learner (torch), prompt sampler, checkpoints, the RL loop."""
+"""The single-machine trainer: learner (torch), prompt sampler, checkpoints, the RL loop.
+
+`train(cfg)` runs the mode `cfg.rl.mode` names: `RLTrainer` (sync, async; `trainer.py`) or
+`DisaggregatedTrainer` (`disaggregated.py`, which builds on `trainer.py`). It lives here, above
+both, so the two files import one way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kwrl.train.local.config import TrainConfig
+    from kwrl.train.local.trainer import TrainerState
+
+
+def train(cfg: TrainConfig) -> TrainerState:
+    """Run `cfg`'s training to its last step (resuming from `cfg.out`'s newest checkpoint)."""
+    if cfg.rl.mode == "disaggregated":
+        from kwrl.train.local.disaggregated import DisaggregatedTrainer
+
+        return asyncio.run(DisaggregatedTrainer(cfg).run())
+    from kwrl.train.local.trainer import RLTrainer
+
+    return asyncio.run(RLTrainer(cfg).run())

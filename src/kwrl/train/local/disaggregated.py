@@ -125,7 +125,7 @@ def worker_main(
     """A generation worker: engine + weight receiver + rollouts of the shards it is sent."""
     import torch
 
-    from kwrl.llm.policy import shared_engine
+    from kwrl.llm.engine import shared_engine
 
     cfg = TrainConfig.model_validate(cfg_json)
     dcfg = cfg.disaggregated

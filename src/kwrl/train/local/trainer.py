@@ -2,7 +2,7 @@
 
 Rollouts go through exactly the path evaluation uses: `kwrl.rollout.run_rollout` runs harbor
 trials in the configured environment (the local sandbox by default) with `KwrlAgent`, whose policy
-is `engine:<model dir>`. That engine is shared per process (`kwrl.llm.policy.shared_engine`), so
+is `engine:<model dir>`. That engine is shared per process (`kwrl.llm.engine.shared_engine`), so
 the trainer holds the same object and pushes the learner's weights into it after every step; the
 engine applies them between batches.
 
@@ -194,7 +194,7 @@ class RLTrainer:
             self._engine = shared_vllm_engine(str(self.policy_dir), self.cfg.vllm)
             self._engine.weight_version = self.learner.version
         if self._engine is None:
-            from kwrl.llm.policy import shared_engine
+            from kwrl.llm.engine import shared_engine
 
             self._engine = shared_engine(self.engine_cfg)
             self._engine.weight_version = self.learner.version
@@ -390,10 +390,3 @@ class RLTrainer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await producer
 
-
-def train(cfg: TrainConfig) -> TrainerState:
-    if cfg.rl.mode == "disaggregated":
-        from kwrl.train.local.disaggregated import DisaggregatedTrainer
-
-        return asyncio.run(DisaggregatedTrainer(cfg).run())
-    return asyncio.run(RLTrainer(cfg).run())
