@@ -9,9 +9,11 @@ was trained on. Three formats are supported, one class each, in the `PARSERS` re
 - `glm4` (aliases `glm45`, `glm47`): `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>
   ...</tool_call>` (GLM 4.5-4.7).
 
-Contract: `parse(text, tools)` never raises. A block that cannot be parsed (bad JSON, no closing
-tag, no function name) is reported in `ParseResult.errors` and is not a call; the loop answers it
-with a corrective message. The XML formats carry every value as text, so values are typed from
+Contract: `parse(text, tools)` never raises, and splits blocks by `kwrl.llm.formats.blocks`'s rule
+(shared with the engine's chat path and `kwrl serve`): a block that cannot be parsed (bad JSON, no
+closing tag, no function name) is reported in `ParseResult.errors`, is not a call and stays in the
+content as written; the loop answers it with a corrective message. The Hermes format itself
+(rendering and parsing) is `kwrl.llm.formats.hermes`. The XML formats carry every value as text, so values are typed from
 the tool's JSON schema (integers, numbers, booleans, arrays, objects); without a schema they stay
 strings, as vLLM's parsers do. Reasoning (`<think>...</think>`) is split off before parsing, so a
 call written while thinking is not run.
@@ -25,9 +27,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-TOOL_CALL_OPEN = "<tool_call>"
-TOOL_CALL_CLOSE = "</tool_call>"
-_BLOCK_RE = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)" + re.escape(TOOL_CALL_CLOSE), re.DOTALL)
+from kwrl.llm.formats import hermes
+from kwrl.llm.formats.blocks import split_blocks
+
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
@@ -127,29 +129,12 @@ class ToolCallParser(ABC):
     def parse(self, text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
         reasoning, visible = split_reasoning(text)
         schemas = tool_schemas_by_name(tools)
-        calls: list[ParsedToolCall] = []
-        errors: list[str] = []
-        pieces: list[str] = []
-        pos = 0
-        for m in _BLOCK_RE.finditer(visible):
-            pieces.append(visible[pos : m.start()])
-            pos = m.end()
-            try:
-                name, args = self.parse_block(m.group(1), schemas)
-            except ValueError as e:
-                errors.append(f"tool call {len(calls) + len(errors) + 1}: {e}")
-                continue
-            calls.append(ParsedToolCall(id=f"call_{len(calls)}", name=name, arguments=args))
-        tail = visible[pos:]
-        if TOOL_CALL_OPEN in tail:
-            head, unclosed = tail.split(TOOL_CALL_OPEN, 1)
-            errors.append(
-                f"tool call {len(calls) + len(errors) + 1}: {TOOL_CALL_OPEN} without "
-                f"{TOOL_CALL_CLOSE} (cut off?): {unclosed[:80]!r}"
-            )
-            tail = head
-        pieces.append(tail)
-        return ParseResult("".join(pieces).strip(), calls, errors, reasoning)
+        blocks = split_blocks(visible, lambda body: self.parse_block(body, schemas))
+        calls = [
+            ParsedToolCall(id=f"call_{i}", name=name, arguments=args)
+            for i, (name, args) in enumerate(blocks.calls)
+        ]
+        return ParseResult(blocks.content, calls, blocks.errors, reasoning)
 
     @abstractmethod
     def parse_block(
@@ -166,27 +151,7 @@ class HermesParser(ToolCallParser):
     def parse_block(
         self, body: str, schemas: dict[str, dict[str, Any]]
     ) -> tuple[str, dict[str, Any]]:
-        try:
-            obj = json.loads(body.strip())
-        except json.JSONDecodeError as e:
-            raise ValueError(
-                f"invalid JSON ({e.msg} at char {e.pos}): {body.strip()[:80]!r}"
-            ) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
-            raise ValueError('expected an object {"name": ..., "arguments": {...}}')
-        args = obj.get("arguments", obj.get("parameters", {}))
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
-                raise ValueError(f"arguments of {obj['name']} are not a JSON object") from None
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise ValueError(
-                f"arguments of {obj['name']} must be an object, got {type(args).__name__}"
-            )
-        return obj["name"], args
+        return hermes.parse_body(body)
 
 
 _FUNCTION_RE = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|$)", re.DOTALL)

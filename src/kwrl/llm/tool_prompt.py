@@ -12,8 +12,9 @@ vs ~1650 SmolLM2 tokens); the call format stays Hermes `<tool_call>` JSON, so th
 same. It always goes into the system prompt, whatever the template does with `tools=`.
 
 `parse_tool_calls(text)` splits a sampled turn into plain content and OpenAI-format tool calls
-(`{"id", "type": "function", "function": {"name", "arguments": <json string>}}`). A block whose
-JSON does not parse stays in the content, so the caller sees what the model wrote.
+(`{"id", "type": "function", "function": {"name", "arguments": <json string>}}`) with
+`kwrl.llm.formats.hermes`, the agent's own parser: a block that does not parse, or is not closed,
+is not a call and stays in the content, so the caller sees what the model wrote.
 
 The agent's TITO path (kwrl.agent.tito) renders tool prompts through
 `render_tools_system_prompt`, so the engine, `kwrl serve` and the agent agree to the byte.
@@ -25,9 +26,9 @@ import json
 import re
 from typing import Any, Literal
 
-ToolPromptStyle = Literal["hermes", "compact"]
+from kwrl.llm.formats import hermes
 
-_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+ToolPromptStyle = Literal["hermes", "compact"]
 
 
 def render_tools_system_prompt(
@@ -113,43 +114,16 @@ def template_messages(
 
 def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
     """Split a sampled turn into (content without tool-call blocks, OpenAI tool calls)."""
-    calls: list[dict[str, Any]] = []
-    kept: list[str] = []
-    last = 0
-    for m in _BLOCK.finditer(text):
-        call = _parse_call(m.group(1))
-        if call is None:
-            continue
-        kept.append(text[last : m.start()])
-        last = m.end()
-        name, args = call
-        calls.append(
-            {
-                "id": f"call_{len(calls)}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
-            }
-        )
-    kept.append(text[last:])
-    return "".join(kept).strip(), calls
-
-
-def _parse_call(body: str) -> tuple[str, dict[str, Any]] | None:
-    try:
-        obj = json.loads(body)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        return None
-    args = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return None
-    if not isinstance(args, dict):
-        return None
-    return obj["name"], args
+    blocks = hermes.parse(text)
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+        }
+        for i, (name, args) in enumerate(blocks.calls)
+    ]
+    return blocks.content, calls
 
 
 def _text(content: Any) -> str:
@@ -179,8 +153,7 @@ def _arguments(fn: dict[str, Any]) -> Any:
 
 def _call_block(call: dict[str, Any]) -> str:
     fn = call.get("function", call)
-    body = json.dumps({"name": fn.get("name"), "arguments": _arguments(fn)}, ensure_ascii=False)
-    return f"<tool_call>\n{body}\n</tool_call>"
+    return hermes.render_call(fn.get("name"), _arguments(fn))
 
 
 def _native_message(m: dict[str, Any]) -> dict[str, Any]:

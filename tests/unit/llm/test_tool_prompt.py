@@ -46,9 +46,9 @@ def test_tool_calls_are_split_from_the_content() -> None:
     assert all(c["type"] == "function" for c in calls)
 
 
-def test_a_cut_block_still_parses_and_broken_json_stays_in_the_content() -> None:
-    _, calls = parse_tool_calls('<tool_call>\n{"name": "a", "parameters": {}}')
-    assert [c["function"]["name"] for c in calls] == ["a"]
+def test_a_cut_block_and_broken_json_are_not_calls_and_stay_in_the_content() -> None:
+    cut = '<tool_call>\n{"name": "a", "parameters": {}}'
+    assert parse_tool_calls(cut) == (cut, [])
     broken = '<tool_call>{"name": "a", "arguments": {</tool_call>'
     assert parse_tool_calls(broken) == (broken, [])
     assert parse_tool_calls("plain answer") == ("plain answer", [])

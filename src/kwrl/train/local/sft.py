@@ -32,6 +32,7 @@ from kwrl.config import KwrlConfig, save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_json
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
+from kwrl.llm.formats import hermes
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local import prefix as prefix_pack
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
@@ -74,12 +75,7 @@ class GoldPolicy(PolicyClient):
 
     def __init__(self, tokenizer: Any, calls: list[dict[str, Any]], answer: str) -> None:
         self.tokenizer = tokenizer
-        self.turns = [
-            "<tool_call>\n"
-            + json.dumps({"name": c["tool"], "arguments": c["arguments"]}, ensure_ascii=False)
-            + "\n</tool_call>"
-            for c in calls
-        ] + [answer]
+        self.turns = [hermes.render_call(c["tool"], c["arguments"]) for c in calls] + [answer]
         end = tokenizer.convert_tokens_to_ids("<|im_end|>")
         self.end_id = (
             end
