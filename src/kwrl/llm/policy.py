@@ -85,9 +85,17 @@ POLICIES: dict[str, type[PolicyClient]] = {
 }
 """Policy kinds by name; `build_policy` looks `kind` up here.
 
-To add one: a `PolicyClient` subclass in its own file beside `base.py` with a `from_spec(target,
-cfg)` classmethod, registered here under its kind; `KIND:TARGET` then names it in every flag and
-config (`kwrl.llm.spec`). Say what it needs in README's model specs and docs/contracts.md."""
+To add one: a `PolicyClient` subclass in its own file beside `base.py` with `chat(...)` and a
+`from_spec(target, cfg)` classmethod, registered here under its kind; `KIND:TARGET` then names it
+in every flag and config (`kwrl.llm.spec`). What else changes with it:
+- its settings, if any, as a sub-config field of `PolicyConfig` (as `engine` and `vllm` are);
+- for RL (token in, token out): `supports_tokens = True`, `complete(prompt_ids, ...)` returning
+  token ids and logprobs, and `context_window()` where the policy can tell;
+- as the trainer's rollout engine (weights pushed each step): a `rollout_engine` value in
+  `kwrl.train.local.config` and its weight push in the trainer, as `vllm` has;
+- README's model specs and docs/contracts.md ("Policy").
+Tests: tests/unit/llm/test_policy.py (specs name their kind; unknown kinds are config errors),
+tests/unit/llm/test_clients.py for token clients. docs/extending.md lists every extension point."""
 
 
 def build_policy(cfg: PolicyConfig) -> PolicyClient:

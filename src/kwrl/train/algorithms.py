@@ -197,3 +197,13 @@ def reduce_loss(loss_B_T: torch.Tensor, weights_B_T: torch.Tensor) -> torch.Tens
 
 PolicyLoss = Callable[..., LossOutput]
 POLICY_LOSSES: dict[str, PolicyLoss] = {"ppo": ppo_clip_loss, "dppo": dppo_loss}
+"""Policy losses of the local learner by `LearnerConfig.loss`.
+
+To add one: a pure function here, `(logprobs_B_T, old_logprobs_B_T, advantages_B_T, mask_B_T,
+**settings) -> LossOutput` (per-token loss, clipped/masked tokens, the mask), registered here. What
+else changes with it: its name in `LearnerConfig.loss`'s Literal and its settings as `LearnerConfig`
+fields (kwrl.train.local.config); the settings passed where the learner builds `loss_kwargs`
+(kwrl.train.local.learner: any loss but dppo gets PPO's eps_low/eps_high). The SkyRL path does not
+use this registry (it takes SkyRL's `trainer.algorithm.policy_loss_type`). Tests:
+tests/unit/train/test_algorithms.py, by hand and against SkyRL's ppo_utils where SkyRL has the
+loss. docs/extending.md lists every extension point."""

@@ -57,8 +57,12 @@ JUDGES: dict[str, type[Judge]] = {
 To add a judge: write `judges/<name>.py` with a `Judge` subclass that sets `kind`, implements
 `_complete(messages)` (raise `TransientJudgeError` for what a retry may fix, `JudgeError` for what
 it cannot) and `key_env(target)` (the variables holding its API key, so trials pass them to their
-verifier); register it here. `KIND:TARGET` then names it in `--judge`, `KWRL_JUDGE` and configs;
-add it to README's judge specs and docs/contracts.md."""
+verifier); register it here. `KIND:TARGET` then names it in `--judge`, `KWRL_JUDGE` and configs, and
+`judge_env` carries it and its key variables into a trial's verifier phase; nothing else in the
+grader changes. Add it to README's judge specs and docs/contracts.md. Tests:
+tests/unit/grading/judges/test_judge_registry.py (`test_a_registered_judge_is_built_by_its_kind`),
+test_judge_base.py for the verdict contract, tests/integration/test_judge_trial.py through real
+trials. docs/extending.md lists every extension point."""
 
 URL_KIND = OpenAIHTTPJudge.kind
 _HOST_ONLY = ("model", "cache_dir")

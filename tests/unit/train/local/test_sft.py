@@ -83,7 +83,9 @@ def test_a_packed_batch_gives_the_one_at_a_time_loss_and_gradients(
         for d in sorted((dataset / "tasks").iterdir())
         if json.loads((d / "archipelago.json").read_text()).get("difficulty") == "easy"
     ][:3]
-    trajs = [asyncio.run(gold_trajectory(d, tokenizer, AgentConfig(tools=SMOKE_TOOLS))) for d in easy]
+    trajs = [
+        asyncio.run(gold_trajectory(d, tokenizer, AgentConfig(tools=SMOKE_TOOLS))) for d in easy
+    ]
     chunk = [t for t in trajs if t is not None]
     assert len(chunk) == 3
     batch = collate(chunk, [0.0] * 3)
