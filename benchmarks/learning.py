@@ -13,7 +13,7 @@ worlds' tasks, then GRPO + DPPO steps of the single-machine trainer over real ha
 settings: the SFT checkpoint and the RL checkpoint. RL trains LoRA adapters (rank 16, lr 1e-4)
 by default: with 16 trials a step, full fine-tuning moved every weight along mostly-noise
 gradients and the held-out score did not rise (`--lora-rank 0 --rl-lr 2e-5` runs it; see
-docs/benchmarks.md). Both checkpoints are evaluated as the policy RL trains, sampling at the
+docs/results/HISTORY.md). Both checkpoints are evaluated as the policy RL trains, sampling at the
 rollouts' temperature (1.0), one trial on each of the 24 held-out worlds' tasks: RL raises the
 expected score of the distribution it samples from, and that is what this measures. Greedy
 decoding (`--eval-temperature 0`) measures the argmax policy instead, which RL moves less. Both

@@ -66,7 +66,7 @@ class SmokeConfig(KwrlConfig):
     lora_rank: int = Field(default=16, ge=0)
     """RL trains LoRA adapters of this rank (0: every weight). With a few trials a step, full
     fine-tuning moves all weights along noisy gradients and can break the tool-call format
-    (docs/benchmarks.md, session 9)."""
+    (docs/results/HISTORY.md, session 9)."""
     eval_samples: int = Field(default=1, ge=1)
     """Trials per task in each evaluation."""
     concurrency: int = Field(default=8, ge=1)
