@@ -41,14 +41,7 @@ def render_tools_system_prompt(
             f"{system}\n\n# Tools\n{lines}\n\nTo call a tool, write:\n<tool_call>\n"
             '{"name": <tool-name>, "arguments": <args-json-object>}\n</tool_call>'
         )
-    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-    return (
-        f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-        f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{lines}\n"
-        "</tools>\n\nFor each function call, return a json object with function name and arguments "
-        "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
-    )
+    return hermes.render_tools(system, tools)
 
 
 def _schema_type(schema: dict[str, Any]) -> str:

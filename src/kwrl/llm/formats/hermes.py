@@ -1,6 +1,7 @@
 """The Hermes tool-call format (Qwen2.5, SmolLM2): `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`.
 
-`render_call` writes a call the way the agent's history, SFT's gold turns and the chat templates
+`render_tools` lists the tools in a system prompt (Qwen2.5's wording, for templates that drop
+`tools=`); `render_call` writes a call the way the agent's history, SFT's gold turns and the chat templates
 that ignore `tools=` show it; `parse_body` reads one block's JSON (arguments may also be a JSON
 string, or come as `parameters`; missing, empty or null arguments are `{}`); `parse` splits a
 sampled turn by the block contract of `kwrl.llm.formats.blocks` (a block that does not parse or
@@ -13,6 +14,18 @@ import json
 from typing import Any
 
 from kwrl.llm.formats.blocks import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Blocks, split_blocks
+
+
+def render_tools(system: str, tools: list[dict[str, Any]]) -> str:
+    """`system` followed by the tools' JSON schemas and the call format, in Qwen2.5's wording."""
+    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    return (
+        f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{lines}\n"
+        "</tools>\n\nFor each function call, return a json object with function name and arguments "
+        f"within <tool_call></tool_call> XML tags:\n{TOOL_CALL_OPEN}\n"
+        f'{{"name": <function-name>, "arguments": <args-json-object>}}\n{TOOL_CALL_CLOSE}'
+    )
 
 
 def render_call(name: Any, arguments: Any) -> str:
