@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -37,9 +36,10 @@ from kwrl.errors import ConfigError
 from kwrl.eval.metrics import Bootstrap, CriterionResult, ToolUse, TrialOutcome, compute_metrics
 from kwrl.grading.judges import judge_env
 from kwrl.io import write_json
-from kwrl.rollout.failures import classify_result
 from kwrl.rollout.masking import should_retry
-from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_with_retries
+from kwrl.rollout.runner import RolloutConfig, TrialRecord, record_from_dir, run_with_retries
+from kwrl.rollout.trial import read_trial
+from kwrl.tasks.taskdir import META_JSON, read_meta
 
 HARBOR_AGENTS = ("oracle", "nop")
 KWRL_AGENT = "kwrl.agent:KwrlAgent"
@@ -104,16 +104,8 @@ def rollout_config(cfg: EvalConfig) -> RolloutConfig:
 # ---------------------------------------------------------------- reading a trial dir
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        return None
-
-
-def _criteria(trial_dir: Path, rewards: dict[str, float]) -> list[CriterionResult]:
-    grades = _read_json(trial_dir / "verifier" / "grades.json") or {}
-    if grades.get("grades"):
+def _criteria(grades: list[dict[str, Any]], rewards: dict[str, float]) -> list[CriterionResult]:
+    if grades:
         return [
             CriterionResult(
                 verifier_id=str(g.get("verifier_id", "")),
@@ -124,7 +116,7 @@ def _criteria(trial_dir: Path, rewards: dict[str, float]) -> list[CriterionResul
                 rationale=str(g.get("rationale") or ""),
                 is_primary_objective=bool(g.get("is_primary_objective")),
             )
-            for g in grades["grades"]
+            for g in grades
         ]
     return [
         CriterionResult(verifier_id=k.removeprefix("criterion/"), score=v, passed=v >= 1.0)
@@ -135,28 +127,29 @@ def _criteria(trial_dir: Path, rewards: dict[str, float]) -> list[CriterionResul
 
 def task_labels(task_dir: Path) -> dict[str, str | None]:
     """task_name, domain, expected_output and difficulty of a task dir (archipelago.json)."""
-    meta = _read_json(Path(task_dir) / "archipelago.json") or {}
-    return {k: meta.get(k) for k in ("task_name", "domain", "expected_output", "difficulty")}
+    keys = ("task_name", "domain", "expected_output", "difficulty")
+    if not (Path(task_dir) / META_JSON).is_file():
+        return dict.fromkeys(keys)
+    meta = read_meta(Path(task_dir)).model_dump(mode="json")
+    return {k: meta.get(k) for k in keys}
 
 
 def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Path) -> TrialOutcome:
     """A `TrialOutcome` from the rollout's record and what the trial dir holds."""
     trial_dir = Path(rec.trial_dir)
-    result = _read_json(trial_dir / "result.json") or {}
-    agent = result.get("agent_result") or {}
-    meta = agent.get("metadata") or {}
+    files = read_trial(trial_dir)
+    meta = files.agent_meta
     tools: dict[str, ToolUse] = {}
-    for turn in meta.get("turn_stats") or []:
+    for turn in files.turn_stats:
         for call in turn.get("tool_calls") or []:
             use = tools.setdefault(str(call.get("name")), ToolUse())
             use.calls += 1
             use.ok += int(bool(call.get("ok")))
-    criteria = _criteria(trial_dir, rec.rewards)
+    criteria = _criteria(files.grades, rec.rewards)
     if "pass" in rec.rewards:
         passed = rec.rewards["pass"] == 1.0
     else:
         passed = rec.reward is not None and bool(criteria) and all(c.passed for c in criteria)
-    answer = trial_dir / "agent" / "final_answer.txt"
     try:
         rel = str(trial_dir.resolve().relative_to(out.resolve()))
     except ValueError:
@@ -166,37 +159,10 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
         task_name=labels.get("task_name") or "", domain=labels.get("domain"),
         expected_output=labels.get("expected_output"), difficulty=labels.get("difficulty"),
         cause=str(rec.cause), reward=rec.reward, passed=passed, error=rec.error,
-        criteria=criteria, turns=meta.get("n_turns"), input_tokens=agent.get("n_input_tokens"),
-        output_tokens=agent.get("n_output_tokens"), stop_reason=meta.get("stop_reason"),
-        tools=tools, seconds=rec.seconds, attempts=rec.attempt + 1,
-        final_answer=answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else "",
+        criteria=criteria, turns=meta.get("n_turns"), input_tokens=files.n_input_tokens,
+        output_tokens=files.n_output_tokens, stop_reason=meta.get("stop_reason"),
+        tools=tools, seconds=rec.seconds, attempts=rec.attempt + 1, final_answer=files.final_answer,
     )  # fmt: skip
-
-
-def record_from_dir(trial_dir: Path, task: str, sample: int, attempt: int) -> TrialRecord | None:
-    """The rollout record of a finished trial dir (harbor's result.json), or None if unfinished."""
-    from harbor.models.trial.result import TrialResult
-
-    path = trial_dir / "result.json"
-    if not path.is_file():
-        return None
-    try:
-        result = TrialResult.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError:
-        return None
-    rewards = result.verifier_result.rewards if result.verifier_result else None
-    rec = TrialRecord(
-        task=task, sample=sample, attempt=attempt, trial_name=trial_dir.name,
-        trial_dir=str(trial_dir), cause=classify_result(result, _read_json(trial_dir / "sandbox.json")),
-    )  # fmt: skip
-    rec.rewards = {k: float(v) for k, v in (rewards or {}).items()}
-    rec.reward = rec.rewards.get("reward")
-    if result.exception_info is not None:
-        info = result.exception_info
-        rec.error = f"{info.exception_type}: {info.exception_message}"[:2000]
-    if result.finished_at is not None and result.started_at is not None:
-        rec.seconds = (result.finished_at - result.started_at).total_seconds()
-    return rec
 
 
 # ---------------------------------------------------------------- the outcome log

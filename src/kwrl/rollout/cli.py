@@ -78,11 +78,9 @@ def _agent_kwargs(agent: str, items: list[str] | None) -> dict[str, Any]:
 def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
     from rich.table import Table
 
-    grades_path = trial_dir / "verifier" / "grades.json"
-    grades: list[dict[str, Any]] = []
-    if grades_path.is_file():
-        grades = json.loads(grades_path.read_text()).get("grades", [])
-    by_id = {str(g.get("verifier_id")): g for g in grades}
+    from kwrl.rollout.trial import read_trial
+
+    by_id = {str(g.get("verifier_id")): g for g in read_trial(trial_dir).grades}
     table = Table(title=f"criteria ({trial_dir.name})")
     for col in ("criterion", "score", "method", "criteria / rationale"):
         table.add_column(col)

@@ -16,7 +16,6 @@ Non-obvious choice: a trial that raises inside harbor is caught here and recorde
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from kwrl.config import KwrlConfig
 from kwrl.io import write_json
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.masking import group_decisions, should_retry
+from kwrl.rollout.trial import read_json
 
 
 class RolloutConfig(KwrlConfig):
@@ -101,11 +101,38 @@ def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str
     )
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+def _record_result(record: TrialRecord, result: Any, trial_dir: Path) -> None:
+    """Fill `record`'s cause, rewards and error from harbor's `TrialResult` of `trial_dir`."""
+    rewards = result.verifier_result.rewards if result.verifier_result else None
+    sandbox = read_json(trial_dir / "sandbox.json")
+    record.cause = classify_result(result, sandbox if isinstance(sandbox, dict) else None)
+    record.rewards = {k: float(v) for k, v in (rewards or {}).items()}
+    record.reward = record.rewards.get("reward")
+    if result.exception_info is not None:
+        info = result.exception_info
+        record.error = f"{info.exception_type}: {info.exception_message}"[:2000]
+
+
+def record_from_dir(trial_dir: Path, task: str, sample: int, attempt: int) -> TrialRecord | None:
+    """The record of a finished trial dir (harbor's result.json), or None if unfinished; what
+    `run_trial` returned when it ran it, but for `seconds` (harbor's start to end here)."""
+    from harbor.models.trial.result import TrialResult
+
+    path = trial_dir / "result.json"
+    if not path.is_file():
         return None
+    try:
+        result = TrialResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    rec = TrialRecord(
+        task=task, sample=sample, attempt=attempt, trial_name=trial_dir.name,
+        trial_dir=str(trial_dir), cause=FailureCause.SANDBOX,
+    )  # fmt: skip
+    _record_result(rec, result, trial_dir)
+    if result.finished_at is not None and result.started_at is not None:
+        rec.seconds = (result.finished_at - result.started_at).total_seconds()
+    return rec
 
 
 async def run_trial(
@@ -133,13 +160,7 @@ async def run_trial(
         record.error = f"{type(e).__name__}: {e}"
         record.seconds = time.monotonic() - start
         return record
-    rewards = result.verifier_result.rewards if result.verifier_result else None
-    record.cause = classify_result(result, _read_json(trial_dir / "sandbox.json"))
-    record.rewards = {k: float(v) for k, v in (rewards or {}).items()}
-    record.reward = record.rewards.get("reward")
-    if result.exception_info is not None:
-        info = result.exception_info
-        record.error = f"{info.exception_type}: {info.exception_message}"[:2000]
+    _record_result(record, result, trial_dir)
     record.seconds = time.monotonic() - start
     return record
 

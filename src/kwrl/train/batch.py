@@ -15,8 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
+
+from kwrl.rollout.trial import read_trial
+
+if TYPE_CHECKING:
+    from kwrl.rollout.runner import TrialRecord
 
 
 @dataclass
@@ -41,6 +47,31 @@ class Trajectory:
                 f"trajectory arrays differ in length: response_ids {n}, loss_mask "
                 f"{len(self.loss_mask)}, logprobs {len(self.logprobs)}"
             )
+
+
+def trajectories_from_records(records: Sequence[TrialRecord], version: int) -> list[Trajectory]:
+    """TITO trajectories of finished trials (their files through `kwrl.rollout.trial.read_trial`).
+
+    A trial without token arrays (it crashed before its first turn) is kept as an untrainable
+    placeholder so its group still sees it.
+    """
+    out: list[Trajectory] = []
+    for r in records:
+        files = read_trial(r.trial_dir)
+        resp = files.response_ids
+        t = Trajectory(
+            prompt_ids=files.prompt_ids,
+            response_ids=resp,
+            loss_mask=files.loss_mask,
+            logprobs=files.logprobs,
+            reward=float(r.train_reward or 0.0),
+            group_id=r.task,
+            trainable=bool(r.trained) and bool(resp),
+            policy_version=version,
+            meta={"cause": str(r.cause), "reward": r.reward, "trial": r.trial_name},
+        )
+        out.append(t)
+    return out
 
 
 @dataclass

@@ -92,10 +92,11 @@ def _agent(cfg: SmokeConfig) -> AgentConfig:
 
 
 def easy_only(dataset: Path) -> list[str]:
+    from kwrl.tasks.taskdir import read_meta
+
     kept = []
     for d in sorted((dataset / "tasks").iterdir()):
-        meta = json.loads((d / "archipelago.json").read_text())
-        if meta.get("difficulty") == "easy":
+        if read_meta(d).difficulty == "easy":
             kept.append(d.name)
         else:
             shutil.rmtree(d)

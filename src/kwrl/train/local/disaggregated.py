@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.errors import TrainError
-from kwrl.train.batch import Trajectory
+from kwrl.rollout.trial import read_trial
+from kwrl.train.batch import Trajectory, trajectories_from_records
 from kwrl.train.local.config import TrainConfig
 from kwrl.train.local.sampler import SamplerState
-from kwrl.train.local.trainer import RLTrainer, SampledBatch, task_dirs, trajectories_from_records
+from kwrl.train.local.trainer import RLTrainer, SampledBatch, task_dirs
 from kwrl.train.local.weight_sync import (
     Backend,
     WeightReceiver,
@@ -106,16 +107,7 @@ def rollout_shard(
 
 def _turn_versions(trial_dirs: list[Path]) -> list[int]:
     """Weight version of every policy turn of these trials (that of the turn's first token)."""
-    found: list[int] = []
-    for d in trial_dirs:
-        try:
-            res = json.loads((d / "result.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        meta = (res.get("agent_result") or {}).get("metadata") or {}
-        turns = meta.get("turn_stats") or []
-        found += [int(t["weight_version"]) for t in turns if t.get("weight_version") is not None]
-    return found
+    return [v for d in trial_dirs for v in read_trial(d).turn_versions]
 
 
 def worker_main(

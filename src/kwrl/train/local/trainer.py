@@ -40,7 +40,7 @@ from kwrl.config import save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_text
 from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
-from kwrl.train.batch import Trajectory, collate
+from kwrl.train.batch import Trajectory, collate, trajectories_from_records
 from kwrl.train.local.checkpoint import (
     TrainerState,
     latest_checkpoint,
@@ -76,36 +76,6 @@ def task_dirs(dataset: Path, only: list[str] | None) -> dict[str, Path]:
             raise TrainError(f"tasks: not in {root}: {', '.join(missing)}")
         found = {k: found[k] for k in only}
     return found
-
-
-def trajectories_from_records(records: list[Any], version: int) -> list[Trajectory]:
-    """TITO trajectories from finished trials (the agent's metadata in harbor's result.json).
-
-    A trial without token arrays (it crashed before its first turn) is kept as an untrainable
-    placeholder so its group still sees it.
-    """
-    out: list[Trajectory] = []
-    for r in records:
-        meta: dict[str, Any] = {}
-        try:
-            res = json.loads((Path(r.trial_dir) / "result.json").read_text())
-            meta = (res.get("agent_result") or {}).get("metadata") or {}
-        except (OSError, json.JSONDecodeError):
-            pass
-        resp = list(meta.get("response_ids") or [])
-        t = Trajectory(
-            prompt_ids=list(meta.get("prompt_token_ids") or []),
-            response_ids=resp,
-            loss_mask=list(meta.get("loss_mask") or []),
-            logprobs=[float(x) for x in meta.get("rollout_logprobs") or []],
-            reward=float(r.train_reward or 0.0),
-            group_id=r.task,
-            trainable=bool(r.trained) and bool(resp),
-            policy_version=version,
-            meta={"cause": str(r.cause), "reward": r.reward, "trial": r.trial_name},
-        )
-        out.append(t)
-    return out
 
 
 class RLTrainer:
@@ -389,4 +359,3 @@ class RLTrainer:
             producer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await producer
-

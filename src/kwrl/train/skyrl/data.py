@@ -11,7 +11,6 @@ APEX evaluations come out per domain). Rows are sorted by task dir name, so the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 import typer
 
 from kwrl.errors import TaskFormatError
+from kwrl.tasks.taskdir import META_JSON, read_meta
 from kwrl.train.skyrl.config import ENV_CLASS
 
 
@@ -41,9 +41,8 @@ def task_dirs(dataset: Path, only: list[str] | None = None) -> list[Path]:
 
 def prompt_row(task_dir: Path) -> dict[str, Any]:
     meta: dict[str, Any] = {}
-    meta_path = task_dir / "archipelago.json"
-    if meta_path.is_file():
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if (task_dir / META_JSON).is_file():
+        meta = read_meta(task_dir).model_dump(mode="json")
     instruction = (task_dir / "instruction.md").read_text(encoding="utf-8")
     return {
         "prompt": [{"role": "user", "content": instruction}],

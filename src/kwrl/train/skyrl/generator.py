@@ -8,7 +8,7 @@ SkyRL's inference endpoint (the router URL + `/v1`, spec `URL#MODEL`) over TITO 
 per-attempt session id (sticky routing) and the batch's weight version as cache salt.
 
 Output rows are trajectory-level TITO arrays (one strictly appending token list per trial, read
-from the trial dir by `kwrl.train.local.trainer.trajectories_from_records`), not step-wise rows:
+from the trial dir by `kwrl.train.batch.trajectories_from_records`), not step-wise rows:
 `prompt_token_ids` = the first prompt, `response_ids` = everything after it (tool observations
 included, loss mask 0 on them), `rollout_logprobs` aligned with `response_ids`.
 
@@ -22,7 +22,6 @@ masked: a failed trial scores its reward or 0, and its cause is counted in the m
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -40,17 +39,9 @@ from kwrl.errors import ConfigError
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.masking import group_decisions
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_with_retries
-from kwrl.train.batch import Trajectory
-from kwrl.train.local.trainer import trajectories_from_records
+from kwrl.rollout.trial import read_trial
+from kwrl.train.batch import Trajectory, trajectories_from_records
 from kwrl.train.skyrl.config import KwrlSection, kwrl_section
-
-
-def _agent_meta(trial_dir: str) -> dict[str, Any]:
-    try:
-        res = json.loads((Path(trial_dir) / "result.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return (res.get("agent_result") or {}).get("metadata") or {}
 
 
 def _server_of(tool: str) -> str:
@@ -218,7 +209,7 @@ class KwrlHarborGenerator(GeneratorInterface):
         seconds = [s for _, s in results]
         self.apply_decisions(finals, [t.instance_id for t in tids], train=phase == "train")
         trajs = trajectories_from_records(finals, version or 0)
-        metas = [_agent_meta(r.trial_dir) for r in finals]
+        metas = [read_trial(r.trial_dir).agent_meta for r in finals]
         out = self.build_output(trajs, finals, metas, list(tids), seconds)
         out["rollout_metrics"] = {
             **self.metrics(finals, history, metas),

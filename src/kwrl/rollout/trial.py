@@ -1,0 +1,85 @@
+"""What a finished trial left in its dir, read once: `read_trial(trial_dir) -> TrialFiles`.
+
+harbor writes `result.json` when a trial ends; its `agent_result.metadata` is KwrlAgent's record
+(TITO arrays, per-turn stats, stop reason; docs/contracts.md). The grader writes
+`verifier/grades.json` (one entry per criterion) and the agent `agent/final_answer.txt`. Every
+consumer of a finished trial (the local trainer and its disaggregated workers, the SkyRL generator,
+evaluation) reads those files through here and never opens them itself; the cause, reward and
+retries of the same trial are in `kwrl.rollout.runner.TrialRecord`.
+
+A file that is missing or unreadable (a trial that crashed before its first turn) reads as empty:
+no tokens, no turns, no grades.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def read_json(path: Path) -> Any:
+    """`path`'s JSON, or None where it is missing or not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """A finished trial's files: the agent's metadata, its token counts, grades, final answer."""
+
+    agent_meta: dict[str, Any] = field(default_factory=dict)
+    """result.json `agent_result.metadata` (KwrlAgent's TITO arrays and turn stats)."""
+    n_input_tokens: int | None = None
+    n_output_tokens: int | None = None
+    grades: list[dict[str, Any]] = field(default_factory=list)
+    """verifier/grades.json `grades`: one entry per criterion."""
+    final_answer: str = ""
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return list(self.agent_meta.get("prompt_token_ids") or [])
+
+    @property
+    def response_ids(self) -> list[int]:
+        return list(self.agent_meta.get("response_ids") or [])
+
+    @property
+    def loss_mask(self) -> list[int]:
+        return list(self.agent_meta.get("loss_mask") or [])
+
+    @property
+    def logprobs(self) -> list[float]:
+        return [float(x) for x in self.agent_meta.get("rollout_logprobs") or []]
+
+    @property
+    def turn_stats(self) -> list[dict[str, Any]]:
+        return list(self.agent_meta.get("turn_stats") or [])
+
+    @property
+    def turn_versions(self) -> list[int]:
+        """Weight version of every policy turn (that of the turn's first token)."""
+        return [
+            int(t["weight_version"]) for t in self.turn_stats if t.get("weight_version") is not None
+        ]
+
+
+def read_trial(trial_dir: Path | str) -> TrialFiles:
+    """The files of the finished trial in `trial_dir` (see the module doc)."""
+    trial_dir = Path(trial_dir)
+    result = read_json(trial_dir / "result.json")
+    agent = (result.get("agent_result") if isinstance(result, dict) else None) or {}
+    grades = read_json(trial_dir / "verifier" / "grades.json")
+    answer = trial_dir / "agent" / "final_answer.txt"
+    return TrialFiles(
+        agent_meta=agent.get("metadata") or {},
+        n_input_tokens=agent.get("n_input_tokens"),
+        n_output_tokens=agent.get("n_output_tokens"),
+        grades=list((grades.get("grades") if isinstance(grades, dict) else None) or []),
+        final_answer=(
+            answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else ""
+        ),
+    )
