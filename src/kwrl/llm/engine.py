@@ -793,6 +793,38 @@ def shared_engine(cfg: EngineConfig) -> Engine:
         return _ENGINES[key]
 
 
+_LIVE: dict[str, Any] = {}
+
+
+def register_engine(handle: str, engine: Any) -> str:
+    """Make `engine` (an `Engine`, or a `VLLMEngine`) the policy `live:HANDLE` in this process, the
+    way a trainer hands the engine it pushes weights into to its trials' agents; returns that
+    spec. A handle holds one engine: registering another under it is an error."""
+    with _ENGINES_LOCK:
+        if _LIVE.setdefault(handle, engine) is not engine:
+            raise ConfigError(f"engine handle {handle!r}: another engine is registered under it")
+    return f"live:{handle}"
+
+
+def unregister_engine(handle: str) -> None:
+    """Forget `handle` (the engine itself stays loaded while anyone holds it)."""
+    with _ENGINES_LOCK:
+        _LIVE.pop(handle, None)
+
+
+def live_engine(handle: str) -> Any:
+    """The engine registered under `handle`; none is a `PolicyError` (never a second model)."""
+    with _ENGINES_LOCK:
+        engine = _LIVE.get(handle)
+        known = sorted(_LIVE)
+    if engine is None:
+        raise PolicyError(
+            f"policy live:{handle}: no engine is registered under {handle!r} in this process "
+            f"(registered: {', '.join(known) or 'none'}; kwrl.llm.engine.register_engine)"
+        )
+    return engine
+
+
 @dataclass
 class _Staged:
     tensors: dict[str, Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kwrl.llm.base import Completion, PolicyClient, SamplingParams
-from kwrl.llm.engine import Engine, EngineOutput, shared_engine
+from kwrl.llm.engine import Engine, EngineOutput, live_engine, shared_engine
 from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
 
 
@@ -66,3 +66,13 @@ def _completion(out: EngineOutput) -> Completion:
         usage={"prompt_tokens": out.prompt_tokens, "completion_tokens": len(out.token_ids)},
         weight_version=out.weight_version,
     )
+
+
+class LiveEngineClient(EngineClient):
+    """Policy kind `live`: `live:HANDLE` samples from the engine registered under HANDLE in this
+    process (`kwrl.llm.engine.register_engine`; the trainer registers the one it pushes weights
+    into). A handle nobody registered is an error; no model is loaded here."""
+
+    @classmethod
+    def from_spec(cls, target: str, cfg: Any) -> LiveEngineClient:
+        return cls(live_engine(target))

@@ -12,6 +12,9 @@ a TOML line picks any of them:
   loads the model once.
 - `vllm:smollm2-135m`: vLLM in this process on a GPU (`vllm`, `kwrl.llm.vllm_engine`; needs
   the `gpu` extra), shared per process like `engine`.
+- `live:HANDLE`: the engine registered under HANDLE in this process (`live`,
+  `kwrl.llm.engine.register_engine`): how the trainer hands its engine to its trials' agents.
+  Nothing is loaded; an unregistered handle is an error.
 
 `kind` overrides what the spec's shape says. API keys are never in configs: `api_key_env` names
 the environment variable that holds one.
@@ -28,7 +31,7 @@ from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
 from kwrl.llm.base import PolicyClient, SamplingParams
 from kwrl.llm.engine import EngineConfig
-from kwrl.llm.engine_client import EngineClient
+from kwrl.llm.engine_client import EngineClient, LiveEngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.spec import split_spec as _split
@@ -82,6 +85,7 @@ POLICIES: dict[str, type[PolicyClient]] = {
     "litellm": LiteLLMChatClient,
     "engine": EngineClient,
     "vllm": VLLMClient,
+    "live": LiveEngineClient,
 }
 """Policy kinds by name; `build_policy` looks `kind` up here.
 

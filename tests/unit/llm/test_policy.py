@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from kwrl.config import load_config
-from kwrl.errors import ConfigError
-from kwrl.llm.engine_client import EngineClient
+from kwrl.errors import ConfigError, PolicyError
+from kwrl.llm.base import SamplingParams
+from kwrl.llm.engine import register_engine, unregister_engine
+from kwrl.llm.engine_client import EngineClient, LiveEngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.policy import POLICIES, PolicyConfig, build_policy, split_spec
@@ -25,7 +27,7 @@ def test_specs_name_their_kind() -> None:
     for bad in ("smollm2", "engine:", "ftp://x"):
         with pytest.raises(ConfigError, match=r"policy\.model"):
             split_spec(bad)
-    assert set(POLICIES) == {"completions", "litellm", "engine", "vllm"}
+    assert set(POLICIES) == {"completions", "litellm", "engine", "vllm", "live"}
 
 
 async def test_a_url_spec_builds_a_completions_client() -> None:
@@ -53,6 +55,23 @@ def test_engine_specs_share_one_engine_per_config(engine: Any, smollm2_dir: Path
     a, b = build_policy(cfg), build_policy(cfg)
     assert isinstance(a, EngineClient) and isinstance(b, EngineClient)
     assert a.engine is b.engine and a.supports_tokens
+
+
+async def test_a_live_handle_reaches_the_registered_engine_and_a_missing_one_is_an_error(
+    engine: Any,
+) -> None:
+    spec = register_engine("test-trainer", engine)
+    try:
+        client = build_policy(PolicyConfig(model=spec))
+        assert isinstance(client, LiveEngineClient) and client.engine is engine
+        out = await client.complete([1, 2, 3], SamplingParams(max_tokens=2, temperature=0.0))
+        assert 1 <= len(out.token_ids) <= 2  # sampled by the registered engine, none loaded
+        with pytest.raises(ConfigError, match="another engine"):
+            register_engine("test-trainer", object())
+    finally:
+        unregister_engine("test-trainer")
+    with pytest.raises(PolicyError, match="no engine is registered under 'test-trainer'"):
+        build_policy(PolicyConfig(model=spec))
 
 
 def test_unknown_kinds_and_fields_are_config_errors(tmp_path: Path) -> None:

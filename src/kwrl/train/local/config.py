@@ -193,12 +193,15 @@ class TrainConfig(KwrlConfig):
     tensorboard: bool = True
     """Also write metrics to RUN/tb for TensorBoard."""
 
-    def rollout_config(self, policy_dir: Path, engine: EngineConfig) -> RolloutConfig:
+    def rollout_config(
+        self, policy_dir: Path, engine: EngineConfig, handle: str | None = None
+    ) -> RolloutConfig:
         """How a batch's trials run: KwrlAgent on the `rollout_engine` over `policy_dir`, graded by
-        `judge`."""
+        `judge`. With `handle`, the agents sample from the engine the trainer registered under it
+        (`live:HANDLE`, `kwrl.llm.engine.register_engine`) and never load one of their own."""
         return RolloutConfig(
             agent="kwrl.agent:KwrlAgent",
-            model=f"{self.rollout_engine}:{policy_dir}",
+            model=f"live:{handle}" if handle else f"{self.rollout_engine}:{policy_dir}",
             n_samples=self.rl.samples_per_prompt,
             concurrency=self.concurrency,
             environment=self.environment,

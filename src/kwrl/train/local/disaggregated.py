@@ -94,7 +94,7 @@ def rollout_shard(
     """One shard of a batch through harbor trials, as `RLTrainer.sample` runs a whole batch."""
     from kwrl.rollout.runner import run_rollout
 
-    rcfg = cfg.rollout_config(policy_dir, engine_cfg)
+    rcfg = cfg.rollout_config(policy_dir, engine_cfg, WORKER_ENGINE)
     if out.exists():  # left by a killed run: never reuse its trials
         shutil.rmtree(out)
     records = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))
@@ -110,6 +110,10 @@ def _turn_versions(trial_dirs: list[Path]) -> list[int]:
     return [v for d in trial_dirs for v in read_trial(d).turn_versions]
 
 
+WORKER_ENGINE = "generation-worker"
+"""Handle of a worker process's engine: its trials' agents sample from `live:generation-worker`."""
+
+
 def worker_main(
     rank: int, world_size: int, cfg_json: dict[str, Any], policy_dir: str, version: int,
     port: int, backend: Backend, requests: Any, results: Any,
@@ -117,7 +121,7 @@ def worker_main(
     """A generation worker: engine + weight receiver + rollouts of the shards it is sent."""
     import torch
 
-    from kwrl.llm.engine import shared_engine
+    from kwrl.llm.engine import register_engine, shared_engine
 
     cfg = TrainConfig.model_validate(cfg_json)
     dcfg = cfg.disaggregated
@@ -128,6 +132,7 @@ def worker_main(
     engine_cfg = cfg.engine.model_copy(update={"device": device, "threads": dcfg.worker_threads})
     engine = shared_engine(engine_cfg.model_copy(update={"model": policy_dir}))
     engine.weight_version = version
+    register_engine(WORKER_ENGINE, engine)
     receiver = WeightReceiver(engine, groups).start()
     tasks = task_dirs(cfg.dataset, cfg.tasks)
     results.put(ShardResult(step_hint=0, rank=rank, version=version))  # ready

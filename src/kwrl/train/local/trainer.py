@@ -2,9 +2,10 @@
 
 Rollouts go through exactly the path evaluation uses: `kwrl.rollout.run_rollout` runs harbor
 trials in the configured environment (the local sandbox by default) with `KwrlAgent`, whose policy
-is `engine:<model dir>`. That engine is shared per process (`kwrl.llm.engine.shared_engine`), so
-the trainer holds the same object and pushes the learner's weights into it after every step; the
-engine applies them between batches.
+is `live:<handle>`: the trainer loads its engine (`engine` or `vllm` over the model dir) and
+registers it under its own handle (`kwrl.llm.engine.register_engine`), so the agents sample from
+the very object the trainer pushes the learner's weights into after every step (a handle no one
+registered is an error, never a second model); the engine applies them between batches.
 
 Modes:
 - sync: sample a batch with version v, train on it, push v+1, repeat.
@@ -28,6 +29,7 @@ import contextlib
 import json
 import shutil
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kwrl.config import save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_text
+from kwrl.llm.engine import register_engine
 from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
 from kwrl.train.batch import Trajectory, collate, trajectories_from_records
 from kwrl.train.local.checkpoint import (
@@ -123,6 +126,8 @@ class RLTrainer:
         # The engine samples from its own copy, loaded from the same weights (`src`).
         self.policy_dir = Path(src)
         self.engine_cfg = cfg.engine.model_copy(update={"model": str(self.policy_dir)})
+        self.engine_handle = f"trainer-{uuid.uuid4().hex[:12]}"
+        """The trials' agents reach `self.engine` as policy `live:<handle>` (registered with it)."""
         self._engine: Any = None
         self.metrics_path = self.out / "metrics.jsonl"
         self._drop_metrics_after(self.state.step)
@@ -168,6 +173,7 @@ class RLTrainer:
 
             self._engine = shared_engine(self.engine_cfg)
             self._engine.weight_version = self.learner.version
+        register_engine(self.engine_handle, self._engine)
         return self._engine
 
     def push_weights(self) -> None:
@@ -184,7 +190,7 @@ class RLTrainer:
             return None
         after = self.sampler.state.model_copy(deep=True)
         version = int(self.engine.weight_version)
-        rcfg = self.cfg.rollout_config(self.policy_dir, self.cfg.engine)
+        rcfg = self.cfg.rollout_config(self.policy_dir, self.cfg.engine, self.engine_handle)
         out = self.out / "rollouts" / f"batch-{step_hint:06d}"
         if out.exists():  # from a run killed before training this batch: never reuse its trials
             shutil.rmtree(out)

@@ -46,6 +46,9 @@ def test_train_trials_run_kwrl_agent_on_the_engine_graded_by_the_judge(
         "KWRL_JUDGE_TIMEOUT_S": "30",
     }
     assert TrainConfig(dataset=Path("d")).rollout_config(Path("p"), cfg.engine).verifier_env == {}
+    # the trainer hands its own engine to the agents by handle, not by a config to load again
+    live = cfg.rollout_config(Path("/ckpt/v3"), cfg.engine, "trainer-1")
+    assert (live.model, live.agent_kwargs["tokenizer"]) == ("live:trainer-1", "/ckpt/v3")
 
 
 def _kwrl(*args: str) -> subprocess.CompletedProcess[str]:
