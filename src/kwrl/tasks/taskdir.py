@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import shutil
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -498,10 +498,24 @@ def _json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def task_dirs(root: Path) -> list[Path]:
-    """Task dirs under a dataset: `root/tasks/*`, else `root/*`, else `root` itself (sorted)."""
+def task_dirs(root: Path, only: Sequence[str] | None = None) -> list[Path]:
+    """Task dirs under a dataset, sorted: `root` itself when it holds instruction.md, else the
+    folders of `root/tasks` (or of `root`) but hidden ones. With `only`, the task dirs of those
+    names in that order. A missing dataset and a name of `only` that is not there are errors naming
+    the folder."""
     root = Path(root)
+    base = root
     if (root / INSTRUCTION).is_file():
-        return [root]
-    base = root / "tasks" if (root / "tasks").is_dir() else root
-    return sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+        found = [root]
+    else:
+        base = root / "tasks" if (root / "tasks").is_dir() else root
+        if not base.is_dir():
+            raise TaskFormatError(root, None, "dataset dir not found")
+        found = sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if only is None:
+        return found
+    by_name = {p.name: p for p in found}
+    missing = [n for n in only if n not in by_name]
+    if missing:
+        raise TaskFormatError(base, "tasks", f"not found: {', '.join(missing)}")
+    return [by_name[n] for n in only]

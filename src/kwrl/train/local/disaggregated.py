@@ -43,10 +43,11 @@ from typing import Any
 
 from kwrl.errors import TrainError
 from kwrl.rollout.trial import read_trial
+from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.batch import Trajectory, trajectories_from_records
 from kwrl.train.local.config import TrainConfig
 from kwrl.train.local.sampler import SamplerState
-from kwrl.train.local.trainer import RLTrainer, SampledBatch, task_dirs
+from kwrl.train.local.trainer import RLTrainer, SampledBatch
 from kwrl.train.local.weight_sync import (
     Backend,
     WeightReceiver,
@@ -134,7 +135,7 @@ def worker_main(
     engine.weight_version = version
     register_engine(WORKER_ENGINE, engine)
     receiver = WeightReceiver(engine, groups).start()
-    tasks = task_dirs(cfg.dataset, cfg.tasks)
+    tasks = {p.name: p for p in task_dirs(cfg.dataset, cfg.tasks)}
     results.put(ShardResult(step_hint=0, rank=rank, version=version))  # ready
     try:
         while (req := requests.get()) is not None:

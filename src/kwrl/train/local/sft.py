@@ -33,12 +33,12 @@ from kwrl.errors import TrainError
 from kwrl.io import write_json
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
 from kwrl.llm.formats import hermes
+from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local import prefix as prefix_pack
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
 from kwrl.train.local.learner import token_logprobs
 from kwrl.train.local.memory import release_free_memory
-from kwrl.train.local.trainer import task_dirs
 
 
 class SFTConfig(KwrlConfig):
@@ -237,7 +237,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     dirs = task_dirs(cfg.dataset, cfg.tasks)
     share = cfg.share_prefix and prefix_pack.enable(model)
     t0 = time.perf_counter()
-    trajs = asyncio.run(gold_trajectories(dirs.values(), tokenizer, cfg.agent, cfg.max_len))
+    trajs = asyncio.run(gold_trajectories(dirs, tokenizer, cfg.agent, cfg.max_len))
     if not trajs:
         raise TrainError(f"{cfg.dataset}: no gold trajectories within max_len={cfg.max_len}")
     console.print(f"SFT: {len(trajs)} gold trajectories in {time.perf_counter() - t0:.1f}s")

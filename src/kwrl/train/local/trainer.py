@@ -42,6 +42,7 @@ from kwrl.config import save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_text
 from kwrl.llm.engine import register_engine
+from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
 from kwrl.train.batch import Trajectory, collate, trajectories_from_records
 from kwrl.train.local.checkpoint import (
@@ -68,19 +69,6 @@ class SampledBatch:
     rollout: dict[str, Any]
 
 
-def task_dirs(dataset: Path, only: list[str] | None) -> dict[str, Path]:
-    root = dataset / "tasks" if (dataset / "tasks").is_dir() else dataset
-    found = {p.name: p for p in sorted(root.iterdir()) if (p / "instruction.md").is_file()}
-    if not found:
-        raise TrainError(f"{dataset}: no task dirs (folders with instruction.md) under {root}")
-    if only is not None:
-        missing = sorted(set(only) - set(found))
-        if missing:
-            raise TrainError(f"tasks: not in {root}: {', '.join(missing)}")
-        found = {k: found[k] for k in only}
-    return found
-
-
 class RLTrainer:
     def __init__(self, cfg: TrainConfig, *, console: Console | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -93,7 +81,9 @@ class RLTrainer:
         self.out.mkdir(parents=True, exist_ok=True)
         save_config(cfg, self.out / "config.toml")
         torch.manual_seed(cfg.seed)
-        self.tasks = task_dirs(cfg.dataset, cfg.tasks)
+        self.tasks = {p.name: p for p in task_dirs(cfg.dataset, cfg.tasks)}
+        if not self.tasks:
+            raise TrainError(f"{cfg.dataset}: no task dirs")
         self.sampler = PromptSampler(list(self.tasks), seed=cfg.seed, epochs=cfg.rl.epochs)
         self.state = TrainerState()
 

@@ -19,24 +19,8 @@ import pyarrow.parquet as pq
 import typer
 
 from kwrl.errors import TaskFormatError
-from kwrl.tasks.taskdir import META_JSON, read_meta
+from kwrl.tasks.taskdir import META_JSON, read_meta, task_dirs
 from kwrl.train.skyrl.config import ENV_CLASS
-
-
-def task_dirs(dataset: Path, only: list[str] | None = None) -> list[Path]:
-    """Task dirs of a dataset (`DATASET/tasks/*` or DATASET itself holding task dirs)."""
-    root = dataset / "tasks" if (dataset / "tasks").is_dir() else dataset
-    if not root.is_dir():
-        raise TaskFormatError(str(dataset), "tasks", "not a directory")
-    found = {p.name: p for p in sorted(root.iterdir()) if (p / "instruction.md").is_file()}
-    if not found:
-        raise TaskFormatError(str(root), "instruction.md", "no task dirs (folders with it) here")
-    if only:
-        missing = sorted(set(only) - set(found))
-        if missing:
-            raise TaskFormatError(str(root), "tasks", f"not found: {', '.join(missing)}")
-        return [found[k] for k in sorted(only)]
-    return list(found.values())
 
 
 def prompt_row(task_dir: Path) -> dict[str, Any]:
@@ -57,7 +41,9 @@ def prompt_row(task_dir: Path) -> dict[str, Any]:
 
 def write_prompts(dataset: Path, out: Path, only: list[str] | None = None) -> int:
     """Write the prompts parquet for a dataset; returns the row count."""
-    rows = [prompt_row(t) for t in task_dirs(dataset, only)]
+    rows = [prompt_row(t) for t in task_dirs(dataset, sorted(only) if only else None)]
+    if not rows:
+        raise TaskFormatError(dataset, None, "no task dirs (folders with instruction.md) here")
     table = pa.Table.from_pylist(rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
