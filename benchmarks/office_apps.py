@@ -24,8 +24,8 @@ from typing import Any
 
 from fastmcp import Client, FastMCP
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import excel, pdfs, powerpoint, word
-from kwrl.worlds.layout import WorldRoots
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 CASES: list[tuple[Any, str, dict[str, Any]]] = [

@@ -40,9 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
-from kwrl.worlds.layout import WorldRoots
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 DEPARTMENTS = ["finance", "legal", "strategy", "operations", "hr", "sales"]
@@ -91,7 +91,7 @@ import fastmcp.server.server, uvicorn
 stamps.append((time.monotonic(), time.process_time()))
 from kwrl.worlds.apps import APPS
 from kwrl.worlds.gateway import build_app
-from kwrl.worlds.layout import WorldRoots
+from kwrl.tasks.layout import WorldRoots
 for module in APPS.values():
     importlib.import_module(module)
 stamps.append((time.monotonic(), time.process_time()))

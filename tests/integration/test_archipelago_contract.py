@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.contract import UPSTREAM_SERVER, specs
 from kwrl.worlds.gateway import build_server
-from kwrl.worlds.layout import WorldRoots
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "archipelago_schemas"
 KWRL_SERVER = {upstream: kwrl for kwrl, upstream in UPSTREAM_SERVER.items()}

@@ -23,9 +23,9 @@ import pytest
 from fastmcp import Client
 
 from kwrl.synth.generate import SynthConfig, generate
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.contract import UPSTREAM_SERVER, specs
 from kwrl.worlds.gateway import build_server
-from kwrl.worlds.layout import WorldRoots
 
 Check = Callable[[str, dict[str, Any]], object]
 MAKE_FILES = (

@@ -16,10 +16,10 @@ from fastmcp import Client
 from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import grade_trial
+from kwrl.tasks.layout import WorldRoots
 from kwrl.tasks.models import Verifier
 from kwrl.worlds.apps import calendar, chat, mail
 from kwrl.worlds.demo import write_demo_apps_data
-from kwrl.worlds.layout import WorldRoots
 
 
 def v(i: int, check: dict[str, Any]) -> Verifier:

@@ -29,9 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
-from kwrl.worlds.layout import WorldRoots
 
 READY_TIMEOUT_S = 180
 DESIGN_TOOLS = {

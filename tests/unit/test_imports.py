@@ -27,10 +27,9 @@ RANK = {
     "eval": 5,
     "train": 6,
 }
-# grading reads tasks, the judge's endpoint spec and the world's data layout, nothing else.
-GRADING_MAY_IMPORT = {"tasks", "llm", "kwrl.worlds.layout"}
-# The world's data layout is a format (like the snapshot), read by tasks and grading below worlds.
-FORMATS = {"kwrl.worlds.layout"}
+# grading reads tasks (the world's data layout, kwrl.tasks.layout, among them) and the judge's
+# endpoint spec, nothing else.
+GRADING_MAY_IMPORT = {"tasks", "llm"}
 # Modules of no folder that every folder may import (they import no folder).
 BASE = {"kwrl", "kwrl.config", "kwrl.errors", "kwrl.io", "kwrl.net"}
 TOP = "kwrl.cli"  # the command table imports every stage (by name, through importlib)
@@ -139,11 +138,6 @@ def test_imports_run_down_the_architecture() -> None:
             elif src == "grading":
                 if dst not in GRADING_MAY_IMPORT and target not in GRADING_MAY_IMPORT:
                     upward.append(f"{module} -> {target}")
-            elif RANK[dst] >= RANK[src] and target not in FORMATS:
+            elif RANK[dst] >= RANK[src]:
                 upward.append(f"{module} -> {target}")
     assert upward == [], "imports against docs/architecture.md's direction:\n" + "\n".join(upward)
-
-
-def test_formats_read_from_below_import_nothing_of_kwrls_folders() -> None:
-    for fmt in FORMATS:
-        assert [t for t in GRAPH[fmt] if t not in BASE] == [], fmt

@@ -1,7 +1,7 @@
 """Snapshot diff: which files a trial created, modified or deleted.
 
 A world state is a `StateView`: a stack of root dirs, each holding the two subsystems
-`filesystem/` and `.apps_data/` (kwrl.worlds.layout), where a later layer's file wins, minus a set
+`filesystem/` and `.apps_data/` (kwrl.tasks.layout), where a later layer's file wins, minus a set
 of deleted paths. The initial state of a trial is `[world seed, task overlay]`; the final state is
 the sandbox root `/` (one layer), or, when regrading from `changes.tar.gz`, `[world seed, task
 overlay, extracted changes]` minus the deletions listed in the archive. Paths are posix, relative to
@@ -39,7 +39,7 @@ from typing import Literal
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.grading.files import UnsafeFileError, open_regular
 from kwrl.tasks.archive import ByteBudget, extract_tar
-from kwrl.worlds.layout import SUBSYSTEMS
+from kwrl.tasks.layout import SUBSYSTEMS
 
 ChangeKind = Literal["created", "modified", "deleted"]
 CHANGES_JSON = "changes.json"

@@ -1,6 +1,6 @@
 """App records that changed during a trial: new mail, new or changed events, new chat posts.
 
-The apps keep their state in `.apps_data` (kwrl.worlds.layout): `mail/*.mbox`, `calendar/*.ics`,
+The apps keep their state in `.apps_data` (kwrl.tasks.layout): `mail/*.mbox`, `calendar/*.ics`,
 `chat/*.json`. A file-level diff says only "inbox.mbox was modified"; the judge and the machine
 checks need the records inside. Each function here reads all of one app's files in two states and
 returns the records present in the final state and absent (or different) in the initial one.

@@ -90,8 +90,8 @@ async def start_gateway(
 def serve_fd(fd: int) -> None:
     """The `exec` mode's gateway: serve the world under / on the listening socket `fd`."""
     from kwrl.sandbox.zygote import serve_app
+    from kwrl.tasks.layout import WorldRoots
     from kwrl.worlds.gateway import build_app
-    from kwrl.worlds.layout import WorldRoots
 
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<pid>/mem stays closed
     serve_app(build_app(WorldRoots.sandbox_default()), socket.socket(fileno=fd))

@@ -185,9 +185,9 @@ def _prebuilt_app() -> Any:
     import uvicorn
 
     import kwrl.worlds.cli  # noqa: F401
+    from kwrl.tasks.layout import WorldRoots
     from kwrl.worlds.apps import APPS, preload
     from kwrl.worlds.gateway import build_app
-    from kwrl.worlds.layout import WorldRoots
 
     for module in APPS.values():
         with contextlib.suppress(ModuleNotFoundError):

@@ -190,7 +190,7 @@ def fetch_source(src: str | Path, *, revision: str | None = None) -> Path:
 
 def unpack_world(zip_path: Path, dest: Path, world: ApexWorld, budget: ByteBudget) -> None:
     """Unpack one world zip into `dest` (filesystem/, .apps_data/{mail,calendar,chat}/, world.json)."""
-    from kwrl.worlds.layout import SUBSYSTEMS, WorldRoots
+    from kwrl.tasks.layout import SUBSYSTEMS, WorldRoots
 
     members = extract_zip(zip_path, dest, budget)
     for rel in members:

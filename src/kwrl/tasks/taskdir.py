@@ -413,7 +413,7 @@ def copy_overlay(src: Path, dest: Path) -> int:
     Returns the bytes copied. Anything else at the top of `src` is an error: only the two world
     subsystems can be overlaid.
     """
-    from kwrl.worlds.layout import SUBSYSTEMS
+    from kwrl.tasks.layout import SUBSYSTEMS
 
     extra = sorted(
         p.name for p in src.iterdir() if p.name not in SUBSYSTEMS and p.name != ".DS_Store"

@@ -23,6 +23,7 @@ from typing import Any
 
 from kwrl.errors import TaskFormatError
 from kwrl.tasks.archive import escaping_links
+from kwrl.tasks.layout import SUBSYSTEMS
 from kwrl.tasks.models import ArchipelagoMeta
 from kwrl.tasks.taskdir import (
     INSTRUCTION,
@@ -41,7 +42,6 @@ from kwrl.tasks.taskdir import (
     resolve_world,
     task_dirs,
 )
-from kwrl.worlds.layout import SUBSYSTEMS
 
 
 @dataclass(frozen=True)

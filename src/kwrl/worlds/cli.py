@@ -87,8 +87,8 @@ def serve(
     import logging
 
     gc.disable()
+    from kwrl.tasks.layout import WorldRoots
     from kwrl.worlds.gateway import build_app
-    from kwrl.worlds.layout import WorldRoots
 
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s"

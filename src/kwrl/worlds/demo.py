@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 
 from kwrl.io import write_bytes, write_json
-from kwrl.worlds.layout import WorldRoots
+from kwrl.tasks.layout import WorldRoots
 
 PEOPLE: list[tuple[str, str, str, str]] = [
     ("u_ana", "Ana Lima", "ana.lima@northwind.example", "Associate"),

@@ -36,8 +36,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from kwrl.errors import UnsafeArchiveError
+from kwrl.tasks.layout import SUBSYSTEMS, WorldRoots
 from kwrl.worlds.apps import APPS
-from kwrl.worlds.layout import SUBSYSTEMS, WorldRoots
 from kwrl.worlds.snapshot import populate, write_snapshot
 
 if TYPE_CHECKING:

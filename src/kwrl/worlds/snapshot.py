@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from kwrl.errors import UnsafeArchiveError
-from kwrl.worlds.layout import SUBSYSTEMS, WorldRoots
+from kwrl.tasks.layout import SUBSYSTEMS, WorldRoots
 
 __all__ = ["check_member", "populate", "write_snapshot"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds import gateway
-from kwrl.worlds.layout import WorldRoots
 
 DESIGN_TOOLS = {
     "filesystem": ["list_files", "read_text_file", "read_image_file", "search_files", "get_file_metadata", "get_directory_tree"],

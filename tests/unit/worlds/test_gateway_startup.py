@@ -22,7 +22,7 @@ _BUILD_AND_REPORT = """
 import json, sys
 from pathlib import Path
 from kwrl.worlds.gateway import build_server
-from kwrl.worlds.layout import WorldRoots
+from kwrl.tasks.layout import WorldRoots
 server, mounted, missing = build_server(WorldRoots.of_dir(Path(sys.argv[1])))
 print(json.dumps({"mounted": mounted, "modules": sorted(sys.modules)}))
 """

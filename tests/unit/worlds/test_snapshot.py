@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kwrl.errors import UnsafeArchiveError
-from kwrl.worlds.layout import WorldRoots
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.snapshot import populate, write_snapshot
 
 

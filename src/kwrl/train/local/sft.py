@@ -126,9 +126,9 @@ async def gold_trajectory(task_dir: Path, tokenizer: Any, agent: AgentConfig) ->
     from fastmcp import Client
 
     from kwrl.agent.loop import AgentLoop, StopReason
+    from kwrl.tasks.layout import WorldRoots
     from kwrl.tasks.taskdir import load_task
     from kwrl.worlds.gateway import build_server
-    from kwrl.worlds.layout import WorldRoots
 
     calls_file = task_dir / "solution" / "gold_calls.json"
     if not calls_file.is_file():

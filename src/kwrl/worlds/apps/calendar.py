@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from fastmcp import FastMCP
 
 from kwrl.io import write_bytes
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError
 from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.layout import WorldRoots
 
 if TYPE_CHECKING:
     from icalendar import Calendar

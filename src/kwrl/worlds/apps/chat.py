@@ -39,9 +39,9 @@ from typing import Any
 from fastmcp import FastMCP
 
 from kwrl.io import write_json
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError
 from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.layout import WorldRoots
 
 CHANNEL_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 

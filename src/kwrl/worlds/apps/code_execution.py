@@ -29,8 +29,8 @@ from typing import Any
 
 from fastmcp import FastMCP
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.layout import WorldRoots
 
 MAX_OUTPUT_CHARS = 20_000
 COMMAND_TIMEOUT_S = 300

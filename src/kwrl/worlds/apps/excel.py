@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastmcp import FastMCP
 from pydantic import Field
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError, rel
 from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.apps.office_common import (
@@ -51,7 +52,6 @@ from kwrl.worlds.apps.office_xlsx import (
     render_sheet,
     used_bounds,
 )
-from kwrl.worlds.layout import WorldRoots
 
 if TYPE_CHECKING:
     from openpyxl.workbook.workbook import Workbook

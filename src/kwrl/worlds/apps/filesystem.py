@@ -23,10 +23,10 @@ from pathlib import Path
 from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError, confine
 from kwrl.worlds.apps.base import rel as _rel
 from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.layout import WorldRoots
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 MAX_IMAGE_BYTES = 10 * 1024 * 1024

@@ -38,9 +38,9 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError, confine
 from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.layout import WorldRoots
 
 SENT_MAILBOX = "sent"
 EMAIL_RE = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")

@@ -27,6 +27,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError, rel
 from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.apps.office_blocks import inline_runs, parse_content
@@ -37,7 +38,6 @@ from kwrl.worlds.apps.office_common import (
     new_file,
     write_atomic,
 )
-from kwrl.worlds.layout import WorldRoots
 
 KIND = "PDF"
 EXTS = (".pdf",)

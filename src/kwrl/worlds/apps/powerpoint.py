@@ -22,6 +22,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError, confine, rel
 from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.apps.office_common import (
@@ -57,7 +58,6 @@ from kwrl.worlds.apps.office_pptx import (
     slide_text_md,
     title_shape,
 )
-from kwrl.worlds.layout import WorldRoots
 
 if TYPE_CHECKING:
     from pptx.presentation import Presentation as PptxPresentation

@@ -22,6 +22,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
 from pydantic import Field
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps.base import ToolError, rel
 from kwrl.worlds.apps.contract import contract_tool
 from kwrl.worlds.apps.office_blocks import parse_content
@@ -64,7 +65,6 @@ from kwrl.worlds.apps.office_docx import (
     set_paragraph_text,
     write_blocks,
 )
-from kwrl.worlds.layout import WorldRoots
 
 if TYPE_CHECKING:
     from docx.document import Document as DocxDocument

@@ -9,9 +9,9 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.client import envelope_key, rewrap
 from kwrl.worlds.demo import write_demo_apps_data
-from kwrl.worlds.layout import WorldRoots
 
 # Path arguments that must never reach outside the root.
 ESCAPES = [

@@ -16,8 +16,8 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from PIL import Image
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.client import envelope_key, rewrap
-from kwrl.worlds.layout import WorldRoots
 
 
 def make_world(tmp_path: Path, office_fixtures: Path, kind: str) -> WorldRoots:

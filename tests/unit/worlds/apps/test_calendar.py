@@ -10,8 +10,8 @@ from apps_testkit import data, demo_world, error
 from fastmcp import Client
 from icalendar import Calendar
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import calendar
-from kwrl.worlds.layout import WorldRoots
 
 
 @pytest.fixture

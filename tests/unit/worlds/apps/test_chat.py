@@ -9,8 +9,8 @@ import pytest
 from apps_testkit import data, demo_world, error
 from fastmcp import Client
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import chat
-from kwrl.worlds.layout import WorldRoots
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 from apps_testkit import error, text
 from fastmcp import Client
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import code_execution
-from kwrl.worlds.layout import WorldRoots
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from office_testkit import BAD_PATHS, error, make_world, text
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import excel
-from kwrl.worlds.layout import WorldRoots
 
 FORMULAE = "openpyxl__formulae.xlsx"
 BOOK = "openpyxl__book1.xlsx"

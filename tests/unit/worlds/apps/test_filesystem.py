@@ -14,8 +14,8 @@ from fastmcp.exceptions import ToolError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import filesystem
-from kwrl.worlds.layout import WorldRoots
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

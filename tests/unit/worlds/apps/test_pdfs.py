@@ -12,8 +12,8 @@ from office_testkit import BAD_PATHS, call, error, make_world, png_size, text
 from reportlab.lib.pagesizes import LETTER
 from reportlab.pdfgen import canvas
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import pdfs
-from kwrl.worlds.layout import WorldRoots
 
 CRAZY = "pypdf__crazyones.pdf"
 OUTLINE = "pypdf__pdflatex-outline.pdf"

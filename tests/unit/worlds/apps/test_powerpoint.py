@@ -13,8 +13,8 @@ from pptx import Presentation
 from pptx.enum.chart import XL_CHART_TYPE
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import powerpoint
-from kwrl.worlds.layout import WorldRoots
 
 TABLES = "python-pptx__tbl-cell.pptx"
 CHARTS = "python-pptx__cht-charts.pptx"

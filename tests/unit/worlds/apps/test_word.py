@@ -11,8 +11,8 @@ from docx.enum.section import WD_ORIENT
 from fastmcp import Client
 from office_testkit import BAD_PATHS, call, error, make_world, png_size, text
 
+from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.apps import word
-from kwrl.worlds.layout import WorldRoots
 
 TABLES = "python-docx__blk-paras-and-tables.docx"
 COMMENTS = "python-docx__comments-rich-para.docx"
