@@ -25,7 +25,7 @@ from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
 from kwrl.sandbox import zygote
 from kwrl.sandbox.base import SandboxLimitError, base_env
-from kwrl.sandbox.local import OUTPUT_CAP
+from kwrl.sandbox.outputs import OUTPUT_CAP
 from kwrl.sandbox.testing import make_environment, make_task, make_world
 from kwrl.tasks.taskdir import TEST_SH_TEXT
 from kwrl.tasks.validate import validate_task

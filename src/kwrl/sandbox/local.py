@@ -26,7 +26,7 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   out, listed in sandbox.json `dropped`) and /logs/verifier emptied; then each command runs in a
   fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, that shares the host network
   (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md).
-  `/tests` never exists in the agent's sandbox. Output is capped at `OUTPUT_CAP` bytes per stream
+  `/tests` never exists in the agent's sandbox. Output is capped at `outputs.OUTPUT_CAP` bytes per stream
   in both phases.
 - `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
   namespace, hence the overlay mount, goes with it), write `sandbox.json` (limit hits) into the
@@ -48,7 +48,6 @@ killed) instead of hanging until the agent timeout.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import io
 import json
@@ -59,7 +58,6 @@ import secrets
 import shutil
 import signal
 import socket
-import stat
 import tarfile
 import tempfile
 import time
@@ -77,7 +75,7 @@ from pydantic import ValidationError
 from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, SandboxError
 from kwrl.io import write_json
-from kwrl.sandbox import cgroups
+from kwrl.sandbox import cgroups, outputs
 from kwrl.sandbox.base import (
     SANDBOX_GATEWAY_SOCKET,
     LocalSandboxConfig,
@@ -107,15 +105,10 @@ _MOUNT = (
 _KEEPER = "echo kwrl-sandbox-ready; exec sleep infinity"
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
-OUTPUT_CAP = 16 * 2**20
-"""Bytes of stdout (and of stderr) an `exec` keeps: the head and tail, with a marker between."""
 _REAP_S = 5.0
 _DISK_SLACK = 64 * 1024  # a world tmpfs with less free is full
 _VERIFIER_DIR = "/logs/verifier"
 _AGENT_OUTPUTS = ("/logs/agent", "/logs/artifacts")
-_MAX_DEPTH = 32  # dirs nested deeper in the agent's outputs are left out
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _swept = False
 
 
@@ -556,7 +549,7 @@ class LocalEnvironment(BaseEnvironment):
             with contextlib.suppress(Exception):
                 await self._reap(await spawn, None)
             raise
-        talk = asyncio.ensure_future(_communicate(proc, stdin))
+        talk = asyncio.ensure_future(outputs.communicate(proc, stdin))
         watch = (
             asyncio.ensure_future(self._watch_limits(before))
             if before is not None or not self._verifier_phase
@@ -697,7 +690,7 @@ class LocalEnvironment(BaseEnvironment):
         await asyncio.to_thread(self._sync_outputs)
         out = self._mount_source(_VERIFIER_DIR)
         if out is not None:
-            await asyncio.to_thread(_empty_dir, out)
+            await asyncio.to_thread(outputs.empty_dir, out)
 
     async def prepare_logs_for_host(self) -> None:
         """harbor calls this before reading agent logs on the host: copy the agent's outputs out
@@ -726,7 +719,9 @@ class LocalEnvironment(BaseEnvironment):
             if host is None or private is None:
                 continue
             try:
-                dropped = _copy_out(Path(private), host, self._copied.setdefault(target, set()))
+                dropped = outputs.copy_out(
+                    Path(private), host, self._copied.setdefault(target, set())
+                )
             except OSError:
                 dropped = ["."]
             self._dropped += [
@@ -779,120 +774,6 @@ def _breach(
     if now.oom_kill > before.oom_kill:
         return f"memory limit exceeded ({limits.memory_mb} MiB); the kernel killed a process"
     return ""
-
-
-async def _capped(stream: asyncio.StreamReader | None, cap: int) -> bytes:
-    """All of `stream`, or its first and last cap/2 bytes with a marker saying how much was cut."""
-    if stream is None:
-        return b""
-    head = bytearray()
-    tail: collections.deque[bytes] = collections.deque()
-    kept = cut = 0
-    while chunk := await stream.read(1 << 16):
-        if len(head) < cap // 2:
-            n = cap // 2 - len(head)
-            head += chunk[:n]
-            chunk = chunk[n:]
-        if chunk:
-            tail.append(chunk)
-            kept += len(chunk)
-            while kept - len(tail[0]) >= cap - cap // 2:
-                kept -= len(tail[0])
-                cut += len(tail.popleft())
-    excess = kept - (cap - cap // 2)
-    if excess > 0:
-        tail[0] = tail[0][excess:]
-        cut += excess
-    if cut:
-        head += f"\n[kwrl: {cut} bytes of output cut]\n".encode()
-    return bytes(head) + b"".join(tail)
-
-
-async def _communicate(
-    proc: asyncio.subprocess.Process, stdin: bytes | None
-) -> tuple[bytes, bytes]:
-    """`proc.communicate` with each output stream capped at OUTPUT_CAP bytes."""
-
-    async def feed() -> None:
-        if proc.stdin is None:
-            return
-        with contextlib.suppress(ConnectionError):
-            if stdin:
-                proc.stdin.write(stdin)
-                await proc.stdin.drain()
-            proc.stdin.close()
-
-    _, out, err = await asyncio.gather(
-        feed(), _capped(proc.stdout, OUTPUT_CAP), _capped(proc.stderr, OUTPUT_CAP)
-    )
-    await proc.wait()
-    return out, err
-
-
-def _empty_dir(d: Path) -> None:
-    """Remove everything in `d` without following links; `d` itself stays."""
-    if d.is_symlink() or not d.is_dir():
-        raise SandboxError(f"{d}: expected a directory")
-    for e in os.scandir(d):
-        if e.is_dir(follow_symlinks=False):
-            shutil.rmtree(e.path)
-        else:
-            os.unlink(e.path)
-
-
-def _copy_out(src: Path, dst: Path, ours: set[str]) -> list[str]:
-    """Copy the regular files and dirs under `src` (written by agent code) into `dst`; returns the
-    relative paths of what was left out (links, fifos, sockets). Every open is relative to a dir fd
-    and refuses links, so an entry swapped for a link while copying is left out too. A file that
-    exists in `dst` and is not in `ours` (the paths copied before) was written by the host: kept."""
-    dropped: list[str] = []
-
-    def walk(src_fd: int, dst_dir: Path, rel: str) -> None:
-        for name in sorted(os.listdir(src_fd)):
-            r = rel + name
-            try:
-                st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode) and r.count("/") < _MAX_DEPTH:
-                    target = dst_dir / name
-                    if not target.is_dir() or target.is_symlink():
-                        target.mkdir()
-                    fd = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
-                    try:
-                        walk(fd, target, r + "/")
-                    finally:
-                        os.close(fd)
-                elif stat.S_ISREG(st.st_mode):
-                    if r not in ours and os.path.lexists(dst_dir / name):
-                        continue
-                    fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
-                    with os.fdopen(fd, "rb") as f:
-                        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                            raise OSError(f"{r}: not a regular file")
-                        _copy_file(f, dst_dir / name, st.st_mode & 0o777)
-                    ours.add(r)
-                else:
-                    dropped.append(r)
-            except OSError:
-                dropped.append(r)
-
-    top = os.open(src, _DIR_FLAGS)
-    try:
-        walk(top, dst, "")
-    finally:
-        os.close(top)
-    return dropped
-
-
-def _copy_file(f: io.BufferedReader, dest: Path, mode: int) -> None:
-    """Write `f`'s content to `dest` atomically (a temp file beside it, then a rename)."""
-    with tempfile.NamedTemporaryFile(dir=dest.parent, prefix=".kwrl-", delete=False) as tmp:
-        try:
-            shutil.copyfileobj(f, tmp, 1 << 20)
-            os.fchmod(tmp.fileno(), mode)
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    os.replace(tmp.name, dest)
 
 
 def _listen(path: Path) -> socket.socket:

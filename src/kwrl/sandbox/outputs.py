@@ -1,0 +1,144 @@
+"""What leaves a trial's sandbox: capped command output and the agent's files, copied as plain files.
+
+- `communicate(proc, stdin)`: `proc.communicate` with each output stream capped at `OUTPUT_CAP`
+  bytes (`capped` keeps the head and the tail with a marker saying how much was cut), so a command
+  printing gigabytes cannot grow the host process.
+- `copy_out(src, dst, ours)`: the agent's `/logs/agent` and `/logs/artifacts` (private dirs on the
+  trial's disk) copied into harbor's trial dir: regular files and dirs only, every open relative
+  to a dir fd and refusing links, so a link planted by agent code never makes a host-side read or
+  write follow it; what was left out is returned (sandbox.json `dropped`).
+- `empty_dir(d)`: the verifier's output dir emptied without following links, so the only reward
+  file harbor can read afterwards is the grader's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import io
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from kwrl.errors import SandboxError
+
+OUTPUT_CAP = 16 * 2**20
+"""Bytes of stdout (and of stderr) an `exec` keeps: the head and tail, with a marker between."""
+_MAX_DEPTH = 32  # dirs nested deeper in the agent's outputs are left out
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+async def capped(stream: asyncio.StreamReader | None, cap: int) -> bytes:
+    """All of `stream`, or its first and last cap/2 bytes with a marker saying how much was cut."""
+    if stream is None:
+        return b""
+    head = bytearray()
+    tail: collections.deque[bytes] = collections.deque()
+    kept = cut = 0
+    while chunk := await stream.read(1 << 16):
+        if len(head) < cap // 2:
+            n = cap // 2 - len(head)
+            head += chunk[:n]
+            chunk = chunk[n:]
+        if chunk:
+            tail.append(chunk)
+            kept += len(chunk)
+            while kept - len(tail[0]) >= cap - cap // 2:
+                kept -= len(tail[0])
+                cut += len(tail.popleft())
+    excess = kept - (cap - cap // 2)
+    if excess > 0:
+        tail[0] = tail[0][excess:]
+        cut += excess
+    if cut:
+        head += f"\n[kwrl: {cut} bytes of output cut]\n".encode()
+    return bytes(head) + b"".join(tail)
+
+
+async def communicate(proc: asyncio.subprocess.Process, stdin: bytes | None) -> tuple[bytes, bytes]:
+    """`proc.communicate` with each output stream capped at OUTPUT_CAP bytes."""
+
+    async def feed() -> None:
+        if proc.stdin is None:
+            return
+        with contextlib.suppress(ConnectionError):
+            if stdin:
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+    _, out, err = await asyncio.gather(
+        feed(), capped(proc.stdout, OUTPUT_CAP), capped(proc.stderr, OUTPUT_CAP)
+    )
+    await proc.wait()
+    return out, err
+
+
+def empty_dir(d: Path) -> None:
+    """Remove everything in `d` without following links; `d` itself stays."""
+    if d.is_symlink() or not d.is_dir():
+        raise SandboxError(f"{d}: expected a directory")
+    for e in os.scandir(d):
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path)
+        else:
+            os.unlink(e.path)
+
+
+def copy_out(src: Path, dst: Path, ours: set[str]) -> list[str]:
+    """Copy the regular files and dirs under `src` (written by agent code) into `dst`; returns the
+    relative paths of what was left out (links, fifos, sockets). Every open is relative to a dir fd
+    and refuses links, so an entry swapped for a link while copying is left out too. A file that
+    exists in `dst` and is not in `ours` (the paths copied before) was written by the host: kept."""
+    dropped: list[str] = []
+
+    def walk(src_fd: int, dst_dir: Path, rel: str) -> None:
+        for name in sorted(os.listdir(src_fd)):
+            r = rel + name
+            try:
+                st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode) and r.count("/") < _MAX_DEPTH:
+                    target = dst_dir / name
+                    if not target.is_dir() or target.is_symlink():
+                        target.mkdir()
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
+                    try:
+                        walk(fd, target, r + "/")
+                    finally:
+                        os.close(fd)
+                elif stat.S_ISREG(st.st_mode):
+                    if r not in ours and os.path.lexists(dst_dir / name):
+                        continue
+                    fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
+                    with os.fdopen(fd, "rb") as f:
+                        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                            raise OSError(f"{r}: not a regular file")
+                        _copy_file(f, dst_dir / name, st.st_mode & 0o777)
+                    ours.add(r)
+                else:
+                    dropped.append(r)
+            except OSError:
+                dropped.append(r)
+
+    top = os.open(src, _DIR_FLAGS)
+    try:
+        walk(top, dst, "")
+    finally:
+        os.close(top)
+    return dropped
+
+
+def _copy_file(f: io.BufferedReader, dest: Path, mode: int) -> None:
+    """Write `f`'s content to `dest` atomically (a temp file beside it, then a rename)."""
+    with tempfile.NamedTemporaryFile(dir=dest.parent, prefix=".kwrl-", delete=False) as tmp:
+        try:
+            shutil.copyfileobj(f, tmp, 1 << 20)
+            os.fchmod(tmp.fileno(), mode)
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
+    os.replace(tmp.name, dest)
