@@ -482,19 +482,7 @@ def apply_op(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
             )
         all_shapes[si].text_frame.text = need("text")
     elif kind == "update_table_cell":
-        tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
-        ti = o.get("table_idx") or 0
-        if not 0 <= ti < len(tables):
-            raise ToolError(
-                f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
-            )
-        t = tables[ti].table
-        r, c = need("row"), need("column")
-        if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
-            raise ToolError(
-                f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
-            )
-        t.cell(r, c).text = str(o.get("text", ""))
+        _table_cell(slide, o, where, need("row"), need("column")).text = str(o.get("text", ""))
     elif kind == "set_notes":
         notes_frame(slide).text = need("notes")
     elif kind == "append_table":
@@ -565,19 +553,7 @@ def apply_op(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
             for p in paras:
                 p.alignment = align[o["alignment"]]
     elif kind == "format_table_cell":
-        tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
-        ti = o.get("table_idx") or 0
-        if not 0 <= ti < len(tables):
-            raise ToolError(
-                f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
-            )
-        t = tables[ti].table
-        r, c = need("row"), need("column")
-        if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
-            raise ToolError(
-                f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
-            )
-        cell = t.cell(r, c)
+        cell = _table_cell(slide, o, where, need("row"), need("column"))
         for p in cell.text_frame.paragraphs:
             for run in p.runs:
                 _format_font(run.font, o)
@@ -589,6 +565,22 @@ def apply_op(prs: PptxPresentation, o: dict[str, Any], i: int) -> str:
     else:
         raise ToolError(f"{where}: unknown type {kind!r}")
     return f"{kind} on slide {o['index']}"
+
+
+def _table_cell(slide: Any, o: dict[str, Any], where: str, r: int, c: int) -> Any:
+    """Cell (r, c) of the slide's table `o["table_idx"]` (default 0), or a ToolError naming it."""
+    tables: list[Any] = [s for s in slide.shapes if getattr(s, "has_table", False)]
+    ti = o.get("table_idx") or 0
+    if not 0 <= ti < len(tables):
+        raise ToolError(
+            f"{where}: table {ti} not found; slide {o['index']} has {len(tables)} table(s)"
+        )
+    t = tables[ti].table
+    if not (0 <= r < len(t.rows) and 0 <= c < len(t.columns)):
+        raise ToolError(
+            f"{where}: cell ({r}, {c}) outside the {len(t.rows)}x{len(t.columns)} table"
+        )
+    return t.cell(r, c)
 
 
 def _hex(value: str, arg: str) -> str:
