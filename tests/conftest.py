@@ -1,11 +1,14 @@
-"""Test-wide settings: no network, no telemetry, deterministic; the fixture paths."""
+"""Test-wide settings: no network, no telemetry, deterministic; the fixture paths; the fake judge."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from fake_judge import FakeJudge
 
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -26,3 +29,15 @@ def office_fixtures() -> Path:
 def archipelago_fixtures() -> Path:
     """tests/fixtures/archipelago/simple_task/: Archipelago's example task (verifiers, snapshot)."""
     return FIXTURES / "archipelago"
+
+
+@pytest.fixture
+def judge() -> Iterator[FakeJudge]:
+    """A fresh `FakeJudge` (tests/fake_judge.py) on loopback for one test, closed after it: the
+    judge's HTTP endpoint, the one faked seam. A test module that scripts its verdicts overrides
+    this fixture by taking it (`def judge(judge)`) and setting `judge.decide`."""
+    fake = FakeJudge()
+    try:
+        yield fake
+    finally:
+        fake.close()

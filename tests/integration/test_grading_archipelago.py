@@ -14,15 +14,12 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "grading"))
-from grading_testkit import FakeJudge, agent_output
-
+from fake_judge import FakeJudge, agent_output
 from kwrl.tasks.models import ArchipelagoMeta, Verifier
 from kwrl.tasks.taskdir import TaskSpec, write_task_dir
 
@@ -31,17 +28,14 @@ GORILLA = "/animals/xk92m/qz7fw.png"
 
 
 @pytest.fixture
-def judge() -> Iterator[FakeJudge]:
-    fake = FakeJudge()
+def judge(judge: FakeJudge) -> FakeJudge:
+    """tests/conftest.py's judge, passing a criterion when the agent output names the gorilla."""
 
     def decide(body: dict[str, Any]) -> bool:
         return GORILLA in agent_output(body["messages"][-1]["content"])
 
-    fake.decide = decide
-    try:
-        yield fake
-    finally:
-        fake.close()
+    judge.decide = decide
+    return judge
 
 
 @pytest.fixture

@@ -10,13 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import typer
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "grading"))
-from grading_testkit import FakeJudge
-
+from fake_judge import FakeJudge
 from kwrl.grading.cli import grade
 from kwrl.tasks.models import ArchipelagoMeta, GoldenResponse, Verifier
 from kwrl.tasks.taskdir import TaskSpec, write_task_dir
@@ -24,13 +21,6 @@ from kwrl.tasks.taskdir import TaskSpec, write_task_dir
 WORLD_ID = "world_" + "5" * 32
 GOLD = "SECRET-GOLD-4711"
 HOST = "HOST-SECRET-0815"
-
-
-@pytest.fixture
-def judge() -> FakeJudge:
-    fake = FakeJudge()
-    yield fake  # type: ignore[misc]
-    fake.close()
 
 
 def test_planted_links_are_no_evidence(tmp_path: Path, judge: FakeJudge) -> None:

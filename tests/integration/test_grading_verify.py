@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import docx
@@ -22,8 +21,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from fake_judge import FakeJudge
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "grading"))
-from grading_testkit import FakeJudge, add_mail
+from grading_testkit import add_mail
 
 from kwrl.grading.cli import grade
 from kwrl.tasks.models import ArchipelagoMeta, Verifier
@@ -42,15 +43,6 @@ def v(i: int, criteria: str, **values: object) -> Verifier:
 def _no_libreoffice(monkeypatch: pytest.MonkeyPatch) -> None:
     """The checked cells are plain values; formula recalculation has its own test (test_recalc)."""
     monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
-
-
-@pytest.fixture
-def judge() -> Iterator[FakeJudge]:
-    fake = FakeJudge()
-    try:
-        yield fake
-    finally:
-        fake.close()
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Judge-graded APEX tasks through real trials: `kwrl data convert --from apex-hf`, then
 `kwrl trial run --judge` and `kwrl eval --judge` in the local sandbox, graded by a real
-OpenAI-compatible server on loopback (the one faked seam, `grading_testkit.FakeJudge`).
+OpenAI-compatible server on loopback (the one faked seam: `FakeJudge`, tests/conftest.py's `judge`).
 
 What must hold: the judge, its settings and its key reach the grader in the verifier phase (and
 nothing of them the agent phase); every per-criterion verdict in grades.json is the server's; a
@@ -17,14 +17,11 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "grading"))
-from grading_testkit import FakeJudge
-
+from fake_judge import FakeJudge
 from kwrl.grading.judges import judge_env
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_trial
@@ -92,15 +89,6 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def answer_task(ds: Path) -> Path:
     [task] = [t for t in (ds / "tasks").iterdir() if t.name.endswith(ANSWER_TASK[-8:])]
     return task
-
-
-@pytest.fixture
-def judge() -> Iterator[FakeJudge]:
-    fake = FakeJudge()
-    try:
-        yield fake
-    finally:
-        fake.close()
 
 
 def test_a_judged_apex_task_is_graded_by_the_judge_through_a_real_trial(

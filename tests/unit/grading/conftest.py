@@ -1,17 +1,13 @@
-"""Fixtures of the grading tests: the fake judge server and a small world with its final state."""
+"""Fixtures of the grading tests: the fake judge server (tests/conftest.py's `judge`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from grading_testkit import FakeJudge
+
+from fake_judge import FakeJudge
 
 
 @pytest.fixture
-def fake_judge() -> Iterator[FakeJudge]:
-    judge = FakeJudge()
-    try:
-        yield judge
-    finally:
-        judge.close()
+def fake_judge(judge: FakeJudge) -> FakeJudge:
+    """tests/conftest.py's `judge`, under the name the grading unit tests use."""
+    return judge
