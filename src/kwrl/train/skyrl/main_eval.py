@@ -15,8 +15,9 @@ from typing import Any
 import ray
 from loguru import logger
 from skyrl.train.entrypoints.main_generate import EvalOnlyEntrypoint
-from skyrl.train.utils.utils import initialize_ray, validate_generator_cfg
+from skyrl.train.utils.utils import validate_generator_cfg
 
+from kwrl.train.skyrl.compat import initialize_ray
 from kwrl.train.skyrl.config import KwrlSkyRLConfig, parse_overrides
 
 

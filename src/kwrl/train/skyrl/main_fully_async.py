@@ -13,8 +13,8 @@ from typing import Any
 
 import ray
 from skyrl.train.fully_async_trainer import FullyAsyncRayPPOTrainer
-from skyrl.train.utils.utils import initialize_ray
 
+from kwrl.train.skyrl.compat import initialize_ray
 from kwrl.train.skyrl.config import KwrlSkyRLConfig, check_fully_async
 from kwrl.train.skyrl.main_train import KwrlExp, load
 

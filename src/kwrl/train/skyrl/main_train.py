@@ -14,8 +14,8 @@ from typing import Any
 import ray
 from skyrl.train.entrypoints.main_base import BasePPOExp
 from skyrl.train.utils import validate_cfg
-from skyrl.train.utils.utils import initialize_ray
 
+from kwrl.train.skyrl.compat import initialize_ray
 from kwrl.train.skyrl.config import KwrlSkyRLConfig, parse_overrides
 
 
