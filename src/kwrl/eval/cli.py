@@ -113,7 +113,8 @@ def eval_(
     from kwrl.agent.config import check_agent_kwargs
     from kwrl.eval.metrics import Bootstrap, TrialOutcome
     from kwrl.eval.report import write_report
-    from kwrl.eval.run import HARBOR_AGENTS, EvalConfig, run_eval
+    from kwrl.eval.run import EvalConfig, run_eval
+    from kwrl.rollout.runner import HARBOR_AGENTS
 
     agent_kwargs = _kv(ak)
     if max_tokens is not None:

@@ -31,23 +31,30 @@ from typing import Any
 
 from pydantic import Field
 
-from kwrl.config import KwrlConfig, save_config
+from kwrl.config import save_config
 from kwrl.errors import ConfigError
 from kwrl.eval.metrics import Bootstrap, CriterionResult, ToolUse, TrialOutcome, compute_metrics
-from kwrl.grading.judges import judge_env
 from kwrl.io import write_json
 from kwrl.rollout.masking import should_retry
-from kwrl.rollout.runner import RolloutConfig, TrialRecord, record_from_dir, run_with_retries
+from kwrl.rollout.runner import (
+    KWRL_AGENT,
+    JudgedTrials,
+    RolloutConfig,
+    TrialRecord,
+    build_rollout_config,
+    record_from_dir,
+    run_with_retries,
+)
 from kwrl.rollout.trial import read_trial
 from kwrl.tasks.taskdir import META_JSON, read_meta
 
-HARBOR_AGENTS = ("oracle", "nop")
-KWRL_AGENT = "kwrl.agent:KwrlAgent"
 OUTCOMES = "trials.jsonl"
 
 
-class EvalConfig(KwrlConfig):
-    """One evaluation run: which model, on which tasks, how many samples, where the results go."""
+class EvalConfig(JudgedTrials):
+    """One evaluation run: which model, on which tasks, how many samples, where the results go;
+    how each trial runs (concurrency, retries, environment, timeout, judge) comes from
+    `JudgedTrials`, as in `kwrl train`'s config."""
 
     dataset: Path
     """A dataset dir (tasks/*), a dir of task dirs, or one task dir."""
@@ -57,18 +64,6 @@ class EvalConfig(KwrlConfig):
     """Run dir: trials/, trials.jsonl, eval.json, report.html."""
     n_samples: int = Field(default=1, ge=1)
     """Trials per task (k of pass@k and pass^k goes up to this)."""
-    concurrency: int = Field(default=4, ge=1)
-    """Trials running at once."""
-    judge: str | None = None
-    """Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or
-    litellm:PROVIDER/MODEL. It reaches the verifier as KWRL_JUDGE, with the host's KWRL_JUDGE_*
-    settings and the judge's key variable (`kwrl.grading.judges.judge_env`)."""
-    retries: int = Field(default=2, ge=0)
-    """Retries of a trial that failed for an infrastructure reason."""
-    environment: str = "local"
-    """local, docker, modal, or an environment import path."""
-    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the environment."""
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
     """KwrlAgent kwargs (any kwrl.agent.AgentConfig field, e.g. max_tokens_per_turn, tools)."""
     sample_seed: int | None = None
@@ -76,29 +71,16 @@ class EvalConfig(KwrlConfig):
     sample)`. Two models evaluated with the same seed draw the same random numbers (common random
     numbers), so their paired comparison (`kwrl report --compare`) is less noisy. None: unseeded."""
     max_steps: int = Field(default=250, ge=1)
-    """Policy turns per trial for a KwrlAgent (RECIPE evaluates with 250)."""
-    agent_timeout_sec: float | None = None
-    """Override of task.toml's agent timeout."""
-    verifier_env: dict[str, str] = Field(default_factory=dict)
-    """More environment of the verifier (KWRL_JUDGE_* settings)."""
+    """Policy turns per trial for a KwrlAgent (RECIPE evaluates with 250); `max_steps` in
+    `agent_kwargs` wins over it."""
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
     """Interval settings of the report."""
 
 
 def rollout_config(cfg: EvalConfig) -> RolloutConfig:
     """The RolloutConfig that runs `cfg`'s trials."""
-    env = {**(judge_env(cfg.judge) if cfg.judge else {}), **cfg.verifier_env}
-    if cfg.model in HARBOR_AGENTS:
-        agent, model, kwargs = cfg.model, None, {}
-    else:
-        agent, model = KWRL_AGENT, cfg.model
-        kwargs = {"max_steps": cfg.max_steps, **cfg.agent_kwargs}
-    return RolloutConfig(
-        agent=agent, model=model, n_samples=cfg.n_samples, concurrency=cfg.concurrency,
-        retries=cfg.retries, environment=cfg.environment,
-        environment_kwargs=cfg.environment_kwargs, agent_kwargs=kwargs,
-        agent_timeout_sec=cfg.agent_timeout_sec, verifier_env=env,
-    )  # fmt: skip
+    kwargs = {"max_steps": cfg.max_steps, **cfg.agent_kwargs}
+    return build_rollout_config(cfg, cfg.model, agent_kwargs=kwargs, n_samples=cfg.n_samples)
 
 
 # ---------------------------------------------------------------- reading a trial dir

@@ -7,7 +7,8 @@ finished trial becomes a `TrialRecord`: its reward and per-criterion scores (rew
 `FailureCause` (kwrl.rollout.failures) and the training decision of its group
 (kwrl.rollout.masking). Infrastructure failures are retried up to `retries` times under a new
 trial name; earlier attempts' dirs stay for inspection. Harbor's trial dirs go to `<out>/trials/`,
-`summary.json` to `<out>/`.
+`summary.json` to `<out>/`. `build_rollout_config(settings, model, ...)` is how eval, train and
+smoke make a `RolloutConfig` from the settings their configs share (`JudgedTrials`).
 
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
 (`sandbox`), so one broken trial never takes the batch down: the others go on.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,33 @@ from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.trial import read_json
 
+KWRL_AGENT = "kwrl.agent:KwrlAgent"
+"""Import path of KwrlAgent, the agent of every policy spec."""
+HARBOR_AGENTS = ("oracle", "nop")
+"""harbor's own agents: named where a model goes, they run without a policy."""
 
-class RolloutConfig(KwrlConfig):
-    """How to run a batch of trials."""
+
+class TrialSettings(KwrlConfig):
+    """How each trial of a batch runs, whatever its agent: what `RolloutConfig` shares with the
+    configs of `kwrl eval` and `kwrl train` (through `JudgedTrials`)."""
+
+    concurrency: int = Field(default=4, ge=1)
+    """Trials running at once."""
+    retries: int = Field(default=2, ge=0)
+    """Retries of a trial that failed for an infrastructure reason."""
+    environment: str = "local"
+    """Trial environment: local (the bubblewrap sandbox), docker, modal, or an environment import
+    path module:Class."""
+    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
+    agent_timeout_sec: float | None = None
+    """Override of task.toml's agent timeout."""
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    """Environment of the verifier (e.g. KWRL_JUDGE_* settings)."""
+
+
+class RolloutConfig(TrialSettings):
+    """How to run a batch of trials (`build_rollout_config` makes one from a run's config)."""
 
     agent: str = "oracle"
     """oracle, nop, or an agent import path module:Class."""
@@ -40,20 +65,50 @@ class RolloutConfig(KwrlConfig):
     """Model name handed to the agent (harbor's agent.model_name)."""
     n_samples: int = Field(default=1, ge=1)
     """Trials per task (the group size)."""
-    concurrency: int = Field(default=4, ge=1)
-    """Trials running at once."""
-    retries: int = Field(default=2, ge=0)
-    """Retries of a trial that failed for an infrastructure reason."""
-    environment: str = "local"
-    """local, docker, modal, or an environment import path module:Class."""
-    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments of the agent."""
-    agent_timeout_sec: float | None = None
-    """Override of task.toml's agent timeout."""
-    verifier_env: dict[str, str] = Field(default_factory=dict)
-    """Environment of the verifier (e.g. KWRL_JUDGE)."""
+
+
+class JudgedTrials(TrialSettings):
+    """`TrialSettings` plus the judge, named by its spec: the part of `kwrl eval`'s and `kwrl
+    train`'s configs (flat in their TOML) that `build_rollout_config` turns into a RolloutConfig."""
+
+    judge: str | None = None
+    """Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or
+    litellm:PROVIDER/MODEL. It reaches each trial's verifier as KWRL_JUDGE, with the host's
+    KWRL_JUDGE_* settings and the judge's key variable (`kwrl.grading.judges.judge_env`), under
+    `verifier_env`. None: machine-checked criteria only."""
+
+
+def build_rollout_config(
+    settings: JudgedTrials,
+    model: str,
+    *,
+    agent: str = KWRL_AGENT,
+    agent_kwargs: Mapping[str, Any] | None = None,
+    n_samples: int = 1,
+) -> RolloutConfig:
+    """The RolloutConfig of `model`'s trials under `settings`, the one place eval, train and
+    smoke build one.
+
+    `model` `oracle` or `nop` (`HARBOR_AGENTS`) is harbor's agent of that name, with no policy and
+    no kwargs; any other `model` is a policy spec that `agent` (KwrlAgent unless named) samples
+    with `agent_kwargs`. The verifier's environment is the judge's (`judge_env`, read from this
+    process's environment now) with `settings.verifier_env` over it.
+    """
+    from kwrl.grading.judges import judge_env
+
+    shared = {k: getattr(settings, k) for k in TrialSettings.model_fields}
+    shared["verifier_env"] = {
+        **(judge_env(settings.judge) if settings.judge else {}),
+        **settings.verifier_env,
+    }
+    if model in HARBOR_AGENTS:
+        return RolloutConfig(**shared, agent=model, n_samples=n_samples)
+    return RolloutConfig(
+        **shared, agent=agent, model=model, n_samples=n_samples,
+        agent_kwargs=dict(agent_kwargs or {}),
+    )  # fmt: skip
 
 
 @dataclass

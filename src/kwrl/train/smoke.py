@@ -122,13 +122,16 @@ def evaluate_engine(
     from kwrl.eval.report import write_report
     from kwrl.eval.run import EvalConfig, run_eval
 
+    steps = EvalConfig.model_fields["max_steps"].default  # the agent's, where it sets one
+    if "max_steps" in agent.model_fields_set:
+        steps = agent.max_steps
     ecfg = EvalConfig(
         dataset=dataset,
         model=f"engine:{model_dir}",
         out=out,
         n_samples=n_samples,
         concurrency=concurrency,
-        max_steps=agent.max_steps if "max_steps" in agent.model_fields_set else 250,
+        max_steps=steps,
         agent_kwargs={
             **agent.model_dump(mode="json", exclude_unset=True),
             "tokenizer": str(model_dir),

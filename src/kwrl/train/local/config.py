@@ -8,16 +8,15 @@ normalisation, zero-variance groups dropped, prompt_mean reduction, no KL.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig
-from kwrl.grading.judges import judge_env
 from kwrl.llm.engine import EngineConfig
 from kwrl.llm.vllm_engine import VLLMConfig
-from kwrl.rollout.runner import RolloutConfig
+from kwrl.rollout.runner import JudgedTrials, RolloutConfig, build_rollout_config
 
 
 class LearnerConfig(KwrlConfig):
@@ -142,8 +141,10 @@ class DisaggregatedConfig(KwrlConfig):
     """How long workers may take to load their engine and join the process group."""
 
 
-class TrainConfig(KwrlConfig):
-    """Everything one `kwrl train` run needs; saved resolved as RUN/config.toml."""
+class TrainConfig(JudgedTrials):
+    """Everything one `kwrl train` run needs; saved resolved as RUN/config.toml. How each trial runs
+    (concurrency, retries, environment, timeout, judge) comes from `JudgedTrials`, as in `kwrl
+    eval`'s config."""
 
     dataset: Path
     """A task-dirs dataset (DATASET/tasks/<slug>/ and DATASET/worlds/)."""
@@ -180,16 +181,6 @@ class TrainConfig(KwrlConfig):
     )
     """KwrlAgent settings, e.g. max_steps, tools, temperature. A config's `[agent]` table replaces
     this default whole: fields it leaves out take AgentConfig's defaults."""
-    concurrency: int = Field(default=4, ge=1)
-    """Trials running at once."""
-    environment: str = "local"
-    """Trial environment: local (bubblewrap sandbox), docker, modal, or an import path."""
-    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the environment."""
-    judge: str | None = None
-    """Judge of criteria without a machine check (http(s)://HOST:PORT/v1#NAME or
-    litellm:PROVIDER/MODEL); it reaches each trial's verifier with the host's KWRL_JUDGE_* settings
-    and its key variable (`kwrl.grading.judges.judge_env`). None: machine-checked tasks only."""
     tensorboard: bool = True
     """Also write metrics to RUN/tb for TensorBoard."""
 
@@ -199,22 +190,18 @@ class TrainConfig(KwrlConfig):
         """How a batch's trials run: KwrlAgent on the `rollout_engine` over `policy_dir`, graded by
         `judge`. With `handle`, the agents sample from the engine the trainer registered under it
         (`live:HANDLE`, `kwrl.llm.engine.register_engine`) and never load one of their own."""
-        return RolloutConfig(
-            agent="kwrl.agent:KwrlAgent",
-            model=f"live:{handle}" if handle else f"{self.rollout_engine}:{policy_dir}",
-            n_samples=self.rl.samples_per_prompt,
-            concurrency=self.concurrency,
-            environment=self.environment,
-            environment_kwargs=self.environment_kwargs,
-            agent_kwargs={
-                **self.agent.model_dump(mode="json", exclude_unset=True),
-                "policy_config": {
-                    "engine": engine.model_dump(mode="json"),
-                    "vllm": self.vllm.model_dump(mode="json"),
-                },
-                "tokenizer": str(policy_dir),
-            },
-            verifier_env=judge_env(self.judge) if self.judge else {},
+        model = f"live:{handle}" if handle else f"{self.rollout_engine}:{policy_dir}"
+        policy = {
+            "engine": engine.model_dump(mode="json"),
+            "vllm": self.vllm.model_dump(mode="json"),
+        }
+        kwargs = {
+            **self.agent.model_dump(mode="json", exclude_unset=True),
+            "policy_config": policy,
+            "tokenizer": str(policy_dir),
+        }
+        return build_rollout_config(
+            self, model, agent_kwargs=kwargs, n_samples=self.rl.samples_per_prompt
         )
 
     @model_validator(mode="after")
