@@ -1,4 +1,5 @@
-"""Test-wide settings: no network, no telemetry, deterministic; the fixture paths; the fake judge."""
+"""Test-wide settings: no network, no telemetry, deterministic; the fixture paths; the two faked
+seams (the judge's endpoint, a tiny model)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fake_judge import FakeJudge
+from tiny_model import save_tiny_llama
 
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -41,3 +43,9 @@ def judge() -> Iterator[FakeJudge]:
         yield fake
     finally:
         fake.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama with SmolLM2's tokenizer as an HF folder (tests/tiny_model.py)."""
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tiny_model import save_tiny_llama as save_tiny_llama  # re-exported for the train tests
+
 KWRL = [sys.executable, "-m", "kwrl.cli"]
 ENV = {
     **os.environ,
@@ -27,25 +29,6 @@ def synth_dataset(out: Path, *, worlds: int = 1, tasks_per_world: int = 3) -> Pa
     argv += ["--tasks-per-world", str(tasks_per_world)]
     proc = subprocess.run([*KWRL, *argv], capture_output=True, text=True, env=ENV, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
-
-
-def save_tiny_llama(out: Path) -> Path:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from kwrl.llm.packaged import ensure_tokenizer
-
-    tok = AutoTokenizer.from_pretrained(ensure_tokenizer("smollm2-135m"))
-    cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id, tie_word_embeddings=True,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
     return out
 
 

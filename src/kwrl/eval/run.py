@@ -9,8 +9,11 @@
     RUN_DIR/report.html     kwrl.eval.report.write_report (by `kwrl eval` after the run)
 
 The model is `oracle` or `nop` (harbor's agents) or a KwrlAgent policy spec
-(`http://HOST:PORT/v1#NAME`, `litellm:...`, `engine:...`). The judge spec goes to the verifier as
-`KWRL_JUDGE`, with its settings and key variable (`kwrl.grading.judges.judge_env`, docs/contracts.md).
+(`http://HOST:PORT/v1#NAME`, `litellm:...`, `engine:...`). An in-process one (`engine:`, `vllm:`)
+is loaded once before the first trial and lent to every trial by handle (`live:eval-XXXXXXXX`,
+`lend_policy`), as the trainer lends its engine; eval.toml keeps the spec as given. The judge spec
+goes to the verifier as `KWRL_JUDGE`, with its settings and key variable
+(`kwrl.grading.judges.judge_env`, docs/contracts.md).
 
 Resuming: a sample already in trials.jsonl is done. A sample whose last attempt dir holds harbor's
 `result.json` (written only when a trial ends) with a final cause is adopted without rerunning (the
@@ -25,6 +28,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,7 @@ from kwrl.config import save_config
 from kwrl.errors import ConfigError
 from kwrl.eval.metrics import Bootstrap, CriterionResult, ToolUse, TrialOutcome, compute_metrics
 from kwrl.io import write_json
+from kwrl.llm.engine import unregister_engine
 from kwrl.rollout.masking import should_retry
 from kwrl.rollout.runner import (
     KWRL_AGENT,
@@ -196,6 +201,39 @@ def recover_or_clear(trials_dir: Path, task: str, sample: int, retries: int) -> 
 # ---------------------------------------------------------------- the run
 
 
+def lend_policy(rcfg: RolloutConfig, handle: str) -> tuple[RolloutConfig, str | None]:
+    """`rcfg` with its in-process policy (`engine:MODEL`, `vllm:MODEL`) loaded once, here, and
+    lent to every trial as `live:HANDLE` (`kwrl.llm.policy.lend_engine`): the trials find it by
+    name, as the trainer's find its engine. Returns (that config, HANDLE) for the caller to
+    unregister, or (`rcfg`, None) for any other policy. The agents keep what the spec gave them:
+    its `policy_config` settings, and `engine:MODEL`'s MODEL as their tokenizer where neither the
+    `tokenizer` kwarg nor KWRL_TOKENIZER names one."""
+    from pydantic import ValidationError
+
+    from kwrl.agent.harbor_agent import ENV_TOKENIZER
+    from kwrl.config import format_validation_error
+    from kwrl.llm.policy import PolicyConfig, lend_engine
+
+    kwargs = dict(rcfg.agent_kwargs)
+    if rcfg.agent != KWRL_AGENT or rcfg.model is None or "policy" in kwargs:
+        return rcfg, None
+    policy = dict(kwargs.get("policy_config") or {})
+    try:
+        pcfg = PolicyConfig.model_validate({**policy, "model": rcfg.model})
+    except ValidationError as e:
+        raise ConfigError(format_validation_error("agent_kwargs.policy_config", e)) from e
+    live = lend_engine(pcfg, handle)
+    if live is None:
+        return rcfg, None
+    if "kind" in policy:  # `live:` names its kind
+        kwargs["policy_config"] = {k: v for k, v in policy.items() if k != "kind"}
+    if rcfg.model.startswith("engine:") and not (
+        kwargs.get("tokenizer") or os.environ.get(ENV_TOKENIZER)
+    ):
+        kwargs["tokenizer"] = rcfg.model.removeprefix("engine:")
+    return rcfg.model_copy(update={"model": live, "agent_kwargs": kwargs}), handle
+
+
 def trial_seed(sample_seed: int, task: str, sample: int) -> int:
     """The sampling seed of trial (task, sample): stable across processes and machines."""
     digest = hashlib.sha256(f"{sample_seed}/{task}/{sample}".encode()).digest()
@@ -248,6 +286,9 @@ async def run_eval(
     trials_dir = cfg.out / "trials"
     trials_dir.mkdir(parents=True, exist_ok=True)
     pending, outcomes = plan(cfg)
+    handle = None
+    if pending:
+        rcfg, handle = lend_policy(rcfg, f"eval-{uuid.uuid4().hex[:8]}")
     if on_start is not None:
         on_start(len(pending) + len(outcomes), len(outcomes))
     sem = asyncio.Semaphore(cfg.concurrency)
@@ -272,7 +313,11 @@ async def run_eval(
         if on_done is not None:
             on_done(outcome)
 
-    await asyncio.gather(*(one(t, s) for t, s in pending))
+    try:
+        await asyncio.gather(*(one(t, s) for t, s in pending))
+    finally:
+        if handle is not None:
+            unregister_engine(handle)
     outcomes.sort(key=lambda o: (o.task, o.sample))
     write_eval_json(cfg.out, cfg, outcomes)
     return outcomes

@@ -13,7 +13,8 @@ a TOML line picks any of them:
 - `vllm:smollm2-135m`: vLLM in this process on a GPU (`vllm`, `kwrl.llm.vllm_engine`; needs
   the `gpu` extra), shared per process like `engine`.
 - `live:HANDLE`: the engine registered under HANDLE in this process (`live`,
-  `kwrl.llm.engine.register_engine`): how the trainer hands its engine to its trials' agents.
+  `kwrl.llm.engine.register_engine`): how a run hands one engine to its trials' agents (the
+  trainer its own; `kwrl eval` and smoke the one an `engine:`/`vllm:` spec names, `lend_engine`).
   Nothing is loaded; an unregistered handle is an error.
 
 `kind` overrides what the spec's shape says. API keys are never in configs: `api_key_env` names
@@ -30,7 +31,7 @@ from pydantic import Field
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
 from kwrl.llm.base import PolicyClient, SamplingParams
-from kwrl.llm.engine import EngineConfig
+from kwrl.llm.engine import EngineConfig, register_engine
 from kwrl.llm.engine_client import EngineClient, LiveEngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
@@ -111,3 +112,19 @@ def build_policy(cfg: PolicyConfig) -> PolicyClient:
     if cls is None:
         raise ConfigError(f"policy.kind {kind!r}: unknown; choose one of {sorted(POLICIES)}")
     return cls.from_spec(target, cfg)
+
+
+def lend_engine(cfg: PolicyConfig, handle: str) -> str | None:
+    """Load the in-process engine `cfg` names (a kind whose client samples from an engine in this
+    process: `engine`, `vllm`) as `build_policy` would, and register it under `handle`; returns
+    the spec `live:HANDLE` that reaches it. None, and nothing loaded, for any other policy (a
+    server, litellm, or already `live:`). How a run that owns its trials (`kwrl eval`) hands them
+    one engine by name, as the trainer hands its own; the caller unregisters the handle."""
+    kind, target = split_spec(cfg.model)
+    kind = cfg.kind or kind
+    cls = POLICIES.get(kind)
+    if cls is None or cls is LiveEngineClient or not issubclass(cls, EngineClient):
+        return None
+    client = cls.from_spec(target, cfg)
+    assert isinstance(client, EngineClient)
+    return register_engine(handle, client.engine)

@@ -12,6 +12,7 @@ from kwrl.errors import ConfigError
 from kwrl.eval.run import (
     EvalConfig,
     append_outcome,
+    lend_policy,
     outcome_from_record,
     plan,
     read_outcomes,
@@ -22,6 +23,8 @@ from kwrl.eval.run import (
     task_labels,
     trial_seed,
 )
+from kwrl.llm.engine import live_engine, unregister_engine
+from kwrl.llm.policy import PolicyConfig, build_policy
 from kwrl.rollout.failures import FailureCause
 
 TASK = "ib-w0000-002-compute"
@@ -116,6 +119,34 @@ def test_rollout_config_maps_models_to_agents(monkeypatch: pytest.MonkeyPatch) -
     )
     assert (kw.agent, kw.model) == ("kwrl.agent:KwrlAgent", spec)
     assert kw.agent_kwargs == {"max_steps": 3, "max_tokens_per_turn": 32}
+
+
+def test_an_engine_spec_is_loaded_once_and_lent_to_the_trials_by_handle(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KWRL_TOKENIZER", raising=False)
+    spec = f"engine:{tiny_model_dir}"
+    policy = {"kind": "engine", "engine": {"threads": 1}}
+    cfg = EvalConfig(dataset=Path("d"), model=spec, agent_kwargs={"policy_config": policy})
+    rcfg, handle = lend_policy(rollout_config(cfg), "test-eval-lend")
+    try:
+        assert (rcfg.model, handle) == ("live:test-eval-lend", "test-eval-lend")
+        pcfg = PolicyConfig.model_validate({**policy, "model": spec})
+        assert live_engine("test-eval-lend") is build_policy(pcfg).engine  # type: ignore[attr-defined]
+        # the agents keep the spec's tokenizer and settings; `live:` names its own kind
+        kwargs = rcfg.agent_kwargs
+        assert kwargs["tokenizer"] == str(tiny_model_dir)
+        assert kwargs["policy_config"] == {"engine": {"threads": 1}}
+        assert kwargs["max_steps"] == 250
+    finally:
+        unregister_engine("test-eval-lend")
+    named = cfg.model_copy(update={"agent_kwargs": {"tokenizer": "tok", "policy_config": policy}})
+    rcfg, handle = lend_policy(rollout_config(named), "test-eval-lend")
+    unregister_engine("test-eval-lend")
+    assert rcfg.agent_kwargs["tokenizer"] == "tok"
+    for model in ("oracle", "http://127.0.0.1:9/v1#m"):
+        rc = rollout_config(EvalConfig(dataset=Path("d"), model=model))
+        assert lend_policy(rc, "test-eval-none") == (rc, None)
 
 
 async def test_run_eval_adopts_finished_dirs_writes_outputs_and_refuses_another_model(

@@ -10,11 +10,11 @@ import pytest
 from kwrl.config import load_config
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.base import SamplingParams
-from kwrl.llm.engine import register_engine, unregister_engine
+from kwrl.llm.engine import live_engine, register_engine, unregister_engine
 from kwrl.llm.engine_client import EngineClient, LiveEngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
-from kwrl.llm.policy import POLICIES, PolicyConfig, build_policy, split_spec
+from kwrl.llm.policy import POLICIES, PolicyConfig, build_policy, lend_engine, split_spec
 
 
 def test_specs_name_their_kind() -> None:
@@ -72,6 +72,20 @@ async def test_a_live_handle_reaches_the_registered_engine_and_a_missing_one_is_
         unregister_engine("test-trainer")
     with pytest.raises(PolicyError, match="no engine is registered under 'test-trainer'"):
         build_policy(PolicyConfig(model=spec))
+
+
+def test_a_run_lends_its_in_process_engine_by_handle_and_nothing_else(tiny_model_dir: Path) -> None:
+    cfg = PolicyConfig(model=f"engine:{tiny_model_dir}", engine={"threads": 1})
+    assert lend_engine(cfg, "test-eval") == "live:test-eval"
+    try:
+        # the engine the spec names, loaded once: the handle and the spec reach the same one
+        assert live_engine("test-eval") is build_policy(cfg).engine  # type: ignore[attr-defined]
+        for other in ("http://127.0.0.1:9/v1#m", "litellm:gemini/gemini-2.5-flash", "live:x"):
+            assert lend_engine(PolicyConfig(model=other), "test-other") is None
+        with pytest.raises(PolicyError):
+            live_engine("test-other")
+    finally:
+        unregister_engine("test-eval")
 
 
 def test_unknown_kinds_and_fields_are_config_errors(tmp_path: Path) -> None:
