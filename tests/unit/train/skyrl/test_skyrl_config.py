@@ -20,8 +20,8 @@ from kwrl.errors import ConfigError
 SCRIPTS = Path(__file__).resolve().parents[4] / "scripts" / "skyrl"
 
 
-def script_args(name: str, tmp_path: Path) -> list[str]:
-    env = {**os.environ, "KWRL_DRY_RUN": "1", "KWRL_SKYRL_ROOT": str(tmp_path)}
+def script_args(name: str, tmp_path: Path, **extra: str) -> list[str]:
+    env = {**os.environ, "KWRL_DRY_RUN": "1", "KWRL_SKYRL_ROOT": str(tmp_path), **extra}
     out = subprocess.run(
         ["bash", str(SCRIPTS / name)], env=env, check=True, capture_output=True, text=True
     )
@@ -106,6 +106,15 @@ def test_eval_script_runs_the_apex_set_with_250_steps(tmp_path: Path) -> None:
     assert cfg.data.val_data == [str(tmp_path / "apex-eval" / "apex480.parquet")]
     assert cfg.generator.eval_n_samples_per_prompt == 1 and cfg.trainer.eval_batch_size == 480
     assert kwrl_section(cfg).agent_kwargs["max_steps"] == 250
+    assert kwrl_section(cfg).judge_env == {"KWRL_JUDGE": "litellm:gemini/gemini-2.5-flash"}
+
+
+def test_eval_script_without_a_judge_for_machine_checked_tasks(tmp_path: Path) -> None:
+    from kwrl.train.skyrl.config import kwrl_section
+    from kwrl.train.skyrl.main_eval import load
+
+    cfg = load(script_args("eval_apex.sh", tmp_path, KWRL_JUDGE=""))
+    assert kwrl_section(cfg).judge_env == {}
 
 
 def test_a_misspelt_kwrl_key_is_an_error_naming_it() -> None:
