@@ -9,34 +9,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from kwrl.errors import ConfigError, TrainError
+from kwrl.errors import TrainError
 from kwrl.train.local.config import DisaggregatedConfig, RLConfig, TrainConfig
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from kwrl.llm.packaged import ensure_tokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(ensure_tokenizer("smollm2-135m"))
-    except ConfigError as e:
-        pytest.skip(f"packaged SmolLM2 tokenizer unavailable: {e}")
-    out = tmp_path_factory.mktemp("start-model") / "tiny"
-    cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
-
-
 def test_a_worker_that_cannot_load_its_engine_fails_the_run(
-    tiny_model: Path, tmp_path: Path
+    tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     from kwrl.train.local.disaggregated import DisaggregatedTrainer
 
@@ -46,7 +24,7 @@ def test_a_worker_that_cannot_load_its_engine_fails_the_run(
     cfg = TrainConfig(
         dataset=tmp_path / "ds",
         out=tmp_path / "run",
-        model=str(tiny_model),
+        model=str(tiny_model_dir),
         tensorboard=False,
         rl=RLConfig(mode="disaggregated"),
         disaggregated=DisaggregatedConfig(
