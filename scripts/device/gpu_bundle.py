@@ -139,7 +139,7 @@ SKYRL_DISTS = [
 """Copied as installed in this checkout's .venv (`./dev setup` installs the `skyrl` extra);
 tomli-w is kwrl's own (newer than the first bundle that ran)."""
 SKYRL_WHEELS = [
-    "vllm-router==0.1.17", "orjson", "pydantic-extra-types", "pycountry",
+    "vllm-router==0.1.14", "orjson", "pydantic-extra-types", "pycountry",
     "model-hosting-container-standards",
 ]  # fmt: skip
 """Downloaded: the router SkyRL starts in front of its vLLM servers, and vLLM's OpenAI server's

@@ -7,9 +7,11 @@ kwrl.environment=modal kwrl.agent_kwargs.max_steps=100`) parsed by SkyRL's own
 dataclasses) and validated into the pydantic `KwrlSection` by `kwrl_section(cfg)`, so a typo in a
 kwrl key is an error naming the key, like everywhere else in kwrl.
 
-Non-obvious choice: judge credentials never go in the config. `judge_env` holds settings
-(`KWRL_JUDGE=litellm:gemini/gemini-2.5-flash`); `judge_env_passthrough` names host variables (the API
-keys) copied into every verifier's environment at trial time.
+Non-obvious choice: judge credentials never go in the config, nor in any trial's files. `judge_env`
+holds settings (`KWRL_JUDGE=litellm:gemini/gemini-2.5-flash`); `judge_env_passthrough` names host
+variables (the API keys) that reach every verifier's environment as harbor templates `${VAR}`,
+which harbor fills in from the host environment when the verifier starts (as `kwrl eval` does:
+`kwrl.grading.judges.judge_env`), so a key's value is never written into a trial's config.json.
 """
 
 import os
@@ -55,7 +57,7 @@ class KwrlSection(KwrlConfig):
     judge_env_passthrough: list[str] = Field(
         default_factory=lambda: ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
     )
-    """Host environment variables copied into the verifier's environment when set."""
+    """Host environment variables passed to the verifier when set (as `${VAR}` templates)."""
     policy_url: str | None = None
     """OpenAI-compatible base URL ending in /v1 of the policy; default: SkyRL's inference
     router (`inference_engine_client.get_endpoint_url()` + /v1)."""
@@ -66,7 +68,10 @@ class KwrlSection(KwrlConfig):
     """Tokenizer the agent renders with; default: trainer.policy.model.path."""
 
     def verifier_env(self) -> dict[str, str]:
-        env = {k: os.environ[k] for k in self.judge_env_passthrough if os.environ.get(k)}
+        """The verifier environment of every trial: the passthrough variables that are set on
+        this host as `${VAR}` templates (harbor resolves them at verifier start), then
+        `judge_env`."""
+        env = {k: "${" + k + "}" for k in self.judge_env_passthrough if os.environ.get(k)}
         return {**env, **self.judge_env}
 
     def trials_path(self) -> Path:
