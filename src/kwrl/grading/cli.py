@@ -9,12 +9,13 @@ grades.json in `--out` (default: the trial's verifier dir).
 
 Everything in the trial dir was written by the agent or its sandbox: the answer is read without
 following links (a link or a FIFO is no answer, `kwrl.grading.files`), and the archive is
-extracted with the same checks as any archive plus a size cap (`--max-bytes`).
+extracted with the same checks as any archive plus a size cap (`--max-bytes`). The regrade runs
+under the verifier's grading budget (`kwrl.grading.budget`, env `KWRL_GRADER_*`), so it fails the
+same criteria the verifier failed for an over-budget trial.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -73,11 +74,11 @@ def grade(
     from rich.console import Console
     from rich.table import Table
 
+    from kwrl.grading.budget import GraderBudget
     from kwrl.grading.diff import StateView, read_changes_archive
-    from kwrl.grading.evidence import Evidence
     from kwrl.grading.files import read_answer
     from kwrl.grading.judges import JudgeConfig
-    from kwrl.grading.verify import grade_states
+    from kwrl.grading.verify import grade_within_budget
     from kwrl.io import write_json
     from kwrl.tasks.taskdir import load_task
 
@@ -95,14 +96,12 @@ def grade(
         layers = [td.world_dir, td.overlay_dir]
         initial = StateView.of(layers)
         final = StateView.of([*layers, Path(tmp)], deleted=listing["deleted"])
-        ev = Evidence.collect(task=td.instruction, answer=answer, initial=initial, final=final)
-
-        run = grade_states(
+        grades, ev = grade_within_budget(
             verifiers=td.verifiers, task=td.instruction, answer=answer, initial=initial,
-            final=final, judge_config=judge_config, evidence=ev, scoring=scoring,
+            final=final, judge_config=judge_config, budget=GraderBudget.from_env(),
+            scoring=scoring,
         )  # fmt: skip
-        grades = asyncio.run(run)
-        changed = len(ev.changes)
+        changed = "-" if ev is None else len(ev.changes)
 
     table = Table(title=f"{td.slug}: {trial_dir.name}")
     for col in ("criterion", "method", "score", "rationale"):

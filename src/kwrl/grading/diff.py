@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
+from kwrl.grading import budget
 from kwrl.grading.files import UnsafeFileError, open_regular
 from kwrl.tasks.archive import ByteBudget, extract_tar
 from kwrl.tasks.layout import SUBSYSTEMS
@@ -52,26 +53,49 @@ _IGNORED_NAMES = frozenset({".DS_Store", "Thumbs.db"})
 
 
 def _scan(root: Path) -> dict[str, Path]:
-    """Every regular file under root's subsystems, keyed by its posix path relative to root."""
+    """Every regular file under root's subsystems, keyed by its posix path relative to root.
+
+    Inside a grading budget (`kwrl.grading.budget.enforced`) the walk is bounded: more than
+    `max_files` files and directories, a directory deeper than `max_depth`, a path longer than `max_path_bytes` or
+    a directory that cannot be listed raise `OverBudget` (the trial's evidence cannot be read whole,
+    so nothing in it can be graded as present or absent)."""
+    meter = budget.active()
+    cap = meter.budget.max_files if meter is not None else None
     found: dict[str, Path] = {}
+    dirs = 0
     cut = len(str(root).rstrip("/")) + 1
     for sub in SUBSYSTEMS:
         base = root / sub
         if base.is_symlink() or not base.is_dir():
             continue
-        stack = [str(base)]
+        stack = [(str(base), 0)]
         while stack:
-            d = stack.pop()
-            with os.scandir(d) as it:
+            d, depth = stack.pop()
+            if meter is not None:
+                b = meter.budget
+                if depth > b.max_depth:
+                    raise budget.OverBudget(f"directories nest deeper than {b.max_depth} levels")
+                if len(os.fsencode(d)) - cut > b.max_path_bytes:
+                    raise budget.OverBudget(f"a path is longer than {b.max_path_bytes} bytes")
+            try:
+                it = os.scandir(d)
+            except OSError as e:
+                if meter is None:
+                    raise
+                raise budget.OverBudget(f"cannot list a directory ({e.strerror})") from None
+            with it:
                 for entry in it:
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
+                        stack.append((entry.path, depth + 1))
+                        dirs += 1
                     elif entry.is_file(follow_symlinks=False):
                         name = entry.name
                         if name in _IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES):
                             continue
                         rel = entry.path[cut:]
                         found[rel if os.sep == "/" else rel.replace(os.sep, "/")] = Path(entry.path)
+                    if cap is not None and len(found) + dirs > cap:
+                        raise budget.OverBudget(f"over {cap} files and directories in one state")
     return found
 
 

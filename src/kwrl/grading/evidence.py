@@ -24,6 +24,9 @@ each line of a rendered file, each of at least `UNIT_MIN_WORDS` words); a text t
 pastes the world wholesale, and nothing in it counts as stated (quoting a few clauses or messages
 is far below that; a copy of one world file saved under a new name is one source). Units survive any dump format (a
 tool's JSON, the raw store, a rendering). The world's units are built only for long texts.
+
+Text rendered from the final state, and new mail and chat posts, count against the grading
+budget (`kwrl.grading.budget`) when one is in force.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from kwrl.grading import budget
 from kwrl.grading.diff import FileChange, StateView, diff_states
 from kwrl.grading.records import (
     ChatRecord,
@@ -140,7 +144,10 @@ class Evidence:
             return ""
         key = str(path)
         if key not in self._rendered:
-            self._rendered[key] = render_file(path, max_chars=self.max_chars)
+            text = render_file(path, max_chars=self.max_chars)
+            if state == "final":  # the agent's: bounded in all (kwrl.grading.budget)
+                budget.charge_chars(len(text), "files")
+            self._rendered[key] = text
         return self._rendered[key]
 
     def changed_text(self, rel: str) -> str:
@@ -238,6 +245,7 @@ class Evidence:
                 Artifact(len(out) + 1, "file", c.change, display_path(c.path), content, c.suffix)
             )
         for m in self.mail:
+            budget.charge_chars(len(m.body), "new mail")
             out.append(
                 Artifact(len(out) + 1, "mail", "created", f"mail: {m.subject}", m.render(), ".eml")
             )
@@ -246,6 +254,7 @@ class Evidence:
                 Artifact(len(out) + 1, "event", e.change, f"event: {e.summary}", e.render(), ".ics")
             )
         for p in self.chat:
+            budget.charge_chars(len(p.text), "new chat posts")
             where = p.channel or "/".join(p.where)
             out.append(Artifact(len(out) + 1, "chat", "created", f"chat: {where}", p.render(), ""))
         return out

@@ -12,7 +12,8 @@ grader; a huge file or a zip bomb would take the host's disk or memory. So:
 - `read_answer(path)` is the final answer: '' when absent or not a regular file, at most
   `MAX_ANSWER_BYTES`;
 - `check_zip_budget(data)` reads an office file's zip central directory (no member is inflated)
-  and refuses more than `MAX_ZIP_MEMBERS` members or `MAX_UNZIPPED_BYTES` uncompressed bytes;
+  and refuses more than `MAX_ZIP_MEMBERS` members, `MAX_UNZIPPED_BYTES` uncompressed bytes or one
+  member over `MAX_PART_BYTES` (an XML part of a docx or pptx over `MAX_TREE_PART_BYTES`);
 - `check_pdf_budget(data)` inflates a PDF's Flate streams in bounded chunks, keeping nothing, and
   refuses more than `MAX_UNZIPPED_BYTES` in all (pdfminer inflates each stream whole in memory).
 """
@@ -36,6 +37,12 @@ MAX_UNZIPPED_BYTES = 256 * 1024**2
 """The most uncompressed bytes an office file's zip may declare; python-docx & co inflate whole
 parts in memory, so a 40 KB bomb declaring gigabytes is refused before it is opened."""
 MAX_ZIP_MEMBERS = 10_000
+MAX_PART_BYTES = 64 * 1024**2
+"""The most uncompressed bytes of one zip member (openpyxl streams worksheets but loads shared
+strings and styles whole)."""
+MAX_TREE_PART_BYTES = 16 * 1024**2
+"""The most uncompressed bytes of one XML part of a docx or pptx, which python-docx and python-pptx
+parse whole into lxml trees (several times their size in memory, and slow to walk)."""
 
 
 class UnsafeFileError(KwrlError):
@@ -90,9 +97,15 @@ def read_answer(path: Path | None, max_bytes: int = MAX_ANSWER_BYTES) -> str:
 
 
 def check_zip_budget(
-    data: bytes, *, max_bytes: int = MAX_UNZIPPED_BYTES, max_members: int = MAX_ZIP_MEMBERS
+    data: bytes,
+    *,
+    max_bytes: int = MAX_UNZIPPED_BYTES,
+    max_members: int = MAX_ZIP_MEMBERS,
+    max_part_bytes: int = MAX_PART_BYTES,
+    max_xml_part_bytes: int = MAX_PART_BYTES,
 ) -> None:
-    """Refuse a zip whose central directory declares too many members or bytes (no inflating)."""
+    """Refuse a zip whose central directory declares too many members or bytes, in all or in one
+    member (`max_xml_part_bytes` for its .xml and .rels parts; no inflating)."""
     with zipfile.ZipFile(io.BytesIO(data)) as zf:  # BadZipFile: unreadable, not unsafe
         infos = zf.infolist()
     if len(infos) > max_members:
@@ -100,6 +113,12 @@ def check_zip_budget(
     total = sum(i.file_size for i in infos)
     if total > max_bytes:
         raise UnsafeFileError(f"zip declares {total} uncompressed bytes (cap {max_bytes})")
+    for i in infos:
+        cap = max_xml_part_bytes if i.filename.endswith((".xml", ".rels")) else max_part_bytes
+        if i.file_size > cap:
+            raise UnsafeFileError(
+                f"zip member {i.filename} declares {i.file_size} bytes (cap {cap})"
+            )
 
 
 _PDF_STREAM = re.compile(rb"stream\r?\n(.*?)endstream", re.DOTALL)

@@ -16,7 +16,8 @@ storage layout changes.
 
 App stores are written by the agent's tools, so they are read like any agent-made file
 (`kwrl.grading.files`): never through a link, at most `MAX_STORE_BYTES` each; a store over the cap
-is left unread (its records count as absent, so checks on them fail).
+is left unread (its records count as absent, so checks on them fail), and so is one that does
+not parse (a corrupt calendar, JSON nested past the recursion limit).
 """
 
 from __future__ import annotations
@@ -133,7 +134,10 @@ def _body(msg: Message) -> str:
             continue
         payload = part.get_payload(decode=True)
         if isinstance(payload, bytes):
-            texts.append(payload.decode(part.get_content_charset() or "utf-8", errors="replace"))
+            try:
+                texts.append(payload.decode(part.get_content_charset() or "utf-8", "replace"))
+            except LookupError:  # a charset Python does not know
+                texts.append(payload.decode("utf-8", errors="replace"))
     return "\n".join(texts).strip()
 
 
@@ -207,8 +211,12 @@ def read_events(state: StateView, rels: Iterable[str]) -> dict[str, EventRecord]
         data = _store_bytes(path)
         if data is None:
             continue
-        cal = icalendar.Calendar.from_ical(data)
-        for ev in cal.walk("VEVENT"):
+        try:
+            cal = icalendar.Calendar.from_ical(data)
+            vevents = cal.walk("VEVENT")
+        except Exception:  # a calendar the agent corrupted holds no events (evidence, not a crash)
+            continue
+        for ev in vevents:
             uid = str(ev.get("UID") or f"{path.name}:{ev.get('SUMMARY')}:{ev.get('DTSTART')}")
             if ev.get("RECURRENCE-ID") is not None:  # an override of one occurrence shares the UID
                 uid += "@" + _dt(ev.get("RECURRENCE-ID"))
@@ -281,7 +289,7 @@ def _channel_names(state: StateView) -> dict[str, str]:
         return {}
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return {}
     chans = data.get("channels") if isinstance(data, dict) else data
     return {
@@ -296,6 +304,10 @@ def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
     the chat app numbers messages per channel file (`messages/<channel>.json`)."""
     out: dict[str, ChatRecord] = {}
     aliases = _channel_names(state)
+
+    def aliases_of(stem: str) -> list[str]:
+        return [aliases[stem]] if stem in aliases else []
+
     for rel in sorted(rels):
         path = state.get(rel)
         raw = _store_bytes(path) if path is not None and rel.endswith(".json") else None
@@ -303,10 +315,10 @@ def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
             continue
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        stem = (path.stem, *([aliases[path.stem]] if path.stem in aliases else []))
-        for post, where in _walk_posts(data, stem):
+            posts = list(_walk_posts(data, (path.stem, *aliases_of(path.stem))))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            continue  # unreadable, or nested past Python's recursion limit: no posts
+        for post, where in posts:
             if post.get("deleted"):
                 continue
             text = next(str(post[k]) for k in _TEXT_KEYS if isinstance(post.get(k), str))

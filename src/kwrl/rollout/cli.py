@@ -2,7 +2,8 @@
 
 Both run harbor trials in the chosen environment (default: the local bubblewrap sandbox) and
 leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summary.json`.
-`kwrl trial run` exits 1 when the trial failed (an error, or no reward).
+`kwrl trial run` exits 1 when the trial failed (an error, or no reward); both exit 2 before any
+trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
 Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
 `--ek gateway=false` or `--ek pids_max=256`; agent kwargs (`--ak key=value`) to the agent, e.g.
 `--ak max_steps=20` or `--ak tool_prompt=compact` for kwrl's agent. `--judge SPEC` (default env
@@ -111,8 +112,9 @@ def trial_run(
     """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
 
-    from kwrl.rollout.runner import RolloutConfig, run_trial
+    from kwrl.rollout.runner import RolloutConfig, check_task_config, run_trial
 
+    check_task_config(task_dir)  # a bad task.toml limit: ConfigError, exit 2
     cfg = RolloutConfig(
         agent=agent, model=model, environment=env, environment_kwargs=_kwargs(ek),
         agent_kwargs=_agent_kwargs(agent, ak), agent_timeout_sec=agent_timeout, retries=0,
@@ -160,7 +162,7 @@ def rollout(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
+    from kwrl.rollout.runner import RolloutConfig, TrialRecord, check_task_config, run_rollout
     from kwrl.tasks.taskdir import task_dirs
 
     cfg = RolloutConfig(
@@ -170,6 +172,8 @@ def rollout(
         verifier_env=_verifier_env(judge),
     )  # fmt: skip
     tasks = task_dirs(dataset)
+    for t in tasks:  # a bad task.toml limit: ConfigError, exit 2, before any trial
+        check_task_config(t)
     console = Console()
     progress = Progress(
         TextColumn("rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

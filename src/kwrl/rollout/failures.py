@@ -6,6 +6,12 @@ kwrl's agent; values of `kwrl.agent.loop.StopReason`) and the sandbox's `sandbox
 counters, and returns one `FailureCause`. The order of the checks is the precedence: a trial
 whose sandbox hit its process limit and then timed out is `resource_limit`, not `agent_timeout`.
 
+The grader writes its phase to `verifier/grader_phase.txt` (`reading`, `judging`, `done`). A grader
+that wrote no reward while `reading` was cut off by what the agent left behind, in spite of its
+own deadline: `grader_budget`, trained with 0, because treating it as infrastructure (retried,
+masking the group) would let a policy trade a 0 for a mask. Cut off while `judging`, or before it
+started, it is `verifier_timeout` / `verifier` (infrastructure: the judge, the sandbox).
+
 What each cause means for training (DESIGN §7) lives in `kwrl.rollout.masking`.
 """
 
@@ -13,7 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
+
+PHASE_FILE = "grader_phase.txt"
+"""The grader's phase file in the verifier dir (`kwrl.grading.verify.PHASE_FILE`)."""
 
 
 class FailureCause(StrEnum):
@@ -36,7 +46,13 @@ class FailureCause(StrEnum):
     VERIFIER = "verifier"
     """The grader failed or wrote no reward (judge errors included)."""
     VERIFIER_TIMEOUT = "verifier_timeout"
-    """The grader ran past its time limit."""
+    """The grader ran past its time limit while judging, or before it started reading."""
+    GRADER_BUDGET = "grader_budget"
+    """The grader wrote no reward while reading the agent's outputs (harbor's verifier timeout cut
+    it off in spite of its own deadline, or it died): the agent's outputs did it (reward 0, still
+    trained; docs/contracts.md "Grading budget")."""
+    CONFIG = "config"
+    """The task's config is invalid (e.g. task.toml limits): reported, never retried."""
     CANCELLED = "cancelled"
     """The run was interrupted."""
 
@@ -55,6 +71,8 @@ _SANDBOX_TYPES = {
     "AddTestsDirError",
     "DownloadVerifierDirError",
 }
+_GRADER_CUT_OFF = {None, "VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError"}
+"""How a grader that stopped while reading the agent's outputs shows in harbor's result."""
 _VERIFIER_TYPES = {
     "RewardFileNotFoundError",
     "RewardFileEmptyError",
@@ -83,8 +101,10 @@ def classify(
     rewards: Mapping[str, Any] | None,
     stop_reason: str | None = None,
     sandbox_events: Mapping[str, int] | None = None,
+    grader_phase: str | None = None,
 ) -> FailureCause:
-    """One cause for one trial (see the module docstring for the precedence)."""
+    """One cause for one trial (see the module docstring for the precedence). `grader_phase` is
+    what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`; None when absent)."""
     events = sandbox_events or {}
     if (
         exception_type == "SandboxLimitError"
@@ -97,6 +117,11 @@ def classify(
         return FailureCause.CANCELLED
     if exception_type in ("AgentTimeoutError", "AgentSetupTimeoutError"):
         return FailureCause.AGENT_TIMEOUT
+    if exception_type == "ConfigError":
+        return FailureCause.CONFIG
+    no_reward = rewards is None or "reward" not in rewards
+    if grader_phase == "reading" and no_reward and exception_type in _GRADER_CUT_OFF:
+        return FailureCause.GRADER_BUDGET
     if exception_type == "VerifierTimeoutError":
         return FailureCause.VERIFIER_TIMEOUT
     if exception_type in _SANDBOX_TYPES:
@@ -120,8 +145,19 @@ def classify(
     return FailureCause.NONE
 
 
-def classify_result(result: Any, sandbox_report: Mapping[str, Any] | None = None) -> FailureCause:
-    """`classify` applied to a harbor `TrialResult` and the trial's sandbox.json content."""
+def grader_phase(trial_dir: Path) -> str | None:
+    """What the grader's phase file in the trial's verifier dir says (None when absent)."""
+    path = trial_dir / "verifier" / PHASE_FILE
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")[:32].strip() or None
+
+
+def classify_result(
+    result: Any, sandbox_report: Mapping[str, Any] | None = None, trial_dir: Path | None = None
+) -> FailureCause:
+    """`classify` applied to a harbor `TrialResult`, the trial's sandbox.json content and the
+    grader's phase file in `trial_dir`."""
     info = result.exception_info
     meta = (result.agent_result.metadata or {}) if result.agent_result is not None else {}
     rewards = result.verifier_result.rewards if result.verifier_result is not None else None
@@ -131,4 +167,5 @@ def classify_result(result: Any, sandbox_report: Mapping[str, Any] | None = None
         rewards=rewards,
         stop_reason=meta.get("stop_reason"),
         sandbox_events=(sandbox_report or {}).get("events"),
+        grader_phase=grader_phase(trial_dir) if trial_dir is not None else None,
     )

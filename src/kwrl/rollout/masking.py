@@ -2,9 +2,10 @@
 
 Pure functions over `FailureCause`s; a group is the samples of one prompt (task).
 
-- context overflow, or a last turn cut at max tokens: reward 0, still trained;
+- context overflow, a last turn cut at max tokens, or a grader cut off while reading the agent's
+  outputs (`grader_budget`): reward 0, still trained;
 - agent timeout (or a resource limit, the agent's own doing): that trial is masked;
-- any infrastructure or agent error in a group masks the whole group;
+- any infrastructure, agent or config error in a group masks the whole group;
 - two or more timeouts in a group mask the whole group;
 - a trial is retried up to 2 times on infrastructure errors before it counts.
 """
@@ -18,12 +19,16 @@ from kwrl.rollout.failures import INFRA, FailureCause
 
 MAX_RETRIES = 2
 TRAINED_ZERO: frozenset[FailureCause] = frozenset(
-    {FailureCause.CONTEXT_OVERFLOW, FailureCause.MAX_TOKENS}
+    {FailureCause.CONTEXT_OVERFLOW, FailureCause.MAX_TOKENS, FailureCause.GRADER_BUDGET}
 )
 TIMEOUTS: frozenset[FailureCause] = frozenset(
     {FailureCause.AGENT_TIMEOUT, FailureCause.RESOURCE_LIMIT}
 )
-GROUP_ERRORS: frozenset[FailureCause] = INFRA | {FailureCause.AGENT, FailureCause.CANCELLED}
+GROUP_ERRORS: frozenset[FailureCause] = INFRA | {
+    FailureCause.AGENT,
+    FailureCause.CANCELLED,
+    FailureCause.CONFIG,
+}
 MAX_GROUP_TIMEOUTS = 1
 """A group with more timeouts than this is masked whole."""
 

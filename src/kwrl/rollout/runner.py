@@ -11,7 +11,8 @@ trial name; earlier attempts' dirs stay for inspection. Harbor's trial dirs go t
 smoke make a `RolloutConfig` from the settings their configs share (`JudgedTrials`).
 
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
-(`sandbox`), so one broken trial never takes the batch down: the others go on.
+(`sandbox`; `config` for a `ConfigError`, e.g. bad task.toml limits, which is not retried), so one
+broken trial never takes the batch down: the others go on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from pydantic import Field
 
 from kwrl.config import KwrlConfig
+from kwrl.errors import ConfigError
 from kwrl.io import write_json
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.masking import group_decisions, should_retry
@@ -156,11 +158,24 @@ def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str
     )
 
 
+def check_task_config(task_dir: Path) -> None:
+    """Refuse a task whose task.toml limits no sandbox can apply (`ConfigError` naming task.toml and
+    the field), before any trial: a config error is reported once, never retried."""
+    from harbor.models.task.task import Task
+
+    from kwrl.sandbox.local import check_limits
+
+    task_dir = Path(task_dir)
+    check_limits(Task(task_dir).config.environment, task_dir / "task.toml")
+
+
 def _record_result(record: TrialRecord, result: Any, trial_dir: Path) -> None:
     """Fill `record`'s cause, rewards and error from harbor's `TrialResult` of `trial_dir`."""
     rewards = result.verifier_result.rewards if result.verifier_result else None
     sandbox = read_json(trial_dir / "sandbox.json")
-    record.cause = classify_result(result, sandbox if isinstance(sandbox, dict) else None)
+    record.cause = classify_result(
+        result, sandbox if isinstance(sandbox, dict) else None, trial_dir
+    )
     record.rewards = {k: float(v) for k, v in (rewards or {}).items()}
     record.reward = record.rewards.get("reward")
     if result.exception_info is not None:
@@ -213,6 +228,8 @@ async def run_trial(
         result = await trial.run()
     except Exception as e:  # a trial that cannot even be built is recorded, not raised
         record.error = f"{type(e).__name__}: {e}"
+        if isinstance(e, ConfigError):  # the task's own config: reported, never retried
+            record.cause = FailureCause.CONFIG
         record.seconds = time.monotonic() - start
         return record
     _record_result(record, result, trial_dir)

@@ -64,3 +64,31 @@ def test_kwrl_agent_errors_carry_their_stop_reason() -> None:
     msg = "agent stopped on tool_error: session closed"
     assert classify(exception_type="AgentError", exception_message=msg, rewards=None) is F.SANDBOX
     assert classify(exception_type="AgentError", exception_message="bug", rewards=None) is F.AGENT
+
+
+def test_a_grader_cut_off_while_reading_the_agents_outputs_trains_as_zero() -> None:
+    """Harbor's verifier timeout, or no reward, while the grader read what the agent left: the
+    agent's doing (trained with 0); while judging or before reading: infrastructure."""
+    for exc in ("VerifierTimeoutError", "RewardFileNotFoundError", None):
+        assert classify(exception_type=exc, rewards=None, grader_phase="reading") is F.GRADER_BUDGET
+    assert (
+        classify(exception_type="VerifierTimeoutError", rewards=None, grader_phase="judging")
+        is F.VERIFIER_TIMEOUT
+    )
+    assert classify(exception_type="VerifierTimeoutError", rewards=None) is F.VERIFIER_TIMEOUT
+    assert classify(exception_type="JudgeError", rewards=None, grader_phase="judging") is F.VERIFIER
+    assert classify(exception_type=None, rewards={"reward": 0.0}, grader_phase="done") is F.NONE
+    assert (
+        classify(exception_type="SandboxError", rewards=None, grader_phase="reading") is F.SANDBOX
+    )
+
+
+def test_a_config_error_is_its_own_cause_not_an_infra_failure() -> None:
+    from kwrl.rollout.failures import INFRA
+    from kwrl.rollout.masking import should_retry, trial_decision
+
+    assert classify(exception_type="ConfigError", rewards=None) is F.CONFIG
+    assert F.CONFIG not in INFRA and not should_retry(F.CONFIG, 0)
+    assert F.GRADER_BUDGET not in INFRA and not should_retry(F.GRADER_BUDGET, 0)
+    d = trial_decision(F.GRADER_BUDGET, None)
+    assert d.trained and d.reward == 0.0

@@ -1,0 +1,153 @@
+"""The grader's budget for reading what the agent left behind: files, depth, text and time.
+
+Whatever the agent leaves behind, the grader writes a reward (docs/contracts.md "Grading budget").
+The trainer masks trials whose grader failed (an infrastructure cause, retried, masking the group),
+so a grader an agent can crash or stall would let a policy trade a 0 for a mask. Everything the
+grader reads from the trial is therefore bounded here:
+
+- `max_files` files and directories in one state, `max_depth` directory levels and `max_path_bytes` of a
+  relative path (`diff._scan`; a path past PATH_MAX cannot even be opened);
+- `max_evidence_chars` of text rendered from the final state in all (each file is also capped on
+  its own, `render.DEFAULT_MAX_CHARS`), which bounds the grader's memory;
+- `deadline_s` of wall time for reading the agent's outputs and running the machine checks, kept
+  well below task.toml's `[verifier] timeout_sec` (the judge's calls come after it and are bounded
+  by the judge's own timeout and retries).
+
+`enforced(budget)` arms them for the `with` body: the counters, a SIGALRM at the deadline and a
+watchdog thread a little later (for C code that holds the interpreter). Running out raises
+`OverBudget`; `kwrl.grading.verify` then fails every criterion with the reason and still writes
+reward.json. `OverBudget` is a BaseException on purpose: it must pass through the renderers'
+`except Exception` (a corrupt file is evidence, an exhausted budget is not).
+
+Settings come from env `KWRL_GRADER_<FIELD>` (e.g. `KWRL_GRADER_DEADLINE_S=60`), e.g. through
+task.toml `[verifier].env`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pydantic import Field, ValidationError
+
+from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.errors import ConfigError
+
+ENV_PREFIX = "KWRL_GRADER_"
+WATCHDOG_GRACE_S = 20.0
+"""Seconds past the deadline before the watchdog thread gives up on the main thread."""
+
+
+class GraderBudget(KwrlConfig):
+    """Bounds on what the grader reads from one trial (see the module docstring)."""
+
+    deadline_s: float = Field(default=180.0, gt=0)
+    """Wall time for reading the agent's outputs and running the machine checks. With the judge's
+    worst case (~10.5 min, `JudgeConfig.timeout_s`) it stays inside task.toml's 900 s verifier
+    limit; lower it with the task's `[verifier] timeout_sec`."""
+    max_files: int = Field(default=20_000, gt=0)
+    """Files and directories one state (the final world) may hold."""
+    max_depth: int = Field(default=64, gt=0)
+    """Directory levels below a subsystem (`filesystem/`, `.apps_data/`)."""
+    max_path_bytes: int = Field(default=3_000, gt=0)
+    """Bytes of one file's path relative to the state's root."""
+    max_evidence_chars: int = Field(default=16_000_000, gt=0)
+    """Characters rendered from the final state's files in all (each file is capped too)."""
+    max_judge_artifacts: int = Field(default=200, gt=0)
+    """Artifacts one criterion may show the judge; more fail the criterion (its prompt would
+    outgrow any judge's context, and a refused prompt is a judge error)."""
+
+    @classmethod
+    def from_env(cls) -> GraderBudget:
+        """Defaults, overridden by env `KWRL_GRADER_<FIELD>`."""
+        data = {
+            name: os.environ[ENV_PREFIX + name.upper()]
+            for name in cls.model_fields
+            if os.environ.get(ENV_PREFIX + name.upper())
+        }
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise ConfigError(format_validation_error("KWRL_GRADER_* environment", e)) from e
+
+
+class OverBudget(BaseException):
+    """The agent's outputs exceeded the grader's budget; the message says which bound and how."""
+
+
+@dataclass
+class Meter:
+    """What one grading has spent; `None` outside `enforced` (then nothing is bounded)."""
+
+    budget: GraderBudget
+    deadline: float
+    chars: int = 0
+
+    def charge_chars(self, n: int, what: str) -> None:
+        self.chars += n
+        if self.chars > self.budget.max_evidence_chars:
+            raise OverBudget(
+                f"{self.chars} characters rendered from the final state by {what} "
+                f"(cap {self.budget.max_evidence_chars})"
+            )
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise OverBudget(f"deadline of {self.budget.deadline_s:g} s passed")
+
+
+_ACTIVE: Meter | None = None
+
+
+def active() -> Meter | None:
+    """The meter of the grading in progress, if any."""
+    return _ACTIVE
+
+
+def charge_chars(n: int, what: str) -> None:
+    """Count `n` rendered characters of the final state against the budget (no-op outside one)."""
+    if _ACTIVE is not None:
+        _ACTIVE.charge_chars(n, what)
+
+
+@contextmanager
+def enforced(budget: GraderBudget, on_hang: Callable[[str], None] | None = None) -> Iterator[Meter]:
+    """Arm `budget` for the body: counters, SIGALRM at the deadline (main thread only) and, when
+    `on_hang` is given, a watchdog thread that calls it `WATCHDOG_GRACE_S` later if the body is
+    still running (the caller writes its zero reward there and exits the process)."""
+    global _ACTIVE
+    meter = Meter(budget, time.monotonic() + budget.deadline_s)
+    reason = f"deadline of {budget.deadline_s:g} s passed while reading the agent's outputs"
+
+    def alarm(signum: int, frame: object) -> None:
+        raise OverBudget(reason)
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGALRM, alarm) if main else None
+    if main:
+        signal.setitimer(signal.ITIMER_REAL, budget.deadline_s)
+    done = threading.Event()
+    watchdog = None
+    if on_hang is not None:
+        hang = on_hang
+
+        def watch() -> None:
+            if not done.wait(budget.deadline_s + WATCHDOG_GRACE_S):
+                hang(reason + " (the grader was stuck; the watchdog ended it)")
+
+        watchdog = threading.Thread(target=watch, name="kwrl-grader-watchdog", daemon=True)
+        watchdog.start()
+    _ACTIVE = meter
+    try:
+        yield meter
+    finally:
+        _ACTIVE = None
+        done.set()
+        if main:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
