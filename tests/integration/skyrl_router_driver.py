@@ -29,7 +29,8 @@ def generate(cfg: Any, client: Any) -> dict[str, Any]:
     from kwrl.train.skyrl.generator import KwrlHarborGenerator
 
     tokenizer = get_tokenizer(cfg.trainer.policy.model.path)
-    dataset = PromptDataset(cfg.data.train_data, tokenizer, max_prompt_length=4096, num_workers=1)
+    files = cfg.data.train_data
+    dataset = PromptDataset(files, tokenizer, max_prompt_length=4096, num_workers=1)  # pyright: ignore[reportArgumentType]
     rows = dataset.collate_fn([dataset[i] for i in range(len(dataset))])
     sampling = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 16}
     batch, _ = prepare_generator_input(rows, 2, sampling, "kwrl", "train", 1)
