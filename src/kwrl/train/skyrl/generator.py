@@ -38,7 +38,13 @@ from skyrl.train.generators.base import (
 from kwrl.errors import ConfigError
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.masking import group_decisions
-from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_with_retries
+from kwrl.rollout.runner import (
+    JudgedTrials,
+    RolloutConfig,
+    TrialRecord,
+    build_rollout_config,
+    run_with_retries,
+)
 from kwrl.rollout.trial import read_trial
 from kwrl.train.batch import Trajectory, trajectories_from_records
 from kwrl.train.skyrl.config import KwrlSection, kwrl_section
@@ -135,24 +141,22 @@ class KwrlHarborGenerator(GeneratorInterface):
         self, session_id: str, weight_version: int | None, sampling: dict[str, Any] | None = None
     ) -> RolloutConfig:
         s = self.section
-        return RolloutConfig(
-            agent=s.agent,
-            model=self.policy_spec,
-            n_samples=1,
+        trials = JudgedTrials(
             concurrency=s.concurrency,
             retries=s.retries,
             environment=s.environment,
             environment_kwargs=s.environment_kwargs,
-            agent_kwargs={
-                **s.agent_kwargs,
-                **self.agent_sampling(sampling),
-                "tokenizer": self.tokenizer,
-                "session_id": session_id,
-                "weight_version": weight_version,
-            },
             agent_timeout_sec=s.agent_timeout_sec,
             verifier_env=s.verifier_env(),
         )
+        kwargs = {
+            **s.agent_kwargs,
+            **self.agent_sampling(sampling),
+            "tokenizer": self.tokenizer,
+            "session_id": session_id,
+            "weight_version": weight_version,
+        }
+        return build_rollout_config(trials, self.policy_spec, agent=s.agent, agent_kwargs=kwargs)
 
     async def _run_one(
         self,
