@@ -21,7 +21,14 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   that keep writing a reward and a heartbeat in /logs/agent; host secrets looked for in every
   /proc/*/environ and readable process memory; the gateway's socket replaced by a link;
 - `gold_link`: final_answer.txt and answer.txt as links to /tests/verifiers.json (which holds 42);
-- `disk`: 200 MB into /filesystem (meant for a task with a small storage_mb).
+- `disk`: 200 MB into /filesystem (meant for a task with a small storage_mb);
+- grader budget attacks (`kwrl.grading.budget`, tests/integration/test_grader_budget.py), each
+  meant to make the grader crash or time out, so the trial would be masked instead of scored 0:
+  `file_flood` (25,000 files, over the grader's file cap), `deep_tree` (2,200 nested dirs, a path
+  past PATH_MAX), `slow_files` (19,000 files of text, under the file cap: slow to render, for a short deadline or
+  verifier timeout), `name_zoo` (names that are not UTF-8 or hold a newline, chat JSON nested past
+  the recursion limit, a corrupt calendar, a mail in an unknown charset, a 65 KB docx of 230,000
+  paragraphs that once took 9 minutes to render).
 """
 
 from __future__ import annotations
@@ -101,6 +108,39 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         for m in pat.finditer(data):
             print(pid, "found", data[m.start() : m.start() + 80])
 """
+
+
+def _py_attack(code: str) -> str:
+    """solve.sh that leaves the wrong answer, then runs `code` (Python, `os` imported)."""
+    return (
+        "#!/usr/bin/env bash\nset -e\n" + _WRONG
+        + f"\"$KWRL_PYTHON\" - <<'EOF'\nimport os\n{code}EOF\n"
+    )  # fmt: skip
+
+
+_NAME_ZOO = r"""fs = b'/filesystem/zoo'
+os.makedirs(fs)
+for name in (b'not-utf8-\xff\xfe.txt', b'new\nline.txt', b'tab\there.txt', b'\xc3\x28.csv'):
+    with open(fs + b'/' + name, 'w') as f:
+        f.write('41')
+open('/.apps_data/chat/deep.json', 'w').write('[' * 5000 + ']' * 5000)
+open('/.apps_data/calendar/broken.ics', 'w').write('BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:x\n')
+with open('/.apps_data/mail/inbox.mbox', 'a') as f:
+    f.write('From a@b Mon Jan  1 00:00:00 2024\nMessage-ID: <zoo@x>\n'
+            'Content-Type: text/plain; charset=no-such-charset\n\n41\n\n')
+import docx, zipfile
+d = docx.Document()
+d.add_paragraph('x')
+d.save('/tmp/p.docx')
+z = zipfile.ZipFile('/tmp/p.docx')
+parts = {n: z.read(n) for n in z.namelist()}
+para = b'<w:p><w:r><w:t>lorem ipsum</w:t></w:r></w:p>'
+parts['word/document.xml'] = parts['word/document.xml'].replace(
+    b'<w:body>', b'<w:body>' + para * 230_000, 1)
+with zipfile.ZipFile('/filesystem/zoo/paragraphs.docx', 'w', zipfile.ZIP_DEFLATED) as z:
+    for n, data in parts.items():
+        z.writestr(n, data)
+"""
 _DAEMON = """while :; do
   date +%s.%N >> "/logs/agent/$1"
   echo '{"reward": 1.0}' > /logs/verifier/reward.json 2>/dev/null
@@ -142,6 +182,24 @@ ATTACKS: dict[str, str] = {
         "ln -sf /tests/verifiers.json /filesystem/answer.txt\n"
     ),
     "disk": "#!/usr/bin/env bash\nhead -c 200M /dev/zero > /filesystem/big\n" + _WRONG,
+    "file_flood": _py_attack(
+        "os.makedirs('/filesystem/flood')\n"
+        "for i in range(25_000):\n"
+        "    open(f'/filesystem/flood/f{i}.txt', 'w').write('41')\n"
+    ),
+    "deep_tree": _py_attack(
+        "os.chdir('/filesystem')\n"
+        "for _ in range(2_200):\n"
+        "    os.mkdir('dd')\n"
+        "    os.chdir('dd')\n"
+        "open('leaf.txt', 'w').write('41')\n"
+    ),
+    "slow_files": _py_attack(
+        "os.makedirs('/filesystem/notes')\n"
+        "for i in range(19_000):\n"
+        "    open(f'/filesystem/notes/n{i}.txt', 'w').write(f'note {i}: the answer is 41\\n' * 50)\n"
+    ),
+    "name_zoo": _py_attack(_NAME_ZOO),
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
 
@@ -184,9 +242,12 @@ def make_task(
     memory_mb: int = 1024,
     storage_mb: int = 10240,
     solve: str | None = None,
+    verifier_timeout_sec: float = 900.0,
+    verifier_env: dict[str, str] | None = None,
 ) -> Path:
     """One task dir at `root/tasks/<slug>` whose solve.sh is `solve`, else `SOLUTIONS[solution]` or
-    `ATTACKS[solution]`."""
+    `ATTACKS[solution]`; `verifier_env` goes to task.toml `[verifier].env` (e.g. the grader's
+    `KWRL_GRADER_*` budget)."""
     from kwrl.tasks.models import ArchipelagoMeta, Verifier, VerifierValues
     from kwrl.tasks.taskdir import TaskDirConfig, TaskSpec, write_task_dir
 
@@ -226,9 +287,15 @@ def make_task(
         solution=solve or SOLUTIONS.get(solution) or ATTACKS[solution],
     )
     cfg = TaskDirConfig(
-        agent_timeout_sec=agent_timeout_sec, memory_mb=memory_mb, cpus=1, storage_mb=storage_mb
-    )
+        agent_timeout_sec=agent_timeout_sec, memory_mb=memory_mb, cpus=1, storage_mb=storage_mb,
+        verifier_timeout_sec=verifier_timeout_sec,
+    )  # fmt: skip
     task_dir = write_task_dir(root / "tasks" / slug, spec, cfg)
+    if verifier_env:
+        toml = task_dir / "task.toml"
+        env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in verifier_env.items())
+        text = toml.read_text().replace("[verifier]\n", f"[verifier]\nenv = {{ {env} }}\n", 1)
+        toml.write_text(text)
     if grader == "shell":
         (task_dir / "tests" / "test.sh").write_text(SHELL_TEST_SH)
     return task_dir
