@@ -56,7 +56,7 @@ class GraderBudget(KwrlConfig):
     """Directory levels below a subsystem (`filesystem/`, `.apps_data/`)."""
     max_path_bytes: int = Field(default=3_000, gt=0)
     """Bytes of one file's path relative to the state's root."""
-    max_evidence_chars: int = Field(default=16_000_000, gt=0)
+    max_evidence_chars: int = Field(default=8_000_000, gt=0)
     """Characters rendered from the final state's files in all (each file is capped too)."""
     max_judge_artifacts: int = Field(default=200, gt=0)
     """Artifacts one criterion may show the judge; more fail the criterion (its prompt would

@@ -9,18 +9,25 @@ rationale saying why, rather than inventing a value.
 
 Non-obvious choices: one private LibreOffice profile per process and one lock, because two headless
 instances sharing a profile hand their work to each other and fail; the first start costs seconds,
-so this runs only for workbooks that have formula cells without cached values.
+so this runs only for workbooks that have formula cells without cached values. LibreOffice runs in
+its own process group, killed whole after it (soffice.bin outlives its launcher), and never past
+the grading deadline (`kwrl.grading.budget`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
+
+from kwrl.grading import budget
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +65,31 @@ def recalculated_copy(path: Path, dest_dir: Path, *, timeout: float = TIMEOUT_S)
             str(dest_dir),
             str(path),
         ]
+        meter = budget.active()
+        if meter is not None:  # never past the grading deadline
+            meter.check_time()
+            timeout = min(timeout, meter.deadline - time.monotonic())
+        # Its own session: LibreOffice forks soffice.bin, which holds the pipes; on a timeout or
+        # the grading deadline the whole group is killed, not just the launcher.
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         try:
-            proc = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
+            code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             log.warning("formula recalculation of %s timed out after %.0f s", path, timeout)
             return None
+        finally:
+            _kill_group(proc)
     produced = dest_dir / (path.stem + ".xlsx")
-    if proc.returncode != 0 or not produced.is_file() or produced.stat().st_size == 0:
-        log.warning("formula recalculation of %s failed (exit %s)", path, proc.returncode)
+    if code != 0 or not produced.is_file() or produced.stat().st_size == 0:
+        log.warning("formula recalculation of %s failed (exit %s)", path, code)
         return None
     return produced
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill what is left of LibreOffice's process group and reap the launcher."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

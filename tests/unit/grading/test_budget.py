@@ -16,6 +16,7 @@ from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.files import MAX_TREE_PART_BYTES
 from kwrl.grading.grade import prepare
+from kwrl.grading.recalc import soffice
 from kwrl.grading.render import render_file
 from kwrl.grading.verify import grade_within_budget
 from kwrl.tasks.models import Verifier
@@ -175,3 +176,37 @@ def test_budget_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPat
 
     with pytest.raises(ConfigError, match="max_files"):
         GraderBudget.from_env()
+
+
+def test_the_judges_prompt_does_not_grow_with_the_agents_artifacts() -> None:
+    from kwrl.grading.evidence import Artifact
+    from kwrl.grading.judges import build_prompt
+
+    arts = [Artifact(i, "file", "created", "/" + "d/" * 1400 + f"{i}.txt", "x" * 5000, ".txt")
+            for i in range(1, 201)]  # fmt: skip
+    _, user = build_prompt(task="t", answer="a", criterion="c", scope="files", artifacts=arts,
+                           max_artifact_chars=100_000)  # fmt: skip
+    _, empty = build_prompt(task="t", answer="a", criterion="c", scope="files", artifacts=[],
+                            max_artifact_chars=100_000)  # fmt: skip
+    assert len(user) - len(empty) < 100_000 + 200 * 40, len(user)
+
+
+@pytest.mark.skipif(soffice() is None, reason="needs LibreOffice")
+def test_the_deadline_stops_a_formula_recalculation(tmp_path: Path, world: Path) -> None:
+    """LibreOffice computing an agent's workbooks is cut at the deadline, its process group killed."""
+    import time
+
+    import openpyxl
+
+    from kwrl.grading.render import clear_cache
+
+    clear_cache()
+    final = _final(tmp_path, world)
+    for i in range(3):
+        wb = openpyxl.Workbook()
+        wb.active["A1"] = f"=SUM(B1:B9)+{i}"  # no cached value: the grader asks LibreOffice
+        wb.save(final / "filesystem" / f"f{i}.xlsx")
+    t0 = time.monotonic()
+    rewards, rationales, _ = _grade(world, final, GraderBudget(deadline_s=1.0))
+    assert rewards["reward"] == 0.0 and "deadline of 1 s passed" in rationales[0]
+    assert time.monotonic() - t0 < 10

@@ -2,7 +2,9 @@
 
 `build_prompt` fills `judge_prompt.txt` (Archipelago's grading rules, in kwrl's own words) with the
 task, what the criterion is graded on (`Scope`), the final answer and the selected artifacts, each
-cut to a share of `max_artifact_chars`. Every judge transport sends the same two messages.
+cut, header and path included, to a share of `max_artifact_chars` (so the prompt's size does not
+grow with the number of artifacts the agent made). Every judge transport sends the same two
+messages.
 """
 
 from __future__ import annotations
@@ -30,14 +32,21 @@ def _load_prompt() -> tuple[str, Template]:
     return system.strip(), Template(user)
 
 
+MAX_PATH_CHARS = 240
+"""Characters of an artifact's path shown to the judge (the agent names its files; a path can be
+thousands of characters long, and each artifact shows one)."""
+
+
 def render_artifact(a: Artifact, budget: int) -> str:
+    """One artifact in at most about `budget` characters, its header included."""
+    path = a.path if len(a.path) <= MAX_PATH_CHARS else a.path[:MAX_PATH_CHARS] + "..."
+    attrs = f'id="{a.id}" kind="{a.kind}" change="{a.change}" path="{path}"'
+    budget = max(budget - len(attrs) - 40, 0)  # the tags and the marker
     content = a.content
     cut = len(content) > budget
     if cut:
-        content = content[: max(budget, 0)] + "\n[truncated]"
-    attrs = f'id="{a.id}" kind="{a.kind}" change="{a.change}" path="{a.path}"' + (
-        ' truncated="true"' if cut else ""
-    )
+        content = content[:budget] + "\n[truncated]"
+        attrs += ' truncated="true"'
     return f"<ARTIFACT {attrs}>\n{content}\n</ARTIFACT>"
 
 
