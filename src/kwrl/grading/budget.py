@@ -7,6 +7,8 @@ grader reads from the trial is therefore bounded here:
 
 - `max_files` files and directories in one state, `max_depth` directory levels and `max_path_bytes` of a
   relative path (`diff._scan`; a path past PATH_MAX cannot even be opened);
+- `max_records` records parsed from the final state's app stores (new mail, events, chat JSON
+  objects, counted before parsing where the store allows);
 - `max_evidence_chars` of text rendered from the final state in all (each file is also capped on
   its own, `render.DEFAULT_MAX_CHARS`), which bounds the grader's memory;
 - `deadline_s` of wall time for reading the agent's outputs and running the machine checks, kept
@@ -58,6 +60,9 @@ class GraderBudget(KwrlConfig):
     """Bytes of one file's path relative to the state's root."""
     max_evidence_chars: int = Field(default=8_000_000, gt=0)
     """Characters rendered from the final state's files in all (each file is capped too)."""
+    max_records: int = Field(default=50_000, gt=0)
+    """Records parsed from the final state's app stores in all: new mail, calendar events, chat
+    JSON objects (counted before parsing where the store allows)."""
     max_judge_artifacts: int = Field(default=200, gt=0)
     """Artifacts one criterion may show the judge; more fail the criterion (its prompt would
     outgrow any judge's context, and a refused prompt is a judge error)."""
@@ -87,6 +92,7 @@ class Meter:
     budget: GraderBudget
     deadline: float
     chars: int = 0
+    records: int = 0
 
     def charge_chars(self, n: int, what: str) -> None:
         self.chars += n
@@ -94,6 +100,14 @@ class Meter:
             raise OverBudget(
                 f"{self.chars} characters rendered from the final state by {what} "
                 f"(cap {self.budget.max_evidence_chars})"
+            )
+
+    def charge_records(self, n: int, what: str) -> None:
+        self.records += n
+        if self.records > self.budget.max_records:
+            raise OverBudget(
+                f"{self.records} records ({what}) in the final state's app stores "
+                f"(cap {self.budget.max_records})"
             )
 
     def check_time(self) -> None:
@@ -113,6 +127,12 @@ def charge_chars(n: int, what: str) -> None:
     """Count `n` rendered characters of the final state against the budget (no-op outside one)."""
     if _ACTIVE is not None:
         _ACTIVE.charge_chars(n, what)
+
+
+def charge_records(n: int, what: str) -> None:
+    """Count `n` records parsed from the final state's app stores (no-op outside a budget)."""
+    if _ACTIVE is not None:
+        _ACTIVE.charge_records(n, what)
 
 
 @contextmanager

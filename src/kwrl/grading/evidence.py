@@ -120,15 +120,19 @@ class Evidence:
 
     @cached_property
     def mail(self) -> list[MailRecord]:
-        return new_mail(self.initial, self.final, self._touched(".apps_data/mail/"))
+        return new_mail(self.initial, self.final, self._touched(".apps_data/mail/"), bounded=True)
 
     @cached_property
     def events(self) -> list[EventRecord]:
-        return changed_events(self.initial, self.final, self._touched(".apps_data/calendar/"))
+        return changed_events(
+            self.initial, self.final, self._touched(".apps_data/calendar/"), bounded=True
+        )
 
     @cached_property
     def chat(self) -> list[ChatRecord]:
-        return new_chat_posts(self.initial, self.final, self._touched(".apps_data/chat/"))
+        return new_chat_posts(
+            self.initial, self.final, self._touched(".apps_data/chat/"), bounded=True
+        )
 
     def _touched(self, prefix: str) -> list[str]:
         """Changed paths under an app's data dir."""

@@ -34,6 +34,7 @@ from email.utils import getaddresses
 from pathlib import Path
 from typing import Any
 
+from kwrl.grading import budget
 from kwrl.grading.diff import StateView
 from kwrl.grading.files import UnsafeFileError, read_all
 
@@ -180,11 +181,14 @@ def _mail_record(key: str, raw: bytes, mailbox_name: str) -> MailRecord:
     )
 
 
-def new_mail(initial: StateView, final: StateView, rels: Iterable[str]) -> list[MailRecord]:
+def new_mail(
+    initial: StateView, final: StateView, rels: Iterable[str], *, bounded: bool = False
+) -> list[MailRecord]:
     """Messages of the changed mailboxes `rels` in the final state that none of them held before.
 
     Only changed files are read: a message can only appear in a file that changed, and a message
-    moved between mailboxes changes both. Only new messages are parsed.
+    moved between mailboxes changes both. Only new messages are parsed; `bounded`: each counts
+    against the grading budget's records.
     """
     rels = [r for r in rels if r.endswith(".mbox")]
     before: set[str] = set()
@@ -196,6 +200,8 @@ def new_mail(initial: StateView, final: StateView, rels: Iterable[str]) -> list[
         if (p := final.get(rel)) is not None:
             for key, raw in _raw_messages(p):
                 if key not in before and key not in out:
+                    if bounded:
+                        budget.charge_records(1, "new mail")
                     out[key] = _mail_record(key, raw, p.name)
     return list(out.values())
 
@@ -203,7 +209,11 @@ def new_mail(initial: StateView, final: StateView, rels: Iterable[str]) -> list[
 # --------------------------------------------------------------------------- calendar
 
 
-def read_events(state: StateView, rels: Iterable[str]) -> dict[str, EventRecord]:
+def read_events(
+    state: StateView, rels: Iterable[str], *, bounded: bool = False
+) -> dict[str, EventRecord]:
+    """Events of the calendar files `rels`; `bounded`: counted against the grading budget's records
+    before parsing."""
     import icalendar
 
     out: dict[str, EventRecord] = {}
@@ -211,6 +221,8 @@ def read_events(state: StateView, rels: Iterable[str]) -> dict[str, EventRecord]
         data = _store_bytes(path)
         if data is None:
             continue
+        if bounded:
+            budget.charge_records(data.count(b"BEGIN:VEVENT"), "calendar events")
         try:
             cal = icalendar.Calendar.from_ical(data)
             vevents = cal.walk("VEVENT")
@@ -244,12 +256,15 @@ def _dt(prop: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def changed_events(initial: StateView, final: StateView, rels: Iterable[str]) -> list[EventRecord]:
-    """Events created, or whose fields changed, in the changed calendar files `rels`."""
+def changed_events(
+    initial: StateView, final: StateView, rels: Iterable[str], *, bounded: bool = False
+) -> list[EventRecord]:
+    """Events created, or whose fields changed, in the changed calendar files `rels` (`bounded`:
+    the final state's events count against the grading budget)."""
     rels = list(rels)
     before = read_events(initial, rels)
     out: list[EventRecord] = []
-    for uid, ev in read_events(final, rels).items():
+    for uid, ev in read_events(final, rels, bounded=bounded).items():
         old = before.get(uid)
         if old is None:
             out.append(ev)
@@ -299,9 +314,12 @@ def _channel_names(state: StateView) -> dict[str, str]:
     }
 
 
-def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
+def read_chat(
+    state: StateView, rels: Iterable[str], *, bounded: bool = False
+) -> dict[str, ChatRecord]:
     """Posts of the chat files `rels`; deleted posts are skipped; ids are scoped by file, since
-    the chat app numbers messages per channel file (`messages/<channel>.json`)."""
+    the chat app numbers messages per channel file (`messages/<channel>.json`). `bounded`: each
+    file's JSON objects count against the grading budget's records before it is parsed."""
     out: dict[str, ChatRecord] = {}
     aliases = _channel_names(state)
 
@@ -313,6 +331,8 @@ def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
         raw = _store_bytes(path) if path is not None and rel.endswith(".json") else None
         if path is None or raw is None:
             continue
+        if bounded:
+            budget.charge_records(raw.count(b"{"), "chat objects")
         try:
             data = json.loads(raw.decode("utf-8"))
             posts = list(_walk_posts(data, (path.stem, *aliases_of(path.stem))))
@@ -340,10 +360,12 @@ def read_chat(state: StateView, rels: Iterable[str]) -> dict[str, ChatRecord]:
     return out
 
 
-def new_chat_posts(initial: StateView, final: StateView, rels: Iterable[str]) -> list[ChatRecord]:
-    """Posts in the changed chat files `rels` that are new or whose text changed."""
+def new_chat_posts(
+    initial: StateView, final: StateView, rels: Iterable[str], *, bounded: bool = False
+) -> list[ChatRecord]:
+    """Posts in the changed chat files `rels` that are new or whose text changed (`bounded`: the
+    final state's count against the grading budget)."""
     rels = list(rels)
     before = read_chat(initial, rels)
-    return [
-        p for k, p in read_chat(final, rels).items() if k not in before or before[k].text != p.text
-    ]
+    after = read_chat(final, rels, bounded=bounded)
+    return [p for k, p in after.items() if k not in before or before[k].text != p.text]

@@ -61,6 +61,9 @@ def test_a_world_within_budget_grades_as_without_one(tmp_path: Path, world: Path
         ("deep", {"max_depth": 10}, "deeper than 10 levels"),
         ("long", {"max_path_bytes": 500}, "longer than 500 bytes"),
         ("text", {"max_evidence_chars": 1000}, "characters rendered"),
+        ("mail", {"max_records": 100}, "records (new mail)"),
+        ("chat", {"max_records": 100}, "records (chat objects)"),
+        ("calendar", {"max_records": 100}, "records (calendar events)"),
     ],
 )
 def test_outputs_over_budget_fail_every_criterion_with_the_reason(
@@ -80,9 +83,23 @@ def test_outputs_over_budget_fail_every_criterion_with_the_reason(
             d = d / ("d" * (1 if attack == "deep" else 200))
         d.mkdir(parents=True)
         (d / "x.txt").write_text("42")
-    else:
+    elif attack == "text":
         for i in range(3):
             (fs / f"t{i}.txt").write_text("x" * 600)
+    elif attack == "mail":
+        mails = (
+            f"From a@b Mon Jan  1 00:00:00 2024\nMessage-ID: <{i}@x>\n\n41\n\n" for i in range(101)
+        )
+        write_files(final, {".apps_data/mail/inbox.mbox": "".join(mails)})
+    elif attack == "chat":
+        write_files(
+            final, {".apps_data/chat/c.json": "[" + ",".join(['{"text": "41"}'] * 101) + "]"}
+        )
+    else:
+        events = "".join(f"BEGIN:VEVENT\nUID:{i}\nSUMMARY:41\nEND:VEVENT\n" for i in range(101))
+        write_files(
+            final, {".apps_data/calendar/c.ics": f"BEGIN:VCALENDAR\n{events}END:VCALENDAR\n"}
+        )
     rewards, rationales, error = _grade(world, final, GraderBudget(**limit))
     assert rewards == {"reward": 0.0, "pass": 0.0, "criterion/v1": 0.0, "criterion/v2": 0.0}
     assert all(r.startswith("evidence over budget: ") and why in r for r in rationales), rationales
@@ -210,3 +227,29 @@ def test_the_deadline_stops_a_formula_recalculation(tmp_path: Path, world: Path)
     rewards, rationales, _ = _grade(world, final, GraderBudget(deadline_s=1.0))
     assert rewards["reward"] == 0.0 and "deadline of 1 s passed" in rationales[0]
     assert time.monotonic() - t0 < 10
+
+
+def test_the_watchdog_ends_a_grading_the_alarm_cannot_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Off the main thread (as for C code that holds it) no alarm fires: the watchdog calls on_hang."""
+    import threading
+
+    from kwrl.grading import budget
+
+    monkeypatch.setattr(budget, "WATCHDOG_GRACE_S", 0.0)
+    hung = threading.Event()
+    reasons: list[str] = []
+
+    def on_hang(reason: str) -> None:
+        reasons.append(reason)
+        hung.set()
+
+    def stuck() -> None:
+        with enforced(GraderBudget(deadline_s=0.05), on_hang=on_hang):
+            hung.wait(timeout=30)
+
+    t = threading.Thread(target=stuck)
+    t.start()
+    t.join(timeout=60)
+    assert reasons and "deadline of 0.05 s passed" in reasons[0] and "watchdog" in reasons[0]
