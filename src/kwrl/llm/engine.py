@@ -29,6 +29,12 @@ weights, so the next token's logprob is exactly what a fresh forward of the new 
 prefix gives (the KV cache of the old weights is dropped, not reused). Each output carries the
 version of every token (`token_versions`); its `weight_version` is the first token's (the oldest).
 
+A caller that goes away (its coroutine is cancelled: an agent timeout, a cancelled trial) drops
+its request: a queued one is never started, a running one stops at its next token
+(`abandon(future)`; `generate` does it on cancellation). At interpreter exit every engine drops
+what it runs and its worker is joined, so no thread is inside torch while the process ends (which
+aborted it: exit 134).
+
 Prefix reuse: the keys/values of prefilled prompts and of finished requests stay in an LRU
 bounded by bytes (`prefix_cache_mb`, `kwrl.llm.kv_cache.PrefixStore`). A prompt that shares a
 stored sequence's first tokens (an agent's next turn: previous prompt + completion + tool result;
@@ -50,10 +56,12 @@ weights and batch composition (padding can move logits by float rounding).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,6 +141,24 @@ class _Request:
     text: str | None = None
     finish: FinishReason | None = None
     generator: Any = None
+    abandoned: bool = False
+    """The caller went away: stop at the next token (nobody reads the result)."""
+
+
+class _Future(concurrent.futures.Future["EngineOutput"]):
+    """The future `submit` returns; it knows its request, so `abandon` can find it."""
+
+    request: _Request | None = None
+
+
+_ALL: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At interpreter exit: every engine drops its requests and its worker is joined."""
+    for engine in list(_ALL):
+        engine.close(abandon=True, timeout=10.0)
 
 
 class Engine:
@@ -208,6 +234,7 @@ class Engine:
         (decode_rows / decode_steps: the mean batch a step ran)."""
         self._worker = threading.Thread(target=self._run, name=f"kwrl-engine-{name}", daemon=True)
         self._worker.start()
+        _ALL.add(self)
 
     @classmethod
     def from_config(cls, cfg: EngineConfig) -> Engine:
@@ -254,13 +281,26 @@ class Engine:
             raise PolicyError(
                 f"engine {self.name}: prompt token ids out of range [0, {vocab}): {bad[:5]}"
             )
-        fut: concurrent.futures.Future[EngineOutput] = concurrent.futures.Future()
-        self._queue.put(_Request(list(prompt_ids), params, fut))
+        fut = _Future()
+        fut.request = _Request(list(prompt_ids), params, fut)
+        self._queue.put(fut.request)
         return fut
 
+    def abandon(self, fut: concurrent.futures.Future[EngineOutput]) -> None:
+        """The caller of `fut` no longer wants it: a queued request is never started, a running
+        one stops at its next token."""
+        if not fut.cancel() and (req := getattr(fut, "request", None)) is not None:
+            req.abandoned = True
+
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> EngineOutput:
-        """Sample one completion of `prompt_ids`; concurrent calls are batched together."""
-        return await asyncio.wrap_future(self.submit(prompt_ids, params))
+        """Sample one completion of `prompt_ids`; concurrent calls are batched together. Cancelling
+        the call abandons the request."""
+        fut = self.submit(prompt_ids, params)
+        try:
+            return await asyncio.wrap_future(fut)
+        except asyncio.CancelledError:
+            self.abandon(fut)
+            raise
 
     def generate_sync(self, prompt_ids: list[int], params: SamplingParams) -> EngineOutput:
         return self.submit(prompt_ids, params).result()
@@ -379,13 +419,20 @@ class Engine:
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Stop the worker after the queued requests; later submits raise."""
+    def close(self, *, abandon: bool = False, timeout: float = 60.0) -> None:
+        """Stop the worker after the queued requests (`abandon`: drop them and the running ones
+        instead); later submits raise."""
+        if abandon:
+            for r in [*self._inflight, *list(self._queue.queue)]:
+                if r is not None and not r.future.cancel():
+                    r.abandoned = True
         if self._closed:
+            if abandon:
+                self._worker.join(timeout=timeout)
             return
         self._closed = True
         self._queue.put(None)
-        self._worker.join(timeout=60)
+        self._worker.join(timeout=timeout)
         with self._lock:  # nobody waits forever on an update staged as the engine closed
             self._apply_staged()
 
@@ -764,7 +811,9 @@ class Engine:
         return int(torch.multinomial(probs, 1, generator=r.generator))
 
     def _check_finish(self, r: _Request) -> None:
-        if r.token_ids[-1] in self.eos_ids:
+        if r.abandoned:
+            r.finish = FinishReason.LENGTH
+        elif r.token_ids[-1] in self.eos_ids:
             r.finish = FinishReason.STOP
         elif r.params.stop:
             text = self._decode_text(r.token_ids)

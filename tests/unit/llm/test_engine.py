@@ -124,3 +124,65 @@ def test_weight_updates_bump_the_version_and_change_the_policy(
         assert engine.weight_version == v0 + 2
     finally:
         engine.update_weights({name: original})
+
+
+def _wait_for(cond: Any, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_an_abandoned_request_stops_at_its_next_token(
+    engine: Engine, prompts: list[list[int]]
+) -> None:
+    steps = engine.stats["decode_steps"]
+    fut = engine.submit(prompts[0], SamplingParams(max_tokens=4000, temperature=1.0, stop=[]))
+    _wait_for(lambda: engine.stats["decode_steps"] >= steps + 3)
+    engine.abandon(fut)
+    out = fut.result(timeout=60)
+    assert 3 <= len(out.token_ids) < 200 and out.finish_reason is FinishReason.LENGTH
+    queued = [engine.submit(p, SamplingParams(max_tokens=4)) for p in prompts]
+    engine.abandon(queued[-1])  # still queued or just started: dropped either way
+    assert [len(f.result(timeout=60).token_ids) for f in queued[:-1]] == [4, 4]
+
+
+async def test_cancelling_generate_abandons_its_request(
+    engine: Engine, prompts: list[list[int]]
+) -> None:
+    steps = engine.stats["decode_steps"]
+    done = engine.stats["requests"]
+    task = asyncio.create_task(engine.generate(prompts[1], SamplingParams(max_tokens=4000)))
+    while engine.stats["decode_steps"] < steps + 3:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    while engine.stats["requests"] == done:  # the row ends at its next token, not after 4000
+        await asyncio.sleep(0.01)
+    assert engine.stats["completion_tokens"] < 4000 * 2
+
+
+def test_the_process_exits_cleanly_while_the_engine_decodes(smollm2_dir: Path) -> None:
+    """Ending the interpreter while the worker is inside torch aborted it (exit 134)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = f"""
+        import time
+        from kwrl.llm.base import SamplingParams
+        from kwrl.llm.engine import Engine, EngineConfig
+        e = Engine.from_config(EngineConfig(model={str(smollm2_dir)!r}, threads=1))
+        fut = e.submit(list(range(10, 200)), SamplingParams(max_tokens=4000))
+        while e.stats["decode_steps"] < 3:
+            time.sleep(0.01)
+        print("exiting while decoding", flush=True)
+    """
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert "exiting while decoding" in run.stdout
+    assert run.returncode == 0, run.stderr[-2000:]
