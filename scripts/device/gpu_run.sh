@@ -13,6 +13,12 @@
 #   2. `kwrl train` with rollout_engine = "vllm": 2 RL steps of real trials in the local sandbox
 #      on the generated tasks in .devwhl/data, to a checkpoint.
 # Everything it measures lands in $OUT (the device tool brings that folder back).
+#
+# The SkyRL smoke, call by call (64 MiB a call, the checkout itself ~5 MB):
+#   1-5. carry .devwhl/gpu-bundle/pN (N = 0..4), run `bash scripts/device/gpu_run.sh stash`;
+#   6.   carry .devwhl/skyrl-bundle/p0, `... stash`;
+#   7.   carry .devwhl/skyrl-bundle/p1, .devwhl/data, .devwhl/gpu-extra, `... skyrl`.
+# Check the bundles here first: `python scripts/device/check_bundle.py`.
 set -uo pipefail
 PARTS=/root/kwrl-parts
 SKYRL_PARTS=/root/kwrl-skyrl-parts
