@@ -139,3 +139,25 @@ def test_bad_task_limits_are_a_config_error_reported_once(tmp_path: Path) -> Non
     assert [(r.cause, r.attempt) for r in recs] == [(FailureCause.CONFIG, 0)]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["attempts"] == 1 and "environment.memory_mb" in recs[0].error
+
+
+def test_libreoffice_recalculating_a_flood_of_workbooks_is_cut_at_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """40 workbooks whose formulas LibreOffice must compute inside the sandbox (~2 min): the
+    grader's deadline ends it, LibreOffice's process group with it, and the trial is graded 0.
+    (Where LibreOffice cannot start inside, as before /etc/libreoffice was bound, each workbook
+    fails in a fraction of a second and the grader ends well before the deadline.)"""
+    if shutil.which("soffice") is None:
+        pytest.skip("needs LibreOffice")
+    world = make_world(tmp_path).name
+    task = make_task(tmp_path, "formulas", world_id=world, solution="formula_flood", grader="kwrl",
+                     verifier_env={"KWRL_GRADER_DEADLINE_S": "15"})  # fmt: skip
+    (rec,) = asyncio.run(
+        run_rollout([task], RolloutConfig(agent="oracle", retries=0), tmp_path / "o")
+    )
+    assert rec.cause is FailureCause.NONE, (rec.cause, rec.error)
+    rewards, grades, phase = _verifier(rec)
+    assert rewards["reward"] == 0.0 and phase.strip() == "done"
+    assert "deadline of 15 s passed" in grades["error"]
+    assert rec.seconds < 120

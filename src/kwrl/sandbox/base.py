@@ -34,7 +34,8 @@ from kwrl.errors import SandboxError
 from kwrl.tasks.taskdir import META_JSON, read_meta
 from kwrl.tasks.taskdir import resolve_world as resolve_world_dir
 
-# /etc entries programs inside need (name resolution, TLS roots, loader cache, time zone).
+# /etc entries programs inside need (name resolution, TLS roots, loader cache, time zone, the
+# grader's LibreOffice).
 ETC_FILES: tuple[str, ...] = (
     "passwd",
     "group",
@@ -51,6 +52,7 @@ ETC_FILES: tuple[str, ...] = (
     "alternatives",
     "mime.types",
     "fonts",
+    "libreoffice",  # LibreOffice's registry (/usr/lib/libreoffice/share/registry links here)
 )
 USR_LINKS: tuple[str, ...] = ("bin", "sbin", "lib", "lib64", "lib32", "libx32")
 SANDBOX_GATEWAY_SOCKET = "/kwrl/run/gateway.sock"

@@ -28,7 +28,8 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   past PATH_MAX), `slow_files` (19,000 files of text, under the file cap: slow to render, for a short deadline or
   verifier timeout), `name_zoo` (names that are not UTF-8 or hold a newline, chat JSON nested past
   the recursion limit, a corrupt calendar, a mail in an unknown charset, a 65 KB docx of 230,000
-  paragraphs that once took 9 minutes to render).
+  paragraphs that once took 9 minutes to render), `formula_flood` (40 workbooks of formulas without
+  cached values: LibreOffice computes each, seconds apiece, 120 s allowed each).
 """
 
 from __future__ import annotations
@@ -200,6 +201,14 @@ ATTACKS: dict[str, str] = {
         "    open(f'/filesystem/notes/n{i}.txt', 'w').write(f'note {i}: the answer is 41\\n' * 50)\n"
     ),
     "name_zoo": _py_attack(_NAME_ZOO),
+    "formula_flood": _py_attack(
+        "import openpyxl\n"
+        "for i in range(40):\n"
+        "    wb = openpyxl.Workbook()\n"
+        "    for r in range(1, 200):\n"
+        "        wb.active[f'A{r}'] = f'=SUM(B1:B{r})+{i}'\n"
+        "    wb.save(f'/filesystem/book{i}.xlsx')\n"
+    ),
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
 
