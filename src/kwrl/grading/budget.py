@@ -5,7 +5,7 @@ The trainer masks trials whose grader failed (an infrastructure cause, retried, 
 so a grader an agent can crash or stall would let a policy trade a 0 for a mask. Everything the
 grader reads from the trial is therefore bounded here:
 
-- `max_files` files and directories in one state, `max_depth` directory levels and `max_path_bytes` of a
+- `max_files` files and directories in the final state beyond the world's own, `max_depth` directory levels and `max_path_bytes` of a
   relative path (`diff._scan`; a path past PATH_MAX cannot even be opened);
 - `max_records` records parsed from the final state's app stores (new mail, events, chat JSON
   objects, counted before parsing where the store allows);
@@ -53,7 +53,7 @@ class GraderBudget(KwrlConfig):
     worst case (~10.5 min, `JudgeConfig.timeout_s`) it stays inside task.toml's 900 s verifier
     limit; lower it with the task's `[verifier] timeout_sec`."""
     max_files: int = Field(default=20_000, gt=0)
-    """Files and directories one state (the final world) may hold."""
+    """Files and directories the final state may hold beyond the initial state's files."""
     max_depth: int = Field(default=64, gt=0)
     """Directory levels below a subsystem (`filesystem/`, `.apps_data/`)."""
     max_path_bytes: int = Field(default=3_000, gt=0)
@@ -93,6 +93,8 @@ class Meter:
     deadline: float
     chars: int = 0
     records: int = 0
+    base_files: int = 0
+    """Files of the initial state: the final one may hold `max_files` more."""
 
     def charge_chars(self, n: int, what: str) -> None:
         self.chars += n
@@ -136,12 +138,15 @@ def charge_records(n: int, what: str) -> None:
 
 
 @contextmanager
-def enforced(budget: GraderBudget, on_hang: Callable[[str], None] | None = None) -> Iterator[Meter]:
+def enforced(
+    budget: GraderBudget, on_hang: Callable[[str], None] | None = None, *, base_files: int = 0
+) -> Iterator[Meter]:
     """Arm `budget` for the body: counters, SIGALRM at the deadline (main thread only) and, when
     `on_hang` is given, a watchdog thread that calls it `WATCHDOG_GRACE_S` later if the body is
-    still running (the caller writes its zero reward there and exits the process)."""
+    still running (the caller writes its zero reward there and exits the process). `base_files`:
+    the initial state's files (the world's own count is not the agent's doing)."""
     global _ACTIVE
-    meter = Meter(budget, time.monotonic() + budget.deadline_s)
+    meter = Meter(budget, time.monotonic() + budget.deadline_s, base_files=base_files)
     reason = f"deadline of {budget.deadline_s:g} s passed while reading the agent's outputs"
 
     def alarm(signum: int, frame: object) -> None:

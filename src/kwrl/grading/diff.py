@@ -56,11 +56,12 @@ def _scan(root: Path) -> dict[str, Path]:
     """Every regular file under root's subsystems, keyed by its posix path relative to root.
 
     Inside a grading budget (`kwrl.grading.budget.enforced`) the walk is bounded: more than
-    `max_files` files and directories, a directory deeper than `max_depth`, a path longer than `max_path_bytes` or
+    `max_files` files and directories (beyond the initial state's files), a directory deeper than `max_depth`, a path longer than `max_path_bytes` or
     a directory that cannot be listed raise `OverBudget` (the trial's evidence cannot be read whole,
     so nothing in it can be graded as present or absent)."""
     meter = budget.active()
-    cap = meter.budget.max_files if meter is not None else None
+    allowed = meter.budget.max_files if meter is not None else 0
+    cap = allowed + meter.base_files if meter is not None else None
     found: dict[str, Path] = {}
     dirs = 0
     cut = len(str(root).rstrip("/")) + 1
@@ -95,7 +96,9 @@ def _scan(root: Path) -> dict[str, Path]:
                         rel = entry.path[cut:]
                         found[rel if os.sep == "/" else rel.replace(os.sep, "/")] = Path(entry.path)
                     if cap is not None and len(found) + dirs > cap:
-                        raise budget.OverBudget(f"over {cap} files and directories in one state")
+                        raise budget.OverBudget(
+                            f"over {allowed} files and directories more than the initial state"
+                        )
     return found
 
 

@@ -149,8 +149,9 @@ def grade_within_budget(
     Returns the grades and the evidence (None when it was not read whole)."""
     _mark(phase, "reading")
     chars = judge_config.max_artifact_chars if judge_config else DEFAULT_MAX_ARTIFACT_CHARS
+    base = len(initial.files())  # the world seed and overlay: read-only, the task's, unbounded
     try:
-        with budget_enforced(budget, on_hang):
+        with budget_enforced(budget, on_hang, base_files=base):
             ev = Evidence.collect(task=task, answer=answer, initial=initial, final=final)
             if archive is not None:
                 write_changes_archive(ev.changes, archive)

@@ -253,3 +253,14 @@ def test_the_watchdog_ends_a_grading_the_alarm_cannot_reach(
     t.start()
     t.join(timeout=60)
     assert reasons and "deadline of 0.05 s passed" in reasons[0] and "watchdog" in reasons[0]
+
+
+def test_the_worlds_own_files_do_not_count_against_the_file_cap(tmp_path: Path) -> None:
+    files = {f"filesystem/w/{i}.txt": "seed" for i in range(60)}
+    world = write_files(tmp_path / "world", files)
+    final = write_files(tmp_path / "final", {**files, "filesystem/answer.txt": "42\n"})
+    rewards, _, error = _grade(world, final, GraderBudget(max_files=10))
+    assert rewards["reward"] == 1.0 and error is None
+    write_files(final, {f"filesystem/x{i}.txt": "41" for i in range(12)})
+    rewards, rationales, _ = _grade(world, final, GraderBudget(max_files=10))
+    assert rewards["reward"] == 0.0 and "over 10 files and directories" in rationales[0]
