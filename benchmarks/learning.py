@@ -48,6 +48,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kwrl.agent.config import AgentConfig
 from kwrl.io import write_json
 from kwrl.train.smoke import SMOKE_TOOLS, easy_only, evaluate_engine, rl_steps
 
@@ -64,7 +65,7 @@ def agent_settings(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def evaluate(a: argparse.Namespace, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
-    agent = {**agent_settings(a), "temperature": a.eval_temperature}
+    agent = AgentConfig(**agent_settings(a), temperature=a.eval_temperature)
     return evaluate_engine(
         dataset, model_dir, out, agent, n_samples=a.eval_samples, concurrency=a.concurrency,
         sample_seed=a.eval_seed,
