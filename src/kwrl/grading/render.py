@@ -209,11 +209,11 @@ def _xlsx(path: Path, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         for coord, (raw, cached) in sheet.cells.items():
             if size > max_chars:  # the rest would be cut anyway
                 break
-            size += len(out[-1]) + 1
             if isinstance(raw, str) and raw.startswith("="):
                 out.append(f"{coord} = {raw} -> {_fmt(cached)}")
             else:
                 out.append(f"{coord} = {_fmt(raw)}")
+            size += len(out[-1]) + 1
     return "\n".join(out)
 
 
@@ -230,9 +230,11 @@ def _pptx(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
 
     prs = pptx.Presentation(io.BytesIO(data))
     out: list[str] = []
+    size = 0
     for i, slide in enumerate(prs.slides, 1):
-        if sum(map(len, out)) > max_chars:  # the rest would be cut anyway
+        if size > max_chars:  # the rest would be cut anyway
             break
+        start = len(out)
         out.append(f"## Slide {i}")
         for shape in slide.shapes:
             out.extend(_shape_text(shape))
@@ -240,6 +242,7 @@ def _pptx(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             notes = slide.notes_slide.notes_text_frame.text.strip()
             if notes:
                 out.append(f"[notes] {notes}")
+        size += sum(len(line) + 1 for line in out[start:])
     return "\n".join(out)
 
 
