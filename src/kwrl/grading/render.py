@@ -9,9 +9,11 @@
 - text-like files: decoded UTF-8 (with replacement);
 - anything else: a one-line `[binary file: N bytes]` marker, so the judge knows it exists.
 
-A file that cannot be parsed renders as `[unreadable <kind> file: error]` rather than raising: a
-corrupt file the agent wrote is evidence (of failure), not a grader crash. Output is capped at
-`max_chars` with a visible truncation marker.
+Each renderer stops walking paragraphs, slides, cells or pages once `max_chars` are in (parsing is
+bounded by the zip budget below; a workbook's cells are all read for the checks, at most
+`MAX_XLSX_CELLS`). A file that cannot be parsed renders as `[unreadable <kind> file: error]` rather
+than raising: a corrupt file the agent wrote is evidence (of failure), not a grader crash. Output
+is capped at `max_chars` with a visible truncation marker.
 
 Files are read through `kwrl.grading.files`: never through a link, regular files only, at most
 `MAX_FILE_BYTES` (a larger file renders as a `[file too large ...]` marker), text files only as far
@@ -265,17 +267,29 @@ def _shape_text(shape: Any) -> Iterator[str]:
         yield from _shape_text(child)
 
 
-def _pdf(data: bytes) -> str:
+def _pdf(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     try:
         import pdfplumber
 
         with pdfplumber.open(io.BytesIO(data)) as pdf:
-            pages = [p.extract_text() or "" for p in pdf.pages]
+            pages = _page_texts(pdf.pages, max_chars)
     except Exception:  # pdfminer chokes on some files pypdf reads; fall back deliberately
         import pypdf
 
-        pages = [p.extract_text() or "" for p in pypdf.PdfReader(io.BytesIO(data)).pages]
+        pages = _page_texts(pypdf.PdfReader(io.BytesIO(data)).pages, max_chars)
     return "\n".join(f"## Page {i}\n{t}" for i, t in enumerate(pages, 1))
+
+
+def _page_texts(pages: Any, max_chars: int) -> list[str]:
+    """Each page's text, until `max_chars` are in (the rest would be cut anyway)."""
+    out: list[str] = []
+    size = 0
+    for page in pages:
+        if size > max_chars:
+            break
+        out.append(page.extract_text() or "")
+        size += len(out[-1])
+    return out
 
 
 ZIP_RENDERERS: dict[str, Callable[[bytes, int], str]] = {".docx": _docx, ".pptx": _pptx}
@@ -295,7 +309,7 @@ def render_file(path: Path, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         elif suffix == ".pdf":
             data = read_all(path, MAX_FILE_BYTES)
             check_pdf_budget(data)
-            text = _pdf(data)
+            text = _pdf(data, max_chars)
         else:
             # Enough bytes for max_chars characters of UTF-8, and never the whole of a huge file.
             head, size = read_capped(path, min(4 * max_chars + 4, MAX_FILE_BYTES))
