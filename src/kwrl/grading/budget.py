@@ -41,6 +41,9 @@ from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError
 
 ENV_PREFIX = "KWRL_GRADER_"
+DEADLINE = "deadline of {:g} s passed while reading the agent's outputs"
+ALARM_REPEAT_S = 0.25
+"""The alarm repeats at this interval after the deadline until the reading stops."""
 WATCHDOG_GRACE_S = 20.0
 """Seconds past the deadline before the watchdog thread gives up on the main thread."""
 
@@ -97,6 +100,7 @@ class Meter:
     """Files of the initial state: the final one may hold `max_files` more."""
 
     def charge_chars(self, n: int, what: str) -> None:
+        self.check_time()
         self.chars += n
         if self.chars > self.budget.max_evidence_chars:
             raise OverBudget(
@@ -105,6 +109,7 @@ class Meter:
             )
 
     def charge_records(self, n: int, what: str) -> None:
+        self.check_time()
         self.records += n
         if self.records > self.budget.max_records:
             raise OverBudget(
@@ -113,8 +118,10 @@ class Meter:
             )
 
     def check_time(self) -> None:
+        """The deadline as a checkpoint, beside the alarm (whose exception Python swallows when
+        it lands in a finalizer, e.g. an unclosed file's `__del__`)."""
         if time.monotonic() > self.deadline:
-            raise OverBudget(f"deadline of {self.budget.deadline_s:g} s passed")
+            raise OverBudget(DEADLINE.format(self.budget.deadline_s))
 
 
 _ACTIVE: Meter | None = None
@@ -147,15 +154,18 @@ def enforced(
     the initial state's files (the world's own count is not the agent's doing)."""
     global _ACTIVE
     meter = Meter(budget, time.monotonic() + budget.deadline_s, base_files=base_files)
-    reason = f"deadline of {budget.deadline_s:g} s passed while reading the agent's outputs"
+    reason = DEADLINE.format(budget.deadline_s)
+    armed = [True]
 
     def alarm(signum: int, frame: object) -> None:
-        raise OverBudget(reason)
+        if armed[0]:
+            raise OverBudget(reason)
 
     main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGALRM, alarm) if main else None
     if main:
-        signal.setitimer(signal.ITIMER_REAL, budget.deadline_s)
+        # Then again every ALARM_REPEAT_S: an alarm raised inside a finalizer is lost.
+        signal.setitimer(signal.ITIMER_REAL, budget.deadline_s, ALARM_REPEAT_S)
     done = threading.Event()
     watchdog = None
     if on_hang is not None:
@@ -171,8 +181,14 @@ def enforced(
     try:
         yield meter
     finally:
+        while True:  # an alarm landing here must not leave the timer armed
+            try:
+                armed[0] = False
+                if main:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, old)
+                break
+            except OverBudget:
+                continue
         _ACTIVE = None
         done.set()
-        if main:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)

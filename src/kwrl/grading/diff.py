@@ -73,6 +73,7 @@ def _scan(root: Path) -> dict[str, Path]:
         while stack:
             d, depth = stack.pop()
             if meter is not None:
+                meter.check_time()
                 b = meter.budget
                 if depth > b.max_depth:
                     raise budget.OverBudget(f"directories nest deeper than {b.max_depth} levels")
