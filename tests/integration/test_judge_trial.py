@@ -4,8 +4,9 @@ OpenAI-compatible server on loopback (the one faked seam: `FakeJudge`, tests/con
 
 What must hold: the judge, its settings and its key reach the grader in the verifier phase (and
 nothing of them the agent phase); every per-criterion verdict in grades.json is the server's; a
-server that fails (HTTP 500s, malformed output, no answer) makes the trial an error with no
-reward.json, never a 0; an eval calls the judge once per judged criterion.
+server that fails (HTTP 500s, no answer) makes the trial an error with no reward.json, never a
+0; a server that answers, but never with a verdict, fails the criterion (the trial is graded:
+what derails a judge is in the agent's output); an eval calls the judge once per judged criterion.
 """
 
 from __future__ import annotations
@@ -157,17 +158,22 @@ async def test_a_failing_judge_makes_the_trial_an_error_without_reward(
     finally:
         for j in judges.values():
             j.close()
-    for name, rec in records.items():
-        trial = Path(rec.trial_dir)
+    for name in ("http500", "timeout"):  # the judge did not answer: infrastructure, no reward
+        rec, trial = records[name], Path(records[name].trial_dir)
         assert rec.cause is FailureCause.VERIFIER, (name, rec)
         assert rec.reward is None and not (trial / "verifier/reward.json").exists(), name
         error = json.loads((trial / "verifier/grades.json").read_text())["error"]
         assert error.startswith("JudgeError:") and "after 2 attempts" in error, (name, error)
-        assert {"http500": "HTTP 500", "malformed": "malformed verdict", "timeout": "(timeout)"}[
-            name
-        ] in error
+        assert {"http500": "HTTP 500", "timeout": "(timeout)"}[name] in error
         # each criterion retried once at most; the first to give up cancels the other's retry
         assert 3 <= len(judges[name].requests) <= 4, name
+    # it answered, never with a verdict: both criteria fail, the trial is graded (trains with 0)
+    rec = records["malformed"]
+    assert rec.cause is FailureCause.NONE and rec.reward == 0.0, rec
+    grades = json.loads((Path(rec.trial_dir) / "verifier/grades.json").read_text())
+    assert "error" not in grades and [g["score"] for g in grades["grades"]] == [0.0, 0.0]
+    assert all("no valid verdict" in g["rationale"] for g in grades["grades"])
+    assert len(judges["malformed"].requests) == 4  # both criteria, each with its retry
 
 
 def test_eval_calls_the_judge_once_per_judged_criterion(

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from kwrl.errors import JudgeError
 from kwrl.grading.checks import run_check
 from kwrl.grading.evidence import Evidence
-from kwrl.grading.judges import Judge, JudgeConfig, build_prompt
+from kwrl.grading.judges import Judge, JudgeConfig, NoVerdictError, build_prompt
 from kwrl.grading.scoring import score
 from kwrl.tasks.models import Verifier
 
@@ -194,7 +194,14 @@ def failed_trial(
 
 async def _judge_one(req: JudgeRequest, judge: Judge) -> CriterionGrade:
     vals = req.verifier.verifier_values
-    verdict, cached = await judge.verdict(req.system, req.user)
+    try:
+        verdict, cached = await judge.verdict(req.system, req.user)
+    except NoVerdictError as e:  # the judge answered, never with a verdict: the evidence's doing
+        return CriterionGrade(
+            req.verifier.verifier_id, vals.criteria, 0.0, "judge",
+            f"no valid verdict from the judge, so the criterion fails: {e}", req.seen,
+            vals.is_primary_objective, judge.spec, False, judge.cache_key(req.system, req.user),
+        )  # fmt: skip
     return CriterionGrade(
         req.verifier.verifier_id,
         vals.criteria,

@@ -13,7 +13,12 @@ fault tolerance a trial's reward depends on:
 - retries through tenacity: a `TransientJudgeError` (429, 408, 5xx, transport errors, timeouts,
   malformed or off-schema output) is retried with jittered exponential backoff up to
   `max_retries`; any other `JudgeError` (bad key, unknown model) fails at once;
-- a judge that keeps failing raises `JudgeError`: the trial is an error, never a silent 0.
+- a judge that keeps failing raises `JudgeError`: the trial is an error, never a silent 0;
+- except a judge that keeps answering without a valid verdict (its last attempt answered, and the
+  answer was not a verdict): `NoVerdictError`, which the grader turns into a failed criterion.
+  What the judge reads is the agent's output, so text that derails it (an injected instruction,
+  a refusal-bait) is the agent's doing; as an infrastructure error it would mask the trial's group
+  and a policy could trade a 0 for a mask.
 
 A transport (one file beside this one, registered in `kwrl.grading.judges.JUDGES`) implements
 `_complete` and says which environment variables hold its API key (`key_env`), so a trial's
@@ -124,6 +129,15 @@ class JudgeConfig(KwrlConfig):
 
 class TransientJudgeError(JudgeError):
     """A failure worth another attempt (rate limit, server error, timeout, malformed output)."""
+
+
+class MalformedVerdictError(TransientJudgeError):
+    """The judge answered, but not with a verdict (retried like any transient failure)."""
+
+
+class NoVerdictError(JudgeError):
+    """Every attempt was spent and the last one answered without a verdict: the criterion fails
+    (`kwrl.grading.grade`), the trial is graded."""
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
@@ -267,6 +281,11 @@ class Judge(ABC):
             verdict = await retrying(self._attempt, messages)
         except RetryError as e:
             last = e.last_attempt.exception()
+            if isinstance(last, MalformedVerdictError):
+                raise NoVerdictError(
+                    f"judge {self.spec}: no valid verdict after {attempts} attempts; "
+                    f"last answer: {last}"
+                ) from last
             raise JudgeError(
                 f"judge {self.spec}: no valid verdict after {attempts} attempts; last error: {last}"
             ) from last
@@ -287,4 +306,4 @@ class Judge(ABC):
         try:
             return parse_verdict(content)
         except ValueError as e:
-            raise TransientJudgeError(f"malformed verdict: {e}") from e
+            raise MalformedVerdictError(f"malformed verdict: {e}") from e

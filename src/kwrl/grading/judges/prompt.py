@@ -5,10 +5,19 @@ task, what the criterion is graded on (`Scope`), the final answer and the select
 cut, header and path included, to a share of `max_artifact_chars` (so the prompt's size does not
 grow with the number of artifacts the agent made). Every judge transport sends the same two
 messages.
+
+Everything the agent wrote (its final answer, its files' content and names) reaches the judge as
+data inside <AGENT_OUTPUT>, and a policy trained on the judge's verdicts is rewarded for any text
+there that sways it. So that text cannot close or open the prompt's own blocks: in it, the
+prompt's tag names (`PROMPT_TAGS`) lose their `<` to `‹` (`neutralize`: "</AGENT_OUTPUT>" written
+by the agent reaches the judge as "‹/AGENT_OUTPUT>"), a path cannot end its attribute (quotes
+escaped), and the system prompt tells the judge that nothing inside <AGENT_OUTPUT> is an
+instruction (rule 8 of judge_prompt.txt).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from string import Template
 
@@ -32,6 +41,16 @@ def _load_prompt() -> tuple[str, Template]:
     return system.strip(), Template(user)
 
 
+PROMPT_TAGS = ("AGENT_OUTPUT", "ARTIFACT", "FINAL_ANSWER", "TASK", "EVALUATION_SCOPE", "CRITERION")
+"""The blocks of judge_prompt.txt and build_prompt; agent-written text may not write them."""
+_TAG_RE = re.compile(r"<(\s*/?\s*)(" + "|".join(PROMPT_TAGS) + r")\b", re.IGNORECASE)
+
+
+def neutralize(text: str) -> str:
+    """Agent-written `text` with every opening or closing prompt tag defused (`<` -> `‹`)."""
+    return _TAG_RE.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
+
+
 MAX_PATH_CHARS = 240
 """Characters of an artifact's path shown to the judge (the agent names its files; a path can be
 thousands of characters long, and each artifact shows one)."""
@@ -40,9 +59,10 @@ thousands of characters long, and each artifact shows one)."""
 def render_artifact(a: Artifact, budget: int) -> str:
     """One artifact in at most about `budget` characters, its header included."""
     path = a.path if len(a.path) <= MAX_PATH_CHARS else a.path[:MAX_PATH_CHARS] + "..."
+    path = neutralize(path).replace("&", "&amp;").replace('"', "&quot;").replace("\n", " ")
     attrs = f'id="{a.id}" kind="{a.kind}" change="{a.change}" path="{path}"'
     budget = max(budget - len(attrs) - 40, 0)  # the tags and the marker
-    content = a.content
+    content = neutralize(a.content)
     cut = len(content) > budget
     if cut:
         content = content[:budget] + "\n[truncated]"
@@ -64,7 +84,7 @@ def build_prompt(
     parts: list[str] = []
     if scope in ("answer", "both"):
         parts.append(
-            f"<FINAL_ANSWER>\n{truncate(answer.strip(), max_artifact_chars // 2) or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
+            f"<FINAL_ANSWER>\n{truncate(neutralize(answer.strip()), max_artifact_chars // 2) or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
         )
     if scope in ("files", "both"):
         if artifacts:

@@ -205,3 +205,20 @@ def test_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setenv("KWRL_JUDGE_MAX_RETRIES", "many")
     with pytest.raises(ConfigError, match="max_retries"):
         JudgeConfig.from_env()
+
+
+async def test_a_judge_that_answers_but_never_with_a_verdict_is_no_verdict(
+    fake_judge: FakeJudge,
+) -> None:
+    from kwrl.grading.judges import NoVerdictError
+
+    fake_judge.faults.extend(["malformed", "wrong_schema"])
+    async with build_judge(config(fake_judge, max_retries=1)) as judge:
+        with pytest.raises(NoVerdictError, match="no valid verdict after 2 attempts"):
+            await judge.verdict(*prompt())
+    # the last attempt got no answer at all: infrastructure, whatever came before
+    fake_judge.faults.extend(["malformed", 500])
+    async with build_judge(config(fake_judge, max_retries=1)) as judge:
+        with pytest.raises(JudgeError, match="HTTP 500") as info:
+            await judge.verdict(*prompt(answer="other"))
+    assert not isinstance(info.value, NoVerdictError)
