@@ -114,10 +114,11 @@ def trial_run(
 
     from kwrl.rollout.runner import RolloutConfig, check_task_config, run_trial
 
-    check_task_config(task_dir)  # a bad task.toml limit: ConfigError, exit 2
+    agent_kwargs = _agent_kwargs(agent, ak)  # bad --ak: ConfigError, exit 2
+    check_task_config(task_dir)  # no or bad task.toml (limits included): exit 2
     cfg = RolloutConfig(
         agent=agent, model=model, environment=env, environment_kwargs=_kwargs(ek),
-        agent_kwargs=_agent_kwargs(agent, ak), agent_timeout_sec=agent_timeout, retries=0,
+        agent_kwargs=agent_kwargs, agent_timeout_sec=agent_timeout, retries=0,
         verifier_env=_verifier_env(judge),
     )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)

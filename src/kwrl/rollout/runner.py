@@ -161,12 +161,21 @@ def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str
 def check_task_config(task_dir: Path) -> None:
     """Refuse a task whose task.toml limits no sandbox can apply (`ConfigError` naming task.toml and
     the field), before any trial: a config error is reported once, never retried."""
-    from harbor.models.task.task import Task
+    from harbor.models.task.config import TaskConfig
 
+    from kwrl.errors import TaskFormatError
     from kwrl.sandbox.local import check_limits
 
-    task_dir = Path(task_dir)
-    check_limits(Task(task_dir).config.environment, task_dir / "task.toml")
+    path = Path(task_dir) / "task.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TaskFormatError(path, None, f"cannot read the task's config ({e})") from None
+    try:
+        config = TaskConfig.model_validate_toml(text)
+    except Exception as e:  # harbor's own validation, as its Task would run it
+        raise TaskFormatError(path, None, f"invalid task config: {e}") from None
+    check_limits(config.environment, path)
 
 
 def _record_result(record: TrialRecord, result: Any, trial_dir: Path) -> None:
