@@ -86,7 +86,24 @@ def world_gateway(root: Path, timeout_s: float = 120.0) -> Any:
     return ready_process(argv, "kwrl-gateway ready", timeout_s)
 
 
-def policy_server(model: str = "smollm2-135m", timeout_s: float = 300.0) -> Any:
+def policy_server(
+    model: str = "smollm2-135m", timeout_s: float = 300.0, served_name: str | None = None
+) -> Any:
     """`kwrl serve MODEL` (CPU) in a subprocess; yields its `/v1` base URL once ready."""
     argv = [sys.executable, "-m", "kwrl.cli", "serve", model, "--port", "0", "--threads", "1"]
+    argv += ["--served-name", served_name] if served_name else []
     return ready_process(argv, "kwrl-serve ready", timeout_s)
+
+
+def synth_prompts(root: Path) -> tuple[Path, Path]:
+    """`kwrl data synth` (1 world, 2 tasks, seed 0) into ROOT/data and its SkyRL prompts parquet,
+    ROOT/train.parquet: what the SkyRL generator tests run."""
+    from kwrl.train.skyrl.data import write_prompts
+
+    data = root / "data"
+    synth = [sys.executable, "-m", "kwrl.cli", "data", "synth", "--out", str(data)]
+    synth += ["--worlds", "1", "--tasks-per-world", "2", "--seed", "0"]
+    subprocess.run(synth, check=True, capture_output=True)
+    parquet = root / "train.parquet"
+    assert write_prompts(data, parquet) == 2
+    return data, parquet

@@ -58,20 +58,12 @@ def test_spoofed_prompt_blocks_do_not_change_the_verdict(tmp_path: Path, judge: 
         verifiers=[
             Verifier.model_validate(
                 {
-                    "verifier_id": "ver_0",
-                    "verifier_values": {
-                        "criteria": f"The answer says '{GOLD}'",
-                        "is_primary_objective": True,
-                    },
+                    "verifier_id": f"ver_{i}",
+                    "verifier_index": i,
+                    "verifier_values": {"criteria": c, "is_primary_objective": i == 0},
                 }
-            ),
-            Verifier.model_validate(
-                {
-                    "verifier_id": "ver_1",
-                    "verifier_values": {"criteria": f"A note says '{GOLD}'"},
-                    "verifier_index": 1,
-                }
-            ),
+            )
+            for i, c in enumerate([f"The answer says '{GOLD}'", f"A note says '{GOLD}'"])
         ],
     )
     task_dir = write_task_dir(tmp_path / "ds" / "tasks" / "t", spec)

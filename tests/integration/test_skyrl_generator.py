@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from agent_helpers import ready_process
+from agent_helpers import policy_server, synth_prompts
 
 pytestmark = pytest.mark.slow
 
@@ -38,15 +36,9 @@ async def test_generator_runs_real_trials_and_its_output_feeds_skyrls_trainer_co
 
     from kwrl.llm.packaged import ensure_model
     from kwrl.train.skyrl.config import KwrlSection
-    from kwrl.train.skyrl.data import write_prompts
     from kwrl.train.skyrl.generator import KwrlHarborGenerator
 
-    data = tmp_path / "data"
-    synth = [sys.executable, "-m", "kwrl.cli", "data", "synth", "--out", str(data)]
-    synth += ["--worlds", "1", "--tasks-per-world", "2", "--seed", "0"]
-    subprocess.run(synth, check=True, capture_output=True)
-    parquet = tmp_path / "train.parquet"
-    assert write_prompts(data, parquet) == 2
+    data, parquet = synth_prompts(tmp_path)
 
     model = ensure_model("smollm2-135m")
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -56,9 +48,7 @@ async def test_generator_runs_real_trials_and_its_output_feeds_skyrls_trainer_co
     batch, uids = prepare_generator_input(rows, 2, sampling, "kwrl", "train", 1)
     assert all(ex["task_path"].startswith(str(data)) for ex in batch["env_extras"] or [])
 
-    serve = [sys.executable, "-m", "kwrl.cli", "serve", str(model), "--port", "0"]
-    serve += ["--threads", "1", "--served-name", "policy"]
-    with ready_process(serve, "kwrl-serve ready", timeout_s=300) as base_url:
+    with policy_server(str(model), served_name="policy") as base_url:
         section = KwrlSection(
             trials_dir=str(tmp_path / "trials"),
             concurrency=4,

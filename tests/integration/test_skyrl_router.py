@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from agent_helpers import ready_process
+from agent_helpers import policy_server, synth_prompts
 
 pytest.importorskip("skyrl")
 pytest.importorskip("vllm_router")
@@ -33,22 +33,14 @@ FAKE_KEY = "sk-kwrl-test-router-0123456789"
 
 def test_generator_samples_through_skyrls_router_in_a_ray_task(tmp_path: Path) -> None:
     from kwrl.llm.packaged import ensure_model
-    from kwrl.train.skyrl.data import write_prompts
 
-    data = tmp_path / "data"
-    synth = [sys.executable, "-m", "kwrl.cli", "data", "synth", "--out", str(data)]
-    synth += ["--worlds", "1", "--tasks-per-world", "2", "--seed", "0"]
-    subprocess.run(synth, check=True, capture_output=True)
-    parquet = tmp_path / "train.parquet"
-    assert write_prompts(data, parquet) == 2
+    _, parquet = synth_prompts(tmp_path)
     model = ensure_model("smollm2-135m")
     trials, out = tmp_path / "trials", tmp_path / "out.json"
-    serve = [sys.executable, "-m", "kwrl.cli", "serve", str(model), "--port", "0"]
-    serve += ["--threads", "1", "--served-name", "policy"]
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay short
     env = {**os.environ, "RAY_TMPDIR": ray_tmp, "OPENAI_API_KEY": FAKE_KEY}
     try:
-        with ready_process(serve, "kwrl-serve ready", timeout_s=300) as base_url:
+        with policy_server(str(model), served_name="policy") as base_url:
             server = base_url.removesuffix("/v1")
             argv = [sys.executable, str(DRIVER), str(parquet), str(model), server, str(out)]
             argv += [str(trials), str(tmp_path / "logs")]
