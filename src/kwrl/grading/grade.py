@@ -11,7 +11,21 @@ outputs, which the verifier bounds with its grading budget); `judge_prepared` se
 `failed_trial` fails every criterion for one reason (the outputs exceeded the budget).
 
 Any `JudgeError` aborts the whole trial's grading (a TaskGroup cancels the other calls): a trial
-whose criteria cannot all be graded is an error, never a partial or silent 0.
+whose criteria cannot all be graded is an error, never a partial or silent 0. Except what the
+agent's own output provokes, since an error masks the trial's group in training and a policy
+could trade a 0 for a mask (`_judge_one`):
+- the judge answers, never with a verdict (`NoVerdictError`): the criterion fails;
+- the prompt overflows the judge's context (`ContextOverflowError`): the prompt is rebuilt with
+  half the evidence budget (`max_artifact_chars`), again on each overflow, down to
+  `MIN_EVIDENCE_CHARS`; the verdict on the cut evidence is the grade, and the grade records the
+  cut (`evidence_chars`, a rationale prefix). Still over at the floor, the judge is asked once
+  with the agent's output withheld: answered, the agent's output is what does not fit and the
+  criterion fails; over again, the task and criterion alone do not fit (the judge's
+  configuration: `JudgeError`);
+- the content filter refuses the prompt (`RefusedError`): the judge is asked once with the
+  agent's output withheld: answered, the agent's text tripped the filter and the criterion fails
+  (the probe's verdict, on no evidence, is never the grade); refused again, the task or criterion
+  text trips it (`JudgeError`).
 
 `TrialGrades.reward_json()` is harbor's flat `reward.json` (`reward`, `pass`,
 `criterion/<verifier_id>`); `grades_json()` is the audit trail (each verdict, its rationale, and the
@@ -27,7 +41,14 @@ from typing import Any, Literal
 from kwrl.errors import JudgeError
 from kwrl.grading.checks import run_check
 from kwrl.grading.evidence import Evidence
-from kwrl.grading.judges import Judge, JudgeConfig, NoVerdictError, build_prompt
+from kwrl.grading.judges import (
+    ContextOverflowError,
+    Judge,
+    JudgeConfig,
+    JudgeInputs,
+    NoVerdictError,
+    RefusedError,
+)
 from kwrl.grading.scoring import score
 from kwrl.tasks.models import Verifier
 
@@ -47,6 +68,9 @@ class CriterionGrade:
     cached: bool = False
     cache_key: str | None = None
     """sha256 of (model, prompt): names the verdict's cache file and identifies the exact prompt."""
+    evidence_chars: int | None = None
+    """The evidence budget of the judged prompt when the judge's context made the grader cut it
+    below `max_artifact_chars` (`MIN_EVIDENCE_CHARS` at least); None when nothing was cut."""
 
     @property
     def passed(self) -> bool:
@@ -98,6 +122,8 @@ def clean(obj: Any) -> Any:
 
 
 DEFAULT_MAX_ARTIFACT_CHARS = JudgeConfig.model_fields["max_artifact_chars"].default
+MIN_EVIDENCE_CHARS = 4_000
+"""The smallest evidence budget a prompt that overflows the judge's context is cut to."""
 
 
 def _ordered(verifiers: list[Verifier]) -> list[Verifier]:
@@ -110,12 +136,38 @@ def needs_judge(v: Verifier) -> bool:
 
 @dataclass
 class JudgeRequest:
-    """One criterion's prompt for the judge, built while the evidence is read (under the budget)."""
+    """One criterion's prompt for the judge, built while the evidence is read (under the budget),
+    and what rebuilds it (string work on the evidence already rendered)."""
 
     verifier: Verifier
     system: str
     user: str
     seen: list[str]
+    inputs: JudgeInputs
+    max_artifact_chars: int
+
+    def prompt(self, chars: int, *, withheld: bool = False) -> tuple[str, str]:
+        """(system, user) with an evidence budget of `chars`, or the agent's output withheld."""
+        if chars == self.max_artifact_chars and not withheld:
+            return self.system, self.user
+        system, user = self.inputs.prompt(chars, withheld=withheld)
+        return clean(system), clean(user)
+
+    def grade(
+        self, score: float, rationale: str, judge: Judge, key: str, *, chars: int,
+        cached: bool = False,
+    ) -> CriterionGrade:  # fmt: skip
+        """The criterion's judged grade; a prompt cut below the budget says so first."""
+        vals = self.verifier.verifier_values
+        cut = chars if chars < self.max_artifact_chars else None
+        if cut is not None:
+            rationale = (
+                f"[evidence cut to {cut:,} characters to fit the judge's context] {rationale}"
+            )
+        return CriterionGrade(
+            self.verifier.verifier_id, vals.criteria, score, "judge", rationale, self.seen,
+            vals.is_primary_objective, judge.spec, cached, key, cut,
+        )  # fmt: skip
 
 
 @dataclass
@@ -170,16 +222,12 @@ def prepare(
                 f"(cap {max_judge_artifacts}); failed without a judge call",
             )
             continue
-        system, user = build_prompt(
-            task=evidence.task,
-            answer=evidence.answer,
-            criterion=vals.criteria,
-            scope=scope,
-            artifacts=artifacts,
-            max_artifact_chars=max_artifact_chars,
-        )
+        inputs = JudgeInputs(evidence.task, evidence.answer, vals.criteria, scope, artifacts)
+        system, user = inputs.prompt(max_artifact_chars)
         seen = (["final answer"] if scope != "files" else []) + [a.label for a in artifacts]
-        requests.append(JudgeRequest(v, clean(system), clean(user), clean(seen)))
+        requests.append(
+            JudgeRequest(v, clean(system), clean(user), clean(seen), inputs, max_artifact_chars)
+        )
     return Prepared(grades, requests)
 
 
@@ -193,27 +241,61 @@ def failed_trial(
 
 
 async def _judge_one(req: JudgeRequest, judge: Judge) -> CriterionGrade:
-    vals = req.verifier.verifier_values
+    """One criterion's grade from the judge; what the agent's output provokes ends as a grade,
+    what the task's own text or the judge does is a `JudgeError` (module doc)."""
+    chars = req.max_artifact_chars
+    floor = min(MIN_EVIDENCE_CHARS, chars)
+    while True:
+        system, user = req.prompt(chars)
+        key = judge.cache_key(system, user)
+        try:
+            verdict, cached = await judge.verdict(system, user)
+        except NoVerdictError as e:  # it answered, never with a verdict: the evidence's doing
+            why = f"no valid verdict from the judge, so the criterion fails: {e}"
+            return req.grade(0.0, why, judge, key, chars=chars)
+        except RefusedError as e:
+            await _probe_withheld(req, judge, chars, e)
+            why = f"the judge's content filter refused the agent's output, so the criterion fails: {e}"
+            return req.grade(0.0, why, judge, key, chars=chars)
+        except ContextOverflowError as e:
+            if chars > floor:
+                chars = max(chars // 2, floor)
+                continue
+            await _probe_withheld(req, judge, chars, e)
+            why = (
+                f"the agent's output does not fit the judge's context even cut to {chars:,} "
+                f"characters, so the criterion fails: {e}"
+            )
+            return req.grade(0.0, why, judge, key, chars=chars)
+        score = 1.0 if verdict.is_criteria_true else 0.0
+        return req.grade(score, verdict.rationale, judge, key, chars=chars, cached=cached)
+
+
+async def _probe_withheld(req: JudgeRequest, judge: Judge, chars: int, cause: JudgeError) -> None:
+    """Ask once more with the agent's output withheld after `cause` (a refusal, or an overflow at
+    the smallest evidence budget). Returns when the judge takes that prompt (the agent's output was
+    the trouble; the probe's verdict is not used); raises `JudgeError` (infrastructure) when it
+    fails the same way without any agent output: the task or criterion is the trouble."""
+    system, user = req.prompt(chars, withheld=True)
+    vid = req.verifier.verifier_id
     try:
-        verdict, cached = await judge.verdict(req.system, req.user)
-    except NoVerdictError as e:  # the judge answered, never with a verdict: the evidence's doing
-        return CriterionGrade(
-            req.verifier.verifier_id, vals.criteria, 0.0, "judge",
-            f"no valid verdict from the judge, so the criterion fails: {e}", req.seen,
-            vals.is_primary_objective, judge.spec, False, judge.cache_key(req.system, req.user),
-        )  # fmt: skip
-    return CriterionGrade(
-        req.verifier.verifier_id,
-        vals.criteria,
-        1.0 if verdict.is_criteria_true else 0.0,
-        "judge",
-        verdict.rationale,
-        req.seen,
-        vals.is_primary_objective,
-        judge.spec,
-        cached,
-        judge.cache_key(req.system, req.user),
-    )
+        await judge.verdict(system, user)
+    except NoVerdictError:
+        return  # it took the prompt and answered
+    except RefusedError as e:
+        raise JudgeError(
+            f"judge {judge.spec}: its content filter refuses criterion {vid}'s prompt even with "
+            f"the agent's output withheld, so the task or criterion text trips it: {e}"
+        ) from e
+    except ContextOverflowError as e:
+        refused = isinstance(cause, RefusedError)
+        raise JudgeError(
+            f"judge {judge.spec}: criterion {vid}'s prompt overflows the judge's context even with "
+            "the agent's output withheld, so the task and criterion alone do not fit"
+            f"{' (after a content-filter refusal)' if refused else ''}: {e}. Use a judge with a "
+            "longer context, or a smaller KWRL_JUDGE_MAX_TOKENS; KWRL_JUDGE_MAX_ARTIFACT_CHARS "
+            f"({req.max_artifact_chars:,}) bounds only the agent's output"
+        ) from e
 
 
 async def judge_prepared(

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import docx
 import pytest
-from grading_testkit import FakeJudge, copy_state, verifier, write_files
+from grading_testkit import FakeJudge, agent_output, copy_state, verifier, write_files
 
 from kwrl.errors import JudgeError
 from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import grade_trial
 from kwrl.grading.judges import JudgeConfig, build_judge
+from kwrl.grading.judges.prompt import WITHHELD
 
 WORD = "Word Documents (.docx, .doc, .odt)"
 SHEETS = "Spreadsheets (.xlsx, .xls, .xlsm, .ods)"
@@ -114,3 +115,123 @@ async def test_a_failing_judge_fails_the_whole_trial(
             await grade_trial(verifiers, trial, judge)
     with pytest.raises(JudgeError, match="KWRL_JUDGE"):
         await grade_trial(verifiers, trial, None)
+
+
+# ---------------------------------------------------------------- what the agent's output provokes
+
+GOLD = "Q3-TOTAL-9182"
+MARKER = "FORBIDDEN-WORD"
+
+
+def limited(fake: FakeJudge, **kw: object) -> JudgeConfig:
+    base: dict[str, object] = {"model": fake.spec, "backoff_s": 0.01, "max_retries": 1,
+                               "requests_per_minute": None, "max_artifact_chars": 100_000}  # fmt: skip
+    return JudgeConfig.model_validate({**base, **kw})
+
+
+def evidence_of(tmp: Path, answer: str, files: dict[str, str]) -> Evidence:
+    world = write_files(tmp / "world", {"filesystem/seed.txt": "seed"})
+    final = write_files(copy_state(world, tmp / "final"), files)
+    return Evidence.collect(task="Report the Q3 total and note it.", answer=answer,
+                            initial=StateView.of([world]), final=StateView.of([final]))  # fmt: skip
+
+
+async def test_an_overflowing_prompt_is_judged_on_cut_evidence(
+    tmp_path: Path, fake_judge: FakeJudge
+) -> None:
+    fake_judge.context_chars = 20_000  # the prompt, system included
+    trial = evidence_of(tmp_path, f"The total is {GOLD}.\n" + "padding " * 20_000,
+                        {"filesystem/note.txt": f"total {GOLD}\n" + "x" * 200_000})  # fmt: skip
+    verifiers = [verifier("a", f"The answer says '{GOLD}'", file_type="answer"),
+                 verifier("f", f"The note says '{GOLD}'", file_type=".txt", index=1)]  # fmt: skip
+    cfg = limited(fake_judge, cache_dir=tmp_path / "cache")
+    async with build_judge(cfg) as judge:
+        grades = await grade_trial(verifiers, trial, judge)
+    a, f = grades.grades
+    # 100,000 -> 50,000 -> 25,000 characters of evidence: the answer's half-share fits; the
+    # note's whole share fits at 12,500
+    assert (a.score, f.score) == (1.0, 1.0) and grades.judge_calls == 3 + 4
+    assert (a.evidence_chars, f.evidence_chars) == (25_000, 12_500)
+    cut = "[evidence cut to 25,000 characters to fit the judge's context]"
+    assert a.rationale == f"{cut} scripted: met"
+    prompts = [[m["content"] for m in r["body"]["messages"]] for r in fake_judge.requests]
+    fitting = [(sys, user) for sys, user in prompts if len(sys + user) <= 20_000]
+    # one judged prompt per criterion, and its grade names it
+    assert {judge.cache_key(*p) for p in fitting} == {a.cache_key, f.cache_key}
+    # a regrade finds the cut prompt's verdict in the cache (the overflows are asked again)
+    async with build_judge(cfg) as judge:
+        again = await grade_trial(verifiers, trial, judge)
+    assert [g.cached for g in again.grades] == [True, True] and again.judge_calls == 2 + 3
+    assert [g.cache_key for g in again.grades] == [a.cache_key, f.cache_key]
+    # an answer that fits is not cut
+    small = evidence_of(tmp_path / "small", f"The total is {GOLD}.", {"filesystem/n.txt": GOLD})
+    async with build_judge(cfg) as judge:
+        fit = await grade_trial(verifiers[:1], small, judge)
+    assert fit.grades[0].evidence_chars is None and fit.grades[0].rationale == "scripted: met"
+
+
+async def test_output_that_overflows_even_cut_to_the_floor_fails_the_criterion(
+    tmp_path: Path, fake_judge: FakeJudge
+) -> None:
+    # 60 files with 200-character names: their headers alone overflow at the smallest budget
+    fake_judge.context_chars = 8_000
+    files = {f"filesystem/{i:02d}{'n' * 200}.txt": GOLD for i in range(60)}
+    trial = evidence_of(tmp_path, GOLD, files)
+    async with build_judge(limited(fake_judge, max_artifact_chars=16_000)) as judge:
+        grades = await grade_trial([verifier("f", f"A file says '{GOLD}'")], trial, judge)
+    [g] = grades.grades
+    assert g.score == 0.0 and g.evidence_chars == 4_000
+    assert "does not fit the judge's context even cut to 4,000 characters" in g.rationale
+    # 16,000 -> 8,000 -> 4,000, then the probe without the agent's output, which fits
+    assert grades.judge_calls == 4
+    assert agent_output(fake_judge.user_prompts()[-1]) == WITHHELD
+
+
+async def test_a_task_that_does_not_fit_the_judge_is_infrastructure(
+    tmp_path: Path, fake_judge: FakeJudge
+) -> None:
+    fake_judge.context_chars = 3_000  # shorter than the judge's own instructions
+    trial = evidence_of(tmp_path, GOLD, {})
+    async with build_judge(limited(fake_judge, max_artifact_chars=8_000)) as judge:
+        with pytest.raises(JudgeError, match="task and criterion alone do not fit") as info:
+            await grade_trial([verifier("a", f"Says '{GOLD}'", file_type="answer")], trial, judge)
+    assert "maximum context length is 32768" in str(info.value)
+    assert "KWRL_JUDGE_MAX_ARTIFACT_CHARS (8,000)" in str(info.value)
+    assert type(info.value) is JudgeError
+
+
+async def test_a_refused_agent_output_fails_its_criterion_and_a_clean_one_is_judged(
+    tmp_path: Path, fake_judge: FakeJudge
+) -> None:
+    fake_judge.refuse_marker = MARKER
+    trial = evidence_of(tmp_path, f"{GOLD} {MARKER}", {"filesystem/note.txt": f"total {GOLD}"})
+    verifiers = [verifier("a", f"The answer says '{GOLD}'", file_type="answer"),
+                 verifier("f", f"The note says '{GOLD}'", file_type=".txt", index=1)]  # fmt: skip
+    async with build_judge(limited(fake_judge)) as judge:
+        grades = await grade_trial(verifiers, trial, judge)
+    a, f = grades.grades
+    assert (a.score, a.method, f.score, f.rationale) == (0.0, "judge", 1.0, "scripted: met")
+    assert a.rationale.startswith("the judge's content filter refused the agent's output")
+    assert "content management policy" in a.rationale and a.evidence_chars is None
+    # the refused prompt, the probe without the agent's output (answered, not the grade), the note
+    assert grades.judge_calls == 3 and grades.score == 0.5
+    # a 200 that the filter ended (finish_reason content_filter) is a refusal too, at once
+    fake_judge.refuse_marker = None
+    fake_judge.faults.append("filtered")
+    async with build_judge(limited(fake_judge)) as judge:
+        grades = await grade_trial(verifiers[:1], trial, judge)
+    assert grades.grades[0].score == 0.0 and grades.judge_calls == 2
+    assert "finish_reason content_filter" in grades.grades[0].rationale
+
+
+async def test_a_criterion_the_filter_refuses_is_infrastructure(
+    tmp_path: Path, fake_judge: FakeJudge
+) -> None:
+    fake_judge.refuse_marker = MARKER
+    trial = evidence_of(tmp_path, GOLD, {})
+    v = verifier("a", f"The answer says '{GOLD}' and never '{MARKER}'", file_type="answer")
+    async with build_judge(limited(fake_judge)) as judge:
+        with pytest.raises(JudgeError, match="task or criterion text trips it") as info:
+            await grade_trial([v], trial, judge)
+    assert type(info.value) is JudgeError and "criterion a's prompt" in str(info.value)
+    assert len(fake_judge.requests) == 2  # the prompt, then the probe: no retries

@@ -23,26 +23,31 @@ from kwrl.errors import ConfigError
 from kwrl.grading.judges.base import (
     DEFAULT_MODEL,
     ENV_SPEC,
+    ContextOverflowError,
     Judge,
     JudgeConfig,
     MalformedVerdictError,
     NoVerdictError,
+    RefusedError,
     TransientJudgeError,
     Verdict,
     parse_verdict,
 )
 from kwrl.grading.judges.litellm import LiteLLMJudge
 from kwrl.grading.judges.openai_http import OpenAIHTTPJudge
-from kwrl.grading.judges.prompt import build_prompt
+from kwrl.grading.judges.prompt import JudgeInputs, build_prompt
 from kwrl.llm.spec import is_url, split_spec
 
 __all__ = [
     "DEFAULT_MODEL",
     "JUDGES",
+    "ContextOverflowError",
     "Judge",
     "JudgeConfig",
+    "JudgeInputs",
     "MalformedVerdictError",
     "NoVerdictError",
+    "RefusedError",
     "TransientJudgeError",
     "Verdict",
     "build_judge",
@@ -60,7 +65,8 @@ JUDGES: dict[str, type[Judge]] = {
 
 To add a judge: write `judges/<name>.py` with a `Judge` subclass that sets `kind`, implements
 `_complete(messages)` (raise `TransientJudgeError` for what a retry may fix, `JudgeError` for what
-it cannot) and `key_env(target)` (the variables holding its API key, so trials pass them to their
+it cannot; classify a 4xx with `base.client_error`, so a prompt over the context or a
+content-filter refusal reaches the grader as `ContextOverflowError` or `RefusedError`) and `key_env(target)` (the variables holding its API key, so trials pass them to their
 verifier); register it here. `KIND:TARGET` then names it in `--judge`, `KWRL_JUDGE` and configs, and
 `judge_env` carries it and its key variables into a trial's verifier phase; nothing else in the
 grader changes. Add it to README's judge specs and docs/contracts.md. Tests:

@@ -9,16 +9,33 @@ fault tolerance a trial's reward depends on:
   written atomically, so regrading and a second identical trial cost no call;
 - pacing: an asyncio semaphore (`concurrency`) and a requests-per-minute pacer, both per judge
   object, i.e. per trial's verifier (a shared quota across trials belongs to a proxy in front);
-- a per-request timeout (`timeout_s`);
-- retries through tenacity: a `TransientJudgeError` (429, 408, 5xx, transport errors, timeouts,
-  malformed or off-schema output) is retried with jittered exponential backoff up to
-  `max_retries`; any other `JudgeError` (bad key, unknown model) fails at once;
-- a judge that keeps failing raises `JudgeError`: the trial is an error, never a silent 0;
+- a per-request timeout (`timeout_s`).
+
+How a failure is classified (the reward is the product: a policy maximizes exactly what the grader
+writes, and an infrastructure error masks the trial's whole group in training, so every failure
+the agent's own output can provoke must end as a grade, never as a mask):
+
+- `TransientJudgeError` (429, 408, 409, 5xx, transport errors, timeouts, malformed or off-schema
+  output) is retried through tenacity with jittered exponential backoff up to `max_retries`; a
+  judge that keeps failing so raises `JudgeError`: the trial is an error, never a silent 0;
 - except a judge that keeps answering without a valid verdict (its last attempt answered, and the
   answer was not a verdict): `NoVerdictError`, which the grader turns into a failed criterion.
   What the judge reads is the agent's output, so text that derails it (an injected instruction,
   a refusal-bait) is the agent's doing; as an infrastructure error it would mask the trial's group
-  and a policy could trade a 0 for a mask.
+  and a policy could trade a 0 for a mask;
+- `ContextOverflowError` (the prompt is longer than the judge's context) and `RefusedError` (the
+  provider's content filter refused the prompt, or cut the answer: `finish_reason`
+  `content_filter`) are raised at once, no retry: the same prompt fails the same way. The grader
+  decides whose doing they are (`kwrl.grading.grade`): it rebuilds the prompt with less evidence,
+  or with the agent's output withheld, and only a prompt that fails without any agent output is
+  infrastructure;
+- any other `JudgeError` (a 4xx: bad key, unknown model, a request the server rejects) fails at
+  once: infrastructure.
+
+`client_error` classifies a 4xx answer for every transport: the provider's error code first
+(`context_length_exceeded`; `content_filter`, `content_policy_violation`,
+`ResponsibleAIPolicyViolation`), then, on a 400 without such a code, the message as vLLM-style
+servers word it (`OVERFLOW_TEXT`, `REFUSAL_TEXT`).
 
 A transport (one file beside this one, registered in `kwrl.grading.judges.JUDGES`) implements
 `_complete` and says which environment variables hold its API key (`key_env`), so a trial's
@@ -138,6 +155,79 @@ class MalformedVerdictError(TransientJudgeError):
 class NoVerdictError(JudgeError):
     """Every attempt was spent and the last one answered without a verdict: the criterion fails
     (`kwrl.grading.grade`), the trial is graded."""
+
+
+class ContextOverflowError(JudgeError):
+    """The prompt is longer than the judge's context (never retried as is): the grader rebuilds it
+    with less evidence (`kwrl.grading.grade`)."""
+
+
+class RefusedError(JudgeError):
+    """The judge's content filter refused the prompt (never retried as is): the grader asks once
+    more with the agent's output withheld to tell whose text tripped it (`kwrl.grading.grade`)."""
+
+
+OVERFLOW_CODES = frozenset({"context_length_exceeded"})
+"""Provider error codes of a prompt over the context (OpenAI, Azure)."""
+REFUSAL_CODES = frozenset(
+    {"content_filter", "content_policy_violation", "responsibleaipolicyviolation"}
+)
+"""Provider error codes of a content-filter refusal (Azure's `content_filter` and its inner
+`ResponsibleAIPolicyViolation`, OpenAI's `content_policy_violation`), lower-cased."""
+OVERFLOW_TEXT = re.compile(
+    r"maximum context length|longer than the maximum model length|"
+    r"longer than the model's (?:maximum )?context length|exceeds the model's context window",
+    re.IGNORECASE,
+)
+"""Fallback for 400s without a code (vLLM's OpenAI server answers `"code": 400`): "This model's
+maximum context length is N tokens. However, you requested ..." (vLLM, OpenAI), "The decoder
+prompt (length N) is longer than the maximum model length of M" (older vLLM), "... is longer than
+the model's context length" (TGI-style servers)."""
+REFUSAL_TEXT = re.compile(
+    r"content management policy|rejected as a result of our safety system", re.IGNORECASE
+)
+"""Fallback for 400s without a code: Azure's "... triggering Azure OpenAI's content management
+policy" and OpenAI's "Your request was rejected as a result of our safety system"."""
+
+
+def _error_fields(body: Any) -> tuple[set[str], str]:
+    """(lower-cased codes and types, message) of a provider's error body: `{"error": {...}}` or
+    flat (older vLLM), with Azure's `innererror`."""
+    err = body.get("error") if isinstance(body, dict) else None
+    err = err if isinstance(err, dict) else body if isinstance(body, dict) else {}
+    inner = err.get("innererror")
+    found = [err.get("code"), err.get("type")]
+    found += [inner.get("code")] if isinstance(inner, dict) else []
+    codes = {str(c).lower() for c in found if isinstance(c, str)}
+    message = err.get("message")
+    return codes, message if isinstance(message, str) else ""
+
+
+def _json_in(text: str) -> Any:
+    """The first JSON object in `text` (an SDK's message quoting the body), else None."""
+    start = text.find("{")
+    try:
+        return json.JSONDecoder().raw_decode(text[start:])[0] if start >= 0 else None
+    except json.JSONDecodeError:
+        return None
+
+
+def client_error(status: int, text: str, message: str, body: Any = None) -> JudgeError:
+    """The error for a 4xx answer (not a retried status): `ContextOverflowError`, `RefusedError`
+    or a plain `JudgeError`, with `message`. `text` is the raw answer or an SDK's message quoting
+    it; `body` the parsed error body when the caller has it (else the first JSON object in
+    `text`). Codes decide; the message is read only on a 400 whose body names no known code."""
+    codes, said = _error_fields(_json_in(text) if body is None else body)
+    if codes & OVERFLOW_CODES:
+        return ContextOverflowError(message)
+    if codes & REFUSAL_CODES:
+        return RefusedError(message)
+    if status == 400:
+        if OVERFLOW_TEXT.search(said or text):
+            return ContextOverflowError(message)
+        if REFUSAL_TEXT.search(said or text):
+            return RefusedError(message)
+    return JudgeError(message)
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)

@@ -3,7 +3,12 @@
 Spec: `litellm:PROVIDER/MODEL`, e.g. `litellm:gemini/gemini-2.5-flash` (key GEMINI_API_KEY or
 GOOGLE_API_KEY). The verdict schema goes as litellm's `response_format`; litellm's own retries are
 off (the base class retries). Provider errors are classified by status: 408/409/429/5xx and errors
-without a status are transient, authentication, permission, bad request and not-found are not.
+without a status are transient; litellm's `ContextWindowExceededError` is a `ContextOverflowError`,
+its `ContentPolicyViolationError` a `RefusedError`; any other 4xx goes through `base.client_error`
+on its body (litellm 1.110 leaves some of those as a plain BadRequestError: an older vLLM's
+"longer than the maximum model length", Azure's `content_filter` 400, and, for `openai/` models,
+OpenAI's `content_policy_violation`). A choice that ended with `finish_reason` `content_filter` is
+a refusal too.
 
 litellm is imported on the first call (it is slow to import); `LITELLM_LOCAL_MODEL_COST_MAP=True`
 keeps that import off the network.
@@ -14,8 +19,14 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from kwrl.errors import JudgeError
-from kwrl.grading.judges.base import Judge, TransientJudgeError, Verdict
+from kwrl.grading.judges.base import (
+    ContextOverflowError,
+    Judge,
+    RefusedError,
+    TransientJudgeError,
+    Verdict,
+    client_error,
+)
 
 _PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),  # the seed names GOOGLE_API_KEY
@@ -44,6 +55,8 @@ class LiteLLMJudge(Judge):
         from litellm.exceptions import (
             AuthenticationError,
             BadRequestError,
+            ContentPolicyViolationError,
+            ContextWindowExceededError,
             NotFoundError,
             PermissionDeniedError,
         )
@@ -68,11 +81,22 @@ class LiteLLMJudge(Judge):
                 max_retries=0,
                 **extra,
             )
-        except fatal as e:
-            raise JudgeError(f"judge {self.spec}: {type(e).__name__}: {e}") from e
+        except ContextWindowExceededError as e:
+            raise ContextOverflowError(f"judge {self.spec}: {type(e).__name__}: {e}") from e
+        except ContentPolicyViolationError as e:
+            raise RefusedError(f"judge {self.spec}: {type(e).__name__}: {e}") from e
         except Exception as e:  # provider SDK errors vary; classify by status deliberately
             status = getattr(e, "status_code", None)
+            if isinstance(e, fatal) and not isinstance(status, int):
+                status = 400  # a client error whatever its status says
             if not isinstance(status, int) or status in (408, 409, 429) or status >= 500:
                 raise TransientJudgeError(f"{type(e).__name__}: {e}") from e
-            raise JudgeError(f"judge {self.spec}: {type(e).__name__}: {e}") from e
-        return resp.choices[0].message.content
+            said = f"judge {self.spec}: {type(e).__name__}: {e}"
+            raise client_error(status, str(e), said, getattr(e, "body", None)) from e
+        choice = resp.choices[0]
+        if getattr(choice, "finish_reason", None) == "content_filter":
+            raise RefusedError(
+                f"judge {self.spec}: the answer ended by the content filter "
+                f"(finish_reason content_filter): {choice.message.content!r:.300}"
+            )
+        return choice.message.content

@@ -7,6 +7,11 @@ there is one, goes as a bearer token (`api_key_env`, default OPENAI_API_KEY).
 Non-obvious choice: plain httpx rather than litellm or the openai SDK. The grader starts once per
 trial inside the sandbox, and importing litellm costs seconds; retries are the base class's, so
 the SDK's own would only double them.
+
+Failures: 408/409/429/5xx, transport errors and a body without a choice are transient; any other
+4xx is classified by `base.client_error` (a prompt over the context, a content-filter refusal, or
+infrastructure); a 200 whose choice ended with `finish_reason` `content_filter` is a refusal, as a
+400 from the filter is.
 """
 
 from __future__ import annotations
@@ -15,8 +20,14 @@ from typing import ClassVar
 
 import httpx
 
-from kwrl.errors import JudgeError
-from kwrl.grading.judges.base import Judge, JudgeConfig, TransientJudgeError, Verdict
+from kwrl.grading.judges.base import (
+    Judge,
+    JudgeConfig,
+    RefusedError,
+    TransientJudgeError,
+    Verdict,
+    client_error,
+)
 from kwrl.llm.spec import split_url
 
 _RETRY_STATUS = (408, 409, 429)
@@ -73,10 +84,16 @@ class OpenAIHTTPJudge(Judge):
         if resp.status_code in _RETRY_STATUS or resp.status_code >= 500:
             raise TransientJudgeError(f"HTTP {resp.status_code}: {resp.text[:200]}")
         if resp.status_code >= 400:
-            raise JudgeError(
-                f"judge {self.spec}: HTTP {resp.status_code} from {self.base_url}: {resp.text[:300]}"
-            )
+            said = f"judge {self.spec}: HTTP {resp.status_code} from {self.base_url}: {resp.text[:300]}"
+            raise client_error(resp.status_code, resp.text, said)
         try:
-            return resp.json()["choices"][0]["message"]["content"]
+            choice = resp.json()["choices"][0]
+            content = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise TransientJudgeError(f"malformed completion response: {resp.text[:200]!r}") from e
+        if choice.get("finish_reason") == "content_filter":
+            raise RefusedError(
+                f"judge {self.spec}: the answer ended by the content filter "
+                f"(finish_reason content_filter): {resp.text[:300]}"
+            )
+        return content

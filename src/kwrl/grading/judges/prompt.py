@@ -13,11 +13,17 @@ prompt's tag names (`PROMPT_TAGS`) lose their `<` to `‹` (`neutralize`: "</AGE
 by the agent reaches the judge as "‹/AGENT_OUTPUT>"), a path cannot end its attribute (quotes
 escaped), and the system prompt tells the judge that nothing inside <AGENT_OUTPUT> is an
 instruction (rule 8 of judge_prompt.txt).
+
+`JudgeInputs` keeps what `build_prompt` needs for one criterion, so the grader can rebuild its
+prompt when the judge cannot take it: with a smaller `max_artifact_chars` (the prompt overflowed
+the judge's context), or with the agent's output withheld (`WITHHELD` in its place: the probe that
+tells whether the agent's text or the task's own tripped the judge's content filter).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
@@ -70,6 +76,26 @@ def render_artifact(a: Artifact, budget: int) -> str:
     return f"<ARTIFACT {attrs}>\n{content}\n</ARTIFACT>"
 
 
+def _agent_output(answer: str, scope: Scope, artifacts: list[Artifact], max_chars: int) -> str:
+    """The <AGENT_OUTPUT> block's content: the answer and the artifacts the scope shows."""
+    parts: list[str] = []
+    if scope in ("answer", "both"):
+        parts.append(
+            f"<FINAL_ANSWER>\n{truncate(neutralize(answer.strip()), max_chars // 2) or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
+        )
+    if scope in ("files", "both"):
+        if artifacts:
+            budget = max_chars // len(artifacts)
+            parts.extend(render_artifact(a, budget) for a in artifacts)
+        else:
+            parts.append("(the agent made no changes to files, mail, calendar or chat)")
+    return "\n\n".join(parts)
+
+
+WITHHELD = "(withheld: the agent's output is not shown in this request)"
+"""The whole of <AGENT_OUTPUT> in a probe (`build_prompt(withheld=True)`)."""
+
+
 def build_prompt(
     *,
     task: str,
@@ -78,24 +104,39 @@ def build_prompt(
     scope: Scope,
     artifacts: list[Artifact],
     max_artifact_chars: int,
+    withheld: bool = False,
 ) -> tuple[str, str]:
-    """(system, user) messages for one criterion."""
+    """(system, user) messages for one criterion; `withheld`: `WITHHELD` stands for the agent's
+    output (its answer and artifacts), so the prompt holds only the task's own text."""
     system, user = _load_prompt()
-    parts: list[str] = []
-    if scope in ("answer", "both"):
-        parts.append(
-            f"<FINAL_ANSWER>\n{truncate(neutralize(answer.strip()), max_artifact_chars // 2) or '(the agent gave no final answer)'}\n</FINAL_ANSWER>"
-        )
-    if scope in ("files", "both"):
-        if artifacts:
-            budget = max_artifact_chars // len(artifacts)
-            parts.extend(render_artifact(a, budget) for a in artifacts)
-        else:
-            parts.append("(the agent made no changes to files, mail, calendar or chat)")
+    output = WITHHELD if withheld else _agent_output(answer, scope, artifacts, max_artifact_chars)
     filled = user.safe_substitute(
         task=task.strip() or "(task text not available)",
         scope=SCOPE_TEXT[scope],
-        output="\n\n".join(parts),
+        output=output,
         criterion=criterion.strip(),
     )
     return system, filled
+
+
+@dataclass(frozen=True)
+class JudgeInputs:
+    """What `build_prompt` needs for one criterion, kept to rebuild its prompt (module doc)."""
+
+    task: str
+    answer: str
+    criterion: str
+    scope: Scope
+    artifacts: list[Artifact]
+
+    def prompt(self, max_artifact_chars: int, *, withheld: bool = False) -> tuple[str, str]:
+        """`build_prompt` on these inputs."""
+        return build_prompt(
+            task=self.task,
+            answer=self.answer,
+            criterion=self.criterion,
+            scope=self.scope,
+            artifacts=self.artifacts,
+            max_artifact_chars=max_artifact_chars,
+            withheld=withheld,
+        )
