@@ -4,6 +4,7 @@ against a real server on loopback (the one faked seam)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,15 @@ from grading_testkit import FakeJudge
 
 from kwrl.errors import ConfigError, JudgeError
 from kwrl.grading.evidence import Artifact
-from kwrl.grading.judges import JudgeConfig, build_judge, build_prompt, parse_verdict
+from kwrl.grading.judges import (
+    ContextOverflowError,
+    JudgeConfig,
+    RefusedError,
+    build_judge,
+    build_prompt,
+    parse_verdict,
+)
+from kwrl.grading.judges.base import client_error
 
 
 def config(fake: FakeJudge, **kw: object) -> JudgeConfig:
@@ -87,6 +96,68 @@ async def test_a_client_error_is_not_retried(fake_judge: FakeJudge) -> None:
         with pytest.raises(JudgeError, match="HTTP 401"):
             await judge.verdict(*prompt())
     assert len(fake_judge.requests) == 1
+
+
+OVERFLOWS = ["overflow", "overflow_flat", "overflow_openai"]
+REFUSALS = ["content_filter", "content_policy", "filtered"]
+
+
+@pytest.mark.parametrize("fault", OVERFLOWS + REFUSALS)
+async def test_an_overflow_or_a_refusal_is_its_own_error_raised_at_once(
+    fake_judge: FakeJudge, fault: str
+) -> None:
+    fake_judge.faults.append(fault)
+    async with build_judge(config(fake_judge)) as judge:
+        with pytest.raises(JudgeError) as info:
+            await judge.verdict(*prompt())
+    assert type(info.value) is (ContextOverflowError if fault in OVERFLOWS else RefusedError)
+    assert fake_judge.url in str(info.value)
+    assert len(fake_judge.requests) == 1  # the same prompt would fail the same way
+
+
+@pytest.mark.parametrize("fault", [400, 401, 403, 404, 422])
+async def test_other_client_errors_stay_plain_judge_errors(
+    fake_judge: FakeJudge, fault: int
+) -> None:
+    fake_judge.faults.append(fault)
+    async with build_judge(config(fake_judge)) as judge:
+        with pytest.raises(JudgeError, match=f"HTTP {fault}") as info:
+            await judge.verdict(*prompt())
+    assert type(info.value) is JudgeError and len(fake_judge.requests) == 1
+
+
+VLLM_OVERFLOW = json.dumps(
+    {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens.",
+            "type": "BadRequestError",
+            "code": 400,
+        }
+    }
+)
+QUOTED = "BadRequestError: Hosted_vllmException - " + json.dumps(
+    {"error": {"code": "content_filter"}}
+)
+
+
+@pytest.mark.parametrize(("status", "text", "kind"), [
+    (400, VLLM_OVERFLOW, ContextOverflowError),
+    (422, VLLM_OVERFLOW, JudgeError),  # the message alone counts on a 400 only
+    (413, '{"error": {"code": "context_length_exceeded"}}', ContextOverflowError),
+    (400, '{"error": {"code": "x", "innererror": {"code": "ResponsibleAIPolicyViolation"}}}',
+     RefusedError),
+    (400, '{"error": {"message": "Invalid model", "code": "model_not_found"}}', JudgeError),
+    (404, '{"error": {"message": "The model `m` does not exist.", "type": "NotFoundError"}}',
+     JudgeError),
+    (401, '{"error": {"message": "Incorrect API key", "code": "invalid_api_key"}}', JudgeError),
+    (400, QUOTED, RefusedError),  # a body quoted in an SDK's message
+    (400, "prompt is longer than the maximum model length of 4096", ContextOverflowError),
+    (400, "<html>Bad Request</html>", JudgeError),
+])  # fmt: skip
+def test_client_errors_are_classified_by_code_then_by_a_400s_message(
+    status: int, text: str, kind: type[JudgeError]
+) -> None:
+    assert type(client_error(status, text, "m")) is kind
 
 
 async def test_an_unreachable_endpoint_is_a_judge_error() -> None:
