@@ -129,7 +129,7 @@ def limited(fake: FakeJudge, **kw: object) -> JudgeConfig:
     return JudgeConfig.model_validate({**base, **kw})
 
 
-def evidence_of(tmp: Path, answer: str, files: dict[str, str]) -> Evidence:
+def evidence_of(tmp: Path, answer: str, files: dict[str, str | bytes]) -> Evidence:
     world = write_files(tmp / "world", {"filesystem/seed.txt": "seed"})
     final = write_files(copy_state(world, tmp / "final"), files)
     return Evidence.collect(task="Report the Q3 total and note it.", answer=answer,
@@ -175,7 +175,7 @@ async def test_output_that_overflows_even_cut_to_the_floor_fails_the_criterion(
 ) -> None:
     # 60 files with 200-character names: their headers alone overflow at the smallest budget
     fake_judge.context_chars = 8_000
-    files = {f"filesystem/{i:02d}{'n' * 200}.txt": GOLD for i in range(60)}
+    files: dict[str, str | bytes] = {f"filesystem/{i:02d}{'n' * 200}.txt": GOLD for i in range(60)}
     trial = evidence_of(tmp_path, GOLD, files)
     async with build_judge(limited(fake_judge, max_artifact_chars=16_000)) as judge:
         grades = await grade_trial([verifier("f", f"A file says '{GOLD}'")], trial, judge)
