@@ -142,7 +142,8 @@ def grade_within_budget(
        the reason in each rationale and in grades.json `error`): the agent's outputs did it, so the
        trial trains on a 0 rather than being masked as an infrastructure failure;
     2. judging: the judge's calls, bounded by its own timeout and retries; a `JudgeError` (no
-       judge, endpoint down, malformed verdicts) propagates (infrastructure: no reward).
+       judge, endpoint down, a task the judge cannot take) propagates (infrastructure: no
+       reward); what the agent's output provokes in the judge is a grade (`kwrl.grading.grade`).
 
     `phase`, when given, is a file that holds the phase in progress (`reading`, `judging`, `done`),
     so a trial that harbor's verifier timeout cut off can be classified (`kwrl.rollout.failures`).
