@@ -81,6 +81,7 @@ def trials(
         make_task(root, "daemons", world_id=world, solution="daemons", grader="kwrl"),
         make_task(root, "gold-link", world_id=world, solution="gold_link", grader="kwrl"),
         make_task(root, "disk", world_id=world, solution="disk", grader="kwrl", storage_mb=64),
+        make_task(root, "kill-all", world_id=world, solution="kill_all", grader="kwrl"),
         make_task(root, "host-write", world_id=world, grader="kwrl", solve=_host_write(root)),
     ]
     (tasks[1] / "tests" / "test.sh").write_text(OLD_TEST_SH)
@@ -174,6 +175,16 @@ def test_filling_the_disk_is_a_resource_limit(
     assert rec.cause is FailureCause.RESOURCE_LIMIT, (rec.cause, rec.error)
     assert rec.reward is None or rec.reward < 0.5
     assert "disk limit" in (rec.error or "")
+
+
+def test_killing_every_process_leaves_the_sandbox_to_grade(
+    trials: tuple[dict[str, TrialRecord], Path],
+) -> None:
+    """`kill -9 -1` and signals to pid 1: the sandbox's init survives, so the wrong answer is graded
+    (0) instead of the trial failing as infrastructure (which would mask its group)."""
+    rec = trials[0]["kill-all"]
+    assert rec.cause is FailureCause.NONE, (rec.cause, rec.error)
+    assert rec.reward == 0.0
 
 
 async def test_the_relay_socket_output_and_agent_logs_are_bounded(

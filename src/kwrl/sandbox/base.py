@@ -190,13 +190,18 @@ class SandboxSpec:
     a non-root user (which drops them)."""
 
 
-def bwrap_argv(spec: SandboxSpec, command: list[str], info_fd: int | None = None) -> list[str]:
-    """bwrap's argv for `spec` running `command`; the world is `<root>/merged` (an overlay)."""
+def bwrap_argv(
+    spec: SandboxSpec, command: list[str], info_fd: int | None = None, *, init: bool = False
+) -> list[str]:
+    """bwrap's argv for `spec` running `command`; the world is `<root>/merged` (an overlay).
+    `init`: `command` is the pid namespace's pid 1 (`--as-pid-1`, no bwrap reaper), so it must
+    reap orphans itself; the kernel keeps signals sent from inside the namespace off it."""
     merged = spec.root / "merged"
     argv = [
         "bwrap",
         "--unshare-ipc",
         "--unshare-pid",
+        *(["--as-pid-1"] if init else []),
         "--unshare-uts",
         "--unshare-cgroup-try",
         "--die-with-parent",

@@ -19,9 +19,12 @@ Two modes (`LocalSandboxConfig.gateway_mode`):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import socket
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kwrl.errors import SandboxError
@@ -31,6 +34,64 @@ if TYPE_CHECKING:
     from kwrl.sandbox.local import LocalEnvironment
 
 
+@dataclass(frozen=True)
+class ProcRef:
+    """One process on this host: its pid and start time (so a reused pid is not mistaken for it)."""
+
+    pid: int
+    start: str
+    """Field 22 of /proc/PID/stat (clock ticks since boot)."""
+
+
+def _stat(pid: int) -> tuple[str, str] | None:
+    """(state letter, start time) of `pid`, or None when there is no such process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], fields[19]
+
+
+def proc_ref(pid: int) -> ProcRef | None:
+    st = _stat(pid)
+    return None if st is None else ProcRef(pid, st[1])
+
+
+def proc_state(ref: ProcRef) -> str | None:
+    """`ref`'s state letter (R, S, D, T, Z, ...), or None once it is gone (reaped, or its pid reused)."""
+    st = _stat(ref.pid)
+    return None if st is None or st[1] != ref.start else st[0]
+
+
+def _nspid_depth(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return len(line.split()) - 1
+    except OSError:
+        pass
+    return 0
+
+
+def _inner_process(launcher: int, levels: int = 6) -> ProcRef | None:
+    """The first descendant of `launcher` in a deeper pid namespace: what nsenter -p forked into
+    the sandbox (the gateway, once setpriv has exec'd it)."""
+    depth = _nspid_depth(launcher)
+    frontier = [launcher]
+    for _ in range(levels):
+        children: list[int] = []
+        for pid in frontier:
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError):
+                    children += [int(c) for c in task.read_text().split()]
+        for c in children:
+            if _nspid_depth(c) > depth:
+                return proc_ref(c)
+        frontier = children
+    return None
+
+
 async def _drain(stream: asyncio.StreamReader) -> None:
     while await stream.read(65536):
         pass
@@ -38,14 +99,14 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 async def start_gateway(
     env: LocalEnvironment, listen_fd: int
-) -> tuple[asyncio.subprocess.Process | None, asyncio.Task[None] | None]:
-    """Start the gateway serving `listen_fd` in `env`'s sandbox; returns (process, stdout drain
-    task) once it is ready."""
+) -> tuple[asyncio.subprocess.Process | None, asyncio.Task[None] | None, ProcRef | None]:
+    """Start the gateway serving `listen_fd` in `env`'s sandbox; returns (launcher process, stdout
+    drain task, the gateway process itself) once it is ready. Fork mode has no launcher."""
     if env.settings.gateway_mode == "fork":
         from kwrl.sandbox.zygote import fork_gateway
 
-        _, drain = await fork_gateway(env, listen_fd)
-        return None, drain
+        pid, drain = await fork_gateway(env, listen_fd)
+        return None, drain, proc_ref(pid)
     argv = [
         *env.gateway_argv(),
         sandbox_python(),
@@ -84,7 +145,7 @@ async def start_gateway(
         raise SandboxError(
             f"world gateway not ready after {env.settings.gateway_timeout_s} s (see gateway.log)"
         ) from e
-    return proc, asyncio.create_task(_drain(proc.stdout))
+    return proc, asyncio.create_task(_drain(proc.stdout)), _inner_process(proc.pid)
 
 
 def serve_fd(fd: int) -> None:

@@ -9,7 +9,8 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   `storage_mb` and the world an overlayfs (lower = task overlay over world seed, upper on that
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
-  (loopback only), no capabilities, the host read-only or absent; `/logs/{agent,artifacts}` bound
+  (loopback only), no capabilities, the host read-only or absent, and kwrl's init as the pid
+  namespace's pid 1 (`_INIT`: agent code's signals cannot end the sandbox); `/logs/{agent,artifacts}` bound
   from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
   harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a
   dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
@@ -86,8 +87,10 @@ from kwrl.sandbox.base import (
     base_env,
     bwrap_argv,
     resolve_world,
+    sandbox_python,
 )
 from kwrl.sandbox.forward import UnixForwarder
+from kwrl.sandbox.gateway import ProcRef, proc_state
 from kwrl.tasks.taskdir import limit_problems
 
 # Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
@@ -101,8 +104,25 @@ _MOUNT = (
     "upper/.apps_data/chat work out-logs-agent out-logs-artifacts && "
     'mount -t overlay overlay -o "$3" "$4" && shift 4 && exec "$@"'
 )
-# The sandbox's only long-lived process; its line says bwrap finished building the namespaces.
-_KEEPER = "echo kwrl-sandbox-ready; exec sleep infinity"
+# The sandbox's init (bwrap --as-pid-1): its line says bwrap finished building the namespaces; it
+# then reaps whatever is orphaned inside. As pid 1 of the sandbox's pid namespace it receives no
+# signal sent from inside unless it handles that signal, and it handles none (SIGINT back to the
+# default; SIGCHLD is only blocked and waited for): agent code's `kill -9 -1` cannot end the sandbox.
+# With bwrap's own reaper as pid 1, a shell keeper as pid 2 was killable, and bwrap ended the whole
+# sandbox (world, /logs, gateway) with it.
+_INIT = (
+    "import os, signal\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
+    "os.write(1, b'kwrl-sandbox-ready\\n')\n"
+    "while True:\n"
+    "    try:\n"
+    "        while os.waitpid(-1, os.WNOHANG)[0]:\n"
+    "            pass\n"
+    "    except ChildProcessError:\n"
+    "        pass\n"
+    "    signal.sigwait({signal.SIGCHLD})\n"
+)
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
 _REAP_S = 5.0
@@ -148,6 +168,7 @@ class LocalEnvironment(BaseEnvironment):
         self._proc: asyncio.subprocess.Process | None = None
         self._gateway: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
+        self._gateway_ref: ProcRef | None = None
         self._forwarder: UnixForwarder | None = None
         self._init_pid = 0
         self._listener: socket.socket | None = None
@@ -190,6 +211,26 @@ class LocalEnvironment(BaseEnvironment):
     def cgroups(self) -> cgroups.Cgroups | None:
         """The trial's cgroups (None where cgroups are unavailable or before start)."""
         return self._cg
+
+    def gateway_fate(self) -> str | None:
+        """Why the world gateway stopped serving in the agent phase, or None while it serves (or
+        before it started, or once kwrl itself ended it for the verifier phase or stop()).
+
+        Inside the sandbox only agent code shares the gateway's pid namespace and user, so a
+        gateway that ended or was stopped (SIGSTOP) there was ended by the agent's own commands
+        (a memory-limit kill shows as the trial's `resource_limit` first). `KwrlAgent` asks this
+        when its MCP session fails or a call times out, and ends the run as `tools_lost`: the
+        trial is graded on the world as it stands, not masked as an infrastructure error.
+        """
+        ref = self._gateway_ref
+        if ref is None or self._stopped or self._verifier_phase:
+            return None
+        state = proc_state(ref)
+        if state is None or state in "ZX":
+            return "the world gateway ended in the agent phase: agent code killed it"
+        if state in "Tt":
+            return "the world gateway was stopped in the agent phase: agent code sent it SIGSTOP"
+        return None
 
     @property
     def init_pid(self) -> int:
@@ -271,7 +312,9 @@ class LocalEnvironment(BaseEnvironment):
             str(disk),
             opts,
             str(root / "merged"),
-            *bwrap_argv(spec, ["sh", "-c", _KEEPER], info_fd=write_fd),
+            *bwrap_argv(
+                spec, [sandbox_python(), "-I", "-S", "-c", _INIT], info_fd=write_fd, init=True
+            ),
         ]
         log = open(self.trial_paths.trial_dir / "sandbox.log", "ab")  # noqa: SIM115
         try:
@@ -741,7 +784,9 @@ class LocalEnvironment(BaseEnvironment):
         assert self.root is not None and self.gateway_socket is not None
         assert self._listener is not None
         try:
-            self._gateway, self._drain = await start_gateway(self, self._listener.fileno())
+            self._gateway, self._drain, self._gateway_ref = await start_gateway(
+                self, self._listener.fileno()
+            )
         finally:
             self._close_listener()  # the gateway holds it now; a dead gateway refuses connections
         # The relay connects by a host path under the sandbox root: /kwrl/run is read-only inside,

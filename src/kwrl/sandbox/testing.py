@@ -22,6 +22,9 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   /proc/*/environ and readable process memory; the gateway's socket replaced by a link;
 - `gold_link`: final_answer.txt and answer.txt as links to /tests/verifiers.json (which holds 42);
 - `disk`: 200 MB into /filesystem (meant for a task with a small storage_mb);
+- `kill_all`: `kill -9 -1` (every process it may signal: the gateway, and before the sandbox's
+  init was pid 1 the whole sandbox, so the trial became an infrastructure error), then signals
+  to the init itself;
 - grader budget attacks (`kwrl.grading.budget`, tests/integration/test_grader_budget.py), each
   meant to make the grader crash or time out, so the trial would be masked instead of scored 0:
   `file_flood` (25,000 files, over the grader's file cap), `deep_tree` (2,200 nested dirs, a path
@@ -183,6 +186,11 @@ ATTACKS: dict[str, str] = {
         "ln -sf /tests/verifiers.json /filesystem/answer.txt\n"
     ),
     "disk": "#!/usr/bin/env bash\nhead -c 200M /dev/zero > /filesystem/big\n" + _WRONG,
+    "kill_all": (
+        "#!/usr/bin/env bash\n"
+        + _WRONG
+        + "kill -9 -1\nkill -STOP 1; kill -TERM 1; kill -INT 1; kill -HUP 1\nexit 0\n"
+    ),
     "file_flood": _py_attack(
         "os.makedirs('/filesystem/flood')\n"
         "for i in range(25_000):\n"
