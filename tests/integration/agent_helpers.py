@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kwrl.agent.harbor_agent import KwrlAgent
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
 
 
@@ -49,6 +50,22 @@ class ScriptedPolicy(PolicyClient):
 
     async def chat(self, messages: Any, params: SamplingParams, **kw: Any) -> Completion:
         raise NotImplementedError
+
+
+class ScriptedKwrlAgent(KwrlAgent):
+    """Import path `agent_helpers:ScriptedKwrlAgent`: harbor's `KwrlAgent` whose policy replays
+    the kwarg `turns` (`ScriptedPolicy` over Qwen2.5's tokenizer), so a real harbor trial runs a
+    fixed sequence of tool calls through the real agent loop, gateway and sandbox."""
+
+    def __init__(self, *args: Any, turns: list[str], **kwargs: Any) -> None:
+        kwargs.setdefault("tokenizer", "qwen2.5-coder-0.5b")
+        super().__init__(*args, policy="scripted", **kwargs)
+        self.turns = list(turns)
+
+    def _build_policy(self) -> Any:
+        from kwrl.agent.tokenizer import load_tokenizer
+
+        return ScriptedPolicy(load_tokenizer(str(self.tokenizer_spec)), self.turns)
 
 
 @contextmanager

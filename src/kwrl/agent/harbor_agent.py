@@ -15,7 +15,9 @@ Outputs: `/logs/agent/final_answer.txt` in the environment (docs/contracts.md); 
 arrays, stop reason, per-turn stats and the drift report (keys in docs/contracts.md); token counts.
 Metadata is filled in a `finally`, so a trial cut by harbor's agent timeout keeps what was done.
 A policy or MCP infrastructure failure is raised after that (the trial is an error and is masked);
-a full context window or a cut last turn is not (the trial is graded, reward usually 0).
+a full context window or a cut last turn is not (the trial is graded, reward usually 0), nor is a
+gateway that agent code killed or stopped (`tools_lost`: kwrl's LocalEnvironment tells it from an
+infrastructure failure, `gateway_fate`; the trial is graded on the world as it stands).
 
 harbor 0.25 hands MCP servers only to agents declaring the capability; declared when available.
 """
@@ -38,7 +40,7 @@ from kwrl.agent.config import AgentConfig
 from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
 from kwrl.config import load_config
-from kwrl.errors import AgentError
+from kwrl.errors import AgentError, WorldError
 from kwrl.io import write_json, write_text
 
 try:  # harbor >= 0.25
@@ -153,12 +155,24 @@ class KwrlAgent(BaseAgent):
         session_id = f"{self.session_id or 'kwrl'}-{uuid.uuid4().hex[:8]}"
         loop: AgentLoop | None = None
         started = time.time()
+        tools_check = getattr(environment, "gateway_fate", None)
         try:
             async with GatewayClient(url, timeout_s=self.config.tool_call_timeout_s + 30) as gw:
                 loop = AgentLoop(
-                    policy, gw, self.config, tokenizer=tokenizer, session_id=session_id
+                    policy,
+                    gw,
+                    self.config,
+                    tokenizer=tokenizer,
+                    session_id=session_id,
+                    tools_check=tools_check,
                 )
                 self.run_result = await loop.run(instruction)
+        except Exception as e:
+            # The MCP SDK ends its session's task group when the transport fails (the gateway
+            # died), cancelling the loop mid-call; what escapes is the group's error.
+            if loop is None or loop.run_ is None or not _transport_failure(e):
+                raise
+            self.run_result = _session_lost(loop.run_, e, tools_check)
         finally:
             await policy.aclose()
             run = self.run_result or (loop.run_ if loop is not None else None)
@@ -208,3 +222,26 @@ class KwrlAgent(BaseAgent):
             path = Path(tmp) / "final_answer.txt"
             path.write_text(run.final_answer, encoding="utf-8")
             await environment.upload_file(path, FINAL_ANSWER_PATH)
+
+
+def _transport_failure(error: BaseException) -> bool:
+    """Whether `error` (or every error of its group) is the MCP connection failing, not a bug."""
+    import anyio
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(error, BaseExceptionGroup):
+        return all(_transport_failure(x) for x in error.exceptions)
+    kinds = (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
+    return isinstance(error, (*kinds, MCPError, ConnectionError, WorldError))
+
+
+def _session_lost(run: AgentRun, error: Exception, tools_check: Any) -> AgentRun:
+    """`run`, cut by a failed MCP session, ended as `tools_lost` when `tools_check` says agent code
+    ended the gateway, else as `tool_error` (infrastructure)."""
+    leaves = error.exceptions if isinstance(error, BaseExceptionGroup) else (error,)
+    why = "; ".join(f"{type(x).__name__}: {x}" for x in leaves)[:1000]
+    fate = tools_check() if callable(tools_check) else None
+    run.stop_reason = StopReason.TOOLS_LOST if fate else StopReason.TOOL_ERROR
+    run.error = f"MCP session failed: {why}" + (f" ({fate})" if fate else "")
+    return run

@@ -13,7 +13,9 @@
 
 The loop never raises for what the policy does; infrastructure failures (policy transport, dead
 MCP session) end the run with a stop reason and the error text, so a caller can classify and
-mask the trial. Everything it measured comes back in `AgentRun`.
+mask the trial. A dead session or a timed-out call is first put to `tools_check`: a tools' server
+that agent code ended or stopped (the policy's own doing) ends the run as `tools_lost`, graded and
+trained, not masked. Everything it measured comes back in `AgentRun`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import asyncio
 import fnmatch
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -54,6 +57,10 @@ class StopReason(StrEnum):
     """The policy could not be reached or failed (infrastructure: the trial is masked)."""
     TOOL_ERROR = "tool_error"
     """The MCP session died (infrastructure: the trial is masked)."""
+    TOOLS_LOST = "tools_lost"
+    """Agent code ended or stopped the world gateway that serves its tools (`tools_check` said so
+    after the session failed or a call timed out): the trial is graded on the world as it stands
+    and trained, never masked, so a policy cannot trade a low reward for a mask this way."""
 
 
 @dataclass
@@ -121,7 +128,11 @@ class AgentLoop:
         *,
         tokenizer: Tokenizer | None = None,
         session_id: str | None = None,
+        tools_check: Callable[[], str | None] | None = None,
     ) -> None:
+        """`tools_check`: asked when the MCP session fails or a tool call times out; it returns
+        why the tools' server stopped serving by the agent's own doing (e.g.
+        `LocalEnvironment.gateway_fate`), or None (the failure stays infrastructure)."""
         if policy.supports_tokens and tokenizer is None:
             raise AgentError("a token policy needs the policy's tokenizer for TITO")
         self.policy = policy
@@ -129,6 +140,7 @@ class AgentLoop:
         self.config = config
         self.tokenizer = tokenizer
         self.session_id = session_id or uuid.uuid4().hex
+        self.tools_check = tools_check
         self.parser = build_parser(config.tool_call_parser)
         self.wrappers: dict[str, str] = {}
         self.tool_schemas: list[dict[str, Any]] = []
@@ -310,6 +322,12 @@ class AgentLoop:
             observation = [await self._call(c, stats) for c in calls]
         except AgentError as e:
             run.error = str(e)
+            if isinstance(e, ToolsLostError):
+                return StopReason.TOOLS_LOST
+            fate = self.tools_check() if self.tools_check is not None else None
+            if fate:
+                run.error = f"{e} ({fate})"
+                return StopReason.TOOLS_LOST
             return StopReason.TOOL_ERROR
         stats.tool_latency_s = time.perf_counter() - t0
         if parsed.malformed:
@@ -360,10 +378,16 @@ class AgentLoop:
                     f"Error: tool {call.name} timed out after {self.config.tool_call_timeout_s:g} s"
                 )
                 outcome, ok = "timeout", False
+                fate = self.tools_check() if self.tools_check is not None else None
+                if fate:
+                    raise ToolsLostError(f"{call.name} timed out: {fate}") from None
             except MCPError as e:
                 if _is_timeout(e):
                     text = f"Error: tool {call.name} timed out after {self.config.tool_call_timeout_s:g} s"
                     outcome = "timeout"
+                    fate = self.tools_check() if self.tools_check is not None else None
+                    if fate:
+                        raise ToolsLostError(f"{call.name} timed out: {fate}") from None
                 else:
                     text, outcome = f"Error calling tool {call.name}: {e}", "tool_error"
                 ok = False
@@ -374,6 +398,10 @@ class AgentLoop:
         stats.tool_calls.append(ToolStat(call.name, ok, outcome, time.perf_counter() - t0))
         text = truncate_middle(text, self.config.tool_result_max_chars)
         return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}
+
+
+class ToolsLostError(AgentError):
+    """The tools' server stopped serving by the agent's own doing (`AgentLoop.tools_check`)."""
 
 
 def _is_timeout(e: MCPError) -> bool:
