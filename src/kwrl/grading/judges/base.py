@@ -116,7 +116,9 @@ class JudgeConfig(KwrlConfig):
     cache_dir: Path | None = None
     """Directory of cached verdicts (one JSON file each); None disables the cache."""
     max_artifact_chars: int = Field(default=300_000, gt=0)
-    """Budget of artifact text in one prompt; artifacts beyond it are cut with a marker."""
+    """Budget of the agent's output in one prompt (the final answer gets half, the artifacts share
+    it); text beyond it is cut with a marker. A prompt the judge's context cannot take is rebuilt
+    with half of it, down to 4,000 (`kwrl.grading.grade`)."""
 
     @classmethod
     def from_env(cls, model: str | None = None, **overrides: Any) -> JudgeConfig | None:

@@ -57,6 +57,11 @@ def neutralize(text: str) -> str:
     return _TAG_RE.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
 
 
+_TAG_SLACK = 64
+"""Characters past a cut that `neutralize` reads, more than the longest tag name: what is shown
+is what the whole text neutralized would show (but a `<` whose tag name lies wholly past the cut,
+so no tag is shown), at the cost of the shown part only, however often the prompt is rebuilt."""
+
 MAX_PATH_CHARS = 240
 """Characters of an artifact's path shown to the judge (the agent names its files; a path can be
 thousands of characters long, and each artifact shows one)."""
@@ -68,11 +73,12 @@ def render_artifact(a: Artifact, budget: int) -> str:
     path = neutralize(path).replace("&", "&amp;").replace('"', "&quot;").replace("\n", " ")
     attrs = f'id="{a.id}" kind="{a.kind}" change="{a.change}" path="{path}"'
     budget = max(budget - len(attrs) - 40, 0)  # the tags and the marker
-    content = neutralize(a.content)
-    cut = len(content) > budget
-    if cut:
-        content = content[:budget] + "\n[truncated]"
+    cut = len(a.content) > budget
+    if cut:  # neutralize keeps lengths; the slack holds any tag name that starts before the cut
+        content = neutralize(a.content[: budget + _TAG_SLACK])[:budget] + "\n[truncated]"
         attrs += ' truncated="true"'
+    else:
+        content = neutralize(a.content)
     return f"<ARTIFACT {attrs}>\n{content}\n</ARTIFACT>"
 
 
