@@ -116,8 +116,8 @@ class JudgeConfig(KwrlConfig):
     cache_dir: Path | None = None
     """Directory of cached verdicts (one JSON file each); None disables the cache."""
     max_artifact_chars: int = Field(default=300_000, gt=0)
-    """Budget of the agent's output in one prompt (the final answer gets half, the artifacts share
-    it); text beyond it is cut with a marker. A prompt the judge's context cannot take is rebuilt
+    """Budget of the agent's output in one prompt (the final answer is cut to half of it; the
+    artifacts share all of it, headers included); text beyond is cut with a marker. A prompt the judge's context cannot take is rebuilt
     with half of it, down to 4,000 (`kwrl.grading.grade`)."""
 
     @classmethod
