@@ -41,6 +41,31 @@ SCRIPTS: dict[str, tuple[list[str], dict[str, Any], dict[str, Any]]] = {
     "kill-all-exec": (KILL_ALL, {}, {"gateway_mode": "exec"}),
     # stops the gateway: the call never returns, the next would hang too
     "stop-gateway": ([_exec("kill -STOP $PPID")], {"tool_call_timeout_s": 5.0}, {}),
+    # sabotages the path kwrl writes the final answer to (it was written through the sandbox,
+    # and failing to was an infrastructure error); the answer in the world is still graded
+    "answer-dir": (
+        [
+            _exec("echo 42 > /filesystem/answer.txt; mkdir /logs/agent/final_answer.txt"),
+            "The answer is 42.",
+        ],
+        {},
+        {},
+    ),
+    "answer-locked": (
+        [_exec("echo 42 > /filesystem/answer.txt; chmod 0 /logs/agent"), "The answer is 42."],
+        {},
+        {},
+    ),
+    "answer-link": (
+        [
+            _exec(
+                "echo 41 > /filesystem/answer.txt; ln -s /tmp/elsewhere /logs/agent/final_answer.txt"
+            ),
+            "The answer is 42.",
+        ],
+        {},
+        {},
+    ),
     # the control: tools work, the answer is right
     "control": ([_exec("echo 42 > /filesystem/answer.txt"), "The answer is 42."], {}, {}),
 }
@@ -93,6 +118,9 @@ def _cause(result: Any, trial_dir: Path) -> FailureCause:
         ("kill-all", 0.5, "tools_lost"),
         ("kill-all-exec", 0.5, "tools_lost"),
         ("stop-gateway", 0.0, "tools_lost"),
+        ("answer-dir", 1.0, "stop"),
+        ("answer-locked", 1.0, "stop"),
+        ("answer-link", 0.5, "stop"),
         ("control", 1.0, "stop"),
     ],
 )

@@ -25,6 +25,7 @@ harbor 0.25 hands MCP servers only to agents declaring the capability; declared 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -218,6 +219,22 @@ class KwrlAgent(BaseAgent):
         write_json(self.logs_dir / "trajectory.json", traj.to_json_dict())
 
     async def _write_final_answer(self, run: AgentRun, environment: BaseEnvironment) -> None:
+        """The run's final answer at /logs/agent/final_answer.txt, whatever agent code left at
+        that path or did to /logs/agent (a directory or a link there, `chmod 0 /logs/agent`):
+        those made writing it through the sandbox fail, an infrastructure error masking the group.
+
+        Where harbor's agent logs dir is the host dir the verifier reads (`capabilities.mounted`:
+        kwrl's LocalEnvironment copies the agent's own files in beside it, never over what kwrl
+        wrote), it is written there on the host, replacing whatever is there. Elsewhere it is
+        uploaded after whatever is at the path is removed (those environments run commands with
+        the root user's capabilities)."""
+        if environment.capabilities.mounted:
+            dest = self.logs_dir / Path(FINAL_ANSWER_PATH).name
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            write_text(dest, run.final_answer)  # a temp file renamed over it: links are replaced
+            return
+        await environment.exec(f"rm -rf {FINAL_ANSWER_PATH}", user="root")
         with tempfile.TemporaryDirectory(prefix="kwrl-answer-") as tmp:
             path = Path(tmp) / "final_answer.txt"
             path.write_text(run.final_answer, encoding="utf-8")
