@@ -66,6 +66,16 @@ SCRIPTS: dict[str, tuple[list[str], dict[str, Any], dict[str, Any]]] = {
         {},
         {},
     ),
+    # runs the sandbox out of memory (the kernel kills the hog), then finishes the task
+    "memory-hog": (
+        [
+            _exec("python -c 'x = bytearray(1500 * 2**20); x[::4096] = b\"x\" * len(x[::4096])'"),
+            _exec("echo 42 > /filesystem/answer.txt"),
+            "The answer is 42.",
+        ],
+        {},
+        {},
+    ),
     # the control: tools work, the answer is right
     "control": ([_exec("echo 42 > /filesystem/answer.txt"), "The answer is 42."], {}, {}),
 }
@@ -121,6 +131,7 @@ def _cause(result: Any, trial_dir: Path) -> FailureCause:
         ("answer-dir", 1.0, "stop"),
         ("answer-locked", 1.0, "stop"),
         ("answer-link", 0.5, "stop"),
+        ("memory-hog", 1.0, "stop"),
         ("control", 1.0, "stop"),
     ],
 )
@@ -136,3 +147,5 @@ def test_a_trial_whose_agent_ends_its_tools_is_graded_as_it_stands(
     assert result.verifier_result.rewards["reward"] == pytest.approx(reward)
     if stop == "tools_lost":
         assert "agent code" in meta["error"]
+    if name == "memory-hog":  # the limit was hit, and survived: graded, not resource_limit
+        assert json.loads((trial_dir / "sandbox.json").read_text())["events"]["oom_kill"] >= 1

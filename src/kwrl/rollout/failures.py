@@ -4,7 +4,8 @@
 verifier's rewards), the agent's stop reason (`agent_result.metadata["stop_reason"]`, written by
 kwrl's agent; values of `kwrl.agent.loop.StopReason`) and the sandbox's `sandbox.json` limit
 counters, and returns one `FailureCause`. The order of the checks is the precedence: a trial
-whose sandbox hit its process limit and then timed out is `resource_limit`, not `agent_timeout`.
+whose sandbox hit its process limit and then timed out is `resource_limit`, not `agent_timeout`;
+one that hit a limit, went on and was graded is graded (`none`).
 
 The grader writes its phase to `verifier/grader_phase.txt` (`reading`, `judging`, `done`). A grader
 that wrote no reward while `reading` was cut off by what the agent left behind, in spite of its
@@ -36,7 +37,10 @@ class FailureCause(StrEnum):
     AGENT_TIMEOUT = "agent_timeout"
     """The agent ran past its time limit (masked)."""
     RESOURCE_LIMIT = "resource_limit"
-    """Agent code hit the sandbox's process, memory or disk limit (masked, counted like a timeout)."""
+    """Agent code hit the sandbox's process, memory or disk limit and that ended the run (masked,
+    counted like a timeout). A limit hit the run survived (a killed command, a failed write, even
+    the gateway killed for memory, `tools_lost`) leaves the trial graded: as in a container, it is
+    part of what the agent did, and masking it would let a policy trade a low reward for a mask."""
     AGENT = "agent"
     """The agent itself crashed (a bug, not the policy)."""
     MODEL = "model"
@@ -106,12 +110,17 @@ def classify(
     """One cause for one trial (see the module docstring for the precedence). `grader_phase` is
     what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`; None when absent)."""
     events = sandbox_events or {}
-    if (
+    no_reward = rewards is None or "reward" not in rewards
+    limit_hit = (
         exception_type == "SandboxLimitError"
         or events.get("pids_max", 0)
         or events.get("oom_kill", 0)
         or events.get("disk_full", 0)
-    ):
+    )
+    # A limit hit the trial survived (a command killed, the run went on and was graded) is part
+    # of what the agent did, graded like any other failed command; only one that ended the run
+    # is a resource limit.
+    if limit_hit and (exception_type is not None or no_reward):
         return FailureCause.RESOURCE_LIMIT
     if exception_type in ("CancelledError", "KeyboardInterrupt"):
         return FailureCause.CANCELLED
@@ -119,7 +128,6 @@ def classify(
         return FailureCause.AGENT_TIMEOUT
     if exception_type == "ConfigError":
         return FailureCause.CONFIG
-    no_reward = rewards is None or "reward" not in rewards
     if grader_phase == "reading" and no_reward and exception_type in _GRADER_CUT_OFF:
         return FailureCause.GRADER_BUDGET
     if exception_type == "VerifierTimeoutError":

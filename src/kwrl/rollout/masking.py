@@ -4,7 +4,8 @@ Pure functions over `FailureCause`s; a group is the samples of one prompt (task)
 
 - context overflow, a last turn cut at max tokens, or a grader cut off while reading the agent's
   outputs (`grader_budget`): reward 0, still trained;
-- agent timeout (or a resource limit, the agent's own doing): that trial is masked;
+- agent timeout (or a resource limit that ended the run, the agent's own doing): that trial is
+  masked;
 - any infrastructure, agent or config error in a group masks the whole group;
 - two or more timeouts in a group mask the whole group;
 - a trial is retried up to 2 times on infrastructure errors before it counts.

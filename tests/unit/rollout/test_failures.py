@@ -53,9 +53,30 @@ def test_a_limit_hit_wins_over_the_timeout_it_caused() -> None:
         is F.RESOURCE_LIMIT
     )
     assert (
-        classify(exception_type=None, rewards={"reward": 1.0}, sandbox_events={"oom_kill": 1})
+        classify(exception_type=None, rewards=None, sandbox_events={"oom_kill": 1})
         is F.RESOURCE_LIMIT
     )
+
+
+def test_a_limit_hit_the_run_survived_leaves_the_trial_graded() -> None:
+    """A command killed for memory, a failed write on a full disk: the run went on and the grader
+    scored the world; masking it would let a policy buy a mask with a memory hog."""
+    for events in ({"oom_kill": 1}, {"pids_max": 2}, {"disk_full": 1}):
+        for stop in ("stop", "tools_lost"):
+            got = classify(
+                exception_type=None,
+                rewards={"reward": 0.0},
+                stop_reason=stop,
+                sandbox_events=events,
+            )
+            assert got is F.NONE, (events, stop)
+    cut = classify(
+        exception_type=None,
+        rewards={"reward": 0.0},
+        stop_reason="length",
+        sandbox_events={"oom_kill": 1},
+    )
+    assert cut is F.MAX_TOKENS
 
 
 def test_kwrl_agent_errors_carry_their_stop_reason() -> None:
