@@ -218,7 +218,7 @@ class LocalEnvironment(BaseEnvironment):
 
         Inside the sandbox only agent code shares the gateway's pid namespace and user, so a
         gateway that ended or was stopped (SIGSTOP) there was ended by the agent's own commands
-        (a memory-limit kill shows as the trial's `resource_limit` first). `KwrlAgent` asks this
+        (a kill by the trial's memory limit too: agent code filled the memory). `KwrlAgent` asks this
         when its MCP session fails or a call times out, and ends the run as `tools_lost`: the
         trial is graded on the world as it stands, not masked as an infrastructure error.
         """
