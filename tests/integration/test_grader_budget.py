@@ -31,6 +31,17 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _reading_everything(task: Path) -> Path:
+    """`task` with c1 checked over the text of every file the trial produced (a regex), so its
+    grade's evidence lists every file the grader rendered."""
+    path = task / "tests" / "verifiers.json"
+    verifiers = json.loads(path.read_text())
+    check = {"kind": "regex", "pattern": "42", "source": "files"}
+    verifiers[0]["verifier_values"]["kwrl_check"] = check
+    path.write_text(json.dumps(verifiers))
+    return task
+
+
 @pytest.fixture(scope="module")
 def trials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TrialRecord]:
     root = tmp_path_factory.mktemp("budget")
@@ -38,7 +49,9 @@ def trials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TrialRecord]:
     tasks = [
         make_task(root, "flood", world_id=world, solution="file_flood", grader="kwrl"),
         make_task(root, "deep", world_id=world, solution="deep_tree", grader="kwrl"),
-        make_task(root, "zoo", world_id=world, solution="name_zoo", grader="kwrl"),
+        _reading_everything(
+            make_task(root, "zoo", world_id=world, solution="name_zoo", grader="kwrl")
+        ),
         make_task(
             root,
             "deadline",

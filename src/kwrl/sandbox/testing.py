@@ -275,7 +275,9 @@ def make_task(
                 {
                     "criteria": "/filesystem/answer.txt holds 42",
                     "is_primary_objective": True,
-                    "kwrl_check": {"kind": "regex", "pattern": "42", "source": "files"},
+                    # answer.txt's own text: a regex over every produced file passed on any "42"
+                    # (formula_flood's =SUM(B1:B42) scored 0.5 in benchmarks/soak.py --hostile)
+                    "kwrl_check": {"kind": "doc_contains", "path": "answer.txt", "all_of": ["42"]},
                 }
             ),
         ),
