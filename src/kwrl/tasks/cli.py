@@ -137,7 +137,11 @@ def validate(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
 ) -> None:
-    """Check every task (files, schemas, world, harbor task.toml, duplicate ids); exit 1 on problems."""
+    """Check every task (files, schemas, world, harbor task.toml, the grader's time, duplicate ids).
+
+    kwrl's grader needs verifier.timeout_sec >= KWRL_GRADER_DEADLINE_S (default 180) + 50 s.
+    Exit 1 on problems.
+    """
     from rich.console import Console
     from rich.table import Table
 

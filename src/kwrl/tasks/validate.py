@@ -8,7 +8,10 @@ hide another): instruction.md present and non-empty; archipelago.json against `A
 golden_responses.json; tests/test.sh present and, when it runs kwrl's grader, current;
 environment/overlay holding only the two world subsystems; no symlink in the task dir or its world
 resolving outside it (a chain of links included); task.toml through harbor's own `TaskConfig` plus
-kwrl's unknown-key check and positive [environment] limits. Across the dataset: duplicate task ids.
+kwrl's unknown-key check and positive [environment] limits; for a task graded by kwrl's grader,
+its `[verifier].env` grading budget (`KWRL_GRADER_<FIELD>`, `kwrl.grading.budget`) valid and
+`[verifier] timeout_sec` long enough for the grader's deadline (`grader_time_problems`). Across the
+dataset: duplicate task ids.
 
 A `Problem` is data, not an exception, so the CLI can print them all in one table.
 """
@@ -16,10 +19,12 @@ A `Problem` is data, not an exception, so the CLI can print them all in one tabl
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwrl.errors import TaskFormatError
 from kwrl.tasks.archive import escaping_links
@@ -42,6 +47,9 @@ from kwrl.tasks.taskdir import (
     resolve_world,
     task_dirs,
 )
+
+if TYPE_CHECKING:
+    from harbor.models.task.config import VerifierConfig
 
 
 @dataclass(frozen=True)
@@ -107,9 +115,14 @@ def validate_task(
     parsed = check(lambda: read_task_toml(task_dir))
     if not (task_dir / TEST_SH).is_file():
         fault(TEST_SH, None, "missing file: the verifier entry point")
-    elif outdated_test_sh((task_dir / TEST_SH).read_text(errors="replace")):
-        fault(TEST_SH, None, "outdated kwrl verifier (runs the grader from an agent-writable cwd); "
-                             "rewrite the task dir with this kwrl")  # fmt: skip
+    else:
+        test_sh = (task_dir / TEST_SH).read_text(errors="replace")
+        if outdated_test_sh(test_sh):
+            fault(TEST_SH, None, "outdated kwrl verifier (runs the grader from an agent-writable "
+                                 "cwd); rewrite the task dir with this kwrl")  # fmt: skip
+        if GRADER_MODULE in test_sh and parsed is not None:
+            for field, message in grader_time_problems(parsed[1].verifier):
+                fault(TASK_TOML, field, message)
     for field, message in limit_problems(parsed[1].environment) if parsed is not None else []:
         fault(TASK_TOML, field, message)
     overlay = task_dir / OVERLAY_DIR
@@ -164,6 +177,80 @@ def validate_task(
                     f"{toml_id!r} differs from archipelago.json {meta.task_id!r}",
                 )
     return problems, meta
+
+
+GRADER_MODULE = "kwrl.grading.verify"
+"""A tests/test.sh naming this runs kwrl's grader (current or outdated)."""
+GRADER_MARGIN_S = 30.0
+"""Seconds `[verifier] timeout_sec` must hold beyond the grader's deadline and its watchdog's grace:
+harbor uploading tests/, Python and kwrl starting, listing the world's files (before the deadline
+starts), C code finishing a changes.tar.gz member past the alarm, the watchdog writing the zero
+reward. A small task's grader runs start to reward in ~0.4 s on a loaded 2-core host; 30 s leaves
+room for a cold start, a large world and a slow sandbox."""
+_ENV_TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
+"""harbor's `${VAR}` / `${VAR:-default}` env value, resolved from the host at verifier start."""
+
+
+def grader_time_problems(verifier: VerifierConfig) -> list[tuple[str, str]]:
+    """(field, message) for a harbor `VerifierConfig` whose grader would be cut off while reading.
+
+    Each `KWRL_GRADER_<FIELD>` of `[verifier].env` must be what `GraderBudget` accepts (the grader
+    exits 2 on a bad one: every trial of the task an error), the deadline a finite number; then
+    `timeout_sec` must be at least deadline + `WATCHDOG_GRACE_S` + `GRADER_MARGIN_S`: harbor cutting
+    the grader off while it reads the agent's outputs classifies the trial `grader_budget`, a 0
+    that trains, so a verifier limit below the grader's own blames honest agents for a slow grader.
+    A `${VAR}` value is checked through its `:-default` (without one, it is the host's at run time
+    and is not checked). A trial's own overrides (the rollout's verifier env, harbor's timeout
+    multiplier) are not in the task dir and not checked."""
+    from pydantic import ValidationError
+
+    from kwrl.grading.budget import ENV_PREFIX, WATCHDOG_GRACE_S, GraderBudget
+
+    out: list[tuple[str, str]] = []
+    deadline: float | None = GraderBudget().deadline_s
+    where = "the grader's default"
+    for name in GraderBudget.model_fields:
+        key = ENV_PREFIX + name.upper()
+        raw = verifier.env.get(key, "")
+        template = _ENV_TEMPLATE.fullmatch(raw)
+        value = raw if template is None else template.group(2)
+        if not value:  # empty: the grader's default (`GraderBudget.from_env`)
+            if value is None and name == "deadline_s":  # `${VAR}`: the host's, unknown here
+                deadline = None
+            continue
+        try:
+            parsed = GraderBudget.model_validate({name: value})
+            if not math.isfinite(parsed.deadline_s):
+                raise ValueError("must be a finite number of seconds")
+        except (ValidationError, ValueError) as e:
+            why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
+            out.append((f"verifier.env.{key}", f"{raw!r}: {why}; the grader refuses it (exit 2), "
+                                               "so every trial of the task would be an error"))  # fmt: skip
+            deadline = None if name == "deadline_s" else deadline
+            continue
+        if name == "deadline_s":
+            deadline, where = parsed.deadline_s, "[verifier].env"
+    if deadline is None:
+        return out
+    need = deadline + WATCHDOG_GRACE_S + GRADER_MARGIN_S
+    timeout = float(verifier.timeout_sec)
+    if timeout < need:
+        room = WATCHDOG_GRACE_S + GRADER_MARGIN_S
+        lower = (
+            f"to at most {timeout - room:g}"
+            if timeout > room
+            else f"({room:g} s under timeout_sec)"
+        )
+        out.append((
+            "verifier.timeout_sec",
+            f"{timeout:g} s is under the grader's deadline ({deadline:g} s, KWRL_GRADER_DEADLINE_S "
+            f"from {where}) + {WATCHDOG_GRACE_S:g} s for its watchdog + {GRADER_MARGIN_S:g} s for "
+            f"its start-up and changes archive = {need:g} s: harbor would cut a slow grader off "
+            "while it reads the agent's outputs, a 0 that trains (grader_budget) blaming the "
+            f"agent; raise timeout_sec to at least {need:g}, or lower KWRL_GRADER_DEADLINE_S in "
+            f"[verifier].env {lower}",
+        ))  # fmt: skip
+    return out
 
 
 def _world_id_of(path: Path) -> str:

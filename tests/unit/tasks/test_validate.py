@@ -6,10 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from tasks_builders import make_spec
 
+from kwrl.sandbox.testing import make_task, make_world
 from kwrl.tasks.taskdir import write_task_dir
-from kwrl.tasks.validate import validate_dataset
+from kwrl.tasks.validate import validate_dataset, validate_task
 
 
 def _edit_json(path: Path, **changes: object) -> None:
@@ -105,3 +107,77 @@ def test_symlinks_resolving_outside_the_task_or_world_are_reported(dataset: Path
     assert any(f.endswith("filesystem/leak") for f in files)
     assert all("resolves outside" in p.message for p in problems)
     assert not any(f.endswith("/ok") for f in files)
+
+
+# The grader's time: harbor cutting the grader off while it reads is a 0 that trains (grader_budget).
+TIMEOUT = "verifier.timeout_sec"
+DEADLINE = "verifier.env.KWRL_GRADER_DEADLINE_S"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "env", "fields"),
+    [
+        (900.0, None, []),  # kwrl's own defaults: 180 s + 20 s watchdog + 30 s margin
+        (230.0, None, []),  # exactly enough
+        (229.0, None, [TIMEOUT]),  # the default deadline does not fit
+        (200.0, {"KWRL_GRADER_DEADLINE_S": "150"}, []),  # a lowered deadline fits
+        (6.0, {"KWRL_GRADER_DEADLINE_S": "600"}, [TIMEOUT]),
+        (100.0, {"KWRL_GRADER_DEADLINE_S": "${GRADER_DEADLINE:-60}"}, [TIMEOUT]),  # its default
+        (10.0, {"KWRL_GRADER_DEADLINE_S": "${GRADER_DEADLINE}"}, []),  # the host's: not known
+        (900.0, {"KWRL_GRADER_DEADLINE_S": "soon"}, [DEADLINE]),
+        (900.0, {"KWRL_GRADER_DEADLINE_S": "-5"}, [DEADLINE]),
+        (900.0, {"KWRL_GRADER_DEADLINE_S": "inf"}, [DEADLINE]),
+        (900.0, {"KWRL_GRADER_MAX_FILES": "0"}, ["verifier.env.KWRL_GRADER_MAX_FILES"]),
+        (900.0, {"KWRL_GRADER_DEADLINE_S": "", "KWRL_GRADER_RECALC": "0"}, []),
+    ],
+)
+def test_the_verifier_timeout_must_outlast_the_graders_deadline(
+    tmp_path: Path, timeout: float, env: dict[str, str] | None, fields: list[str]
+) -> None:
+    world = make_world(tmp_path).name
+    task = make_task(tmp_path, "t", world_id=world, grader="kwrl", verifier_timeout_sec=timeout,
+                     verifier_env=env)  # fmt: skip
+    problems, _ = validate_task(task)
+    assert [(p.file, p.field) for p in problems] == [("t/task.toml", f) for f in fields]
+
+
+def test_the_timeout_problem_says_why_and_both_fixes(tmp_path: Path) -> None:
+    world = make_world(tmp_path).name
+    task = make_task(tmp_path, "t", world_id=world, grader="kwrl", verifier_timeout_sec=120.0,
+                     verifier_env={"KWRL_GRADER_DEADLINE_S": "100"})  # fmt: skip
+    (problem,) = validate_task(task)[0]
+    assert "120 s is under the grader's deadline (100 s, KWRL_GRADER_DEADLINE_S from " in (
+        problem.message
+    )
+    assert "= 150 s" in problem.message and "grader_budget" in problem.message
+    assert "raise timeout_sec to at least 150" in problem.message
+    assert "lower KWRL_GRADER_DEADLINE_S in [verifier].env to at most 70" in problem.message
+    env = {"KWRL_GRADER_DEADLINE_S": "soon"}
+    bad_task = make_task(tmp_path, "u", world_id=world, grader="kwrl", verifier_env=env)
+    (bad,) = validate_task(bad_task)[0]
+    assert bad.message.startswith("'soon': ") and "every trial of the task" in bad.message
+
+
+def test_a_task_not_graded_by_kwrl_has_its_own_timeout(tmp_path: Path) -> None:
+    world = make_world(tmp_path).name
+    task = make_task(tmp_path, "t", world_id=world, grader="shell", verifier_timeout_sec=10.0)
+    assert validate_task(task)[0] == []
+
+
+def test_data_validate_reports_a_short_verifier_timeout(tmp_path: Path) -> None:
+    """Through the real CLI: exit 1, the task.toml field named, JSON too."""
+    from typer.testing import CliRunner
+
+    from kwrl.cli import app
+
+    world = make_world(tmp_path).name
+    make_task(tmp_path, "ok", world_id=world, grader="kwrl")
+    make_task(tmp_path, "short", world_id=world, grader="kwrl", verifier_timeout_sec=60.0)
+    runner = CliRunner(env={"COLUMNS": "250"})
+    r = runner.invoke(app, ["data", "validate", str(tmp_path), "--json"])
+    assert r.exit_code == 1, r.output
+    (problem,) = json.loads(r.output)["problems"]
+    assert problem["task"] == "short" and problem["file"] == "tasks/short/task.toml"
+    assert problem["field"] == TIMEOUT and "raise timeout_sec to at least 230" in problem["message"]
+    r = runner.invoke(app, ["data", "validate", str(tmp_path / "tasks" / "ok")])
+    assert r.exit_code == 0 and "1 tasks valid" in r.output, r.output
