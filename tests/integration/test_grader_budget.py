@@ -133,6 +133,29 @@ def test_harbors_verifier_timeout_while_reading_trains_as_zero(
     assert phase.read_text().strip() == "reading"
 
 
+def test_kwrl_grade_says_a_trial_refused_as_over_budget_cannot_be_regraded(
+    trials: dict[str, TrialRecord],
+) -> None:
+    """The verifier archived no final state for the flood: `kwrl grade` says why, with the
+    recorded reward, and exits 1 (2 is bad input), writing nothing even with --write."""
+    trial = Path(trials["flood"].trial_dir)
+    assert not (trial / "verifier" / "changes.tar.gz").exists()
+    before = {p: p.stat().st_mtime_ns for p in (trial / "verifier").iterdir()}
+    kwrl = Path(sys.executable).with_name("kwrl")
+    r = subprocess.run([str(kwrl), "grade", str(trial), "--write"],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = (r.stdout + r.stderr).replace("\n", "")
+    assert r.returncode == 1 and "Traceback" not in out, out
+    assert (
+        f"{trial}: cannot be regraded: the verifier refused the trial's outputs (OverBudget: "
+        in out
+    )
+    assert "over 20000 files and directories" in out
+    assert "its final state was not archived (no verifier/changes.tar.gz)" in out
+    assert "the recorded reward is 0 (verifier/reward.json)" in out
+    assert {p: p.stat().st_mtime_ns for p in (trial / "verifier").iterdir()} == before
+
+
 def test_bad_task_limits_are_a_config_error_reported_once(tmp_path: Path) -> None:
     """task.toml limits no sandbox can apply: `kwrl trial run` and `kwrl rollout` exit 2 naming
     the file and field before any trial; a rollout that meets one records `config`, no retry."""

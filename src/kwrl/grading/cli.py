@@ -12,6 +12,12 @@ following links (a link or a FIFO is no answer, `kwrl.grading.files`), and the a
 extracted with the same checks as any archive plus a size cap (`--max-bytes`). The regrade runs
 under the verifier's grading budget (`kwrl.grading.budget`, env `KWRL_GRADER_*`), so it fails the
 same criteria the verifier failed for an over-budget trial.
+
+A trial whose outputs the verifier refused before archiving them (over the grading budget, or
+unreadable: grades.json `error`, no changes.tar.gz) has no final state to regrade: `kwrl grade` says
+so, with the verifier's reason and the recorded reward, writes nothing and exits 1
+(`EXIT_NOT_REGRADABLE`). Exit 0 is a regrade, 2 bad input (a kwrl error, `kwrl.cli.main`; a
+missing archive the verifier does not explain too).
 """
 
 from __future__ import annotations
@@ -24,6 +30,43 @@ from typing import Annotated
 import typer
 
 from kwrl.errors import TaskFormatError
+
+EXIT_NOT_REGRADABLE = 1
+"""The trial's final state was never archived (the verifier refused its outputs): no regrade."""
+
+
+def _read_json(path: Path) -> object:
+    """`path`'s JSON, or None when absent, a link or unreadable (the caller falls back)."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def not_regradable(trial_dir: Path) -> str | None:
+    """Why a trial without verifier/changes.tar.gz cannot be regraded, when its verifier recorded
+    it (module doc); None when the archive is there or nothing explains its absence."""
+    verifier = trial_dir / "verifier"
+    archive = verifier / "changes.tar.gz"
+    if archive.exists() or archive.is_symlink():
+        return None
+    grades = _read_json(verifier / "grades.json")
+    error = grades.get("error") if isinstance(grades, dict) else None
+    if not isinstance(error, str) or not error or error.startswith("JudgeError"):
+        return None  # a judge failure comes after the archive: a lost archive is bad input
+    rewards = _read_json(verifier / "reward.json")
+    reward = rewards.get("reward") if isinstance(rewards, dict) else None
+    recorded = (
+        f"the recorded reward is {reward:g} (verifier/reward.json)"
+        if isinstance(reward, int | float)
+        else "no reward was recorded"
+    )
+    return (
+        f"{trial_dir}: cannot be regraded: the verifier refused the trial's outputs ({error}); "
+        f"its final state was not archived (no verifier/changes.tar.gz); {recorded}"
+    )
 
 
 def _task_dir_of(trial_dir: Path) -> Path:
@@ -70,7 +113,10 @@ def grade(
         int, typer.Option(help="Cap on the bytes extracted from changes.tar.gz.")
     ] = 1024**3,
 ) -> None:
-    """Regrade a finished trial from its changes archive, the task's world and the final answer."""
+    """Regrade a finished trial from its changes archive, the task's world and the final answer.
+
+    Exit 0 regraded; 1 not regradable (verifier refused its outputs; nothing written); 2 bad input.
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -83,6 +129,10 @@ def grade(
     from kwrl.tasks.taskdir import load_task
 
     trial_dir = trial_dir.resolve()
+    refused = not_regradable(trial_dir)
+    if refused is not None:
+        Console(soft_wrap=True).print(refused, highlight=False, markup=False)
+        raise typer.Exit(EXIT_NOT_REGRADABLE)
     td = load_task(task or _task_dir_of(trial_dir))
     archive = trial_dir / "verifier" / "changes.tar.gz"
     answer_file = trial_dir / "agent" / "final_answer.txt"

@@ -113,10 +113,13 @@ async def grade_states(
 
 
 def over_budget(verifiers: list[Verifier], reason: str, scoring: str) -> TrialGrades:
-    """Every criterion failed because the agent's outputs exceeded the grading budget."""
-    return failed_trial(
+    """Every criterion failed because the agent's outputs exceeded the grading budget (grades.json
+    `error` says so too, the verifier's watchdog included)."""
+    grades = failed_trial(
         verifiers, f"evidence over budget: {reason}; every criterion fails", scoring=scoring
     )
+    grades.error = f"OverBudget: {reason}"
+    return grades
 
 
 def grade_within_budget(
@@ -161,9 +164,7 @@ def grade_within_budget(
                 max_judge_artifacts=budget.max_judge_artifacts,
             )  # fmt: skip
     except OverBudget as e:
-        grades = over_budget(verifiers, str(e), scoring)
-        grades.error = f"OverBudget: {e}"
-        return grades, None
+        return over_budget(verifiers, str(e), scoring), None
     except Exception as e:  # reading what the agent made failed: its doing, never a mask
         traceback.print_exc()
         grades = failed_trial(
