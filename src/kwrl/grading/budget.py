@@ -54,7 +54,8 @@ class GraderBudget(KwrlConfig):
     deadline_s: float = Field(default=180.0, gt=0)
     """Wall time for reading the agent's outputs and running the machine checks. With the judge's
     worst case (~10.5 min, `JudgeConfig.timeout_s`) it stays inside task.toml's 900 s verifier
-    limit; lower it with the task's `[verifier] timeout_sec`."""
+    limit; lower it with the task's `[verifier] timeout_sec` (`kwrl data validate` reports a
+    timeout_sec under the deadline + `WATCHDOG_GRACE_S` + 30 s)."""
     max_files: int = Field(default=20_000, gt=0)
     """Files and directories the final state may hold beyond the initial state's files."""
     max_depth: int = Field(default=64, gt=0)
