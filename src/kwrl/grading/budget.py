@@ -39,19 +39,20 @@ from pydantic import Field, ValidationError
 
 from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError
+from kwrl.tasks.taskdir import GRADER_DEADLINE_S, GRADER_WATCHDOG_GRACE_S
 
 ENV_PREFIX = "KWRL_GRADER_"
 DEADLINE = "deadline of {:g} s passed while reading the agent's outputs"
 ALARM_REPEAT_S = 0.25
 """The alarm repeats at this interval after the deadline until the reading stops."""
-WATCHDOG_GRACE_S = 20.0
+WATCHDOG_GRACE_S = GRADER_WATCHDOG_GRACE_S
 """Seconds past the deadline before the watchdog thread gives up on the main thread."""
 
 
 class GraderBudget(KwrlConfig):
     """Bounds on what the grader reads from one trial (see the module docstring)."""
 
-    deadline_s: float = Field(default=180.0, gt=0)
+    deadline_s: float = Field(default=GRADER_DEADLINE_S, gt=0)
     """Wall time for reading the agent's outputs and running the machine checks. With the judge's
     worst case (~10.5 min, `JudgeConfig.timeout_s`) it stays inside task.toml's 900 s verifier
     limit; lower it with the task's `[verifier] timeout_sec` (`kwrl data validate` reports a

@@ -61,6 +61,15 @@ exec "${KWRL_PYTHON:-python3}" -I -m kwrl.grading.verify --tests /tests \\
 """
 
 
+GRADER_DEADLINE_ENV = "KWRL_GRADER_DEADLINE_S"
+"""The verifier env variable (e.g. task.toml `[verifier].env`) setting the grader's deadline."""
+GRADER_DEADLINE_S = 180.0
+"""The grader's default deadline, seconds, for reading the agent's outputs
+(`kwrl.grading.budget.GraderBudget.deadline_s`; here so `kwrl data validate` can check it)."""
+GRADER_WATCHDOG_GRACE_S = 20.0
+"""Seconds past the grader's deadline before its watchdog ends a grading stuck in C code."""
+
+
 def outdated_test_sh(text: str) -> bool:
     """A kwrl test.sh written before TEST_SH_TEXT ran the grader isolated (from a safe cwd, `-I`)."""
     return "kwrl.grading.verify" in text and text != TEST_SH_TEXT

@@ -9,9 +9,8 @@ golden_responses.json; tests/test.sh present and, when it runs kwrl's grader, cu
 environment/overlay holding only the two world subsystems; no symlink in the task dir or its world
 resolving outside it (a chain of links included); task.toml through harbor's own `TaskConfig` plus
 kwrl's unknown-key check and positive [environment] limits; for a task graded by kwrl's grader,
-its `[verifier].env` grading budget (`KWRL_GRADER_<FIELD>`, `kwrl.grading.budget`) valid and
-`[verifier] timeout_sec` long enough for the grader's deadline (`grader_time_problems`). Across the
-dataset: duplicate task ids.
+`[verifier] timeout_sec` long enough for the grader's deadline (`grader_time_problems`). Across
+the dataset: duplicate task ids.
 
 A `Problem` is data, not an exception, so the CLI can print them all in one table.
 """
@@ -19,18 +18,22 @@ A `Problem` is data, not an exception, so the CLI can print them all in one tabl
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, TypeAdapter, ValidationError
 
 from kwrl.errors import TaskFormatError
 from kwrl.tasks.archive import escaping_links
 from kwrl.tasks.layout import SUBSYSTEMS
 from kwrl.tasks.models import ArchipelagoMeta
 from kwrl.tasks.taskdir import (
+    GRADER_DEADLINE_ENV,
+    GRADER_DEADLINE_S,
+    GRADER_WATCHDOG_GRACE_S,
     INSTRUCTION,
     META_JSON,
     OVERLAY_DIR,
@@ -187,6 +190,8 @@ harbor uploading tests/, Python and kwrl starting, listing the world's files (be
 starts), C code finishing a changes.tar.gz member past the alarm, the watchdog writing the zero
 reward. A small task's grader runs start to reward in ~0.4 s on a loaded 2-core host; 30 s leaves
 room for a cold start, a large world and a slow sandbox."""
+_SECONDS = TypeAdapter(Annotated[float, Field(gt=0, allow_inf_nan=False)])
+"""A deadline as the grader parses it (`GraderBudget`, pydantic's float), finite here."""
 _ENV_TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
 """harbor's `${VAR}` / `${VAR:-default}` env value, resolved from the host at verifier start."""
 
@@ -194,63 +199,44 @@ _ENV_TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
 def grader_time_problems(verifier: VerifierConfig) -> list[tuple[str, str]]:
     """(field, message) for a harbor `VerifierConfig` whose grader would be cut off while reading.
 
-    Each `KWRL_GRADER_<FIELD>` of `[verifier].env` must be what `GraderBudget` accepts (the grader
-    exits 2 on a bad one: every trial of the task an error), the deadline a finite number; then
-    `timeout_sec` must be at least deadline + `WATCHDOG_GRACE_S` + `GRADER_MARGIN_S`: harbor cutting
-    the grader off while it reads the agent's outputs classifies the trial `grader_budget`, a 0
-    that trains, so a verifier limit below the grader's own blames honest agents for a slow grader.
-    A `${VAR}` value is checked through its `:-default` (without one, it is the host's at run time
-    and is not checked). A trial's own overrides (the rollout's verifier env, harbor's timeout
-    multiplier) are not in the task dir and not checked."""
-    from pydantic import ValidationError
-
-    from kwrl.grading.budget import ENV_PREFIX, WATCHDOG_GRACE_S, GraderBudget
-
-    out: list[tuple[str, str]] = []
-    deadline: float | None = GraderBudget().deadline_s
-    where = "the grader's default"
-    for name in GraderBudget.model_fields:
-        key = ENV_PREFIX + name.upper()
-        raw = verifier.env.get(key, "")
-        template = _ENV_TEMPLATE.fullmatch(raw)
-        value = raw if template is None else template.group(2)
-        if not value:  # empty: the grader's default (`GraderBudget.from_env`)
-            if value is None and name == "deadline_s":  # `${VAR}`: the host's, unknown here
-                deadline = None
-            continue
+    `KWRL_GRADER_DEADLINE_S` in `[verifier].env`, when set, must be a positive, finite number of
+    seconds; then `timeout_sec` must be at least that deadline (else the grader's default) +
+    `GRADER_WATCHDOG_GRACE_S` + `GRADER_MARGIN_S`: harbor cutting the grader off while it reads
+    the agent's outputs classifies the trial `grader_budget`, a 0 that trains, so a verifier limit
+    below the grader's own blames honest agents for a slow grader. A `${VAR}` value is checked
+    through its `:-default` (without one, it is the host's at run time and is not checked). A
+    trial's own overrides (the rollout's verifier env, harbor's timeout multiplier) are not in the
+    task dir and not checked."""
+    raw = verifier.env.get(GRADER_DEADLINE_ENV, "")
+    template = _ENV_TEMPLATE.fullmatch(raw)
+    value = raw if template is None else template.group(2)
+    if value is None:  # `${VAR}`: the host's value at verifier start, unknown here
+        return []
+    deadline, where = GRADER_DEADLINE_S, "the grader's default"
+    if value:  # empty: the grader's default (`GraderBudget.from_env`)
         try:
-            parsed = GraderBudget.model_validate({name: value})
-            if not math.isfinite(parsed.deadline_s):
-                raise ValueError("must be a finite number of seconds")
-        except (ValidationError, ValueError) as e:
-            why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-            out.append((f"verifier.env.{key}", f"{raw!r}: {why}; the grader refuses it (exit 2), "
-                                               "so every trial of the task would be an error"))  # fmt: skip
-            deadline = None if name == "deadline_s" else deadline
-            continue
-        if name == "deadline_s":
-            deadline, where = parsed.deadline_s, "[verifier].env"
-    if deadline is None:
-        return out
-    need = deadline + WATCHDOG_GRACE_S + GRADER_MARGIN_S
+            deadline, where = _SECONDS.validate_python(value), "[verifier].env"
+        except ValidationError as e:
+            why = e.errors()[0]["msg"]
+            return [(f"verifier.env.{GRADER_DEADLINE_ENV}",
+                     f"{raw!r}: {why}; the grader's deadline is a positive number of seconds")]  # fmt: skip
+    grace = GRADER_WATCHDOG_GRACE_S
+    need = deadline + grace + GRADER_MARGIN_S
     timeout = float(verifier.timeout_sec)
-    if timeout < need:
-        room = WATCHDOG_GRACE_S + GRADER_MARGIN_S
-        lower = (
-            f"to at most {timeout - room:g}"
-            if timeout > room
-            else f"({room:g} s under timeout_sec)"
-        )
-        out.append((
-            "verifier.timeout_sec",
-            f"{timeout:g} s is under the grader's deadline ({deadline:g} s, KWRL_GRADER_DEADLINE_S "
-            f"from {where}) + {WATCHDOG_GRACE_S:g} s for its watchdog + {GRADER_MARGIN_S:g} s for "
-            f"its start-up and changes archive = {need:g} s: harbor would cut a slow grader off "
-            "while it reads the agent's outputs, a 0 that trains (grader_budget) blaming the "
-            f"agent; raise timeout_sec to at least {need:g}, or lower KWRL_GRADER_DEADLINE_S in "
-            f"[verifier].env {lower}",
-        ))  # fmt: skip
-    return out
+    if timeout >= need:
+        return []
+    room = grace + GRADER_MARGIN_S
+    lower = (
+        f"to at most {timeout - room:g}" if timeout > room else f"({room:g} s under timeout_sec)"
+    )
+    return [(
+        "verifier.timeout_sec",
+        f"{timeout:g} s is under the grader's deadline ({deadline:g} s, {GRADER_DEADLINE_ENV} from "
+        f"{where}) + {grace:g} s for its watchdog + {GRADER_MARGIN_S:g} s for its start-up and "
+        f"changes archive = {need:g} s: harbor would cut a slow grader off while it reads the "
+        "agent's outputs, a 0 that trains (grader_budget) blaming the agent; raise timeout_sec "
+        f"to at least {need:g}, or lower {GRADER_DEADLINE_ENV} in [verifier].env {lower}",
+    )]  # fmt: skip
 
 
 def _world_id_of(path: Path) -> str:
