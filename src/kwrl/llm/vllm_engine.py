@@ -6,7 +6,10 @@ and `kwrl train` use it unchanged. Inside, one worker thread owns a vLLM `LLMEng
 process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`: no engine-core process, the model lives beside the
 learner on the same GPU) and runs the continuous-batching loop: it admits queued requests with
 `add_request`, calls `step()` while any are unfinished, answers each finished one at once, and runs
-queued weight updates between two steps.
+queued weight updates between two steps. A cancelled `generate` (an agent timeout) abandons its
+request: never added when still queued, else `abort_request` before the next step frees its batch
+row; a result or error for a cancelled request is dropped (setting it raised in the worker thread,
+which then died and left every later request waiting forever).
 
 Contract of a result (the same `EngineOutput` as the in-process engine's): `token_ids` are vLLM's
 sampled ids, `logprobs[i]` the logprob vLLM reports for `token_ids[i]` (`logprobs=0`, the sampled
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import queue
@@ -197,8 +201,15 @@ class VLLMEngine:
         return fut
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> EngineOutput:
-        """Sample one completion of `prompt_ids`; concurrent calls share vLLM's batches."""
-        return await asyncio.wrap_future(self.submit(prompt_ids, params))
+        """Sample one completion of `prompt_ids`; concurrent calls share vLLM's batches.
+        Cancelling the call (an agent timeout) abandons the request: vLLM aborts it at its next
+        step, or it is never added."""
+        fut = self.submit(prompt_ids, params)
+        try:
+            return await asyncio.wrap_future(fut)
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
 
     def generate_sync(self, prompt_ids: list[int], params: SamplingParams) -> EngineOutput:
         return self.submit(prompt_ids, params).result()
@@ -282,7 +293,9 @@ class VLLMEngine:
         r.version = self.weight_version
         if limit <= 0:
             reason = FinishReason.CONTEXT if r.limit_is_context else FinishReason.LENGTH
-            r.future.set_result(EngineOutput([], [], "", reason, len(r.prompt_ids), r.version, []))
+            out = EngineOutput([], [], "", reason, len(r.prompt_ids), r.version, [])
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                r.future.set_result(out)
             return
         rid = f"kwrl-{next(self._ids)}"
         sp = VSP(**vllm_sampling(r.params, limit, self.eos_ids))
@@ -303,7 +316,8 @@ class VLLMEngine:
         )
         self.stats["requests"] += 1
         self.stats["completion_tokens"] += len(ids)
-        r.future.set_result(result)
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
+            r.future.set_result(result)
 
     def _run(self, started: concurrent.futures.Future[None]) -> None:
         try:
@@ -333,19 +347,24 @@ class VLLMEngine:
                     except BaseException as e:
                         it.future.set_exception(e)
                 elif stop:
-                    it.future.set_exception(PolicyError(f"vllm engine {self.name}: closed"))
-                else:
+                    _fail(it.future, PolicyError(f"vllm engine {self.name}: closed"))
+                elif not it.future.cancelled():  # abandoned while queued: never added
                     try:
                         self._admit(it, live)
                     except BaseException as e:
-                        it.future.set_exception(PolicyError(f"vllm engine {self.name}: {e}"))
+                        _fail(it.future, PolicyError(f"vllm engine {self.name}: {e}"))
+            abandoned = [rid for rid, r in live.items() if r.future.cancelled()]
+            if abandoned:  # their callers are gone (cancelled): free their batch rows
+                self._llm.abort_request(abandoned)
+                for rid in abandoned:
+                    del live[rid]
             if not live:
                 continue
             try:
                 outs = self._llm.step()
             except BaseException as e:  # the engine is broken: fail everything waiting
                 for r in live.values():
-                    r.future.set_exception(PolicyError(f"vllm engine {self.name}: {e!r}"))
+                    _fail(r.future, PolicyError(f"vllm engine {self.name}: {e!r}"))
                 live.clear()
                 continue
             self.stats["steps"] += 1
@@ -355,7 +374,14 @@ class VLLMEngine:
                     try:
                         self._answer(out, r)
                     except BaseException as e:
-                        r.future.set_exception(e)
+                        _fail(r.future, e)
+
+
+def _fail(fut: concurrent.futures.Future[Any], error: BaseException) -> None:
+    """`fut` fails with `error`, unless its caller cancelled it meanwhile (a cancelled future
+    refuses a result: raising here would end the worker thread and hang every later request)."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        fut.set_exception(error)
 
 
 _ENGINES: dict[str, VLLMEngine] = {}

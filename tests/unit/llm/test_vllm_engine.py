@@ -121,3 +121,112 @@ def test_vllm_engine_tito_and_weight_push() -> None:  # pragma: no cover - GPU o
         assert eng.generate_sync(prompt, greedy).token_ids == before
     finally:
         eng.close()
+
+
+class _StepEngine:
+    """vLLM's `LLMEngine` request protocol as the worker uses it (`add_request`, `step`,
+    `abort_request`), one token per step: vLLM itself needs CUDA, and this tests kwrl's worker
+    loop around it (the GPU test below runs the same cancellation on the real engine)."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+        self.live: dict[str, int] = {}
+        self.aborted: list[str] = []
+        self.added: list[str] = []
+
+    def add_request(self, rid: str, prompt: object, sp: object) -> None:
+        self.added.append(rid)
+        self.live[rid] = 0
+
+    def abort_request(self, rids: list[str]) -> None:
+        self.aborted += rids
+        for rid in rids:
+            self.live.pop(rid, None)
+
+    def step(self) -> list[SimpleNamespace]:
+        outs = []
+        for rid in list(self.live):
+            self.live[rid] += 1
+            if self.live[rid] >= self.tokens:
+                del self.live[rid]
+                lps = [{5: SimpleNamespace(logprob=-0.5)}] * self.tokens
+                done = SimpleNamespace(token_ids=[5] * self.tokens, logprobs=lps, text="x")
+                done.finish_reason = "length"
+                outs.append(SimpleNamespace(request_id=rid, finished=True, outputs=[done]))
+        return outs
+
+
+def test_a_cancelled_generate_is_aborted_and_the_worker_serves_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent timeout cancels `generate`: its request is aborted (or never added) and the next
+    request is answered. Before, setting the cancelled request's result raised in the worker
+    thread, which died, and every later request waited forever."""
+    import asyncio
+    import sys
+    import threading
+
+    from kwrl.llm import vllm_engine
+    from kwrl.llm.packaged import resolve_model
+
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=dict))
+    gate = threading.Event()  # holds the first request in decoding until it is cancelled
+
+    class Engine(vllm_engine.VLLMEngine):
+        def _build(self) -> None:
+            self._llm = _StepEngine(tokens=3)
+            step = self._llm.step
+            self._llm.step = lambda: (gate.wait(10), step())[1]  # type: ignore[method-assign]
+            self.max_context, self.vocab_size, self.eos_ids = 4096, 49152, [0]
+
+    eng = Engine(resolve_model("smollm2-135m"), VLLMConfig())
+    params = SamplingParams(max_tokens=8)
+
+    async def run() -> None:
+        decoding = asyncio.ensure_future(eng.generate([1, 2, 3], params))
+        while not eng._llm.added:  # admitted, now inside step()
+            await asyncio.sleep(0)
+        decoding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await decoding
+        gate.set()
+        out = await asyncio.wait_for(eng.generate([4, 5], params), 10)
+        assert out.token_ids == [5, 5, 5]
+
+    try:
+        asyncio.run(run())
+        assert eng._worker.is_alive()
+        assert eng._llm.aborted == ["kwrl-0"]  # freed before the second request's steps
+        assert eng.stats["requests"] == 1
+    finally:
+        eng.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_and_vllm(), reason="needs a CUDA GPU and vLLM (docs/gpu.md)")
+def test_vllm_engine_aborts_a_cancelled_generate() -> None:  # pragma: no cover - GPU only
+    import asyncio
+
+    from kwrl.llm.packaged import resolve_model
+    from kwrl.llm.vllm_engine import VLLMEngine
+
+    eng = VLLMEngine(resolve_model("smollm2-135m"), VLLMConfig(gpu_memory_utilization=0.2))
+    prompt = eng.tokenizer("The capital of France is")["input_ids"]
+
+    async def run() -> None:
+        long = asyncio.ensure_future(
+            eng.generate(prompt, SamplingParams(max_tokens=2000, temperature=1.0))
+        )
+        await asyncio.sleep(0.2)
+        long.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await long
+        out = await asyncio.wait_for(eng.generate(prompt, SamplingParams(max_tokens=8)), 60)
+        assert len(out.token_ids) > 0
+
+    try:
+        asyncio.run(run())
+        assert eng._worker.is_alive()
+        assert eng.stats["requests"] == 1  # the cancelled one was aborted, never answered
+    finally:
+        eng.close()
