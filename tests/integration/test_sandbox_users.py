@@ -105,6 +105,7 @@ for pid in kids:
 PY
 echo 42 > /filesystem/answer.txt
 echo 'The answer is 42.' > /logs/agent/final_answer.txt
+kill -9 -1 || true  # every process it may signal: the trial is still graded
 """
 
 

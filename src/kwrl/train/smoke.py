@@ -261,7 +261,9 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
             prompts_per_step=cfg.prompts_per_step, samples_per_prompt=cfg.samples_per_prompt,
             steps=cfg.rl_steps, epochs=max(1, cfg.rl_steps), ckpt_every=cfg.rl_steps,
         ),
-        learner=LearnerConfig(lr=cfg.rl_lr, micro_batch_size=cfg.samples_per_prompt),
+        learner=LearnerConfig(
+            lr=cfg.rl_lr, micro_batch_size=cfg.samples_per_prompt, gradient_checkpointing=True
+        ),
         lora=LoRAConfig(rank=cfg.lora_rank), agent=_agent(cfg),
         concurrency=cfg.concurrency, tensorboard=True,
     )  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from kwrl.errors import ConfigError
 from kwrl.train.algorithms import (
     POLICY_LOSSES,
     group_ids_to_boundaries,
@@ -285,6 +286,14 @@ class Learner:
             dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, 2 * len(layers) + 8)
             for layer in layers:
                 layer.compile(dynamic=True, mode=cfg.compile_mode)
+        if cfg.gradient_checkpointing:
+            enable = getattr(model, "gradient_checkpointing_enable", None)
+            if enable is None:
+                raise ConfigError(
+                    f"learner.gradient_checkpointing: {type(model).__name__} has no "
+                    "gradient_checkpointing_enable (a transformers model is needed)"
+                )
+            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.share_prefix = cfg.share_prefix and prefix_pack.enable(model)
         self.version = 0
         """Number of optimizer steps taken: the policy's weight version."""

@@ -83,10 +83,19 @@ def test_micro_batching_does_not_change_the_gradient() -> None:
 
 
 @pytest.mark.parametrize(
-    "options", [{"head_checkpoint": False}, {"attention": "flash"}, {"attention": "cudnn"}]
+    "options",
+    [
+        {"head_checkpoint": False},
+        {"attention": "flash"},
+        {"attention": "cudnn"},
+        {"gradient_checkpointing": True},
+        {"gradient_checkpointing": True, "share_prefix": False},
+    ],
 )
 def test_speed_options_do_not_change_the_gradient(options: dict[str, object]) -> None:
-    """Keeping the head's logits, or preferring another SDPA kernel, is the same computation."""
+    """Keeping the head's logits, preferring another SDPA kernel, or recomputing each decoder
+    layer in backward (gradient checkpointing, with or without the shared-prefix packing) is the
+    same computation."""
     model = tiny_model()
     batch = collate(trajectories(model), [1.0, -1.0, 0.5, -0.5])
     grads, losses = [], []
@@ -242,3 +251,22 @@ def test_a_step_with_a_non_finite_gradient_changes_nothing(fused: bool) -> None:
     assert not all(torch.equal(a, p) for a, p in zip(before, params, strict=True))
     step = next(iter(learner.optimizer.state.values()))["step"]
     assert float(step) == 1  # the skipped step was not counted
+
+
+def test_gradient_checkpointing_recomputes_each_layer_in_backward() -> None:
+    model = tiny_model()
+    batch = collate(trajectories(model), [1.0, -1.0, 0.5, -0.5])
+    layer = model.model.layers[0]
+    forward = layer.forward
+    calls: list[int] = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return forward(*args, **kwargs)
+
+    layer.forward = counted  # type: ignore[method-assign]
+    for on in (False, True):
+        calls.clear()
+        cfg = LearnerConfig(micro_batch_size=4, gradient_checkpointing=on)
+        Learner(model, cfg).accumulate(batch)
+        assert len(calls) == (2 if on else 1)  # the forward, and with it the backward's recompute
