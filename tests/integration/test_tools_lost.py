@@ -1,4 +1,5 @@
-"""Agent code that kills or stops its own tools gets its world graded, not its trial masked.
+"""Agent code that kills or stops its own tools, or sabotages what kwrl writes and reads, gets its
+world graded, not its trial masked (nor every criterion failed).
 
 Everything in the sandbox's pid namespace but its init is agent code or the world gateway (agent
 code's parent), so `code_exec("kill -9 -1")` ends the gateway, and before kwrl's init became the
@@ -60,6 +61,19 @@ SCRIPTS: dict[str, tuple[list[str], dict[str, Any], dict[str, Any]]] = {
         [
             _exec(
                 "echo 41 > /filesystem/answer.txt; ln -s /tmp/elsewhere /logs/agent/final_answer.txt"
+            ),
+            "The answer is 42.",
+        ],
+        {},
+        {},
+    ),
+    # leaves its world unreadable to a grader without root's capabilities: the grader failed
+    # every criterion (the final answer's too) on a directory it could not list
+    "world-locked": (
+        [
+            _exec(
+                "echo 42 > /filesystem/answer.txt; mkdir -p /filesystem/d; echo x > /filesystem/d/f; "
+                "chmod 000 /filesystem/d /filesystem/answer.txt"
             ),
             "The answer is 42.",
         ],
@@ -131,6 +145,7 @@ def _cause(result: Any, trial_dir: Path) -> FailureCause:
         ("answer-dir", 1.0, "stop"),
         ("answer-locked", 1.0, "stop"),
         ("answer-link", 0.5, "stop"),
+        ("world-locked", 1.0, "stop"),
         ("memory-hog", 1.0, "stop"),
         ("control", 1.0, "stop"),
     ],

@@ -188,6 +188,10 @@ class SandboxSpec:
     keep_setid: bool = False
     """Keep CAP_SETUID/CAP_SETGID/CAP_SETPCAP so the command can empty its bounding set and switch to
     a non-root user (which drops them)."""
+    read_all: bool = False
+    """Keep CAP_DAC_READ_SEARCH: the command reads every file and lists every directory whatever
+    its mode (the verifier phase: the grader reads the world as Archipelago's root grader does,
+    so a `chmod 000` the agent left behind hides nothing from it and fails no other criterion)."""
 
 
 def bwrap_argv(
@@ -238,6 +242,8 @@ def bwrap_argv(
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     argv += ["--chdir", spec.chdir, "--cap-drop", "ALL"]
+    if spec.read_all:
+        argv += ["--cap-add", "CAP_DAC_READ_SEARCH"]
     if spec.keep_setid:
         # setpriv then empties the bounding set (CAP_SETPCAP; libcap-ng >= 0.8.4 refuses without
         # it) and switches user, which drops all three.

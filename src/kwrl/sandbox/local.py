@@ -26,7 +26,9 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   process keeps the mounts), the agent's outputs are copied out (links, fifos and sockets left
   out, listed in sandbox.json `dropped`) and /logs/verifier emptied; then each command runs in a
   fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, that shares the host network
-  (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md).
+  (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md),
+  and keeps one capability, CAP_DAC_READ_SEARCH: the grader reads the world whatever modes agent
+  code left on it (Archipelago's grader is root).
   `/tests` never exists in the agent's sandbox. Output is capped at `outputs.OUTPUT_CAP` bytes per stream
   in both phases.
 - `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
@@ -536,6 +538,7 @@ class LocalEnvironment(BaseEnvironment):
         share_net = self._network_policy.network_mode != NetworkMode.NO_NETWORK
         spec = self._spec(share_net=share_net, verifier=True)
         spec.keep_setid = bool(ids)
+        spec.read_all = True  # the grader reads what agent code made unreadable (chmod 000)
         # What harbor passes (task verifier.env, the trial's verifier env: the judge and its key)
         # reaches the grader; the sandbox's own variables win.
         spec.env = {**(self._merge_env(env) or {}), **spec.env}

@@ -57,6 +57,9 @@ def test_the_verifier_sandbox_shares_the_network(tmp_path: Path) -> None:
     assert "--unshare-net" not in argv
     i = argv.index("/tests")
     assert argv[i - 2 : i] == ["--ro-bind", "/x"]
+    assert "CAP_DAC_READ_SEARCH" not in argv
+    argv = bwrap_argv(SandboxSpec(root=tmp_path, read_all=True), ["true"])
+    assert argv[argv.index("--cap-add") + 1] == "CAP_DAC_READ_SEARCH"
 
 
 def test_commands_inside_get_a_clean_environment_with_the_gateway() -> None:
