@@ -324,8 +324,7 @@ class AgentLoop:
             run.error = str(e)
             if isinstance(e, ToolsLostError):
                 return StopReason.TOOLS_LOST
-            fate = self.tools_check() if self.tools_check is not None else None
-            if fate:
+            if fate := self._tools_fate():
                 run.error = f"{e} ({fate})"
                 return StopReason.TOOLS_LOST
             return StopReason.TOOL_ERROR
@@ -335,6 +334,10 @@ class AgentLoop:
             observation.append({"role": "user", "content": note})
         self._observe(observation)
         return None
+
+    def _tools_fate(self) -> str | None:
+        """Why the tools' server stopped serving by the agent's doing (`tools_check`), or None."""
+        return self.tools_check() if self.tools_check is not None else None
 
     def _observe(self, observation: list[dict[str, Any]]) -> None:
         """Append messages between turns (and their tokens), adding the budget notice if due."""
@@ -378,16 +381,10 @@ class AgentLoop:
                     f"Error: tool {call.name} timed out after {self.config.tool_call_timeout_s:g} s"
                 )
                 outcome, ok = "timeout", False
-                fate = self.tools_check() if self.tools_check is not None else None
-                if fate:
-                    raise ToolsLostError(f"{call.name} timed out: {fate}") from None
             except MCPError as e:
                 if _is_timeout(e):
                     text = f"Error: tool {call.name} timed out after {self.config.tool_call_timeout_s:g} s"
                     outcome = "timeout"
-                    fate = self.tools_check() if self.tools_check is not None else None
-                    if fate:
-                        raise ToolsLostError(f"{call.name} timed out: {fate}") from None
                 else:
                     text, outcome = f"Error calling tool {call.name}: {e}", "tool_error"
                 ok = False
@@ -395,6 +392,8 @@ class AgentLoop:
                 raise AgentError(
                     f"MCP session failed during {call.name}: {type(e).__name__}: {e}"
                 ) from e
+        if outcome == "timeout" and (fate := self._tools_fate()):
+            raise ToolsLostError(f"{call.name} timed out: {fate}")
         stats.tool_calls.append(ToolStat(call.name, ok, outcome, time.perf_counter() - t0))
         text = truncate_middle(text, self.config.tool_result_max_chars)
         return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}
