@@ -43,14 +43,19 @@ class ProcRef:
     """Field 22 of /proc/PID/stat (clock ticks since boot)."""
 
 
-def _stat(pid: int) -> tuple[str, str] | None:
-    """(state letter, start time) of `pid`, or None when there is no such process."""
+PF_EXITING = 0x4
+"""`task_struct.flags` bit (include/linux/sched.h, field 9 of /proc/PID/stat): the task is in the
+kernel's exit."""
+
+
+def _stat(pid: int) -> tuple[str, str, int] | None:
+    """(state letter, start time, flags) of `pid`, or None when there is no such process."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = text[text.rindex(")") + 2 :].split()
-    return fields[0], fields[19]
+    return fields[0], fields[19], int(fields[6])
 
 
 def proc_ref(pid: int) -> ProcRef | None:
@@ -59,9 +64,16 @@ def proc_ref(pid: int) -> ProcRef | None:
 
 
 def proc_state(ref: ProcRef) -> str | None:
-    """`ref`'s state letter (R, S, D, T, Z, ...), or None once it is gone (reaped, or its pid reused)."""
+    """`ref`'s state letter (R, S, D, T, Z, ...), or None once it is gone (reaped, or its pid reused).
+
+    A process on its way out (`PF_EXITING`) is "X" (dead), whatever letter /proc gives it: a killed
+    process closes its files before it turns zombie, and /proc says R, S or D in between (for as
+    long as the scheduler leaves it waiting on a busy machine), so its peers see their connections
+    end while it still looks alive."""
     st = _stat(ref.pid)
-    return None if st is None or st[1] != ref.start else st[0]
+    if st is None or st[1] != ref.start:
+        return None
+    return "X" if st[2] & PF_EXITING else st[0]
 
 
 def _nspid_depth(pid: int) -> int:

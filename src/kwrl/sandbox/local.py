@@ -219,10 +219,12 @@ class LocalEnvironment(BaseEnvironment):
         before it started, or once kwrl itself ended it for the verifier phase or stop()).
 
         Inside the sandbox only agent code shares the gateway's pid namespace and user, so a
-        gateway that ended or was stopped (SIGSTOP) there was ended by the agent's own commands
-        (a kill by the trial's memory limit too: agent code filled the memory). `KwrlAgent` asks this
-        when its MCP session fails or a call times out, and ends the run as `tools_lost`: the
-        trial is graded on the world as it stands, not masked as an infrastructure error.
+        gateway that ended (gone, a zombie, or on its way out: its connections close before it
+        turns zombie, see `proc_state`) or was stopped (SIGSTOP) there was ended by the agent's own
+        commands (a kill by the trial's memory limit too: agent code filled the memory).
+        `KwrlAgent` asks this when its MCP session fails or a call times out, and ends the run as
+        `tools_lost`: the trial is graded on the world as it stands, not masked as an
+        infrastructure error.
         """
         ref = self._gateway_ref
         if ref is None or self._stopped or self._verifier_phase:
