@@ -17,7 +17,8 @@
 # The SkyRL smoke, call by call (64 MiB a call, the checkout itself ~5 MB):
 #   1-5. carry .devwhl/gpu-bundle/pN (N = 0..4), run `bash scripts/device/gpu_run.sh stash`;
 #   6.   carry .devwhl/skyrl-bundle/p0, `... stash`;
-#   7.   carry .devwhl/skyrl-bundle/p1, .devwhl/data, .devwhl/gpu-extra, `... skyrl`.
+#   7.   carry .devwhl/skyrl-bundle/p1, .devwhl/data, .devwhl/gpu-extra, `... skyrl-smoke`;
+#   8.   `... skyrl-eval` (main_eval on the smoke's HF export; `skyrl` runs both in one call).
 # Check the bundles here first: `python scripts/device/check_bundle.py`.
 set -uo pipefail
 PARTS=/root/kwrl-parts
@@ -160,13 +161,19 @@ for r in sorted(Path(sys.argv[1]).glob("*/*/result.json")):
 print(json.dumps(rows, indent=1))
 PY
   python3 -c "import json,sys,collections; r=json.load(open('$OUT/skyrl_trials.json')); print(len(r),'trials', collections.Counter((x['batch'].split('-')[0], x['reward'], x['exception']) for x in r))"
-  local export
-  export=$(ls -d "$root"/smoke-1gpu/exports/global_step_*/policy 2>/dev/null | sort -V | tail -1)
-  [ -n "$export" ] || { echo "no HF export"; return; }
+}
+
+# main_eval on the smoke's last HF export (a separate call: smoke + eval can pass one call's limit)
+skyrl_eval() {
+  local root=/root/kwrl-skyrl policy t0
+  policy=$(ls -d "$root"/smoke-1gpu/exports/global_step_*/policy 2>/dev/null | sort -V | tail -1)
+  [ -n "$policy" ] || { echo "no HF export"; return; }
+  export KWRL_SKYRL_ROOT=$root PYTHON=python3 TOOL_CALL_PARSER=hermes DATASET=/root/kwrl-data \
+    MAX_MODEL_LEN=8192 SKYRL_DUMP_INFRA_LOG_TO_STDOUT=1 PYTHONUNBUFFERED=1
   python3 -m kwrl.train.skyrl.data /root/kwrl-data "$root/smoke-1gpu/val.parquet" || exit 6
   t0=$SECONDS
   # shellcheck disable=SC2086
-  RUN=smoke-1gpu-eval MODEL=$export KWRL_JUDGE="" SANDBOX=local timeout "${EVAL_TIMEOUT:-240}" bash scripts/skyrl/eval_apex.sh \
+  RUN=smoke-1gpu-eval MODEL=$policy KWRL_JUDGE="" SANDBOX=local timeout "${EVAL_TIMEOUT:-240}" bash scripts/skyrl/eval_apex.sh \
     "data.val_data=['$root/smoke-1gpu/val.parquet']" \
     trainer.placement.colocate_all=false generator.inference_engine.num_engines=1 \
     generator.inference_engine.tensor_parallel_size=1 generator.inference_engine.gpu_memory_utilization=0.5 \
@@ -187,7 +194,10 @@ case "${1:-all}" in
   all) stash; install; bench; train ;;
   train) stash; install; train ;;
   bench) stash; install; bench ;;
-  skyrl) stash; install_skyrl; skyrl ;;
+  skyrl) stash; install_skyrl; skyrl; skyrl_eval ;;
+  skyrl-smoke) stash; install_skyrl; skyrl ;;
+  skyrl-eval) stash; install_skyrl; skyrl_eval ;;
+  gpu-tests) stash; install; python3 -m pytest -q -m gpu tests/unit/llm 2>&1 | tail -15 ;;
   skyrl-install) stash; install_skyrl ;;
-  *) echo "usage: $0 stash|install|all|bench|train|skyrl|skyrl-install"; exit 2 ;;
+  *) echo "usage: $0 stash|install|all|bench|train|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
 esac
