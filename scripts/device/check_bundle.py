@@ -21,6 +21,7 @@ it. A failing import names the module; add its distribution to `VLLM_DEPS`, `KWR
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -67,7 +68,7 @@ sys.exit(1 if bad else 0)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--venv", type=Path, default=Path("/tmp/h200sim"))
     ap.add_argument("--bundle", type=Path, action="append")
     ap.add_argument("modules", nargs="*")
@@ -85,14 +86,19 @@ def main() -> None:
     for b in bundles:
         site = a.venv / f"{b.name}-site"
         if not site.exists():
-            joined = a.venv / f"{b.name}.tar.xz"
+            # joined and unpacked beside, then renamed: an interrupted run leaves no half site
+            # that a later run would take for the bundle
+            joined = a.venv / f"{b.name}.tar.xz.part"
+            partial = a.venv / f"{b.name}-site.part"
+            shutil.rmtree(partial, ignore_errors=True)
             parts = sorted(b.glob("p*"), key=lambda p: int(p.name[1:]))
             with joined.open("wb") as out:
                 for p in parts:
                     out.write(p.read_bytes())
             with tarfile.open(joined, "r:xz") as tar:
-                tar.extractall(site, filter="tar")
+                tar.extractall(partial, filter="tar")
             joined.unlink()
+            partial.rename(site)
         lines.append(str(site / "site"))
     lines.append(str(Path(__file__).resolve().parents[2] / "src"))
     # after the image's packages (gpu_run.sh copies the bundles over them: the same where, as
