@@ -184,6 +184,39 @@ async def test_a_fork_bomb_is_contained_while_another_trial_goes_on(
         await calm.stop(delete=True)
 
 
+async def test_killed_orphans_are_reaped_before_the_next_command(
+    env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork bomb's killed processes are orphans the sandbox's init reaps; until it does they
+    count against pids.max, so the command after the bomb could not fork (seen once in CI: the
+    fork bomb test's `echo still-usable` printed nothing). `kill("exec")` waits for the reaping."""
+    import signal
+
+    cg = env.cgroups
+    assert cg is not None
+    if "pids" not in cg.enforced:
+        pytest.skip("no pids controller here")
+    monkeypatch.setattr(cgroups, "UNCHARGE_S", 0.2)
+    os.kill(env.init_pid, signal.SIGSTOP)  # the init cannot reap while stopped
+    try:
+        await env.exec("for i in $(seq 20); do (sleep 60 > /dev/null 2>&1 &); done")
+        assert len(cg.pids("exec")) == 20
+        await asyncio.to_thread(cg.kill, "exec")  # bounded: returns with the zombies unreaped
+        assert cg.pids("exec") == [] and cg.charged("exec") == 20
+        monkeypatch.setattr(cgroups, "UNCHARGE_S", 60.0)
+        kill = asyncio.ensure_future(asyncio.to_thread(cg.kill, "exec"))
+        # still waiting for the stopped init (a kill that returned on an empty member list would
+        # be done by now: never a false failure, at worst a false pass on a very slow machine)
+        done, _ = await asyncio.wait({kill}, timeout=0.5)
+        assert not done
+    finally:
+        os.kill(env.init_pid, signal.SIGCONT)
+    await kill
+    assert cg.charged("exec") == 0
+    r = await env.exec("echo reaped")
+    assert (r.stdout or "").strip() == "reaped"
+
+
 async def test_a_memory_hog_is_contained(env: LocalEnvironment) -> None:
     hog = '"$KWRL_PYTHON" -c "x = []\nwhile True: x.append(bytearray(16 * 1024 * 1024))"'
     with pytest.raises(SandboxLimitError, match="memory limit"):

@@ -53,6 +53,8 @@ CHILDREN: tuple[str, ...] = ("sandbox", "exec")
 V1_CONTROLLERS: tuple[str, ...] = ("pids", "memory", "cpu", "freezer")
 LIMIT_CONTROLLERS: tuple[str, ...] = ("pids", "memory", "cpu")
 """The controllers that apply a trial's limits (both versions); v2 needs no freezer controller."""
+UNCHARGE_S = 5.0
+"""How long `Cgroups.kill` waits for the processes it killed to be reaped (`_await_uncharged`)."""
 CPU_PERIOD_US = 100_000
 UNIFIED = "unified"
 """The key of a v2 trial's one dir in `Cgroups.dirs`."""
@@ -360,7 +362,8 @@ class Cgroups:
         """SIGKILL every process of the trial (or of one child); returns how many there were.
 
         Returns once none is left; a fork bomb cannot outrun it (v2 `cgroup.kill` kills all at
-        once; otherwise members are frozen, killed and thawed until none is left).
+        once; otherwise members are frozen, killed and thawed until none is left). For one child
+        (the sandbox goes on), also once they are reaped (`_await_uncharged`), within bounds.
         """
         key = "freezer" if self.version == "v1" else UNIFIED
         freezer = self.dirs[key] / child if key in self.dirs and child else self.dirs.get(key)
@@ -370,6 +373,8 @@ class Cgroups:
         while True:
             pids = self.pids(child)
             if not pids:
+                if child is not None:  # the sandbox goes on: its next command must be able to fork
+                    self._await_uncharged(child, min(end, time.monotonic() + UNCHARGE_S))
                 return len(killed)
             if time.monotonic() > end:
                 raise SandboxError(f"{target}: {len(pids)} processes survived SIGKILL")
@@ -383,6 +388,25 @@ class Cgroups:
                     assert freezer is not None
                     self._freeze(freezer, False)
             time.sleep(0.005)  # let the kernel reap before re-reading the member list
+
+    def charged(self, child: str | None = None) -> int:
+        """Tasks the pids controller charges to the trial (or one child): a process that exited
+        leaves `cgroup.procs` at once but stays charged until its parent reaps it."""
+        if "pids" not in self.enforced:
+            return 0
+        d = self.dirs.get("pids" if self.version == "v1" else UNIFIED)
+        text = _read((d / child if child else d) / "pids.current").strip() if d else ""
+        return int(text) if text.isdigit() else 0
+
+    def _await_uncharged(self, child: str | None, until: float) -> None:
+        """Wait until the killed processes are reaped (no longer charged), at most until `until`.
+
+        Killed processes the sandbox's init must reap (orphans: a fork bomb's) are zombies for a
+        moment, and under load the init may be scheduled late: until it reaps them they count
+        against `pids.max`, so a command started at once could not fork. Past `until` it returns
+        anyway: zombies run nothing."""
+        while self.charged(child) and time.monotonic() < until:
+            time.sleep(0.005)
 
     def remove(self) -> None:
         """Remove the trial's cgroups; they must be empty (call `kill` first)."""
