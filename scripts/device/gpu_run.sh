@@ -121,18 +121,26 @@ install_skyrl() {
   python3 -c 'import ray, skyrl, vllm_router, tomli_w; print("ray", ray.__version__)' || exit 4
 }
 
+SKYRL_ROOT=/root/kwrl-skyrl
+
+# What the SkyRL launch scripts read (scripts/skyrl/common.sh), for the smoke and the eval alike.
+skyrl_env() {
+  export KWRL_SKYRL_ROOT=$SKYRL_ROOT PYTHON=python3 TOOL_CALL_PARSER=hermes DATASET=/root/kwrl-data \
+    MAX_MODEL_LEN=8192 SKYRL_DUMP_INFRA_LOG_TO_STDOUT=1 PYTHONUNBUFFERED=1
+}
+
 # The 1-GPU SkyRL smoke (scripts/skyrl/smoke_1gpu.sh) on the packaged SmolLM2-135M and the
 # generated tasks in .devwhl/data, then main_eval on its HF export. Knobs: SKYRL_TIMEOUT (s),
 # SKYRL_OVERRIDES (more SkyRL overrides), EVAL_TIMEOUT.
 skyrl() {
   local model root t0
   model=$(python3 -m kwrl.llm.packaged smollm2-135m | tail -1) || exit 5
-  root=/root/kwrl-skyrl
+  root=$SKYRL_ROOT
   rm -rf "$root" /tmp/ray
   mkdir -p "$root/smoke-1gpu"
   python3 -m kwrl.train.skyrl.data /root/kwrl-data "$root/smoke-1gpu/train.parquet" || exit 6
-  export KWRL_SKYRL_ROOT=$root PYTHON=python3 MODEL=$model TOOL_CALL_PARSER=hermes \
-    DATASET=/root/kwrl-data MAX_MODEL_LEN=8192 SKYRL_DUMP_INFRA_LOG_TO_STDOUT=1 PYTHONUNBUFFERED=1
+  skyrl_env
+  export MODEL=$model
   t0=$SECONDS
   # shellcheck disable=SC2086
   timeout "${SKYRL_TIMEOUT:-420}" bash scripts/skyrl/smoke_1gpu.sh \
@@ -165,11 +173,10 @@ PY
 
 # main_eval on the smoke's last HF export (a separate call: smoke + eval can pass one call's limit)
 skyrl_eval() {
-  local root=/root/kwrl-skyrl policy t0
+  local root=$SKYRL_ROOT policy t0
   policy=$(ls -d "$root"/smoke-1gpu/exports/global_step_*/policy 2>/dev/null | sort -V | tail -1)
   [ -n "$policy" ] || { echo "no HF export"; return; }
-  export KWRL_SKYRL_ROOT=$root PYTHON=python3 TOOL_CALL_PARSER=hermes DATASET=/root/kwrl-data \
-    MAX_MODEL_LEN=8192 SKYRL_DUMP_INFRA_LOG_TO_STDOUT=1 PYTHONUNBUFFERED=1
+  skyrl_env
   python3 -m kwrl.train.skyrl.data /root/kwrl-data "$root/smoke-1gpu/val.parquet" || exit 6
   t0=$SECONDS
   # shellcheck disable=SC2086

@@ -398,7 +398,7 @@ class Cgroups:
         text = _read((d / child if child else d) / "pids.current").strip() if d else ""
         return int(text) if text.isdigit() else 0
 
-    def _await_uncharged(self, child: str | None, until: float) -> None:
+    def _await_uncharged(self, child: str, until: float) -> None:
         """Wait until the killed processes are reaped (no longer charged), at most until `until`.
 
         Killed processes the sandbox's init must reap (orphans: a fork bomb's) are zombies for a

@@ -7,11 +7,10 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from kwrl.sandbox.gateway import ProcRef, proc_ref, proc_state
+from kwrl.sandbox.gateway import ProcRef, _stat, proc_ref, proc_state
 
 
 def test_a_process_is_seen_running_stopped_and_gone() -> None:
@@ -83,7 +82,8 @@ def test_a_process_that_closed_its_files_on_its_way_out_is_gone() -> None:
         assert ref is not None and proc_state(ref) in ("R", "S", "D")
         os.kill(init, signal.SIGKILL)
         assert mine.recv(1) == b""  # its files are closed: it is past that point of its exit
-        assert _stat_state(init) in ("R", "S", "D")  # not a zombie yet, by the kernel's word
+        st = _stat(init)
+        assert st is not None and st[0] in ("R", "S", "D")  # not a zombie yet, by the kernel's word
         assert proc_state(ref) == "X"
     finally:
         mine.close()
@@ -95,8 +95,3 @@ def test_a_process_that_closed_its_files_on_its_way_out_is_gone() -> None:
         holder.stdin.close()
         holder.wait(timeout=60)
     assert proc_state(ref) is None
-
-
-def _stat_state(pid: int) -> str:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2]
