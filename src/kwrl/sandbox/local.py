@@ -78,7 +78,7 @@ from pydantic import ValidationError
 from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, SandboxError
 from kwrl.io import write_json
-from kwrl.sandbox import cgroups, outputs
+from kwrl.sandbox import cgroups, host, outputs
 from kwrl.sandbox.base import (
     SANDBOX_GATEWAY_SOCKET,
     LocalSandboxConfig,
@@ -131,7 +131,6 @@ _REAP_S = 5.0
 _DISK_SLACK = 64 * 1024  # a world tmpfs with less free is full
 _VERIFIER_DIR = "/logs/verifier"
 _AGENT_OUTPUTS = ("/logs/agent", "/logs/artifacts")
-_swept = False
 
 
 async def _group_gone(pgid: int, deadline_s: float) -> bool:
@@ -247,36 +246,35 @@ class LocalEnvironment(BaseEnvironment):
         return None if self.root is None else self.root / "run" / "gateway.sock"
 
     async def start(self, force_build: bool) -> None:
-        _check_host()
+        host.check_host()
         sup = cgroups.support()
         # Rootless: RLIMIT_NPROC binds the sandbox's user namespace alone, and its pid namespace
         # ends every process of the trial when its init dies.
         self._unenforced = cgroups.require_limits(
             self._limits(),
             allow_missing=self.settings.allow_missing_limits,
-            also_enforced=("pids", "kill") if _rootless() else (),
+            also_enforced=("pids", "kill") if host.rootless() else (),
             sup=sup,
         )
-        if _rootless() and self.settings.exec_user is not None:
+        if host.rootless() and self.settings.exec_user is not None:
             raise ConfigError("exec_user: a rootless sandbox maps one user only (leave it unset)")
-        foreign = [d for d in self.world.lowers if _rootless() and d.stat().st_uid != os.geteuid()]
+        foreign = [
+            d for d in self.world.lowers if host.rootless() and d.stat().st_uid != os.geteuid()
+        ]
         if foreign:
             logging.getLogger(__name__).warning(
                 "rootless sandbox: %s is not owned by uid %d, so the trial cannot change what it "
                 "holds (owners other than this user are unmapped in the sandbox); copy the dataset",
                 foreign[0], os.geteuid(),
             )  # fmt: skip
-        if _rootless() and self.settings.gateway_mode == "fork":
+        if host.rootless() and self.settings.gateway_mode == "fork":
             # The zygote enters no user namespace: the gateway starts cold, through nsenter.
             self.settings = self.settings.model_copy(update={"gateway_mode": "exec"})
         if self._unenforced:
             logging.getLogger(__name__).warning(
                 "sandbox without %s (allow_missing_limits): %s", self._unenforced, sup.describe()
             )
-        global _swept
-        if not _swept:
-            _swept = True
-            await asyncio.to_thread(_sweep_stale, self._sandbox_dir())
+        await host.sweep_stale_once(self._sandbox_dir())
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         self.root = root = self._sandbox_dir() / name
         if _bad_mount_chars(root):
@@ -295,14 +293,14 @@ class LocalEnvironment(BaseEnvironment):
             self._listener = _listen(root / "run" / "gateway.sock")
         disk = root / "disk"
         opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={disk / 'upper'},workdir={disk / 'work'}"
-        if _rootless():
+        if host.rootless():
             opts += ",userxattr"  # overlayfs in a user namespace keeps its marks in user.* xattrs
         read_fd, write_fd = os.pipe()
         spec = self._spec(share_net=False, verifier=False)
         argv = [
             *self._join("sandbox"),
             "unshare",
-            *(["--user", "--map-root-user"] if _rootless() else []),
+            *(["--user", "--map-root-user"] if host.rootless() else []),
             "--mount",
             "--propagation",
             "private",
@@ -329,7 +327,7 @@ class LocalEnvironment(BaseEnvironment):
                 stderr=log,
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                env=_host_env(),
+                env=host.host_env(),
             )
         finally:
             os.close(write_fd)
@@ -440,14 +438,14 @@ class LocalEnvironment(BaseEnvironment):
     def _sandbox_dir(self) -> Path:
         if self.settings.sandbox_dir:
             return Path(self.settings.sandbox_dir)
-        uid = "" if not _rootless() else f"-{os.geteuid()}"  # a plain user's own
+        uid = "" if not host.rootless() else f"-{os.geteuid()}"  # a plain user's own
         return Path(tempfile.gettempdir()) / f"kwrl-sandboxes{uid}"
 
     def _nproc(self) -> list[str]:
         """Rootless: `prlimit --nproc=<pids> --`, run inside the sandbox's user namespace, where
         RLIMIT_NPROC counts the trial's processes alone (the kernel counts per user namespace)."""
         pids = self._limits().pids
-        return ["prlimit", f"--nproc={pids}", "--"] if _rootless() and pids else []
+        return ["prlimit", f"--nproc={pids}", "--"] if host.rootless() and pids else []
 
     def _limits(self) -> cgroups.Limits:
         """task.toml's [environment] cpus and memory_mb, else the settings' defaults."""
@@ -532,7 +530,7 @@ class LocalEnvironment(BaseEnvironment):
             return [
                 *self._join("exec"),
                 "prlimit", fsize, *self._nproc()[1:-1], "--",
-                "nsenter", "-t", str(self._init_pid), *_userns(),
+                "nsenter", "-t", str(self._init_pid), *host.userns_flags(),
                 "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
                 *_DROP_CAPS, *ids, "--", *shell,
             ]  # fmt: skip
@@ -548,7 +546,7 @@ class LocalEnvironment(BaseEnvironment):
         return [
             *self._join("exec"),
             *self._nproc(),
-            "nsenter", "-t", str(self._holder.pid), *_userns(), "-m", "--",
+            "nsenter", "-t", str(self._holder.pid), *host.userns_flags(), "-m", "--",
             *bwrap_argv(spec, inner),
         ]  # fmt: skip
 
@@ -716,10 +714,10 @@ class LocalEnvironment(BaseEnvironment):
         assert self._proc is not None
         self._holder = await asyncio.create_subprocess_exec(
             *self._join("sandbox"),
-            "nsenter", "-t", str(self._proc.pid), *_userns(), "-m", "--",
+            "nsenter", "-t", str(self._proc.pid), *host.userns_flags(), "-m", "--",
             "sh", "-c", "echo kwrl-holder; exec sleep infinity",
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            start_new_session=True, env=_host_env(),
+            start_new_session=True, env=host.host_env(),
         )  # fmt: skip
         assert self._holder.stdout is not None
         if not (await self._holder.stdout.readline()).startswith(b"kwrl-holder"):
@@ -810,7 +808,7 @@ class LocalEnvironment(BaseEnvironment):
         return [
             *self._join("sandbox"),
             *self._nproc(),
-            "nsenter", "-t", str(self._init_pid), *_userns(),
+            "nsenter", "-t", str(self._init_pid), *host.userns_flags(),
             "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
             *_DROP_CAPS, "--",
         ]  # fmt: skip
@@ -859,60 +857,3 @@ def _read_all(fd: int) -> bytes:
         while chunk := f.read(65536):
             chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _host_env() -> dict[str, str]:
-    return {
-        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "LANG": "C.UTF-8",
-    }
-
-
-def _rootless() -> bool:
-    """A plain user's sandbox: its mounts are made in a user namespace it owns (uid 0 inside)."""
-    return os.geteuid() != 0
-
-
-def _userns() -> list[str]:
-    """nsenter's flags to join the sandbox's user namespace too (rootless), keeping this uid (which
-    is uid 0 in there; setgroups is denied in a namespace that maps one user)."""
-    return ["-U", "--preserve-credentials"] if _rootless() else []
-
-
-def _check_host() -> None:
-    if _rootless() and (why := _userns_refused()):
-        raise SandboxError(
-            f"LocalEnvironment as a plain user (uid {os.geteuid()}) makes each trial's mounts in a "
-            f"user namespace, and this host refuses unprivileged user namespaces ({why}). Allow "
-            "them (sysctls kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, "
-            "kernel.apparmor_restrict_unprivileged_userns=0), run as root, or use the docker preset "
-            "(`--env docker`)."
-        )
-    for tool in ("bwrap", "unshare", "nsenter", "setpriv"):
-        if shutil.which(tool) is None:
-            raise SandboxError(
-                f"{tool} not found on PATH; install it (apt-get install -y bubblewrap util-linux)"
-            )
-
-
-def _userns_refused() -> str | None:
-    """Why this host refuses a plain user the user and mount namespaces, or None."""
-    import subprocess
-
-    probe = ["unshare", "--user", "--map-root-user", "--mount", "true"]
-    try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
-    except OSError as e:
-        return f"unshare: {e}"
-    if done.returncode != 0:
-        return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-    return None
-
-
-def _sweep_stale(sandbox_dir: Path) -> None:
-    """Remove sandbox roots and cgroups left by processes that died without stop()."""
-    cgroups.sweep_stale()
-    if sandbox_dir.is_dir():
-        for d in sandbox_dir.iterdir():
-            if d.is_dir() and not cgroups.owner_alive(d.name):
-                shutil.rmtree(d, ignore_errors=True)
