@@ -176,6 +176,7 @@ skyrl_eval() {
   local root=$SKYRL_ROOT policy t0
   policy=$(ls -d "$root"/smoke-1gpu/exports/global_step_*/policy 2>/dev/null | sort -V | tail -1)
   [ -n "$policy" ] || { echo "no HF export"; return; }
+  [ "${EVAL_TIMEOUT:-240}" -ge 30 ] || { echo "eval: ${EVAL_TIMEOUT} s left, not run"; return; }
   skyrl_env
   python3 -m kwrl.train.skyrl.data /root/kwrl-data "$root/smoke-1gpu/val.parquet" || exit 6
   t0=$SECONDS
@@ -201,7 +202,9 @@ case "${1:-all}" in
   all) stash; install; bench; train ;;
   train) stash; install; train ;;
   bench) stash; install; bench ;;
-  skyrl) stash; install_skyrl; skyrl; skyrl_eval ;;
+  # both in one call: the eval gets what the smoke leaves of CALL_S (a device call's 600 s)
+  skyrl) stash; install_skyrl; skyrl
+    EVAL_TIMEOUT=${EVAL_TIMEOUT:-$(( ${CALL_S:-590} - SECONDS ))}; skyrl_eval ;;
   skyrl-smoke) stash; install_skyrl; skyrl ;;
   skyrl-eval) stash; install_skyrl; skyrl_eval ;;
   gpu-tests) stash; install; python3 -m pytest -q -m gpu tests/unit/llm 2>&1 | tail -15 ;;
