@@ -105,7 +105,9 @@ for pid in kids:
 PY
 echo 42 > /filesystem/answer.txt
 echo 'The answer is 42.' > /logs/agent/final_answer.txt
-kill -9 -1 || true  # every process it may signal: the trial is still graded
+# every process it may signal: the gateway and the shell harbor ran it under too (not itself, not
+# the sandbox's init); the trial is still graded
+kill -9 -1 || true
 """
 
 
@@ -157,6 +159,8 @@ def test_a_plain_user_runs_an_oracle_trial_in_a_rootless_sandbox() -> None:
         assert (d / "agent" / "caps.txt").read_text().split() == ["CapEff:", "0000000000000000"]
         started, errno = map(int, (d / "agent" / "forks.txt").read_text().split())
         assert 400 < started < 512 and errno == 11  # RLIMIT_NPROC (pids 512) binds: EAGAIN
+        # the kill reached: the shell harbor ran the script under died of it
+        assert (d / "agent" / "exit-code.txt").read_text().strip() == "-9"
         report = json.loads((d / "sandbox.json").read_text())
         assert report["unenforced"] == ["memory_mb=1024", "cpus=1.0"]
     finally:
