@@ -17,8 +17,9 @@
 # The SkyRL smoke, call by call (64 MiB a call, the checkout itself ~5 MB):
 #   1-5. carry .devwhl/gpu-bundle/pN (N = 0..4), run `bash scripts/device/gpu_run.sh stash`;
 #   6.   carry .devwhl/skyrl-bundle/p0, `... stash`;
-#   7.   carry .devwhl/skyrl-bundle/p1, .devwhl/data, .devwhl/gpu-extra, `... skyrl-smoke`;
-#   8.   `... skyrl-eval` (main_eval on the smoke's HF export; `skyrl` runs both in one call).
+#   7.   carry .devwhl/skyrl-bundle/p1 and .devwhl/data, `... skyrl` (the smoke, then main_eval on
+#        its HF export in what the call has left; `skyrl-smoke` and `skyrl-eval` run one each).
+# It ran on the lent H200 on 2026-12-05: docs/gpu.md, docs/results/skyrl_smoke-h200.json.
 # Check the bundles here first: `python scripts/device/check_bundle.py`.
 set -uo pipefail
 PARTS=/root/kwrl-parts
@@ -144,7 +145,7 @@ skyrl() {
   t0=$SECONDS
   # shellcheck disable=SC2086
   timeout "${SKYRL_TIMEOUT:-420}" bash scripts/skyrl/smoke_1gpu.sh \
-    trainer.flash_attn=false \
+    trainer.flash_attn=false trainer.remove_microbatch_padding=false \
     trainer.algorithm.zero_variance_filter=false \
     trainer.train_batch_size=4 trainer.policy_mini_batch_size=4 \
     generator.n_samples_per_prompt=4 \
@@ -188,7 +189,8 @@ skyrl_eval() {
     generator.inference_engine.engine_init_kwargs.max_model_len=8192 generator.inference_engine.enforce_eager=true \
     generator.eval_n_samples_per_prompt=2 generator.eval_sampling_params.max_generate_length=256 \
     trainer.eval_batch_size=8 trainer.max_prompt_length=8192 generator.max_input_length=8192 \
-    trainer.logger=console kwrl.environment=local kwrl.concurrency=16 \
+    trainer.logger=console trainer.remove_microbatch_padding=false \
+    kwrl.environment=local kwrl.concurrency=16 \
     kwrl.agent_kwargs.max_steps=6 kwrl.agent_kwargs.context_window=8192 kwrl.agent_kwargs.tool_call_parser=hermes \
     kwrl.environment_kwargs.allow_missing_limits=true \
     ${EVAL_OVERRIDES:-} > "$OUT/skyrl_eval.log" 2>&1

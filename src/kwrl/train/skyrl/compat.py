@@ -20,8 +20,9 @@ wrapper, and nowhere else:
 
 FlashAttention itself stays off: with the stand-in, `trainer.flash_attn` must be false (the
 stand-in has no kernels; transformers' `is_flash_attn_2_available()` reads package metadata, which
-the stand-in does not fake, so it says False). `trainer.remove_microbatch_padding` works: the
-packed forward then runs SDPA with a block mask built from the position ids (transformers).
+the stand-in does not fake, so it says False), and so must `trainer.remove_microbatch_padding`:
+SkyRL 0.3.0's model wrapper packs micro-batches only with FlashAttention-2 (it asserts so when the
+FSDP worker builds the model; `config.check_policy_model` refuses the pair before Ray starts).
 """
 
 from __future__ import annotations

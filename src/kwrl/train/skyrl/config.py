@@ -104,6 +104,23 @@ def parse_overrides(args: list[str]) -> KwrlSkyRLConfig:
     return cfg
 
 
+def check_policy_model(cfg: Any) -> None:
+    """What SkyRL 0.3.0's policy model wrapper asserts once its FSDP worker builds the model,
+    checked before Ray starts. Raises ConfigError.
+
+    Packed micro-batches (`trainer.remove_microbatch_padding`, on by default) need FlashAttention-2:
+    with `trainer.flash_attn=false` (SDPA; where flash-attn does not import, kwrl.train.skyrl.compat)
+    the wrapper's `AssertionError` otherwise ends the run at step 0 (seen on the lent H200).
+    """
+    t = cfg.trainer
+    if getattr(t, "remove_microbatch_padding", False) and not getattr(t, "flash_attn", True):
+        raise ConfigError(
+            "trainer.remove_microbatch_padding=true needs trainer.flash_attn=true (SkyRL packs "
+            "micro-batches only with FlashAttention-2); with trainer.flash_attn=false pass "
+            "trainer.remove_microbatch_padding=false"
+        )
+
+
 def check_fully_async(cfg: Any) -> None:
     """SkyRL's FullyAsyncRayPPOTrainer constructor checks, run before Ray starts.
 

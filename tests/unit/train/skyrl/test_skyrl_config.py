@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +143,43 @@ def test_fully_async_constraints_are_checked_before_ray(tmp_path: Path) -> None:
         load_fully_async([*args, "trainer.algorithm.policy_loss_type=regular"])
     with pytest.raises(ConfigError, match="num_parallel_generation_workers"):
         load_fully_async([*args, "trainer.fully_async.num_parallel_generation_workers=65"])
+
+
+def test_packed_micro_batches_without_flash_attention_are_refused_before_ray(
+    tmp_path: Path,
+) -> None:
+    """The lent H200's first smoke ended at step 0 on SkyRL's model-wrapper assertion: SDPA
+    (`trainer.flash_attn=false`) with `trainer.remove_microbatch_padding` on (its default)."""
+    from kwrl.train.skyrl.main_train import load
+
+    args = script_args("smoke_1gpu.sh", tmp_path)
+    with pytest.raises(ConfigError, match=r"trainer\.remove_microbatch_padding=false"):
+        load([*args, "trainer.flash_attn=false"])
+    cfg = load([*args, "trainer.flash_attn=false", "trainer.remove_microbatch_padding=false"])
+    assert not cfg.trainer.flash_attn and not cfg.trainer.remove_microbatch_padding
+    assert load(args).trainer.remove_microbatch_padding  # FlashAttention-2: packing stays on
+
+
+def test_the_refused_pair_is_the_one_skyrls_model_wrapper_asserts_on() -> None:
+    """SkyRL's own wrapper (with kwrl's flash-attn stand-in where flash-attn is missing): SDPA with
+    packing fails its assertion; SDPA without packing builds (around no model: None)."""
+    code = """
+        from kwrl.train.skyrl import compat
+        compat.setup_worker()
+        from skyrl.backends.skyrl_train.workers.model_wrapper import HFModelWrapper
+        for padding in (True, False):
+            try:
+                HFModelWrapper(None, use_flash_attention_2=False, remove_microbatch_padding=padding)
+            except AssertionError as e:
+                print(padding, "assert", e)
+            else:
+                print(padding, "built")
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300,
+        env={**os.environ}, check=False,
+    )  # fmt: skip
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == 2, out.stderr[-3000:]
+    assert lines[0].startswith("True assert") and "remove_microbatch_padding" in lines[0]
+    assert lines[1] == "False built"
