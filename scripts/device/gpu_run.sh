@@ -156,6 +156,7 @@ skyrl() {
     kwrl.environment_kwargs.allow_missing_limits=true \
     ${SKYRL_OVERRIDES:-} > "$OUT/skyrl_smoke.log" 2>&1
   echo "smoke exit $? wall $((SECONDS - t0)) s"
+  python3 benchmarks/skyrl_steps.py "$OUT/skyrl_smoke.log" --json "$OUT/skyrl_steps.json"
   grep -v "^\(INFO\|DEBUG\)" "$OUT/skyrl_smoke.log" | grep -i -E "error|Traceback|exception|step|reward|ckpt|checkpoint|saved" | tail -40
   find "$root/smoke-1gpu" -maxdepth 4 \( -name "global_step_*" -o -name "*.safetensors" \) | head
   python3 - "$root/smoke-1gpu/trials" > "$OUT/skyrl_trials.json" <<'PY'
