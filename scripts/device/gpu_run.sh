@@ -145,7 +145,6 @@ skyrl() {
   t0=$SECONDS
   # shellcheck disable=SC2086
   timeout "${SKYRL_TIMEOUT:-420}" bash scripts/skyrl/smoke_1gpu.sh \
-    trainer.flash_attn=false trainer.remove_microbatch_padding=false \
     trainer.algorithm.zero_variance_filter=false \
     trainer.train_batch_size=4 trainer.policy_mini_batch_size=4 \
     generator.n_samples_per_prompt=4 \

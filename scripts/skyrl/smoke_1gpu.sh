@@ -8,6 +8,8 @@
 # MODEL: a hub id or a local folder (default Qwen/Qwen3.5-0.8B); where no hub is reachable, a
 # packaged model's folder: MODEL=$(python -m kwrl.llm.packaged smollm2-135m | tail -1) with
 # TOOL_CALL_PARSER=hermes (SmolLM2's chat template has no tool format of its own).
+# FLASH_ATTN (default false: the `gpu` extra installs no flash-attn, a GPU build): true runs the
+# policy with FlashAttention-2 and packed micro-batches (SkyRL packs only with it).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -25,6 +27,8 @@ launch kwrl.train.skyrl.main_train \
   generator.inference_engine.served_model_name=policy \
   "${HERO_ARGS[@]}" \
   trainer.strategy=fsdp \
+  trainer.flash_attn=${FLASH_ATTN:-false} \
+  trainer.remove_microbatch_padding=${FLASH_ATTN:-false} \
   trainer.placement.colocate_all=true \
   trainer.placement.policy_num_nodes=1 \
   trainer.placement.policy_num_gpus_per_node=1 \

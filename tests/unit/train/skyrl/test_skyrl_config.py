@@ -152,12 +152,13 @@ def test_packed_micro_batches_without_flash_attention_are_refused_before_ray(
     (`trainer.flash_attn=false`) with `trainer.remove_microbatch_padding` on (its default)."""
     from kwrl.train.skyrl.main_train import load
 
-    args = script_args("smoke_1gpu.sh", tmp_path)
+    cfg = load(script_args("smoke_1gpu.sh", tmp_path))  # the `gpu` extra has no flash-attn
+    assert not cfg.trainer.flash_attn and not cfg.trainer.remove_microbatch_padding
+    args = script_args("smoke_1gpu.sh", tmp_path, FLASH_ATTN="true")
+    cfg = load(args)
+    assert cfg.trainer.flash_attn and cfg.trainer.remove_microbatch_padding
     with pytest.raises(ConfigError, match=r"trainer\.remove_microbatch_padding=false"):
         load([*args, "trainer.flash_attn=false"])
-    cfg = load([*args, "trainer.flash_attn=false", "trainer.remove_microbatch_padding=false"])
-    assert not cfg.trainer.flash_attn and not cfg.trainer.remove_microbatch_padding
-    assert load(args).trainer.remove_microbatch_padding  # FlashAttention-2: packing stays on
 
 
 def test_the_refused_pair_is_the_one_skyrls_model_wrapper_asserts_on() -> None:
