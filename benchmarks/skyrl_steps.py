@@ -15,12 +15,13 @@ engines (`timing/sync_weights`), checkpoint writing (`timing/save_checkpoints` +
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+from kwrl.io import write_json
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STEP = re.compile(r"\bStep (\d+):\s*$")
@@ -92,9 +93,7 @@ def main() -> None:
         rows.append({"step": int(s["step"]), "trials": trials, "mean_reward": reward, **parts})
     Console().print(table)
     if args.json is not None:
-        tmp = args.json.with_name(args.json.name + ".tmp")
-        tmp.write_text(json.dumps({"log": str(args.log), "steps": rows}, indent=1) + "\n")
-        tmp.replace(args.json)
+        write_json(args.json, {"log": str(args.log), "steps": rows}, indent=1)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def check_policy_model(cfg: Any) -> None:
     the wrapper's `AssertionError` otherwise ends the run at step 0 (seen on the lent H200).
     """
     t = cfg.trainer
-    if getattr(t, "remove_microbatch_padding", False) and not getattr(t, "flash_attn", True):
+    if t.remove_microbatch_padding and not t.flash_attn:
         raise ConfigError(
             "trainer.remove_microbatch_padding=true needs trainer.flash_attn=true (SkyRL packs "
             "micro-batches only with FlashAttention-2); with trainer.flash_attn=false pass "

@@ -27,15 +27,8 @@ def test_the_h200_smoke_log_splits_into_its_logged_timings(tmp_path: Path) -> No
     one = steps[0]
     assert (one["generate"], one["policy_train"], one["sync_weights"]) == (18.7207, 9.4637, 1.2572)
     assert abs(one["checkpoints"] - (15.8529 + 0.8895)) < 1e-9 and one["total"] == 46.3381
-    assert (
-        abs(
-            sum(
-                one[k] for k in ("generate", "policy_train", "sync_weights", "checkpoints", "other")
-            )
-            - 46.3381
-        )
-        < 1e-9
-    )
+    parts = ("generate", "policy_train", "sync_weights", "checkpoints", "other")
+    assert abs(sum(one[k] for k in parts) - 46.3381) < 1e-9
     assert one["trials"] == 16 and one["mean_reward"] == 0.0
     assert "18.72 s (40%)" in out.stdout
 
