@@ -6,6 +6,9 @@ command after an interruption runs only what is missing. `kwrl report` re-render
 from its trials, or with `--compare OTHER` writes compare.json/compare.html (run - other, paired
 on shared tasks). Agent settings: `--max-steps`, `--max-tokens`, `--tools`, or any
 `kwrl.agent.AgentConfig` field with `--ak key=value`.
+
+Both exit 1 when no trial of the run was graded (the run has no score: the table shows "-" and the
+causes say why), and say how many trials failed on infrastructure when some did.
 """
 
 from __future__ import annotations
@@ -49,9 +52,21 @@ def _print_summary(run_dir: Path) -> None:
         table.add_row(label, str(s["n_tasks"]), pct(s["mean_score"]), pct(s["pass_at_1"]))
     console = Console()
     console.print(table)
-    console.print(
-        f"causes {m['trials']['causes']}  report {run_dir / 'report.html'}", highlight=False
-    )
+    overall, causes = m["overall"], m["trials"]["causes"]
+    console.print(f"causes {causes}  report {run_dir / 'report.html'}", highlight=False)
+    if not overall.get("n_graded"):
+        console.print(
+            f"[red]no trial graded[/red]: {overall['n_trials']} trials, causes {causes}; this run "
+            "has no score (each trial dir's result.json and sandbox.log say why)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    if overall.get("n_infra"):
+        console.print(
+            f"[yellow]{overall['n_infra']} of {overall['n_trials']} trials failed on "
+            "infrastructure[/yellow] (no reward; they score 0 in the table above)",
+            highlight=False,
+        )
 
 
 def eval_(

@@ -14,7 +14,10 @@ What APEX-Agents and RECIPE report, computed here from `TrialOutcome`s:
   stats (turns, tokens, tool-call success, tool mix) and failure causes.
 
 Non-obvious choice: a trial without a reward (an error) scores 0 and fails, as on a leaderboard;
-how many there were is reported beside the scores (`n_errors`, `causes`).
+how many there were is reported beside the scores (`n_errors`, of which `n_infra` failed outside
+the policy's control, and `causes`). A group in which no trial was graded has no score at all
+(`n_graded` 0, every interval None): "the oracle scored 0.0%" must never stand for "every trial
+failed to start".
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from kwrl.config import KwrlConfig
+from kwrl.rollout.failures import INFRA
+
+INFRA_CAUSES = frozenset(str(c) for c in INFRA)
+"""The failure causes (as written in trials.jsonl) outside the policy's control."""
 
 
 class CriterionResult(BaseModel):
@@ -149,6 +156,12 @@ class ScoreSummary(BaseModel):
     n_tasks: int
     n_trials: int
     n_errors: int
+    """Trials without a reward (they score 0 and fail)."""
+    n_graded: int = 0
+    """Trials with a reward; 0 means the group has no score (every interval None)."""
+    n_infra: int = 0
+    """Of `n_errors`, the trials that failed outside the policy's control (infrastructure causes,
+    `kwrl.rollout.failures.INFRA`)."""
     mean_score: Interval
     pass_at_1: Interval
     pass_at_k: dict[int, Interval]
@@ -164,12 +177,17 @@ def summarize_scores(outcomes: Sequence[TrialOutcome], boot: Bootstrap) -> Score
     tasks = by_task(outcomes)
     groups = list(tasks.values())
 
-    n_min = min((len(g) for g in groups), default=0)
+    n_graded = sum(o.reward is not None for o in outcomes)
+    n_min = min((len(g) for g in groups), default=0) if n_graded else 0
     counts = [(len(g), sum(o.passed for o in g)) for g in groups]
+    if not n_graded:  # nothing was graded: no score, not a score of 0
+        groups, counts = [], []
     return ScoreSummary(
-        n_tasks=len(groups),
+        n_tasks=len(tasks),
         n_trials=len(outcomes),
         n_errors=sum(o.reward is None for o in outcomes),
+        n_graded=n_graded,
+        n_infra=sum(o.reward is None and o.cause in INFRA_CAUSES for o in outcomes),
         mean_score=_ci([sum(o.score for o in g) / len(g) for g in groups], boot),
         pass_at_1=_ci([c / n for n, c in counts], boot),
         pass_at_k={

@@ -2,7 +2,8 @@
 
 Both run harbor trials in the chosen environment (default: the local bubblewrap sandbox) and
 leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summary.json`.
-`kwrl trial run` exits 1 when the trial failed (an error, or no reward); both exit 2 before any
+`kwrl trial run` exits 1 when the trial failed (an error, or no reward), `kwrl rollout` when no
+trial was graded (it says how many failed on infrastructure when some did); both exit 2 before any
 trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
 Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
 `--ek gateway=false` or `--ek pids_max=256`; agent kwargs (`--ak key=value`) to the agent, e.g.
@@ -163,6 +164,7 @@ def rollout(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from kwrl.rollout.failures import INFRA, FailureCause
     from kwrl.rollout.runner import RolloutConfig, TrialRecord, check_task_config, run_rollout
     from kwrl.tasks.taskdir import task_dirs
 
@@ -200,3 +202,17 @@ def rollout(
         f"mean reward {'-' if mean is None else f'{mean:.3f}'}  graded {summary['graded']}/{summary['trials']}"
         f"  retries {summary['retries']}  causes {summary['causes']}  summary {out / 'summary.json'}"
     )
+    infra = sum(n for c, n in summary["causes"].items() if FailureCause(c) in INFRA)
+    if not summary["graded"]:
+        console.print(
+            f"[red]no trial graded[/red]: causes {summary['causes']}; no mean reward "
+            "(each trial dir's result.json and sandbox.log say why)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    if infra:
+        console.print(
+            f"[yellow]{infra} of {summary['trials']} trials failed on infrastructure[/yellow] "
+            "(after retries; not in the mean)",
+            highlight=False,
+        )

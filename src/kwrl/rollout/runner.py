@@ -151,7 +151,7 @@ def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str
     return TrialConfig(
         task=TaskConfig(path=Path(task_dir).resolve()),
         trial_name=name,
-        trials_dir=trials_dir,
+        trials_dir=Path(trials_dir).resolve(),  # other processes run the trial: no cwd
         agent=agent,
         environment=environment_config(cfg.environment, cfg.environment_kwargs),
         verifier=VerifierConfig(env=cfg.verifier_env),

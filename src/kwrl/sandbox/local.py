@@ -150,6 +150,32 @@ def _bad_mount_chars(p: Path) -> bool:
     return any(c in str(p) for c in ",:\n")
 
 
+def _absolute_paths(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """harbor's constructor kwargs with every host path made absolute.
+
+    harbor hands over paths relative to its own working directory (its default `jobs/` dir, a
+    relative `-o`, kwrl's relative `--out`); the zygote, the gateway and bwrap are other processes
+    with other working directories, so a relative trial dir there names nothing (the zygote
+    refused it: every trial failed on `sandbox`). Resolved once, where the paths enter.
+    """
+    from harbor.models.trial.paths import TrialPaths
+
+    out = dict(kwargs)
+    if isinstance(out.get("environment_dir"), (str, os.PathLike)):
+        out["environment_dir"] = Path(out["environment_dir"]).resolve()
+    paths = out.get("trial_paths")
+    if isinstance(paths, TrialPaths) and not paths.trial_dir.is_absolute():
+        out["trial_paths"] = TrialPaths(trial_dir=paths.trial_dir.resolve())
+    if out.get("mounts"):
+        out["mounts"] = [
+            {**m, "source": str(Path(m["source"]).resolve())}
+            if m.get("type", "bind") == "bind" and m.get("source")
+            else m
+            for m in out["mounts"]
+        ]
+    return out
+
+
 class LocalEnvironment(BaseEnvironment):
     """A trial sandbox on this machine: bubblewrap + overlayfs + cgroups, no Docker."""
 
@@ -179,7 +205,7 @@ class LocalEnvironment(BaseEnvironment):
         self._copied: dict[str, set[str]] = {}
         self._verifier_phase = False
         self._stopped = False
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **_absolute_paths(kwargs))
 
     # ------------------------------------------------------------------ harbor interface
 

@@ -2,6 +2,7 @@
 
 `GatewayClient(url)` accepts `http://host:port/mcp/` or `unix:///path/to.sock` (the sandbox's
 socket; the MCP path defaults to `/mcp/`, or give it after the socket as `unix:///run/gw.sock#/mcp/`).
+The gateway's base URL (`http://host:port`, what `kwrl world serve` prints) means its `/mcp/`.
 It wraps the official MCP SDK client (`mcp.Client` over `mcp.client.streamable_http`), so the agent,
 `kwrl world call` and the tests speak exactly what a real MCP host speaks.
 
@@ -20,6 +21,7 @@ import os
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from mcp import Client
@@ -42,7 +44,23 @@ def resolve_url(url: str | None) -> str:
         raise WorldError(
             f"gateway URL {url!r}: expected http://host:port/mcp/ or unix:///path.sock"
         )
+    if url.startswith(("http://", "https://")):
+        parts = urlsplit(url)
+        if parts.path in ("", "/", "/mcp"):  # the base URL (or no trailing slash): the endpoint
+            url = urlunsplit(parts._replace(path="/mcp/"))
     return url
+
+
+def _connect_error(url: str, e: Exception) -> WorldError:
+    """What a failed connection says: a missing MCP endpoint names the path to use."""
+    text = repr(e)
+    if "Not Found" in text or "404" in text:
+        base = urlunsplit(urlsplit(url)._replace(path="", query="", fragment=""))
+        return WorldError(
+            f"gateway {url}: no MCP endpoint at this path (HTTP 404); a kwrl gateway serves it at "
+            f"{base}/mcp/ (or pass the base URL {base})"
+        )
+    return WorldError(f"gateway {url}: cannot connect: {text}")
 
 
 def _split(url: str, timeout_s: float) -> tuple[str, httpx2.AsyncClient]:
@@ -107,7 +125,7 @@ class GatewayClient:
         except BaseException as e:
             await stack.aclose()
             if isinstance(e, Exception):
-                raise WorldError(f"gateway {self.url}: cannot connect: {e!r}") from e
+                raise _connect_error(self.url, e) from e
             raise
         self._stack = stack
         return self

@@ -96,6 +96,22 @@ def test_summary_weighs_tasks_equally_and_scores_errors_as_zero() -> None:
     assert s.pass_hat_k[1].value == pytest.approx(s.pass_at_1.value)
 
 
+def test_a_group_with_no_graded_trial_has_no_score_and_counts_its_infrastructure_failures() -> None:
+    failed = [
+        outcome("a", 0, None, False, cause="sandbox"),
+        outcome("b", 0, None, False, cause="sandbox"),
+        outcome("b", 1, None, False, cause="agent_timeout"),
+    ]
+    s = summarize_scores(failed, Bootstrap(n_boot=50))
+    assert (s.n_tasks, s.n_trials, s.n_errors, s.n_graded, s.n_infra) == (2, 3, 3, 0, 2)
+    assert s.mean_score.value is None and s.pass_at_1.value is None
+    assert s.pass_at_k == {} and s.pass_hat_k == {}
+    # one graded trial makes it a score again, the failures scoring 0 beside it
+    s = summarize_scores([*failed, outcome("c", 0, 1.0, True)], Bootstrap(n_boot=50))
+    assert (s.n_graded, s.n_infra) == (1, 2)
+    assert s.mean_score.value == pytest.approx(1 / 3)
+
+
 def test_groups_criteria_and_trial_stats() -> None:
     crit = [
         CriterionResult(

@@ -30,3 +30,28 @@ def test_an_old_kwrl_test_sh_is_outdated_and_a_custom_one_is_not() -> None:
     assert outdated_test_sh(old)
     assert not outdated_test_sh(TEST_SH_TEXT)
     assert not outdated_test_sh("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
+
+
+def test_harbors_relative_paths_are_made_absolute_where_they_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harbor.models.trial.paths import TrialPaths
+
+    from kwrl.sandbox.local import _absolute_paths
+
+    monkeypatch.chdir(tmp_path)
+    kwargs = _absolute_paths(
+        {
+            "environment_dir": Path("D/tasks/t/environment"),
+            "trial_paths": TrialPaths(trial_dir=Path("jobs/j/t__x")),
+            "mounts": [
+                {"type": "bind", "source": "jobs/j/t__x/agent", "target": "/logs/agent"},
+                {"type": "volume", "source": "named", "target": "/v"},
+            ],
+            "session_id": "s",
+        }
+    )
+    assert kwargs["environment_dir"] == tmp_path / "D/tasks/t/environment"
+    assert kwargs["trial_paths"].trial_dir == tmp_path / "jobs/j/t__x"
+    assert kwargs["mounts"][0]["source"] == str(tmp_path / "jobs/j/t__x/agent")
+    assert kwargs["mounts"][1]["source"] == "named" and kwargs["session_id"] == "s"
