@@ -136,18 +136,29 @@ def validate(
         Path, typer.Argument(help="Dataset dir, folder of task dirs, or one task dir.")
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control/--no-control",
+            help="Run the no-op control: every machine-graded criterion must fail on the task's "
+            "untouched world with an empty answer.",
+        ),
+    ] = True,
 ) -> None:
-    """Check every task (files, schemas, world, harbor task.toml, the grader's time, duplicate ids).
+    """Check every task (files, schemas, world, harbor task.toml, the grader's time, duplicate ids)
+    and run the no-op control.
 
     kwrl's grader needs verifier.timeout_sec >= KWRL_GRADER_DEADLINE_S (default 180) + 50 s.
-    Exit 1 on problems.
+    The no-op control grades each task's untouched world with an empty final answer without a
+    judge: a criterion that passes rewards doing nothing; criteria only a judge grades are
+    counted, not run. Exit 1 on problems.
     """
     from rich.console import Console
     from rich.table import Table
 
     from kwrl.tasks.validate import report_json, validate_dataset
 
-    report = validate_dataset(dataset)
+    report = validate_dataset(dataset, control=control)
     console = Console()
     if as_json:
         typer.echo(report_json(report))
@@ -162,6 +173,14 @@ def validate(
         for p in report.problems:
             table.add_row(p.task, p.file, p.field or "", p.message)
         console.print(table)
+    if report.control is not None and not as_json:
+        c = report.control
+        console.print(
+            f"no-op control: {c.graded} criteria graded without a judge on the untouched worlds "
+            f"with an empty answer, {c.unjudged} skipped (only a judge grades them; "
+            f"{c.seconds:.1f} s)",
+            highlight=False,
+        )
     if not report.ok:
         raise typer.Exit(1)
 

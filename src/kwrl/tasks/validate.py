@@ -10,7 +10,8 @@ environment/overlay holding only the two world subsystems; no symlink in the tas
 resolving outside it (a chain of links included); task.toml through harbor's own `TaskConfig` plus
 kwrl's unknown-key check and positive [environment] limits; for a task graded by kwrl's grader,
 `[verifier] timeout_sec` long enough for the grader's deadline (`grader_time_problems`). Across
-the dataset: duplicate task ids.
+the dataset: duplicate task ids. With `control=True`, the no-op control (`run_control`): every
+criterion a machine can grade must fail on the task's untouched world with an empty answer.
 
 A `Problem` is data, not an exception, so the CLI can print them all in one table.
 """
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from kwrl.errors import TaskFormatError
+from kwrl.errors import KwrlError, TaskFormatError
 from kwrl.tasks.archive import escaping_links
 from kwrl.tasks.layout import SUBSYSTEMS
 from kwrl.tasks.models import ArchipelagoMeta
@@ -68,11 +71,25 @@ class Problem:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ControlSummary:
+    """What the no-op control covered (`run_control`)."""
+
+    graded: int
+    """Criteria graded without a judge (machine checks, the expected-file-type rule): each must
+    fail."""
+    unjudged: int
+    """Criteria only the judge grades: not run by the control."""
+    seconds: float
+
+
 @dataclass
 class ValidationReport:
     root: Path
     tasks: int
     problems: list[Problem]
+    control: ControlSummary | None = None
+    """The no-op control's coverage, when it ran."""
 
     @property
     def ok(self) -> bool:
@@ -248,8 +265,51 @@ def _world_id_of(path: Path) -> str:
     return data["world_id"]
 
 
-def validate_dataset(root: Path) -> ValidationReport:
-    """Validate every task dir under `root` (a dataset, a folder of task dirs, or one task dir)."""
+CONTROL_MODULE = "kwrl.grading.control"
+"""The no-op control, run as `python -m kwrl.grading.control ROOT`: grading sits above the data
+layer, which names it (as a task's test.sh names the verifier) rather than importing it."""
+
+
+def run_control(root: Path) -> tuple[list[Problem], ControlSummary]:
+    """The no-op control on every task dir under `root`, in a child process
+    (`kwrl.grading.control`): a problem on tests/verifiers.json for each criterion that passes on
+    the task's untouched world with an empty answer, or whose world could not be graded. Raises
+    `KwrlError` when the control itself fails."""
+    root = Path(root)
+    dirs = task_dirs(root)
+    base = root if dirs and dirs[0] != root else root.parent
+    by_name = {d.name: d for d in dirs}
+    # -P: the dataset's folder (the cwd) never shadows kwrl's modules.
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", CONTROL_MODULE, str(root)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    try:
+        out = json.loads(proc.stdout) if proc.returncode in (0, 1) else None
+    except json.JSONDecodeError:
+        out = None
+    if not isinstance(out, dict):
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise KwrlError(
+            f"{root}: the no-op control (python -m {CONTROL_MODULE}) failed with exit code "
+            f"{proc.returncode}: {' / '.join(tail) or 'no output'}"
+        )
+    problems = [
+        Problem(p["task"], _rel(base, by_name[p["task"]] / VERIFIERS_JSON), p["field"],
+                p["message"])
+        for p in out["passes"]
+    ]  # fmt: skip
+    problems += [
+        Problem(task, _rel(base, by_name[task] / VERIFIERS_JSON), None,
+                f"the no-op control could not grade the task's untouched world: {why}")
+        for task, why in out["errors"].items()
+    ]  # fmt: skip
+    return problems, ControlSummary(out["graded"], out["unjudged"], out["seconds"])
+
+
+def validate_dataset(root: Path, *, control: bool = False) -> ValidationReport:
+    """Validate every task dir under `root` (a dataset, a folder of task dirs, or one task dir);
+    with `control`, run the no-op control (`run_control`) too."""
     root = Path(root)
     if not root.is_dir():
         raise TaskFormatError(root, None, "dataset dir not found")
@@ -273,7 +333,11 @@ def validate_dataset(root: Path) -> ValidationReport:
             )
         else:
             owners[meta.task_id] = d.name
-    return ValidationReport(root=root, tasks=len(dirs), problems=problems)
+    report = ValidationReport(root=root, tasks=len(dirs), problems=problems)
+    if control and dirs:
+        found, report.control = run_control(root)
+        problems.extend(found)
+    return report
 
 
 def report_json(report: ValidationReport) -> str:
@@ -282,6 +346,7 @@ def report_json(report: ValidationReport) -> str:
             "root": str(report.root),
             "tasks": report.tasks,
             "problems": [p.as_dict() for p in report.problems],
+            "control": asdict(report.control) if report.control else None,
         },
         indent=2,
     )

@@ -1,7 +1,9 @@
-"""Builders shared by the tasks tests: a minimal valid task spec, world and dataset."""
+"""Builders shared by the tasks tests: a minimal valid task spec, world and dataset; a generated
+dataset, and a generated task that rewards doing nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kwrl.tasks.models import ArchipelagoMeta, GoldenResponse, Verifier, VerifierValues
@@ -57,6 +59,36 @@ def make_dataset(root: Path, n_tasks: int = 3) -> Path:
         spec = make_spec(n)
         write_task_dir(root / "tasks" / spec.meta.task_slug, spec)
     return root
+
+
+# --------------------------------------------------------------------------- generated datasets
+
+
+def synth_dataset(root: Path, *, worlds: int = 1, tasks: int = 4, seed: int = 3) -> Path:
+    """A generated dataset (task-dirs layout), written without the no-op control."""
+    from kwrl.synth.generate import SynthConfig, generate
+
+    cfg = SynthConfig(out=root, worlds=worlds, tasks_per_world=tasks, seed=seed, workers=1,
+                      control=False)  # fmt: skip
+    generate(cfg, progress=False)
+    return root
+
+
+def reward_doing_nothing(dataset: Path) -> tuple[str, str]:
+    """Edit the first task's tests/verifiers.json so its primary criterion passes on the untouched
+    world: a `file_exists` check on a document the world already holds. Returns (task dir name,
+    verifier_id)."""
+    task = sorted((dataset / "tasks").iterdir())[0]
+    meta = json.loads((task / "archipelago.json").read_text())
+    world = dataset / "worlds" / meta["world_id"] / "filesystem"
+    doc = min(world.rglob("*.docx")).relative_to(world)
+    path = task / "tests" / "verifiers.json"
+    verifiers = json.loads(path.read_text())
+    values = verifiers[0]["verifier_values"]
+    values["kwrl_check"] = {"kind": "file_exists", "path": str(doc)}
+    values["expected_file_type"] = None
+    path.write_text(json.dumps(verifiers, indent=2))
+    return task.name, verifiers[0]["verifier_id"]
 
 
 # --------------------------------------------------------------------------- APEX HF layout

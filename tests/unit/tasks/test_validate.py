@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tasks_builders import make_spec
+from tasks_builders import make_spec, reward_doing_nothing, synth_dataset
 
 from kwrl.sandbox.testing import make_task, make_world
 from kwrl.tasks.taskdir import write_task_dir
-from kwrl.tasks.validate import validate_dataset, validate_task
+from kwrl.tasks.validate import report_json, run_control, validate_dataset, validate_task
 
 
 def _edit_json(path: Path, **changes: object) -> None:
@@ -180,3 +180,25 @@ def test_data_validate_reports_a_short_verifier_timeout(tmp_path: Path) -> None:
     assert problem["field"] == TIMEOUT and "raise timeout_sec to at least 230" in problem["message"]
     r = runner.invoke(app, ["data", "validate", str(tmp_path / "tasks" / "ok")])
     assert r.exit_code == 0 and "1 tasks valid" in r.output, r.output
+
+
+def test_a_task_that_rewards_doing_nothing_fails_the_no_op_control(tmp_path: Path) -> None:
+    ds = synth_dataset(tmp_path / "ds", tasks=3)
+    report = validate_dataset(ds, control=True)
+    assert report.ok and report.control is not None
+    assert report.control.graded >= 3 and report.control.unjudged == 0
+    task, vid = reward_doing_nothing(ds)
+    assert validate_dataset(ds).ok  # the structural checks alone see nothing wrong
+    report = validate_dataset(ds, control=True)
+    assert report.bad_tasks == [task]
+    [p] = report.problems
+    assert (p.file, p.field) == (f"tasks/{task}/tests/verifiers.json", "0.verifier_values")
+    assert vid in p.message and "passes the no-op control" in p.message
+    assert run_control(ds / "tasks" / task)[0][0].file == f"{task}/tests/verifiers.json"
+
+
+def test_the_control_counts_criteria_only_a_judge_grades(dataset: Path) -> None:
+    report = validate_dataset(dataset, control=True)
+    assert report.ok and report.control is not None
+    assert (report.control.graded, report.control.unjudged) == (0, 6)
+    assert json.loads(report_json(report))["control"]["unjudged"] == 6
