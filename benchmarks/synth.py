@@ -63,6 +63,10 @@ def main() -> None:
     if args.layout == "task-dirs":
         prompts = [p.read_text() for p in sorted(Path(out).glob("tasks/*/instruction.md"))]
         print(f"  prompts: {len(prompts)}, distinct: {len(set(prompts))}")
+    if summary["control"] is not None:
+        c = summary["control"]
+        print(f"  no-op control: {c['graded']} criteria fail on the untouched worlds; "
+              f"{summary['control_seconds']:.1f} s of the total")  # fmt: skip
     print(f"  target <= 600 s: {'OK' if dt <= 600 else 'MISSED'}")
     if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)

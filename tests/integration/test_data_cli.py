@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "tasks"))
-from tasks_builders import make_apex_layout
+from tasks_builders import make_apex_layout, reward_doing_nothing
 
 KWRL = Path(sys.executable).parent / "kwrl"
 
@@ -34,6 +34,7 @@ def test_data_pipeline_through_the_console_script(tmp_path: Path) -> None:
 
     r = _kwrl("validate", ds)
     assert r.returncode == 0, r.stdout
+    assert "control: 8 criteria graded without a judge" in r.stdout and "4 skipped" in r.stdout
 
     stats = json.loads(_kwrl("stats", ds, "--json").stdout)
     assert stats["tasks"] == 6 and len(stats["worlds"]) == 2
@@ -63,3 +64,21 @@ def test_errors_exit_2_with_one_line_naming_file_and_field(tmp_path: Path) -> No
     (tmp_path / "bad" / "t").mkdir(parents=True)
     r = _kwrl("validate", tmp_path / "bad")
     assert r.returncode == 1 and "instruction.md" in r.stdout
+
+
+def test_synth_and_validate_run_the_no_op_control(tmp_path: Path) -> None:
+    """Generated tasks pass the control when made; one edited to reward doing nothing is flagged
+    by `kwrl data validate`, naming the task, verifiers.json and the criterion."""
+    ds = tmp_path / "ds"
+    r = _kwrl("synth", "--out", ds, "--worlds", "1", "--tasks-per-world", "3", "--seed", "5")
+    assert r.returncode == 0, r.stderr
+    assert "no-op control: all" in r.stdout
+    r = _kwrl("validate", ds)
+    assert r.returncode == 0 and "no-op control:" in r.stdout, r.stdout
+    task, vid = reward_doing_nothing(ds)
+    r = _kwrl("validate", ds)
+    assert r.returncode == 1, r.stdout
+    assert task in r.stdout and "verifiers.json" in r.stdout and vid in r.stdout
+    [problem] = json.loads(_kwrl("validate", ds, "--json").stdout)["problems"]
+    assert problem["task"] == task and problem["field"] == "0.verifier_values"
+    assert _kwrl("validate", ds, "--no-control").returncode == 0

@@ -6,5 +6,6 @@ formulas and cached values, docx, pptx with tables and charts, pdf, mbox, ics, c
 `tasks.plan_tasks` picks task families (`families/`) that turn the same facts into prompts,
 rubrics with machine checks, gold tool calls and gold answers, so every answer is derivable from
 the files. `layout` writes the task-dirs or apex-hf layout; `generate` runs worlds in a process
-pool; `cli.synth` is `kwrl data synth`. Same seed -> byte-identical output.
+pool, then the no-op control on every task written; `cli.synth` is `kwrl data synth`. Same seed
+-> byte-identical output.
 """

@@ -27,8 +27,20 @@ def synth(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Write into a non-empty dir.")
     ] = False,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control/--no-control",
+            help="Run the no-op control on every task made: fail when a criterion passes on the "
+            "untouched world with an empty answer.",
+        ),
+    ] = True,
 ) -> None:
-    """Generate simulated companies (worlds) and tasks with rubrics, machine checks and gold solutions."""
+    """Generate simulated companies (worlds) and tasks with rubrics, machine checks and gold solutions.
+
+    Every task made must pass the no-op control: each criterion fails on the untouched world with
+    an empty answer; one that passes stops generation with an error naming task and criterion.
+    """
     from pydantic import ValidationError
     from rich.console import Console
 
@@ -37,7 +49,7 @@ def synth(
     from kwrl.synth.generate import SynthConfig, generate
 
     raw = {"out": out, "worlds": worlds, "tasks_per_world": tasks_per_world, "seed": seed, "layout": layout,
-           "workers": workers, "overwrite": overwrite}  # fmt: skip
+           "workers": workers, "overwrite": overwrite, "control": control}  # fmt: skip
     if domains:
         raw["domains"] = [d for item in domains for d in item.split(",") if d.strip()]
     try:
@@ -45,7 +57,14 @@ def synth(
     except ValidationError as e:
         raise ConfigError(format_validation_error("kwrl data synth", e)) from None
     summary = generate(cfg)
-    Console().print(
+    console = Console()
+    console.print(
         f"wrote {summary['worlds']} worlds, {summary['tasks']} tasks to {summary['out']} "
         f"({cfg.layout}) in {summary['seconds']:.1f} s"
     )
+    if (c := summary["control"]) is not None:
+        console.print(
+            f"no-op control: all {c['graded']} criteria fail on the untouched worlds with an "
+            f"empty answer ({summary['control_seconds']:.1f} s)",
+            highlight=False,
+        )

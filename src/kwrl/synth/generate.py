@@ -4,6 +4,13 @@ World `i` gets domain `domains[i % len(domains)]` and its own seeded streams, so
 depend only on (seed, i, domain, tasks per world), never on the worker that built it or the order
 workers finish in. Workers write their world's files directly; the parent writes the apex-hf
 index files in world order.
+
+Then the parent runs the no-op control on every task dir (`kwrl.tasks.validate.run_control`): a
+criterion that passes on its task's untouched world with an empty answer would pay a policy for
+doing nothing, and generation stops with an error naming each such task and criterion (the
+dataset is left on disk to inspect). It is a bug in a family, not bad luck: regenerating would
+hide it and break the seed's bytes, so nothing is retried. The apex-hf layout carries no machine
+checks, so there is nothing to run it on.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ class SynthConfig(KwrlConfig):
     """Worker processes."""
     overwrite: bool = False
     """Allow writing into a non-empty output dir."""
+    control: bool = True
+    """Run the no-op control on every task dir written (module doc); fail when a criterion passes."""
 
     @field_validator("domains")
     @classmethod
@@ -101,9 +110,36 @@ def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
         n_tasks = len(rows)
     else:
         n_tasks = sum(1 for _ in (out / "tasks").iterdir()) if (out / "tasks").exists() else 0
+    written = time.perf_counter()
+    control = None
+    if cfg.control and cfg.layout == "task-dirs" and n_tasks:
+        control = _control(out)
     return {
         "worlds": len(jobs),
         "tasks": n_tasks,
         "seconds": round(time.perf_counter() - t0, 2),
+        "control_seconds": round(time.perf_counter() - written, 2) if control else None,
+        "control": control,
         "out": str(out),
     }
+
+
+def _control(out: Path) -> dict[str, Any]:
+    """The no-op control on the written task dirs; raises `TaskFormatError` naming each task and
+    criterion that passes it."""
+    from dataclasses import asdict
+
+    from kwrl.errors import TaskFormatError
+    from kwrl.tasks.validate import run_control
+
+    problems, summary = run_control(out)
+    if problems:
+        first = problems[0]
+        every = "; ".join(f"{p.file}: {p.field or '-'}" for p in problems[:10])
+        more = f" and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise TaskFormatError(
+            out / first.file, first.field,
+            f"{first.message}. {len(problems)} criteria fail the no-op control ({every}{more}); "
+            f"the family that wrote them is at fault. The dataset is left in {out} to inspect",
+        )  # fmt: skip
+    return asdict(summary)

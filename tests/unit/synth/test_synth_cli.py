@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kwrl.cli import app
+from kwrl.errors import TaskFormatError
+from kwrl.synth.tasks import Task
 from kwrl.tasks.apex import convert_apex, load_apex
+from kwrl.tasks.models import ContainsCheck, Verifier
 from kwrl.tasks.stats import dataset_stats
 from kwrl.tasks.validate import validate_dataset
 
@@ -32,6 +36,8 @@ def synth(out: Path, *extra: str) -> None:
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "wrote 2 worlds" in res.output
+    if "apex-hf" not in extra:  # the format carries no machine checks to run
+        assert "no-op control: all" in res.output
 
 
 def test_task_dirs_layout_validates_and_has_stats(tmp_path: Path) -> None:
@@ -66,3 +72,31 @@ def test_bad_domain_is_a_clear_error(tmp_path: Path) -> None:
     res = runner.invoke(app, ["data", "synth", "--out", str(tmp_path / "x"), "--domains", "Tax"])
     assert res.exit_code != 0
     assert "unknown domain" in str(res.exception) + res.output
+
+
+def test_a_family_whose_criterion_passes_when_nothing_is_done_stops_synth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A family bug (a criterion the empty answer satisfies) fails generation loudly, naming the
+    task and the criterion, and leaves the dataset to inspect."""
+    verifiers = Task.verifiers
+
+    def lenient(self: Task, world_id: str) -> list[Verifier]:
+        vs = verifiers(self, world_id)
+        check = ContainsCheck(none_of=["TBD"])
+        vs[0].verifier_values = vs[0].verifier_values.model_copy(
+            update={"kwrl_check": check, "expected_file_type": None}
+        )
+        return vs
+
+    monkeypatch.setattr(Task, "verifiers", lenient)
+    out = tmp_path / "ds"
+    args = ["data", "synth", "--out", str(out), "--worlds", "1", "--tasks-per-world", "2",
+            "--workers", "1"]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert isinstance(res.exception, TaskFormatError), res.output
+    first = sorted(p.name for p in (out / "tasks").iterdir())[0]
+    assert res.exception.path == str(out / "tasks" / first / "tests" / "verifiers.json")
+    assert res.exception.field == "0.verifier_values"
+    assert "2 criteria fail the no-op control" in res.exception.message
+    assert runner.invoke(app, [*args, "--overwrite", "--no-control"]).exit_code == 0
