@@ -18,7 +18,11 @@ the image lacks: `SKYRL_DISTS`, `SKYRL_WHEELS`). Both lists were found by import
 trainer, FSDP worker, inference servers, weight sync and kwrl's entry points in a venv holding
 only the image's packages plus the bundles (`scripts/device/skyrl_run.sh` says how it runs).
 
-Usage: `python scripts/device/gpu_bundle.py [--skyrl] [--out DIR] [--part-mb 58]`; the parts land
+With `--model NAME` (a packaged model of `kwrl.llm.packaged`, e.g. `qwen2.5-coder-0.5b`), a third:
+the files of that model's distributions as installed in this checkout's .venv, as a plain tar
+(`.devwhl/model-bundle`; GGUF weights do not compress), which `gpu_run.sh` lays into site-packages.
+
+Usage: `python scripts/device/gpu_bundle.py [--skyrl | --model NAME] [--out DIR] [--part-mb 58]`; the parts land
 in OUT/p0, OUT/p1, ... and `scripts/device/gpu_run.sh` (or `skyrl_run.sh`) joins and installs them
 there.
 """
@@ -199,30 +203,39 @@ def stage_skyrl(stage: Path, wheels: Path) -> None:
         copy_dist(name, site)
 
 
+def stage_model(stage: Path, name: str) -> None:
+    from kwrl.llm.packaged import ALIASES, PACKAGED
+
+    for dist in PACKAGED[ALIASES.get(name.lower(), name.lower())].dists:
+        copy_dist(dist, stage / "site")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skyrl", action="store_true", help="the SkyRL layer, not the vLLM bundle")
+    ap.add_argument("--model", default=None, help="a packaged model's files, not the vLLM bundle")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--part-mb", type=int, default=58)
     ap.add_argument("--wheels", type=Path, default=None)
     a = ap.parse_args()
-    kind = "skyrl" if a.skyrl else "gpu"
+    kind = "model" if a.model else "skyrl" if a.skyrl else "gpu"
     out = a.out or Path(f".devwhl/{kind}-bundle")
     wheels = a.wheels or Path(".devwhl/skyrl-wheels" if a.skyrl else ".devwhl/gpu")
     wheels.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp)
         (stage / "site").mkdir()
-        (stage_skyrl if a.skyrl else stage_vllm)(stage, wheels)
+        if a.model:
+            stage_model(stage, a.model)
+        else:
+            (stage_skyrl if a.skyrl else stage_vllm)(stage, wheels)
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
         tar = stage / "bundle.tar.xz"
         parts = [p.name for p in stage.iterdir() if p.name != tar.name]
-        subprocess.run(
-            ["tar", "-C", str(stage), "-cf", str(tar), "-I", "xz -T2 -6", *sorted(parts)],
-            check=True,
-        )
+        xz = [] if a.model else ["-I", "xz -T2 -6"]
+        subprocess.run(["tar", "-C", str(stage), "-cf", str(tar), *xz, *sorted(parts)], check=True)
         data = tar.read_bytes()
     step = a.part_mb << 20
     for i in range(0, len(data), step):

