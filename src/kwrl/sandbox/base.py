@@ -192,6 +192,10 @@ class SandboxSpec:
     """Keep CAP_DAC_READ_SEARCH: the command reads every file and lists every directory whatever
     its mode (the verifier phase: the grader reads the world as Archipelago's root grader does,
     so a `chmod 000` the agent left behind hides nothing from it and fails no other criterion)."""
+    nest: bool = False
+    """Keep CAP_SETUID, CAP_SETGID and CAP_SETFCAP: the command may switch to another user and
+    map a user namespace of its own, as the grader does to run LibreOffice in a network-less
+    sandbox of its own (`kwrl.grading.recalc`; no_new_privs still holds)."""
 
 
 def bwrap_argv(
@@ -211,6 +215,12 @@ def bwrap_argv(
         "--die-with-parent",
         "--hostname",
         "kwrl-sandbox",
+        # /etc searchable by every user (bwrap makes a bind's parents 0700): a nested sandbox
+        # run as another user binds from it.
+        "--perms",
+        "0755",
+        "--dir",
+        "/etc",
         *([] if spec.share_net else ["--unshare-net"]),
         # /tmp first: the venv and source binds may live under /tmp (a checkout there), and a
         # tmpfs mounted after them would hide them.
@@ -244,6 +254,8 @@ def bwrap_argv(
     argv += ["--chdir", spec.chdir, "--cap-drop", "ALL"]
     if spec.read_all:
         argv += ["--cap-add", "CAP_DAC_READ_SEARCH"]
+    if spec.nest:
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETFCAP"]
     if spec.keep_setid:
         # setpriv then empties the bounding set (CAP_SETPCAP; libcap-ng >= 0.8.4 refuses without
         # it) and switches user, which drops all three.

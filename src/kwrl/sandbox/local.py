@@ -28,7 +28,8 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, that shares the host network
   (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md),
   and keeps one capability, CAP_DAC_READ_SEARCH: the grader reads the world whatever modes agent
-  code left on it (Archipelago's grader is root).
+  code left on it (Archipelago's grader is root); and those to start a sandbox of its own for
+  LibreOffice, network-less, as `nobody` (`SandboxSpec.nest`, `kwrl.grading.recalc`).
   `/tests` never exists in the agent's sandbox. Output is capped at `outputs.OUTPUT_CAP` bytes per stream
   in both phases.
 - `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
@@ -565,6 +566,7 @@ class LocalEnvironment(BaseEnvironment):
         spec = self._spec(share_net=share_net, verifier=True)
         spec.keep_setid = bool(ids)
         spec.read_all = True  # the grader reads what agent code made unreadable (chmod 000)
+        spec.nest = True  # the grader's LibreOffice runs in a sandbox of its own (grading.recalc)
         # What harbor passes (task verifier.env, the trial's verifier env: the judge and its key)
         # reaches the grader; the sandbox's own variables win.
         spec.env = {**(self._merge_env(env) or {}), **spec.env}

@@ -33,12 +33,17 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   the recursion limit, a corrupt calendar, a mail in an unknown charset, a 65 KB docx of 230,000
   paragraphs that once took 9 minutes to render), `formula_flood` (40 workbooks of formulas without
   cached values: LibreOffice computes each, seconds apiece, 120 s allowed each).
+- grading side effects: `lo_links` (`linked_workbook`: a workbook of formulas with a picture
+  linked to, and a WEBSERVICE formula fetching, a loopback listener at `LISTENER_PORT`; the grader's
+  LibreOffice once sent it three requests from the verifier phase, and `kwrl grade` as host root).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,6 +150,104 @@ with zipfile.ZipFile('/filesystem/zoo/paragraphs.docx', 'w', zipfile.ZIP_DEFLATE
     for n, data in parts.items():
         z.writestr(n, data)
 """
+LISTENER_PORT = 47113
+"""The loopback port `lo_links` points its workbook's links at (a test or soak.py listens there)."""
+
+
+@contextmanager
+def loopback_listener(port: int = 0) -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on the host's loopback (`port`, 0 for a free one) while the block runs:
+    yields its URL and the list of paths it is asked for (each answered 404)."""
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}", hits
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def write_linked_workbook(path: Path, url: str) -> None:
+    """A workbook at `path` whose formulas have no cached values (so a grader has LibreOffice
+    compute them: A2 is 41), with a picture linked to `url`/pic.png (an external relationship)
+    and a `WEBSERVICE` formula (A3) fetching `url`/ws."""
+    import io
+    import zipfile
+
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    assert ws is not None
+    ws["A1"], ws["A2"], ws["A3"] = 20, "=A1*2+1", f'=WEBSERVICE("{url}/ws")'
+    raw = io.BytesIO()
+    wb.save(raw)
+    r = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    pkg = "http://schemas.openxmlformats.org/package/2006/relationships"
+    xdr = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
+    a = "http://schemas.openxmlformats.org/drawingml/2006/main"
+    pic = (
+        f'<xdr:wsDr xmlns:xdr="{xdr}" xmlns:a="{a}" xmlns:r="{r}"><xdr:oneCellAnchor><xdr:from>'
+        "<xdr:col>3</xdr:col><xdr:colOff>0</xdr:colOff><xdr:row>1</xdr:row><xdr:rowOff>0</xdr:rowOff>"
+        '</xdr:from><xdr:ext cx="900000" cy="900000"/><xdr:pic><xdr:nvPicPr><xdr:cNvPr id="2" '
+        'name="p"/><xdr:cNvPicPr/></xdr:nvPicPr><xdr:blipFill><a:blip r:link="rImg"/><a:stretch>'
+        '<a:fillRect/></a:stretch></xdr:blipFill><xdr:spPr><a:prstGeom prst="rect"><a:avLst/>'
+        "</a:prstGeom></xdr:spPr></xdr:pic><xdr:clientData/></xdr:oneCellAnchor></xdr:wsDr>"
+    )
+
+    def rels(rid: str, kind: str, target: str, mode: str = "") -> str:
+        return (
+            f'<Relationships xmlns="{pkg}"><Relationship Id="{rid}" Type="{r}/{kind}" '
+            f'Target="{target}"{mode}/></Relationships>'
+        )
+
+    drawing_type = "application/vnd.openxmlformats-officedocument.drawing+xml"
+    with zipfile.ZipFile(raw) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                tag = f'<drawing xmlns:r="{r}" r:id="rDrw"/></worksheet>'
+                data = data.replace(b"</worksheet>", tag.encode())
+            if info.filename == "[Content_Types].xml":
+                over = (
+                    f'<Override PartName="/xl/drawings/drawing1.xml" ContentType="{drawing_type}"/>'
+                )
+                data = data.replace(b"</Types>", over.encode() + b"</Types>")
+            out.writestr(info, data)
+        out.writestr(
+            "xl/worksheets/_rels/sheet1.xml.rels",
+            rels("rDrw", "drawing", "../drawings/drawing1.xml"),
+        )
+        out.writestr("xl/drawings/drawing1.xml", pic)
+        out.writestr(
+            "xl/drawings/_rels/drawing1.xml.rels",
+            rels("rImg", "image", f"{url}/pic.png", ' TargetMode="External"'),
+        )
+
+
+def linked_workbook(url: str) -> str:
+    """solve.sh that leaves the wrong answer and /filesystem/book.xlsx (`write_linked_workbook`):
+    LibreOffice computing its formulas must send nothing to `url`."""
+    return _py_attack(
+        "from pathlib import Path\nfrom kwrl.sandbox.testing import write_linked_workbook\n"
+        f"write_linked_workbook(Path('/filesystem/book.xlsx'), {url!r})\n"
+    )
+
+
 _DAEMON = """while :; do
   date +%s.%N >> "/logs/agent/$1"
   echo '{"reward": 1.0}' > /logs/verifier/reward.json 2>/dev/null
@@ -217,6 +320,7 @@ ATTACKS: dict[str, str] = {
         "        wb.active[f'A{r}'] = f'=SUM(B1:B{r})+{i}'\n"
         "    wb.save(f'/filesystem/book{i}.xlsx')\n"
     ),
+    "lo_links": linked_workbook(f"http://127.0.0.1:{LISTENER_PORT}"),
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
 

@@ -62,6 +62,18 @@ def test_the_verifier_sandbox_shares_the_network(tmp_path: Path) -> None:
     assert argv[argv.index("--cap-add") + 1] == "CAP_DAC_READ_SEARCH"
 
 
+def test_only_a_nesting_command_may_switch_user_and_map_a_user_namespace(tmp_path: Path) -> None:
+    """The verifier keeps what the grader needs for LibreOffice's own sandbox (grading.recalc)."""
+    nest = ["CAP_SETUID", "CAP_SETGID", "CAP_SETFCAP"]
+    argv = bwrap_argv(SandboxSpec(root=tmp_path, read_all=True), ["true"])
+    assert not set(nest) & set(argv)
+    argv = bwrap_argv(SandboxSpec(root=tmp_path, read_all=True, nest=True), ["true"])
+    added = [argv[i + 1] for i, a in enumerate(argv) if a == "--cap-add"]
+    assert added == ["CAP_DAC_READ_SEARCH", *nest]
+    i = argv.index("/etc")  # searchable by the user the nested sandbox runs as
+    assert argv[i - 3 : i] == ["--perms", "0755", "--dir"]
+
+
 def test_commands_inside_get_a_clean_environment_with_the_gateway() -> None:
     env = base_env("/kwrl/run/gateway.sock")
     assert env["KWRL_GATEWAY"] == "unix:///kwrl/run/gateway.sock"
