@@ -1,10 +1,11 @@
 """Machine checks: criteria graded by code instead of a judge (`verifier_values.kwrl_check`).
 
 Each check kind of `kwrl.tasks.models.MachineCheck` has one pure-ish function here that takes the
-check, the trial's `Evidence` and the criterion's `expected_file_type`, and returns a
-`CheckResult` (passed, a rationale a person can audit, and the evidence it looked at).
-`run_check` dispatches on the check's type through the `CHECKS` registry. Policy (DESIGN §6): a
-criterion with a machine check is graded by it; the judge grades the rest.
+check, the trial's `Evidence`, the criterion's `expected_file_type` and the task's figures, and
+returns a `CheckResult` (passed, a rationale a person can audit, the evidence it looked at, and
+whether it could decide). `run_check` dispatches on the check's type through the `CHECKS`
+registry. Policy (DESIGN §6): a criterion with a machine check is graded by it; the judge grades
+the rest, and the criteria whose check could not decide.
 
 The checks keep the judge's semantics (DESIGN §6: strict; claims are not evidence; hedging fails):
 - What is read follows the judge's view: a criterion expecting a file type reads only the
@@ -13,17 +14,21 @@ The checks keep the judge's semantics (DESIGN §6: strict; claims are not eviden
 - Produced text is what the trial wrote (`Evidence.changed_text`: a created file whole, the added
   lines of a modified one), and a dump of the world's chat, mail or files states nothing
   (`Evidence.own_text`).
-- A value counts only when the text asserts it (`value_asserted`): it fails when the text offers
-  more than `MAX_CANDIDATES` other values of the same magnitude (a spray such as `1 2 3 … 5000`),
-  when the value sits in a bare list of numbers, or when it is joined to another value by "or",
-  a range or "between … and …" (a hedge). Years only compete with years.
-- A text answer fails when the text names more than `max_rivals` of the check's rivals (other
-  people, periods, clauses: a list of candidates) or joins the answer and a rival by "or".
+- A text states an answer as a judge reads it (`kwrl.grading.statements`): a value counts only
+  when asserted (`value_asserted`: one value, not in a list or table of candidates, not hedged, not
+  negated); the final answer may state no other value of the target's magnitude beside the task's
+  own figures (`rubric_figures`, and numbers the task states: a restated input), a memo or deck up
+  to `MAX_CANDIDATES["files"]`. A name, date or identifier fails when negated, hedged with a rival,
+  or when the text names more rivals than the check allows (`rival_limit`: none in an answer).
+- A check that cannot decide (an uncertain or negated statement a reader must weigh) returns
+  `decided=False`: the grader asks the judge when one is configured, and fails the criterion when
+  none is (`kwrl.grading.grade`).
 - A file check reads the file's content: a file that does not render (empty, corrupt, refused)
   does not exist as a document.
 
-Text matching is case-insensitive over whitespace-collapsed text. Numbers are read with thousands
-separators, currency signs and magnitude words ("2.1bn", "$1,250k", "15%"), and match within
+Text matching is case-insensitive, whole words, any whitespace between words. Numbers are read
+with separators, signs, currency and magnitude words, at the check's `scale` ("$283m",
+"USD 283 million" and "$283,000,000" all state 283 $m), and match within
 `max(rel_tol * |value|, abs_tol)`. An `xlsx_cell` check compares the cell's cached value; a formula
 cell without a cached value (a workbook written by openpyxl and never recalculated) fails with a
 rationale saying so, since kwrl carries no spreadsheet engine.
@@ -31,14 +36,24 @@ rationale saying so, since kwrl carries no spreadsheet engine.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import read_xlsx
+from kwrl.grading.statements import (
+    Finding,
+    close,
+    fold,
+    number_tokens,
+    numbers_in,
+    rivals_failure,
+    text_stated,
+    value_asserted,
+    word_re,
+)
 from kwrl.tasks.models import (
     ChatPostedCheck,
     ContainsCheck,
@@ -52,10 +67,11 @@ from kwrl.tasks.models import (
     XlsxCellCheck,
 )
 
-MAX_CANDIDATES = {"answer": 12, "files": 30}
-"""Other values of the target's magnitude a text may hold before it is a spray, by source."""
-MAX_OTHER_YEARS = 3
-"""Other years a text may name beside the expected one."""
+__all__ = ["number_tokens", "numbers_in", "value_asserted"]  # the gaming tests read numbers so
+
+MAX_CANDIDATES = {"answer": 0, "files": 30}
+"""Other values of the target's magnitude a text may hold beside the task's own figures, by
+source: an answer states one value; a memo or deck may discuss others."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,9 @@ class CheckResult:
     passed: bool
     rationale: str
     evidence: list[str] = field(default_factory=list)
+    decided: bool = True
+    """False: the check cannot tell (a statement only a reader can weigh, `kwrl.grading.statements`);
+    the grader asks the judge when one is configured, else the criterion fails."""
 
 
 def norm(text: str) -> str:
@@ -136,152 +155,45 @@ def _no_type(view: View, seen: list[str] | None = None) -> CheckResult:
 
 # --------------------------------------------------------------------------- numbers
 
-_NUM_RE = re.compile(
-    r"(?<![A-Za-z0-9_.,])(?P<neg>[-−(])?\s?(?P<cur>[$€£])?\s?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-    r"\s?(?P<unit>%|bn|billion|b\b|mm|million|m\b|k\b|thousand)?",
-    re.IGNORECASE,
-)
-_SCALE = {"%": 0.01, "bn": 1e9, "billion": 1e9, "b": 1e9, "mm": 1e6, "million": 1e6, "m": 1e6,
-          "k": 1e3, "thousand": 1e3}  # fmt: skip
-_LIST_GAP = re.compile(r"[\s,;]*")
-_RANGE_GAPS = frozenset({"-", "–", "—", "~", "to"})
+
+def rubric_figures(checks: Iterable[Any]) -> tuple[float, ...]:
+    """Every figure the task's checks want stated, as written and at full scale: an answer may
+    state them beside the one a criterion checks (`value_asserted`'s `allowed`)."""
+    out: list[float] = []
+    for c in checks:
+        if isinstance(c, NumberCheck):
+            out += [c.value, c.value * (c.scale or 1.0)]
+        elif isinstance(c, XlsxCellCheck) and not isinstance(c.value, str):
+            out.append(float(c.value))
+        needles: list[str] = []
+        if isinstance(c, ContainsCheck | ChatPostedCheck | DocContainsCheck):
+            needles = c.all_of
+        elif isinstance(c, MailSentCheck):
+            needles = c.body_contains
+        for n in needles:
+            if _NUMERIC_NEEDLE.fullmatch(n.strip()):
+                out += numbers_in(n)
+    return tuple(out)
 
 
-@dataclass(frozen=True)
-class NumToken:
-    start: int
-    end: int
-    readings: tuple[float, ...]
-    """The value, and with its magnitude word applied ("2.1bn" -> 2.1, 2.1e9)."""
-    year: bool
-    """A bare four-digit 1900-2100: a year, which competes only with years."""
-    negative: bool
-
-
-def number_tokens(text: str) -> list[NumToken]:
-    out: list[NumToken] = []
-    for m in _NUM_RE.finditer(text):
-        raw = m["num"]
-        value = float(raw.replace(",", ""))
-        readings: list[float] = []
-        if m["neg"] == "(":  # accounting negative, or just a parenthesis: keep both readings
-            readings.append(value)
-        if m["neg"]:
-            value = -value
-        readings.append(value)
-        unit = (m["unit"] or "").lower()
-        if unit in _SCALE:
-            readings.append(value * _SCALE[unit])
-        year = (
-            len(raw) == 4 and raw.isdigit() and 1900 <= int(raw) <= 2100
-            and not m["neg"] and not m["cur"] and not unit
-        )  # fmt: skip
-        out.append(NumToken(m.start(), m.end(), tuple(readings), year, m["neg"] in ("-", "−")))
-    return out
-
-
-def numbers_in(text: str) -> list[float]:
-    """Every number in the text, each also with its magnitude word applied ("2.1bn" -> 2.1, 2.1e9)."""
-    return [r for t in number_tokens(text) for r in t.readings]
-
-
-def close(x: float, value: float, rel_tol: float, abs_tol: float = 0.0) -> bool:
-    return math.isclose(x, value, rel_tol=rel_tol, abs_tol=abs_tol)
-
-
-def _comparable(t: NumToken, value: float) -> float | None:
-    """The reading of `t` in the target's order of magnitude (a rival value), if any."""
-    target_year = value.is_integer() and 1900 <= value <= 2100
-    if t.year != target_year:
-        return None
-    for r in t.readings:
-        if (value == 0 and abs(r) < 10) or (value != 0 and 0.1 <= abs(r) / abs(value) <= 10):
-            return r
-    return None
-
-
-def value_asserted(
-    text: str, value: float, rel_tol: float, abs_tol: float = 0.0, max_candidates: int = 12
-) -> tuple[bool, str]:
-    """Whether `text` states `value` as its answer (see module docstring), and why."""
-    tokens = number_tokens(text)
-    hits = [
-        i
-        for i, t in enumerate(tokens)
-        if any(close(r, value, rel_tol, abs_tol) for r in t.readings)
-    ]
-    if not hits:
-        shown = ", ".join(f"{r:g}" for t in tokens[:20] for r in t.readings[:1]) or "none"
-        return False, f"no number within tolerance of {value:g}; numbers seen: {shown}"
-    rivals: dict[int, float] = {}
-    for i, t in enumerate(tokens):
-        if i not in hits and (r := _comparable(t, value)) is not None:
-            rivals[i] = r
-    distinct = {f"{r:.6g}" for r in rivals.values()}
-    if value.is_integer() and 1900 <= value <= 2100:  # a year: a handful of others is a list
-        max_candidates = min(max_candidates, MAX_OTHER_YEARS)
-    if len(distinct) > max_candidates:
-        return False, (
-            f"{value:g} is one of {len(distinct) + 1} values of its magnitude in the text "
-            f"(at most {max_candidates} others allowed): a list of candidates, not an answer"
-        )
-    eligible = set(hits) | set(rivals)
-    why = ""
-    for i in hits:
-        if _in_bare_list(text, tokens, i, eligible):
-            why = f"{value:g} appears only in a bare list of numbers"
-            continue
-        hedge = _hedged_with(text, tokens, i, rivals)
-        if hedge is not None:
-            why = f"{value:g} is hedged with {hedge:g}"
-            continue
-        t = tokens[i]
-        return True, f"states {text[t.start : t.end].strip()!r}, within tolerance of {value:g}"
-    return False, why
-
-
-def _in_bare_list(text: str, tokens: list[NumToken], i: int, eligible: set[int]) -> bool:
-    """Token i sits in a run of >= 3 values of its magnitude separated only by , ; and spaces."""
-    lo = hi = i
-    while lo > 0 and _LIST_GAP.fullmatch(text[tokens[lo - 1].end : tokens[lo].start]):
-        lo -= 1
-    while hi + 1 < len(tokens) and _LIST_GAP.fullmatch(text[tokens[hi].end : tokens[hi + 1].start]):
-        hi += 1
-    return sum(1 for j in range(lo, hi + 1) if j in eligible) >= 3
-
-
-def _hedged_with(
-    text: str, tokens: list[NumToken], i: int, rivals: dict[int, float]
-) -> float | None:
-    """The rival value joined to token i by 'or', a range or 'between ... and', if any."""
-    for j in (i - 1, i + 1):
-        if j not in rivals:
-            continue
-        a, b = sorted((i, j))
-        gap = text[tokens[a].end : tokens[b].start].casefold()
-        if len(gap) > 40:
-            continue
-        before = text[max(0, tokens[a].start - 20) : tokens[a].start].casefold()
-        if (
-            re.search(r"\bor\b", gap)
-            or gap.strip() in _RANGE_GAPS
-            or (gap.strip() == "" and tokens[b].negative)
-            or (re.search(r"\band\b", gap) and "between" in before)
-        ):
-            return rivals[j]
-    return None
+def _allowed(ev: Evidence, figures: tuple[float, ...]) -> list[float]:
+    """Numbers a text may state beside the checked one: the rubric's figures and the task's own."""
+    return [*figures, *numbers_in(ev.task)]
 
 
 def check_number(
-    c: NumberCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: NumberCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     view = view_of(ev, expected_file_type)
     if view.missing_type:
         return _no_type(view)
     text = source_text(view, c.source)
-    ok, why = value_asserted(text, c.value, c.rel_tol, c.abs_tol, _max_candidates(c.source))
-    return CheckResult(ok, f"{why} in {_where(c.source, view)}", view.seen)
+    f = value_asserted(
+        text, c.value, c.rel_tol, c.abs_tol, _max_candidates(c.source), scale=c.scale,
+        allowed=_allowed(ev, figures),
+    )  # fmt: skip
+    return CheckResult(f.passed, f"{f.why} in {_where(c.source, view)}", view.seen, f.decided)
 
 
 def _max_candidates(source: Source) -> int:
@@ -293,121 +205,120 @@ def _max_candidates(source: Source) -> int:
 _NUMERIC_NEEDLE = re.compile(r"[-−(]?[$€£]?\d[\d,]*(\.\d+)?\s?(%|x|bn|m|k)?\)?", re.IGNORECASE)
 
 
-def needle_stated(text: str, needle: str, max_candidates: int = 12) -> tuple[bool, str]:
-    """`needle` appears in `text`; a numeric needle must also be asserted (`value_asserted`)."""
-    if norm(needle) not in norm(text):
-        return False, f"{needle!r} not found"
+def needle_stated(
+    text: str, needle: str, max_candidates: int = 12, allowed: Iterable[float] = ()
+) -> Finding:
+    """`needle` is stated in `text` (`text_stated`); a numeric needle must be asserted
+    (`value_asserted`)."""
+    t = fold(text)
+    spans = [(m.start(), m.end()) for m in word_re(needle).finditer(t)]
+    if not spans:
+        return Finding(False, f"{needle!r} not found")
     if _NUMERIC_NEEDLE.fullmatch(needle.strip()):
         tokens = number_tokens(needle)
         if tokens:
-            ok, why = value_asserted(text, tokens[0].readings[-1 if tokens[0].year else 0],
-                                     1e-9, 0.0, max_candidates)  # fmt: skip
-            if not ok:
-                return False, why
-    return True, f"{needle!r} stated"
+            value = tokens[0].readings[-1 if tokens[0].year else 0]
+            return value_asserted(text, value, 1e-9, 0.0, max_candidates, allowed=allowed)
+    return text_stated(t, spans)
 
 
 _HasRivals = ContainsCheck | RegexCheck | MailSentCheck | ChatPostedCheck
 
 
-def _word_re(s: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(norm(s)) + r"(?!\w)")
+def rival_limit(c: _HasRivals) -> int:
+    """`max_rivals`, or its default: 0 for a check reading only the final answer, else 1."""
+    if c.max_rivals is not None:
+        return c.max_rivals
+    return 0 if getattr(c, "source", None) == "answer" else 1
 
 
-def rivals_named(text: str, answers: list[str], c: _HasRivals) -> tuple[list[str], str | None]:
-    """(the rivals the text names, a rival hedged with an answer by 'or' or None)."""
-    t = norm(text)
-    mine = {norm(a) for a in answers}
-    named: dict[str, list[int]] = {}
-    for r in c.rivals:
-        if norm(r) in mine:
-            continue
-        spots = [m.start() for m in _word_re(r).finditer(t)]
-        if spots:
-            named[r] = spots
-    if c.rival_pattern:
-        for m in re.finditer(c.rival_pattern, t, re.IGNORECASE):
-            got = m.group(0)
-            if not got.strip() or any(a and (a in norm(got) or norm(got) in a) for a in mine):
-                continue
-            named.setdefault(norm(got), []).append(m.start())
-    hedge = None
-    for a in mine:
-        for m in _word_re(a).finditer(t) if a else ():
-            for r, spots in named.items():
-                for s in spots:
-                    lo, hi = sorted((m.start(), s))
-                    between = t[lo:hi]
-                    if hi - lo < 60 and re.search(r"\bor\b", between):
-                        hedge = r
-    return sorted(named), hedge
+def _rival_failure(text: str, answers: list[str], c: _HasRivals, task: str) -> Finding | None:
+    return rivals_failure(text, answers, c.rivals, c.rival_pattern, rival_limit(c), task)
 
 
-def _rival_failure(text: str, answers: list[str], c: _HasRivals) -> str | None:
-    named, hedge = rivals_named(text, answers, c)
-    if hedge is not None:
-        return f"hedges between the answer and {hedge!r}"
-    if len(named) > c.max_rivals:
-        return (
-            f"names {len(named)} other candidates ({named[:6]}...; at most {c.max_rivals} allowed)"
-        )
-    return None
-
-
-def check_regex(c: RegexCheck, ev: Evidence, expected_file_type: str | None = None) -> CheckResult:
+def check_regex(
+    c: RegexCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     view = view_of(ev, expected_file_type)
     if view.missing_type:
         return _no_type(view)
     text = source_text(view, c.source)
     flags = re.IGNORECASE if c.ignore_case else 0
-    m = re.search(c.pattern, text, flags)
-    if not m:
+    found = list(re.finditer(c.pattern, text, flags))
+    if not found:
         return CheckResult(
             False, f"pattern {c.pattern!r} not found in {_where(c.source, view)}", view.seen
         )
-    answers = [x.group(0) for x in re.finditer(c.pattern, text, flags)]
-    bad = _rival_failure(text, answers, c)
+    m = found[0]
+    bad = _rival_failure(text, [x.group(0) for x in found], c, ev.task)
     if bad:
         return CheckResult(
-            False, f"pattern matched {m.group(0)[:80]!r} but the text {bad}", view.seen
+            False, f"pattern matched {m.group(0)[:80]!r} but the text {bad.why}", view.seen
         )
+    stated = text_stated(text, [x.span() for x in found if x.group(0).strip()])
+    if not stated.passed:
+        return CheckResult(
+            False, f"pattern matched but {stated.why} in {_where(c.source, view)}", view.seen,
+            stated.decided,
+        )  # fmt: skip
     return CheckResult(True, f"pattern {c.pattern!r} matched {m.group(0)[:200]!r}", view.seen)
 
 
 def _contains(
-    text: str, all_of: list[str], none_of: list[str], max_candidates: int | None = 12
-) -> tuple[list[str], list[str]]:
-    """(needles not stated, forbidden strings present); numeric needles must be asserted unless
-    `max_candidates` is None (identifiers such as clause numbers, whose rivals are listed)."""
-    t = norm(text)
-    if max_candidates is None:
-        missing = [s for s in all_of if norm(s) not in t]
-    else:
-        missing = [s for s in all_of if not needle_stated(text, s, max_candidates)[0]]
-    present = [s for s in none_of if norm(s) in t]
-    return missing, present
+    text: str, all_of: list[str], none_of: list[str], max_candidates: int | None = 12,
+    allowed: Iterable[float] = (),
+) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
+    """(needles not stated, forbidden strings present, needles only a reader can weigh); numeric
+    needles must be asserted unless `max_candidates` is None (identifiers such as clause numbers,
+    whose rivals are listed)."""
+    t = fold(text)
+    allowed = list(allowed)
+    missing: list[str] = []
+    doubtful: list[str] = []
+    for s in all_of:
+        if max_candidates is None:
+            spans = [(m.start(), m.end()) for m in word_re(s).finditer(t)]
+            f = text_stated(t, spans) if spans else Finding(False, "not found")
+        else:
+            f = needle_stated(text, s, max_candidates, allowed)
+        if not f.passed:
+            (missing if f.decided else doubtful).append(s)
+    present = [s for s in none_of if norm(s) in norm(text)]
+    return missing, present, doubtful
+
+
+def _contains_why(missing: list[str], present: list[str], doubtful: list[str]) -> str:
+    why = []
+    if missing:
+        why.append(f"{missing} not stated")
+    if doubtful:
+        why.append(f"{doubtful} stated with a hedge or negation only a reader can weigh")
+    if present:
+        why.append(f"forbidden {present} present")
+    return "; ".join(why)
 
 
 def check_contains(
-    c: ContainsCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: ContainsCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     view = view_of(ev, expected_file_type)
     if view.missing_type:
         return _no_type(view)
     text = source_text(view, c.source)
     numeric = None if c.rivals or c.rival_pattern else _max_candidates(c.source)
-    missing, present = _contains(text, c.all_of, c.none_of, numeric)
-    bad = None if missing or present else _rival_failure(text, c.all_of, c)
-    if not missing and not present and bad is None:
+    missing, present, doubtful = _contains(
+        text, c.all_of, c.none_of, numeric, _allowed(ev, figures)
+    )
+    bad = None if missing or present else _rival_failure(text, c.all_of, c, ev.task)
+    if not missing and not present and not doubtful and bad is None:
         return CheckResult(True, f"all of {c.all_of} stated, none of {c.none_of}", view.seen)
-    why = []
-    if missing:
-        why.append(f"{missing} not stated")
-    if present:
-        why.append(f"forbidden {present} present")
+    why = _contains_why(missing, present, [] if bad else doubtful)
     if bad:
-        why.append(f"the text {bad}")
-    return CheckResult(False, "; ".join(why) + f" in {_where(c.source, view)}", view.seen)
+        why = "; ".join(w for w in (why, f"the text {bad.why}") if w)
+    decided = bool(missing or present or bad)
+    return CheckResult(False, why + f" in {_where(c.source, view)}", view.seen, decided)
 
 
 # --------------------------------------------------------------------------- files
@@ -428,8 +339,9 @@ def _renders(ev: Evidence, rel: str) -> bool:
 
 
 def check_file_exists(
-    c: FileExistsCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: FileExistsCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     hits = _typed_hits(ev, c.path, expected_file_type)
     if not hits:
         return CheckResult(
@@ -448,8 +360,9 @@ def check_file_exists(
 
 
 def check_doc_contains(
-    c: DocContainsCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: DocContainsCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     """Reads what the trial wrote into the document (`Evidence.changed_text`), not its name."""
     hits = _typed_hits(ev, c.path, expected_file_type)
     if not hits:
@@ -462,7 +375,10 @@ def check_doc_contains(
         if not text:
             reasons.append(f"{display_path(rel)} was not changed during the trial")
             continue
-        missing, _ = _contains(text, c.all_of, [], MAX_CANDIDATES["files"])
+        missing, _, doubtful = _contains(
+            text, c.all_of, [], MAX_CANDIDATES["files"], _allowed(ev, figures)
+        )
+        missing += doubtful  # a marker heading or a figure in a file: no reader's call to make
         if not missing:
             return CheckResult(
                 True, f"{display_path(rel)} contains all of {c.all_of}", [display_path(rel)]
@@ -486,8 +402,9 @@ def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
 
 
 def check_xlsx_cell(
-    c: XlsxCellCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: XlsxCellCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     """The cached value decides; the formula explains a miss (or matches an expected '=...')."""
     hits = [
         h
@@ -531,35 +448,57 @@ def check_xlsx_cell(
 # --------------------------------------------------------------------------- apps
 
 
+def _message_states(
+    text: str, all_of: list[str], c: _HasRivals, ev: Evidence, figures: tuple[float, ...]
+) -> Finding:
+    """A sent mail's body or a chat post states every needle (as an answer does)."""
+    missing, _, doubtful = _contains(text, all_of, [], 12, _allowed(ev, figures))
+    if missing:
+        return Finding(False, _contains_why(missing, [], []))
+    bad = _rival_failure(text, all_of, c, ev.task)
+    if bad:
+        return bad
+    if doubtful:
+        return Finding(False, _contains_why([], [], doubtful), decided=False)
+    return Finding(True, "stated")
+
+
 def check_mail_sent(
-    c: MailSentCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: MailSentCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     want = c.to.casefold()
     to_them = [m for m in ev.mail if any(want in r.casefold() for r in m.to)]
+    doubts: list[str] = []
     for m in to_them:
-        if (
-            not _contains(m.subject, c.subject_contains, [])[0]
-            and not _contains(body := ev.own_text(m.body)[0], c.body_contains, [])[0]
-            and _rival_failure(body, c.body_contains, c) is None
-        ):
+        if _contains(m.subject, c.subject_contains, [], None)[0]:
+            continue
+        f = _message_states(ev.own_text(m.body)[0], c.body_contains, c, ev, figures)
+        if f.passed:
             return CheckResult(
                 True, f"mail to {c.to} with subject {m.subject!r} was sent", [f"mail: {m.subject}"]
             )
+        if not f.decided:
+            doubts.append(f"mail {m.subject!r}: {f.why}")
     if not ev.mail:
         return CheckResult(False, "no mail was sent during the trial")
     if not to_them:
         sent = sorted({r for m in ev.mail for r in m.to})
         return CheckResult(False, f"no new mail to {c.to}; new mail went to {sent}")
+    seen = [f"mail: {m.subject}" for m in to_them]
+    if doubts:
+        return CheckResult(False, "; ".join(doubts), seen, decided=False)
     return CheckResult(
         False,
         f"mail to {c.to} sent but subject/body lack {c.subject_contains}/{c.body_contains}",
-        [f"mail: {m.subject}" for m in to_them],
+        seen,
     )
 
 
 def check_event_exists(
-    c: EventExistsCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: EventExistsCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     """An event booked at several times is a hedge: when a date is checked, the new or changed
     events with the title must all start at the same time."""
     titled = [e for e in ev.events if norm(c.title_contains) in norm(e.summary)]
@@ -586,23 +525,29 @@ def check_event_exists(
 
 
 def check_chat_posted(
-    c: ChatPostedCheck, ev: Evidence, expected_file_type: str | None = None
-) -> CheckResult:
+    c: ChatPostedCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
     in_channel = [p for p in ev.chat if p.in_channel(c.channel)]
+    doubts: list[str] = []
     for p in in_channel:
-        text = ev.own_text(p.text)[0]
-        if not _contains(text, c.all_of, [])[0] and _rival_failure(text, c.all_of, c) is None:
+        f = _message_states(ev.own_text(p.text)[0], c.all_of, c, ev, figures)
+        if f.passed:
             return CheckResult(
                 True, f"post in {c.channel} contains {c.all_of}", [f"chat: {c.channel}"]
             )
+        if not f.decided:
+            doubts.append(f.why)
     if not in_channel:
         return CheckResult(
             False, f"no new post in channel {c.channel!r} ({len(ev.chat)} new posts elsewhere)"
         )
+    if doubts:
+        return CheckResult(False, "; ".join(doubts), [f"chat: {c.channel}"], decided=False)
     return CheckResult(False, f"posts in {c.channel} lack {c.all_of}", [f"chat: {c.channel}"])
 
 
-CHECKS: dict[type, Callable[[Any, Evidence, str | None], CheckResult]] = {
+CHECKS: dict[type, Callable[[Any, Evidence, str | None, tuple[float, ...]], CheckResult]] = {
     NumberCheck: check_number,
     RegexCheck: check_regex,
     ContainsCheck: check_contains,
@@ -615,6 +560,10 @@ CHECKS: dict[type, Callable[[Any, Evidence, str | None], CheckResult]] = {
 }
 
 
-def run_check(check: Any, ev: Evidence, expected_file_type: str | None = None) -> CheckResult:
-    """Grade one machine check; `expected_file_type` is the criterion's (it scopes what is read)."""
-    return CHECKS[type(check)](check, ev, expected_file_type)
+def run_check(
+    check: Any, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
+    """Grade one machine check; `expected_file_type` is the criterion's (it scopes what is read),
+    `figures` the task's (`rubric_figures`: values a text may state beside the checked one)."""
+    return CHECKS[type(check)](check, ev, expected_file_type, figures)

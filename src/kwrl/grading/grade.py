@@ -1,7 +1,9 @@
 """Grading one trial: every criterion of the task against the trial's `Evidence`.
 
 `grade_trial(verifiers, evidence, judge)` decides each criterion by the first rule that applies:
-1. `machine`: the criterion carries a `kwrl_check` -> `checks.run_check`, no judge call;
+1. `machine`: the criterion carries a `kwrl_check` -> `checks.run_check`, no judge call; a check
+   that cannot decide (`CheckResult.decided` False: a hedge or negation only a reader can weigh)
+   sends the criterion to the judge when one is configured, and fails it when none is;
 2. `auto_fail`: the criterion expects a file type and no artifact of that type exists -> 0, no judge
    call (Archipelago's rule);
 3. `judge`: the LLM judge, all such criteria submitted together (the judge paces and bounds them).
@@ -39,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from kwrl.errors import JudgeError
-from kwrl.grading.checks import run_check
+from kwrl.grading.checks import rubric_figures, run_check
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.judges import (
     ContextOverflowError,
@@ -145,6 +147,9 @@ class JudgeRequest:
     seen: list[str]
     inputs: JudgeInputs
     max_artifact_chars: int
+    fallback: str | None = None
+    """Why the criterion's machine check could not decide (rule 1), when that sent it here: with
+    no judge configured, its grade in `Prepared.grades` (a fail) stands."""
 
     def prompt(self, chars: int, *, withheld: bool = False) -> tuple[str, str]:
         """(system, user) with an evidence budget of `chars`, or the agent's output withheld."""
@@ -164,6 +169,8 @@ class JudgeRequest:
             rationale = (
                 f"[evidence cut to {cut:,} characters to fit the judge's context] {rationale}"
             )
+        if self.fallback is not None:
+            rationale = f"[the machine check could not decide: {self.fallback}] {rationale}"
         return CriterionGrade(
             self.verifier.verifier_id, vals.criteria, score, "judge", rationale, self.seen,
             vals.is_primary_objective, judge.spec, cached, key, cut,
@@ -172,7 +179,8 @@ class JudgeRequest:
 
 @dataclass
 class Prepared:
-    """Every criterion decided without the judge, and the prompts of the rest."""
+    """Every criterion decided without the judge, and the prompts of the rest (a criterion whose
+    check could not decide has both: its fail, and the prompt that replaces it with a judge)."""
 
     grades: dict[str, CriterionGrade]
     requests: list[JudgeRequest]
@@ -197,15 +205,20 @@ def prepare(
     show the judge more than `max_judge_artifacts` artifacts fails here (over budget)."""
     grades: dict[str, CriterionGrade] = {}
     requests: list[JudgeRequest] = []
+    figures = rubric_figures(v.verifier_values.kwrl_check for v in verifiers)
     for v in _ordered(verifiers):
         vals = v.verifier_values
+        fallback = None
         if vals.kwrl_check is not None:
-            r = run_check(vals.kwrl_check, evidence, vals.expected_file_type)
+            r = run_check(vals.kwrl_check, evidence, vals.expected_file_type, figures)
+            rationale = r.rationale if r.decided else f"{r.rationale}; no judge to read it"
             grades[v.verifier_id] = CriterionGrade(
-                v.verifier_id, vals.criteria, 1.0 if r.passed else 0.0, "machine", r.rationale,
+                v.verifier_id, vals.criteria, 1.0 if r.passed else 0.0, "machine", rationale,
                 r.evidence, vals.is_primary_objective,
             )  # fmt: skip
-            continue
+            if r.decided:
+                continue
+            fallback = r.rationale
         selected = evidence.select_artifacts(vals.expected_file_type, vals.expected_output_files)
         if selected is None:
             grades[v.verifier_id] = _fail(
@@ -225,9 +238,9 @@ def prepare(
         inputs = JudgeInputs(evidence.task, evidence.answer, vals.criteria, scope, artifacts)
         system, user = inputs.prompt(max_artifact_chars)
         seen = (["final answer"] if scope != "files" else []) + [a.label for a in artifacts]
-        requests.append(
-            JudgeRequest(v, clean(system), clean(user), clean(seen), inputs, max_artifact_chars)
-        )
+        requests.append(JudgeRequest(
+            v, clean(system), clean(user), clean(seen), inputs, max_artifact_chars, fallback
+        ))  # fmt: skip
     return Prepared(grades, requests)
 
 
@@ -308,7 +321,7 @@ async def judge_prepared(
     """Rule 3: the judge's verdicts on the prepared prompts, then the trial's score. Raises
     JudgeError (no judge configured, or one that fails); never returns a partial grade."""
     grades = dict(prepared.grades)
-    to_judge = prepared.requests
+    to_judge = [r for r in prepared.requests if judge is not None or r.fallback is None]
     calls0 = judge.calls if judge else 0
     hits0 = judge.cache_hits if judge else 0
     if to_judge:

@@ -128,7 +128,12 @@ class NumberCheck(_Strict):
     value: float
     rel_tol: float = 0.005
     abs_tol: float = 0.0
+    """In the units of `value` (0.05 for a percentage stated to one decimal)."""
     source: Source = "answer"
+    scale: float | None = Field(default=None, gt=0)
+    """What one unit of `value` is in plain numbers (1e6 for $ millions, 0.01 for a percentage),
+    so a text may state the value at any scale: "$283m", "283.0", "$283,000,000", "$0.283bn" for
+    283 at 1e6; "$283k" is not. None: the value has no unit, and a magnitude word is read either way."""
 
 
 class _Rivals(_Strict):
@@ -139,9 +144,10 @@ class _Rivals(_Strict):
     rival_pattern: str | None = None
     """A regex for answers of the same kind (e.g. any date); its matches that are not the
     expected answer count as rivals."""
-    max_rivals: int = Field(default=1, ge=0)
-    """The most distinct rivals the text may name and still pass (one alternative ruled out is
-    fine; a list of candidates is not)."""
+    max_rivals: int | None = Field(default=None, ge=0)
+    """The most distinct rivals the text may name and still pass (a list of candidates is not an
+    answer; a rival the task itself names, or one ruled out with "not", does not count). None: 0
+    when the check reads only the final answer, 1 elsewhere (a memo or mail may mention one)."""
 
 
 class RegexCheck(_Rivals):

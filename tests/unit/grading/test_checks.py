@@ -279,13 +279,13 @@ def test_a_dump_of_the_world_states_nothing(world: Path) -> None:
     lines = [f"Posted note number {i} about the quarterly figures for the team." for i in range(20)]
     for k in range(4):  # the world's data spread over four files
         write_files(world, {f"filesystem/notes{k}.txt": "\n".join(lines[k * 5 : k * 5 + 5])})
-    dump = "\n".join(lines) + "\nThe rate is 12.34%."
+    dump = "\n".join(lines) + "\nThe rate is 72.34%."
     ev = evidence(world, world, dump)
     assert ev.own_text(dump)[0] == ""
-    assert not check(ev, kind="number", value=12.34).passed
-    quote = "\n".join(lines[:3]) + "\nThe rate is 12.34%."
-    assert check(evidence(world, world, quote), kind="number", value=12.34).passed
+    assert not check(ev, kind="number", value=72.34).passed
+    quote = "\n".join(lines[:3]) + "\nThe rate is 72.34%."
+    assert check(evidence(world, world, quote), kind="number", value=72.34).passed
     deck = [f"Slide line {i} of the one deck saved again." for i in range(20)]
     write_files(world, {"filesystem/deck.txt": "\n".join(deck)})
-    copy = "\n".join(deck) + "\nThe rate is 12.34%."  # a copy of one file is one source
+    copy = "\n".join(deck) + "\nThe rate is 72.34%."  # a copy of one file is one source
     assert evidence(world, world, copy).own_text(copy)[0] == copy

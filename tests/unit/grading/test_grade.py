@@ -235,3 +235,27 @@ async def test_a_criterion_the_filter_refuses_is_infrastructure(
             await grade_trial([v], trial, judge)
     assert type(info.value) is JudgeError and "criterion a's prompt" in str(info.value)
     assert len(fake_judge.requests) == 2  # the prompt, then the probe: no retries
+
+
+async def test_a_check_that_cannot_decide_goes_to_the_judge_or_fails(
+    tmp_path: Path, fake_judge: FakeJudge
+) -> None:
+    """'possibly $283.0m': the check leaves it to a reader; the judge decides when configured."""
+    ev = evidence_of(tmp_path, "Q3 total: possibly $283.0m ('283').", {})
+    v = verifier("v1", "States the Q3 total '283'", primary=True,
+                 check={"kind": "number", "value": 283, "scale": 1e6})  # fmt: skip
+    alone = await grade_trial([v], ev, None)
+    g = alone.grades[0]
+    assert (g.method, g.score) == ("machine", 0.0) and "no judge to read it" in g.rationale
+    async with build_judge(limited(fake_judge)) as judge:
+        judged = await grade_trial([v], ev, judge)
+    g = judged.grades[0]
+    assert (g.method, g.score, judged.judge_calls) == ("judge", 1.0, 1)
+    assert g.rationale.startswith("[the machine check could not decide: ")
+    fake_judge.decide = lambda body: False
+    async with build_judge(limited(fake_judge)) as judge:
+        assert (await grade_trial([v], ev, judge)).grades[0].score == 0.0
+    decided = evidence_of(tmp_path / "b", "Q3 total: $283.0m.", {})
+    async with build_judge(limited(fake_judge)) as judge:
+        sure = await grade_trial([v], decided, judge)
+    assert (sure.grades[0].method, sure.score, sure.judge_calls) == ("machine", 1.0, 0)
