@@ -19,6 +19,7 @@ IB_PERIODS = ["FY2021", "FY2022", "FY2023", "FY2024", "FY2025"]
 LAW_PERIODS = ["Q1 2025", "Q2 2025", "Q3 2025", "Q4 2025"]
 MC_PERIODS = ["FY2022", "FY2023", "FY2024", "FY2025"]
 MC_REGIONS = ["North America", "Europe", "Asia Pacific", "Latin America"]
+DATA_ROOMS = ("Datasite", "Intralinks", "Ansarada", "Firmex")
 
 
 def day(offset: int) -> str:
@@ -65,7 +66,7 @@ def ib_deal(rng: Rng) -> tuple[Table, dict[str, Fact]]:
         Fact(
             "data_room",
             "Data room provider",
-            rng.pick(("Datasite", "Intralinks", "Ansarada", "Firmex")),
+            rng.pick(DATA_ROOMS),
             "",
         ),
     ]

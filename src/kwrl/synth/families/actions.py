@@ -10,13 +10,13 @@ from datetime import date
 
 from kwrl.synth.cast import Project
 from kwrl.synth.families.base import (
-    TIME_RIVALS,
     Call,
     Criterion,
     TaskDraft,
     others,
     read_call,
     table_file,
+    time_rivals,
 )
 from kwrl.synth.families.lookup import row_phrase, value_text
 from kwrl.synth.families.metrics import metrics
@@ -84,8 +84,8 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         Criterion(
             f"The answer states the chosen start time {hour:02d}:00",
             RegexCheck(
-                pattern=rf"\b{hour}[:.]00|\b{hour % 12 or 12}\s?(:00)?\s?{'pm' if hour >= 12 else 'am'}",
-                rival_pattern=TIME_RIVALS,
+                pattern=rf"(?<![\d:.])0?{hour}[:.]00(?!\d)|\b{hour % 12 or 12}\s?(:00)?\s?{'p' if hour >= 12 else 'a'}\.?m\b",
+                rival_pattern=time_rivals(hour + 1, 9, 17),  # its end, the prompt's window
             ),
         )
     )

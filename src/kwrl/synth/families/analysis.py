@@ -7,7 +7,16 @@ result first (the primary objective) and then the inputs the answer should quote
 from __future__ import annotations
 
 from kwrl.synth.cast import Project
-from kwrl.synth.families.base import Criterion, TaskDraft, n1, num, others, read_call, table_file
+from kwrl.synth.families.base import (
+    Criterion,
+    TaskDraft,
+    label_unit,
+    n1,
+    num,
+    others,
+    read_call,
+    table_file,
+)
 from kwrl.synth.families.lookup import value_text
 from kwrl.synth.families.metrics import metrics
 from kwrl.synth.render import TABLE_HOMES, table_rows
@@ -27,7 +36,9 @@ def compute(w: World, p: Project, rng: Rng) -> TaskDraft:
     )
     crits = [Criterion(f"States the {m.label} as {m.text}", m.check())]
     for label, v, _where in m.inputs:
-        crits.append(Criterion(f"Quotes the input {label}: {n1(v)}", num(v)))
+        crits.append(
+            Criterion(f"Quotes the input {label}: {n1(v)}", num(v, unit=label_unit(label)))
+        )
     ins = "; ".join(f"{label}: {n1(v)}" for label, v, _ in m.inputs)
     answer = f"The {m.label} for {p.code} is {m.text}. Inputs: {ins}."
     files = [wh for _, _, wh in m.inputs if wh.startswith("/")]
@@ -63,7 +74,10 @@ def reconcile_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
         f"what does the deck show, and what is the correct value?"
     )
     crits = [
-        Criterion(f"Gives the correct value {value_text(v, unit)} for {row} in {period}", num(v)),
+        Criterion(
+            f"Gives the correct value {value_text(v, unit)} for {row} in {period}",
+            num(v, unit=unit),
+        ),
         Criterion(
             f"Identifies the {row} figure for {period} as the wrong one",
             ContainsCheck(
@@ -71,7 +85,7 @@ def reconcile_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
                 rivals=others(row, list(p.table.rows)) + others(period, p.table.periods),
             ),
         ),
-        Criterion(f"States that the deck shows {value_text(wrong, unit)}", num(wrong)),
+        Criterion(f"States that the deck shows {value_text(wrong, unit)}", num(wrong, unit=unit)),
     ]
     answer = (
         f"The review deck's {row} figure for {period} is wrong: it shows {value_text(wrong, unit)} but the "

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from kwrl.synth.cast import Project
@@ -104,24 +105,69 @@ def cagr(a: float, b: float, years: int) -> float:
     return (math.pow(b / a, 1 / years) - 1) * 100
 
 
-def num(value: float, *, pct: bool = False, source: Source = "answer") -> NumberCheck:
-    """A number check: 0.5% relative, and for percentages also 0.05 points absolute."""
+UNIT_SCALE = {"$m": 1e6, "m": 1e6, "$bn": 1e9, "$k": 1e3, "%": 0.01}
+"""A figure's unit (`kwrl.synth.cast.Fact.unit`, table units) -> its number check's `scale`."""
+
+
+def label_unit(label: str) -> str:
+    """The unit a metric input's label ends with: 'Net debt ($m)' -> '$m' ('' without one)."""
+    m = re.search(r"\(([^()]+)\)\s*$", label)
+    return m.group(1) if m else ""
+
+
+def num(
+    value: float, *, pct: bool = False, source: Source = "answer", unit: str = ""
+) -> NumberCheck:
+    """A number check: 0.5% relative, and for percentages also 0.05 points absolute; `unit` (or
+    `pct`) sets the scale a text may restate it in ('$m': "$283m" = "$283,000,000")."""
     return NumberCheck(
-        value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source
-    )
+        value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source,
+        scale=UNIT_SCALE.get("%" if pct else unit),
+    )  # fmt: skip
 
 
-DATE_RIVALS = (
-    r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}(st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
-    r"[a-z]*\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(st|nd|rd|th)?\b"
+_MONTH = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b\.?"
 )
-"""Any date (ISO, '5 March', 'March 5'): rivals of a date answer (checks' `rival_pattern`)."""
-TIME_RIVALS = r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s?(am|pm|a\.m\.|p\.m\.)"
+DATE_RIVALS = (
+    r"(?<!\d)\d{4}-\d{1,2}-\d{1,2}(?!\d)|\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b"
+    rf"|\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}(,?\s+\d{{4}})?"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(st|nd|rd|th)?\b(,?\s+\d{{4}})?"
+)
+"""Any date in the spellings the families write or a reader uses (2026-04-11, 2026/04/11,
+11/04/2026, 04/11/26, 11.04.2026, '11 April 2026', '11th of April', 'April 11, 2026'): rivals of a
+date answer (checks' `rival_pattern`)."""
+_TIME = r"\d{1,2}([:.]\d{2})?\s?(am|pm|a\.m\.|p\.m\.)|\d{1,2}[:.]\d{2}\b"
+TIME_RIVALS = rf"(?<![\d:.])(?:{_TIME})"
 """Any time of day: rivals of a time answer."""
 
 
+def time_rivals(*hours: int) -> str:
+    """TIME_RIVALS except the whole hours given (a meeting's end beside its start is no rival)."""
+    if not hours:
+        return TIME_RIVALS
+    skip = "|".join(
+        rf"0?{h}[:.]00\b|{h % 12 or 12}\s?(:00)?\s?{'p' if h >= 12 else 'a'}\.?m\b" for h in hours
+    )
+    return rf"(?<![\d:.])(?!{skip})(?:{_TIME})"
+
+
+def date_pattern(iso: str) -> str:
+    """A regex accepting the spellings of one date that DATE_RIVALS knows (ISO, '5 March',
+    'March 5', 5/3/2026 and 3/5/2026, 5.3.2026)."""
+    d = date.fromisoformat(iso)
+    mon, mo = d.strftime("%B"), d.strftime("%b")
+    dd, mm, yy = rf"0?{d.day}", rf"0?{d.month}", rf"(20)?{d.year % 100}"
+    return (
+        rf"(?<!\d){iso}(?!\d)|\b{d.year}/{mm}/{dd}\b|\b{dd}(st|nd|rd|th)?\s+(of\s+)?({mon}|{mo})\b\.?"
+        rf"|\b({mon}|{mo})\.?\s+{dd}(st|nd|rd|th)?\b"
+        rf"|\b{mm}/{dd}/{yy}\b|\b{dd}[/.-]{mm}[/.-]{yy}\b"
+    )
+
+
 def shape_pattern(text: str) -> str | None:
-    """A regex for strings shaped like `text` (a case number 2025-CV-3980 -> any \\d{4}-[a-z]{2}-\\d{4}):
+    """A regex for strings shaped like `text` (a case number 2025-CV-3980 -> any \\d+-[a-z]+-\\d+):
     the rivals of an identifier answer. None for a text without digits."""
     if not any(ch.isdigit() for ch in text):
         return None
@@ -129,9 +175,9 @@ def shape_pattern(text: str) -> str | None:
     for m in re.finditer(r"\d+|[A-Za-z]+|.", text):
         run = m.group(0)
         if run.isdigit():
-            out.append(rf"\d{{{len(run)}}}")
+            out.append(r"\d+")
         elif run.isalpha():
-            out.append(rf"[a-z]{{{len(run)}}}")
+            out.append(r"[a-z]+")
         else:
             out.append(re.escape(run))
     return r"(?<![\w-])" + "".join(out) + r"(?![\w-])"

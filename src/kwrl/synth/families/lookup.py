@@ -1,7 +1,9 @@
 """Easy families: one fact, found with one or two tool calls.
 
 The prompt names where to look (a file path, the mailbox, the team channel, the calendar), so the
-shortest solution is a single read; the rubric checks the figure itself.
+shortest solution is a single read; the rubric checks the figure itself. A text fact's rivals are
+every other value of its kind the world holds (other projects' providers, rooms, case numbers,
+the firm's people), so a list of candidates is not an answer; a date is read in any spelling.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ import re
 from datetime import date
 
 from kwrl.synth.cast import Fact, Project
+from kwrl.synth.domains import DATA_ROOMS
 from kwrl.synth.families.base import (
     DATE_RIVALS,
-    TIME_RIVALS,
     Call,
     Criterion,
     TaskDraft,
+    date_pattern,
     fact_file,
     n1,
     num,
@@ -23,6 +26,7 @@ from kwrl.synth.families.base import (
     read_call,
     shape_pattern,
     table_file,
+    time_rivals,
     unit_word,
 )
 from kwrl.synth.rng import Rng
@@ -57,24 +61,53 @@ def table_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     crits = [
         Criterion(
             f"States that {row_phrase(w, p, row, period)} was {value_text(v, unit)} ({unit})",
-            num(v),
+            num(v, unit=unit),
         ),
-        Criterion(f"States that the {prev} figure was {value_text(pv, unit)} ({unit})", num(pv)),
+        Criterion(
+            f"States that the {prev} figure was {value_text(pv, unit)} ({unit})",
+            num(pv, unit=unit),
+        ),
     ]
     return TaskDraft("table_lookup", "easy", "message_in_console", prompt, crits, [read_call(path)], answer,
                      input_files=[path])  # fmt: skip
 
 
-def _fact_criterion(f: Fact, what: str) -> Criterion:
+TEXT_POOLS: dict[str, tuple[str, ...]] = {
+    "data_room": (
+        *DATA_ROOMS,
+        "iDeals",
+        "ShareFile",
+        "DealRoom",
+        "SecureDocs",
+        "Drooms",
+        "CapLinked",
+    )
+}
+"""Values of a text fact's kind beside those the world's projects hold (what it is drawn from,
+and other names a guesser would list)."""
+
+
+def _fact_criterion(w: World, f: Fact, what: str) -> Criterion:
+    """A fact's check: a date in any spelling, a text among its world's rivals, a number at its
+    unit's scale."""
     if isinstance(f.value, str):
-        dated = re.fullmatch(r"\d{4}-\d{2}-\d{2}", f.text) is not None
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", f.text):
+            d = date.fromisoformat(f.text)
+            return Criterion(
+                f"States that {what} is {d:%B} {d.day}, {d.year} ({f.text})",
+                RegexCheck(pattern=date_pattern(f.text), rival_pattern=DATE_RIVALS),
+            )
+        held = [q.facts[f.key].text for q in w.projects if f.key in q.facts]
         return Criterion(
             f"States that {what} is {f.text}",
             ContainsCheck(
-                all_of=[f.text], rival_pattern=DATE_RIVALS if dated else shape_pattern(f.text)
+                all_of=[f.text], rivals=others(f.text, [*held, *TEXT_POOLS.get(f.key, ())]),
+                rival_pattern=shape_pattern(f.text),
             ),
-        )
-    return Criterion(f"States that {what} is {f.text}", num(f.value, pct=f.unit == "%"))
+        )  # fmt: skip
+    return Criterion(
+        f"States that {what} is {f.text}", num(f.value, pct=f.unit == "%", unit=f.unit)
+    )
 
 
 FILE_FACTS = {
@@ -96,7 +129,7 @@ def file_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         call.args["tab_name"] = "Inputs" if key == "shares" else "Summary"
     prompt = f"What is {what}? It is in {path}."
     return TaskDraft(
-        "file_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(f, what)],
+        "file_fact_lookup", "easy", "message_in_console", prompt, [_fact_criterion(w, f, what)],
         [call], f"The {f.label.lower()} for {p.code} is {f.text}.", input_files=[path],
     )  # fmt: skip
 
@@ -115,7 +148,7 @@ def mail_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     ]
     return TaskDraft(
         "mail_fact_lookup", "easy", "message_in_console", prompt,
-        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} sent it", _who(w, p))], calls,
+        [_fact_criterion(w, f, what), Criterion(f"States that {p.lead.name} sent it", _who(w, p))], calls,
         f"{p.lead.name} confirmed the {f.label.lower()} for {p.code} at {f.text}.",
     )  # fmt: skip
 
@@ -135,20 +168,10 @@ def chat_fact_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     )
     return TaskDraft(
         "chat_fact_lookup", "easy", "message_in_console", prompt,
-        [_fact_criterion(f, what), Criterion(f"States that {p.lead.name} posted it", _who(w, p))],
+        [_fact_criterion(w, f, what), Criterion(f"States that {p.lead.name} posted it", _who(w, p))],
         [Call("chat_get_channel_history", {"channel_id": p.channel, "limit": 100})],
         f"{p.lead.name} posted it: the {f.label.lower()} for {p.code} is {f.text}.",
     )  # fmt: skip
-
-
-def date_pattern(iso: str) -> str:
-    """A regex accepting the common spellings of a date (ISO, '5 March', 'March 5', 3/5)."""
-    d = date.fromisoformat(iso)
-    mon, mo = d.strftime("%B"), d.strftime("%b")
-    return (
-        rf"{iso}|{d.day}(st|nd|rd|th)?\s+({mon}|{mo})\b|({mon}|{mo})\.?\s+{d.day}(st|nd|rd|th)?\b"
-        rf"|\b0?{d.month}/0?{d.day}/(20)?{d.year % 100}\b"
-    )
 
 
 def calendar_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
@@ -160,7 +183,7 @@ def calendar_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
         "calendar_lookup", "easy", "message_in_console", prompt,
         [
             Criterion(f"States that the {f.label.lower()} for {p.code} is on {d:%B} {d.day}, {d.year} ({f.value})", RegexCheck(pattern=date_pattern(str(f.value)), rival_pattern=DATE_RIVALS)),
-            Criterion("States that it starts at 14:00 (2 pm) UTC", RegexCheck(pattern=r"14[:.]00|2\s?(:00)?\s?p\.?m\.?", rival_pattern=TIME_RIVALS)),
+            Criterion("States that it starts at 14:00 (2 pm) UTC", RegexCheck(pattern=r"(?<!\d)14[:.]00(?!\d)|\b2\s?(:00)?\s?p\.?m\b", rival_pattern=time_rivals(15))),
         ],
         [Call("calendar_list_events", {"limit": 100})],
         f"The {title} is on {d:%A} {d:%B} {d.day}, {d.year} ({f.value}), from 14:00 to 15:00 UTC.",

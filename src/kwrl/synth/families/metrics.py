@@ -35,12 +35,14 @@ class Metric:
     calls: list[Call]
 
     def check(self, source: Source = "answer") -> NumberCheck:
-        """The value as stated to two decimals: 0.5% relative, or half a unit of the last decimal."""
+        """The value as stated to two decimals: 0.5% relative, or half a unit of the last decimal
+        (a percentage also as a fraction or in basis points)."""
         return NumberCheck(
             value=round(self.value, 6),
             rel_tol=0.005,
             abs_tol=0.05 if self.unit == "%" else 0.005,
             source=source,
+            scale=0.01 if self.unit == "%" else None,
         )
 
     @property

@@ -20,6 +20,7 @@ from kwrl.synth.families.base import (
     create_deck,
     create_doc,
     create_sheet,
+    label_unit,
     num,
     read_call,
     table_file,
@@ -52,7 +53,9 @@ def memo_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
         Criterion(f"A Word memo exists at {path}", FileExistsCheck(path=path.lstrip("/"))),
     ]
     crits += [
-        Criterion(f"The memo quotes {label}: {v:,.1f}", num(v, source="files"))
+        Criterion(
+            f"The memo quotes {label}: {v:,.1f}", num(v, source="files", unit=label_unit(label))
+        )
         for label, v, _ in m.inputs
     ]
     calls = [*m.calls, create_doc(path, f"{p.code}: {m.label}", paras)]
@@ -184,10 +187,12 @@ def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
             num(change, pct=True, source="files"),
         ),
         Criterion(
-            f"The deck states the {last} {row} of {value_text(vl, unit)}", num(vl, source="files")
+            f"The deck states the {last} {row} of {value_text(vl, unit)}",
+            num(vl, source="files", unit=unit),
         ),
         Criterion(
-            f"The deck states the {prev} {row} of {value_text(vp, unit)}", num(vp, source="files")
+            f"The deck states the {prev} {row} of {value_text(vp, unit)}",
+            num(vp, source="files", unit=unit),
         ),
         Criterion(
             f'A deck exists at {path} titled "{p.code} update"',
@@ -225,7 +230,9 @@ def edit_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
         ),
     ]
     crits += [
-        Criterion(f"The slide quotes {label}: {v:,.1f}", num(v, source="files"))
+        Criterion(
+            f"The slide quotes {label}: {v:,.1f}", num(v, source="files", unit=label_unit(label))
+        )
         for label, v, _ in m.inputs[:1]
     ]
     return TaskDraft("edit_deck", "hard", "edit_existing_slide_deck", prompt, crits,
