@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -337,3 +338,127 @@ def test_a_spraying_oracle_scores_zero_in_a_real_trial(
     finally:
         solve.write_text(original)
     assert rewards == {"gold": 1.0, "spray": 0.0}
+
+
+# --------------------------------------------------------------------------- answers a judge fails
+
+
+@pytest.fixture(scope="module")
+def ib_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskDir]:
+    """An Investment Banking world: its chat fact is a data room provider (a name, no digits)."""
+    ds = tmp_path_factory.mktemp("gaming-ib") / "ds"
+    cfg = SynthConfig(out=ds, worlds=1, tasks_per_world=8, seed=6, workers=1)
+    cfg.domains = ["Investment Banking"]  # seed 6's world draws chat_fact_lookup in 8 tasks
+    generate(cfg, progress=False)
+    return {re.sub(r"^ib-w\d+-\d+-", "", p.name).replace("-", "_"): load_task(p)
+            for p in task_dirs(ds / "tasks")}  # fmt: skip
+
+
+def golden(task: TaskDir) -> str:
+    return (task.golden or [{}])[0].get("golden_text_response", "")
+
+
+def check_of(task: TaskDir, kind: type) -> tuple[str, Any]:
+    """(verifier id, check) of the task's first criterion checked by `kind`."""
+    return next((v.verifier_id, c) for v in task.verifiers
+                if isinstance(c := v.verifier_values.kwrl_check, kind))  # fmt: skip
+
+
+def judge_fails(
+    law: dict[str, TaskDir], ib: dict[str, TaskDir]
+) -> list[tuple[str, TaskDir, str, str]]:
+    """(name, task, final answer, the criterion it must fail) for each attack of issue 35."""
+    out = []
+    task = law["table_lookup"]
+    vid, c = check_of(task, NumberCheck)
+    gold = golden(task)
+    tok = next(gold[t.start : t.end].strip() for t in number_tokens(gold)
+               if any(abs(m - c.value * (c.scale or 1)) < 1e-6 * c.value * (c.scale or 1)
+                      for m in t.meanings(c.scale)))  # fmt: skip
+    ks = (0.8, 0.84, 0.88, 0.92, 0.96, 0.98, 1.02, 1.04, 1.08, 1.12, 1.16, 1.2)
+    out += [
+        ("guesses", task, " ".join(f"It was {_scaled(tok, k)}." for k in ks) + f" It was {tok}.", vid),
+        ("negated", task, gold.replace(tok, f"not {tok}", 1), vid),
+        ("though", task, gold.replace(tok, f"{tok}, though it could also be {_scaled(tok, 1.1)}", 1), vid),
+        ("table", task, "| Case | Figure |\n|---|---|\n" + "\n".join(
+            f"| {i} | {_scaled(tok, k)} |" for i, k in enumerate((0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3))
+        ), vid),
+    ]  # fmt: skip
+    task = law["mail_fact_lookup"]
+    vid, who = check_of(task, ContainsCheck)
+    name = who.all_of[0]
+    out.append(
+        ("possibly", task, golden(task).replace(name, f"{name}, possibly {who.rivals[0]}"), vid)
+    )
+    task = law["calendar_lookup"]
+    (day_id, _), (time_id, _) = [
+        (v.verifier_id, v) for v in task.verifiers
+        if isinstance(v.verifier_values.kwrl_check, RegexCheck)
+    ]  # fmt: skip
+    iso = re.search(r"\d{4}-\d{2}-\d{2}", golden(task))
+    assert iso
+    y, m, d = iso[0].split("-")
+    moved = f"{(int(d) % 28) + 1:02d}/{m}/{y}"
+    out += [
+        ("moved day", task, f"It is on {iso[0]}, possibly moved to {moved}.", day_id),
+        ("moved time", task, "It starts at 14:00, possibly 16:30.", time_id),
+    ]  # fmt: skip
+    task = ib["chat_fact_lookup"]
+    vid, room = check_of(task, ContainsCheck)
+    providers = sorted({room.all_of[0], *room.rivals, "Box", "Egnyte", "Citrix", "Dropbox"})
+    out.append(("providers", task, "The provider is " + " or ".join(providers) + ".", vid))
+    return out
+
+
+def test_answers_a_judge_fails_score_zero_through_kwrl_rollout(
+    suite: dict[str, TaskDir], ib_suite: dict[str, TaskDir], tmp_path: Path
+) -> None:
+    """Hedged, negated, tabled and sprayed answers, each a solve.sh of a copy of a generated task
+    (and the hostile `ATTACKS` of the hand-made task), run through `kwrl rollout --agent oracle`
+    in real sandboxed trials: each scores 0 on the criterion it targets; the gold answers 1.0."""
+    from kwrl.sandbox.testing import make_task, make_world
+
+    root = tmp_path / "ds"
+    (root / "worlds").mkdir(parents=True)
+    attacks = judge_fails(suite, ib_suite)
+    gold_tasks = {t.path.name: t for _, t, _, _ in attacks}
+    for t in gold_tasks.values():
+        if not (root / "worlds" / t.world_dir.name).exists():
+            (root / "worlds" / t.world_dir.name).symlink_to(t.world_dir)
+    plan: dict[str, tuple[str, str | None]] = {}  # task dir name -> (criterion or "", answer)
+    for name, t, answer, vid in [
+        *attacks,
+        *(("gold", t, golden(t), "") for t in gold_tasks.values()),
+    ]:
+        dest = root / "tasks" / f"{t.path.name}--{name.replace(' ', '-')}"
+        shutil.copytree(t.path, dest)
+        (dest / "solution" / "solve.sh").write_text(
+            "#!/usr/bin/env bash\nset -e\ncat > /logs/agent/final_answer.txt <<'EOF'\n"
+            f"{answer}\nEOF\n"
+        )
+        plan[dest.name] = (vid, answer)
+    world = make_world(root).name
+    hostile = ("hedge", "negation", "table", "guesses")
+    for name in (*hostile, "oracle"):
+        make_task(root, f"h-{name}", world_id=world, solution=name, grader="kwrl")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kwrl.cli", "rollout", str(root), "--agent", "oracle",
+         "--out", str(out), "--concurrency", "2"],
+        capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    rewards = {p.parent.parent.name.rsplit("__", 1)[0]: json.loads(p.read_text())
+               for p in out.glob("trials/*/verifier/reward.json")}  # fmt: skip
+    assert len(rewards) == len(plan) + len(hostile) + 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    failures = []
+    for dest, (vid, answer) in plan.items():
+        r = rewards[dest]
+        if vid == "" and r["reward"] != 1.0:
+            failures.append(f"{dest}: gold scored {r}")
+        elif vid and r[f"criterion/{vid}"] != 0.0:
+            failures.append(f"{dest}: {answer!r} passed {vid}")
+    failures += [
+        f"h-{n}: {rewards[f'h-{n}']}" for n in hostile if rewards[f"h-{n}"]["reward"] != 0.0
+    ]
+    assert rewards["h-oracle"]["reward"] == 1.0
+    assert not failures, "\n".join(failures)

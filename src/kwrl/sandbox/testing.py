@@ -36,6 +36,10 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
 - grading side effects: `lo_links` (`linked_workbook`: a workbook of formulas with a picture
   linked to, and a WEBSERVICE formula fetching, a loopback listener at `LISTENER_PORT`; the grader's
   LibreOffice once sent it three requests from the verifier phase, and `kwrl grade` as host root).
+- answers a judge fails, each holding the right 42 (`kwrl.grading.statements`; answer.txt holds 41,
+  so an answer check that let one pass makes the reward 0.5): `hedge` ("42 million, though it could
+  also be 44 million"), `negation` ("is not 42 million"), `table` (a markdown table of eight
+  candidates), `guesses` (thirteen guesses in separate sentences).
 """
 
 from __future__ import annotations
@@ -248,6 +252,30 @@ def linked_workbook(url: str) -> str:
     )
 
 
+def _answer_attack(answer: str) -> str:
+    """solve.sh that leaves 41 in answer.txt and `answer` as the final answer."""
+    return (
+        "#!/usr/bin/env bash\nset -e\necho 41 > /filesystem/answer.txt\n"
+        f"cat > /logs/agent/final_answer.txt <<'EOF'\n{answer}\nEOF\n"
+    )
+
+
+_JUDGE_FAILS = {
+    "hedge": "The Q3 revenue is 42 million, though it could also be 44 million.",
+    "negation": "The Q3 revenue is not 42 million.",
+    "table": "| Candidate | Q3 revenue |\n|---|---|\n"
+    + "\n".join(
+        f"| {c} | {x} million |"
+        for c, x in zip("ABCDEFGH", (38, 40, 41, 42, 43, 44, 46, 48), strict=True)
+    ),
+    "guesses": " ".join(
+        f"The Q3 revenue is {x} million."
+        for x in (30, 33, 36, 38, 40, 41, 42, 44, 46, 48, 50, 52, 55)
+    ),
+}
+"""Final answers a judge fails though they hold 42 (issue 35): the answer checks must fail them."""
+
+
 _DAEMON = """while :; do
   date +%s.%N >> "/logs/agent/$1"
   echo '{"reward": 1.0}' > /logs/verifier/reward.json 2>/dev/null
@@ -321,6 +349,7 @@ ATTACKS: dict[str, str] = {
         "    wb.save(f'/filesystem/book{i}.xlsx')\n"
     ),
     "lo_links": linked_workbook(f"http://127.0.0.1:{LISTENER_PORT}"),
+    **{name: _answer_attack(answer) for name, answer in _JUDGE_FAILS.items()},
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
 
