@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kwrl.agent.harbor_agent import KwrlAgent
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
+
+HANG = "<kwrl-test: the endpoint never answers this turn>"
+"""A `ScriptedPolicy` turn that never returns: a hung policy endpoint."""
 
 
 class ScriptedPolicy(PolicyClient):
     """Replays recorded turns through the real tokenizer, as a token sampler would return them.
 
     Each turn's ids are the text's tokens plus `<|im_end|>` (sampling stopped on it); logprobs are
-    distinct per token so tests can check they land at the right positions.
+    distinct per token so tests can check they land at the right positions. A `HANG` turn never
+    returns (until cancelled).
     """
 
     supports_tokens = True
@@ -38,6 +45,8 @@ class ScriptedPolicy(PolicyClient):
         self.prompts.append(list(prompt_ids))
         self.session_ids.add(session_id)
         text = self.turns.pop(0) if self.turns else "I am done."
+        if text == HANG:
+            await asyncio.Event().wait()
         ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.end_id]
         finish = FinishReason.STOP
         if len(ids) > params.max_tokens:
@@ -66,6 +75,20 @@ class ScriptedKwrlAgent(KwrlAgent):
         from kwrl.agent.tokenizer import load_tokenizer
 
         return ScriptedPolicy(load_tokenizer(str(self.tokenizer_spec)), self.turns)
+
+
+class RotatingKwrlAgent(ScriptedKwrlAgent):
+    """Import path `agent_helpers:RotatingKwrlAgent`: a `ScriptedKwrlAgent` whose kwarg `scripts`
+    is a list of turn lists; the k-th agent this process builds with the same scripts replays
+    `scripts[k % len(scripts)]`, so the samples of one task (a group) behave differently."""
+
+    built: ClassVar[Counter[str]] = Counter()
+
+    def __init__(self, *args: Any, scripts: list[list[str]], **kwargs: Any) -> None:
+        key = json.dumps(scripts)
+        k = RotatingKwrlAgent.built[key]
+        RotatingKwrlAgent.built[key] += 1
+        super().__init__(*args, turns=scripts[k % len(scripts)], **kwargs)
 
 
 @contextmanager

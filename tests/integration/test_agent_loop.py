@@ -3,15 +3,16 @@ token policy replaying recorded turns through the real Qwen2.5 tokenizer."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_helpers import ScriptedPolicy, world_gateway
+from agent_helpers import HANG, ScriptedPolicy, world_gateway
 
 from kwrl.agent.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
 from kwrl.agent.drift import measure_drift
-from kwrl.agent.loop import StopReason, run_agent
+from kwrl.agent.loop import AgentLoop, StopReason, run_agent
 from kwrl.agent.tito import ChatTemplate
 from kwrl.agent.tools import openai_tools
 from kwrl.errors import AgentError
@@ -222,3 +223,23 @@ async def test_a_chat_policy_runs_without_token_arrays(gateway_url: str) -> None
     second = policy.seen[1]
     assert second[2]["tool_calls"][0]["function"]["name"] == "filesystem_read_text_file"
     assert second[3]["role"] == "tool" and "Headcount: 41" in second[3]["content"]
+
+
+async def test_a_run_cut_by_the_clock_keeps_its_turns_and_says_it_waited_on_the_policy(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    """harbor's agent timeout cancels the loop mid-await: the trajectory so far stays whole (it is
+    trained), and `cut_off` tells the rollout the endpoint, not the tools, had the clock."""
+    policy = ScriptedPolicy(qwen_tokenizer, [TURNS[0], HANG])
+    async with GatewayClient(gateway_url) as gw:
+        loop = AgentLoop(policy, gw, AgentConfig(max_steps=5), tokenizer=qwen_tokenizer)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(loop.run("Read the notes."), timeout=2.0)
+    run = loop.run_
+    assert run is not None and run.cut_off is not None
+    assert run.cut_off.waiting_on == "policy" and run.cut_off.seconds > 0
+    assert run.cut_off.max_tokens == AgentConfig().max_tokens_per_turn
+    assert run.cut_off.prompt_tokens == len(policy.prompts[-1])
+    assert len(run.turns) == 1 and run.turns[0].tool_latency_s > 0
+    assert run.tito is not None and run.tito.tokens == policy.prompts[-1]
+    run.tito.check()

@@ -13,7 +13,9 @@ Inputs, in harbor's terms:
 Outputs: `/logs/agent/final_answer.txt` in the environment (docs/contracts.md); an ATIF
 `trajectory.json` and `tito_debug.txt` in the agent logs dir; `context.metadata` with the TITO
 arrays, stop reason, per-turn stats and the drift report (keys in docs/contracts.md); token counts.
-Metadata is filled in a `finally`, so a trial cut by harbor's agent timeout keeps what was done.
+Metadata is filled in a `finally`, so a trial cut by harbor's agent timeout keeps what was done:
+the trajectory so far (trained with reward 0 unless the policy endpoint ran out the clock) and
+`cut_off`, what the run was waiting on when cut (`kwrl.rollout.failures.policy_was_slow`).
 A policy or MCP infrastructure failure is raised after that (the trial is an error and is masked);
 a full context window or a cut last turn is not (the trial is graded, reward usually 0), nor is a
 gateway that agent code killed or stopped (`tools_lost`: kwrl's LocalEnvironment tells it from an
@@ -198,6 +200,7 @@ class KwrlAgent(BaseAgent):
             "tool_prompt": run.tool_prompt,
             "tool_prompt_reason": run.tool_prompt_reason,
             "context_window": run.context_window,
+            "cut_off": asdict(run.cut_off) if run.cut_off is not None else None,
         }
         if run.tito is not None:
             state = run.tito

@@ -15,7 +15,10 @@ The loop never raises for what the policy does; infrastructure failures (policy 
 MCP session) end the run with a stop reason and the error text, so a caller can classify and
 mask the trial. A dead session or a timed-out call is first put to `tools_check`: a tools' server
 that agent code ended or stopped (the policy's own doing) ends the run as `tools_lost`, graded and
-trained, not masked. Everything it measured comes back in `AgentRun`.
+trained, not masked. Everything it measured comes back in `AgentRun`, also when the run is
+cancelled (harbor's agent timeout): `AgentRun.cut_off` then says what it was waiting on, the policy
+endpoint or the tools, for how long, so the timeout can be blamed on one of them
+(`kwrl.rollout.failures.policy_was_slow`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,20 @@ class TurnStats:
 
 
 @dataclass
+class CutOff:
+    """What a cancelled run was waiting on (harbor's agent timeout cancels it mid-await)."""
+
+    waiting_on: str
+    """`policy` (a sample in flight) or `tools` (a turn's tool calls in flight)."""
+    seconds: float
+    """How long it had been waiting."""
+    prompt_tokens: int = 0
+    """The policy request's prompt tokens (0 for tools)."""
+    max_tokens: int = 0
+    """The most tokens the policy request could have written (0 for tools)."""
+
+
+@dataclass
 class AgentRun:
     """What one run of the loop produced."""
 
@@ -107,6 +124,8 @@ class AgentRun:
     """Why `tool_prompt = "auto"` listed them compactly, when it did."""
     context_window: int | None = None
     """The window the run was held to: the setting, or the model's when smaller (token policies)."""
+    cut_off: CutOff | None = None
+    """Set when the run was cancelled while waiting on the policy or the tools."""
 
     @property
     def n_input_tokens(self) -> int:
@@ -152,6 +171,9 @@ class AgentLoop:
         """The context window: config.context_window, lowered to the model's when it is smaller."""
         self._repairs = 0
         self._warned = False
+        self._waiting: CutOff | None = None
+        """What the loop awaits now (since `_since`), for `AgentRun.cut_off`."""
+        self._since = 0.0
 
     async def start(self, instruction: str) -> None:
         listed = await self.session.list_tools()
@@ -237,23 +259,44 @@ class AgentLoop:
                     len(self.tito.tokens),
                     0,
                 )
-            c = await self.policy.complete(
-                self.tito.tokens, self._params(remaining), session_id=self.session_id
-            )
+            params = self._params(remaining)
+            self._wait("policy", len(self.tito.tokens), params.max_tokens)
+            c = await self.policy.complete(self.tito.tokens, params, session_id=self.session_id)
             return c, len(self.tito.tokens), remaining
+        params = self._params(None)
+        self._wait("policy", 0, params.max_tokens)
         c = await self.policy.chat(
-            self.messages, self._params(None), tools=self.tool_schemas, session_id=self.session_id
+            self.messages, params, tools=self.tool_schemas, session_id=self.session_id
         )
         return c, int(c.usage.get("prompt_tokens", 0)), None
+
+    def _wait(self, on: str, prompt_tokens: int = 0, max_tokens: int = 0) -> None:
+        """Mark the start of an await on the policy or the tools (`_waiting` is None between)."""
+        self._waiting = CutOff(on, 0.0, prompt_tokens, max_tokens)
+        self._since = time.perf_counter()
 
     async def run(self, instruction: str) -> AgentRun:
         await self.start(instruction)
         assert self.run_ is not None
         run = self.run_
+        try:
+            await self._turns(run)
+        except asyncio.CancelledError:  # harbor's agent timeout: say what the clock ran out on
+            if self._waiting is not None:
+                self._waiting.seconds = time.perf_counter() - self._since
+                run.cut_off = self._waiting
+            raise
+        if self.tito is not None:
+            self.tito.check()
+        return run
+
+    async def _turns(self, run: AgentRun) -> None:
+        """Policy turns and their tool calls until a stop reason (set on `run`)."""
         for step in range(self.config.max_steps):
             t0 = time.perf_counter()
             try:
                 completion, n_prompt, remaining = await self._sample()
+                self._waiting = None
             except (PolicyError, OSError) as e:
                 run.stop_reason, run.error = StopReason.POLICY_ERROR, f"{type(e).__name__}: {e}"
                 break
@@ -275,9 +318,6 @@ class AgentLoop:
             if stop is not None:
                 run.stop_reason = stop
                 break
-        if self.tito is not None:
-            self.tito.check()
-        return run
 
     async def _step(
         self, completion: Completion, stats: TurnStats, remaining: int | None
@@ -318,9 +358,11 @@ class AgentLoop:
             run.final_answer = parsed.content
             return StopReason.LENGTH if cut else StopReason.FINAL
         t0 = time.perf_counter()
+        self._wait("tools")
         try:
             observation = [await self._call(c, stats) for c in calls]
         except AgentError as e:
+            self._waiting = None
             run.error = str(e)
             if isinstance(e, ToolsLostError):
                 return StopReason.TOOLS_LOST
@@ -328,6 +370,7 @@ class AgentLoop:
                 run.error = f"{e} ({fate})"
                 return StopReason.TOOLS_LOST
             return StopReason.TOOL_ERROR
+        self._waiting = None
         stats.tool_latency_s = time.perf_counter() - t0
         if parsed.malformed:
             note = self.config.repair_message.replace("{errors}", "; ".join(parsed.errors))

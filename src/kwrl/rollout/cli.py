@@ -113,6 +113,7 @@ def trial_run(
     """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
 
+    from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.runner import RolloutConfig, check_task_config, run_trial
 
     agent_kwargs = _agent_kwargs(agent, ak)  # bad --ak: ConfigError, exit 2
@@ -132,8 +133,11 @@ def trial_run(
     console = Console()
     console.print(_criteria_table(Path(rec.trial_dir), rec.rewards))
     reward = "-" if rec.reward is None else f"{rec.reward:g}"
+    decision = trial_decision(rec.cause, rec.reward)  # as a group of one
+    train = f"trained with {decision.reward:g}" if decision.trained else "masked"
     console.print(
-        f"reward [bold]{reward}[/bold]  cause {rec.cause}  {rec.seconds:.1f}s  dir {rec.trial_dir}"
+        f"reward [bold]{reward}[/bold]  cause {rec.cause}  {train}  {rec.seconds:.1f}s  "
+        f"dir {rec.trial_dir}"
     )
     if rec.error:
         console.print(f"[red]{rec.error[:500]}[/red]", markup=True, highlight=False)
@@ -191,11 +195,17 @@ def rollout(
         records = asyncio.run(run_rollout(tasks, cfg, out, on_done=done))
     summary = json.loads((out / "summary.json").read_text())
     table = Table(title=f"rollout: {len(records)} trials, agent {agent}")
-    for col in ("task", "rewards", "causes", "trained"):
+    for col in ("task", "rewards", "causes", "trained", "train rewards"):
         table.add_column(col)
+
+    def shown(values: list[float | None]) -> str:
+        return " ".join("-" if r is None else f"{r:g}" for r in values)
+
     for task, t in summary["tasks"].items():
-        rewards = " ".join("-" if r is None else f"{r:g}" for r in t["rewards"])
-        table.add_row(task, rewards, ", ".join(sorted(set(t["causes"]))), str(t["trained"]))
+        table.add_row(
+            task, shown(t["rewards"]), ", ".join(sorted(set(t["causes"]))), str(t["trained"]),
+            shown(t["train_rewards"]),
+        )  # fmt: skip
     console.print(table)
     mean = summary["mean_reward"]
     console.print(

@@ -2,10 +2,21 @@
 
 `classify(...)` is pure: it takes harbor's `TrialResult` fields (exception type and message, the
 verifier's rewards), the agent's stop reason (`agent_result.metadata["stop_reason"]`, written by
-kwrl's agent; values of `kwrl.agent.loop.StopReason`) and the sandbox's `sandbox.json` limit
-counters, and returns one `FailureCause`. The order of the checks is the precedence: a trial
-whose sandbox hit its process limit and then timed out is `resource_limit`, not `agent_timeout`;
-one that hit a limit, went on and was graded is graded (`none`).
+kwrl's agent; values of `kwrl.agent.loop.StopReason`), whether the policy endpoint ran the agent
+out of time (`policy_was_slow` over the agent's turn statistics) and the sandbox's `sandbox.json`
+limit counters of each phase, and returns one `FailureCause`. The order of the checks is the
+precedence: a trial whose sandbox hit its process limit and then timed out is `resource_limit`, not
+`agent_timeout`; one that hit a limit, went on and was graded is graded (`none`).
+
+Failures the policy causes are the policy's, scored 0 and trained (`kwrl.rollout.masking`), never
+infrastructure: were they masked, a policy about to score 0 could buy a mask instead (fill the
+memory so the grader dies, sleep past the clock). So:
+- an agent timeout is `agent_timeout` (its tools, its sleeps, its many or long turns) unless the
+  turn statistics show the policy endpoint, not the tools, took the time at a rate no honest
+  generation explains (`policy_was_slow`): then `policy_timeout`, infrastructure;
+- a limit hit in the verifier phase (sandbox.json `verifier_events`; the verifier has memory of its
+  own, `kwrl.sandbox.local`, so only what the agent left can exhaust it) that left no reward is
+  `verifier_limit`.
 
 The grader writes its phase to `verifier/grader_phase.txt` (`reading`, `judging`, `done`). A grader
 that wrote no reward while `reading` was cut off by what the agent left behind, in spite of its
@@ -35,12 +46,21 @@ class FailureCause(StrEnum):
     MAX_TOKENS = "max_tokens"
     """The last turn was cut at max tokens (reward 0, still trained)."""
     AGENT_TIMEOUT = "agent_timeout"
-    """The agent ran past its time limit (masked)."""
+    """The agent ran past its time limit by its own doing: its tools (a `sleep`, heavy code), its
+    many or long turns (reward 0, trained on the trajectory so far)."""
+    POLICY_TIMEOUT = "policy_timeout"
+    """The agent ran past its time limit while the policy endpoint, not the tools, was slow
+    (`policy_was_slow`): infrastructure, retried; that trial alone is masked."""
     RESOURCE_LIMIT = "resource_limit"
-    """Agent code hit the sandbox's process, memory or disk limit and that ended the run (masked,
-    counted like a timeout). A limit hit the run survived (a killed command, a failed write, even
-    the gateway killed for memory, `tools_lost`) leaves the trial graded: as in a container, it is
-    part of what the agent did, and masking it would let a policy trade a low reward for a mask."""
+    """Agent code hit the sandbox's process, memory or disk limit in the agent phase and that ended
+    the run (reward 0, trained). A limit hit the run survived (a killed command, a failed write,
+    even the gateway killed for memory, `tools_lost`) leaves the trial graded: as in a container,
+    it is part of what the agent did, and masking it would let a policy trade a low reward for a
+    mask."""
+    VERIFIER_LIMIT = "verifier_limit"
+    """The grader, or what it ran (LibreOffice recalculating a workbook), hit the trial's memory or
+    process limit in the verifier phase and no reward was written: the verifier has memory of its
+    own that the agent's writes cannot eat, so what the agent left did it (reward 0, trained)."""
     AGENT = "agent"
     """The agent itself crashed (a bug, not the policy)."""
     MODEL = "model"
@@ -62,12 +82,25 @@ class FailureCause(StrEnum):
 
 
 INFRA: frozenset[FailureCause] = frozenset(
-    {FailureCause.MODEL, FailureCause.SANDBOX, FailureCause.VERIFIER, FailureCause.VERIFIER_TIMEOUT}
+    {
+        FailureCause.MODEL,
+        FailureCause.SANDBOX,
+        FailureCause.VERIFIER,
+        FailureCause.VERIFIER_TIMEOUT,
+        FailureCause.POLICY_TIMEOUT,
+    }
 )
-"""Causes outside the policy's control: retried, and they mask their group."""
+"""Causes outside the policy's control: retried, and masked (`kwrl.rollout.masking` says whether
+the trial alone or its group)."""
+
+SLOW_DECODE_TOKENS_PER_S = 2.0
+"""A policy endpoint writing fewer tokens a second than this was slow (`policy_was_slow`)."""
+SLOW_PREFILL_TOKENS_PER_S = 50.0
+"""...or reading fewer new prompt tokens (those a prefix-caching endpoint reads) a second than this."""
 
 _SANDBOX_TYPES = {
     "SandboxError",
+    "AgentSetupTimeoutError",  # installing an agent, before the policy acts
     "SandboxTimeoutError",
     "EnvironmentStartTimeoutError",
     "HealthcheckError",
@@ -83,6 +116,8 @@ _VERIFIER_TYPES = {
     "VerifierOutputParseError",
     "JudgeError",
 }
+_VERIFIER_SIDE = _VERIFIER_TYPES | {"VerifierTimeoutError"}
+"""Exceptions of the verifier phase: an agent-phase limit hit the run survived did not cause them."""
 _MODEL_TYPES = {
     "PolicyError",
     "APIError",
@@ -98,6 +133,12 @@ _STOP_REASONS = {
 }
 
 
+def _limit_hit(events: Mapping[str, int]) -> bool:
+    return bool(
+        events.get("pids_max", 0) or events.get("oom_kill", 0) or events.get("disk_full", 0)
+    )
+
+
 def classify(
     *,
     exception_type: str | None,
@@ -105,29 +146,30 @@ def classify(
     rewards: Mapping[str, Any] | None,
     stop_reason: str | None = None,
     sandbox_events: Mapping[str, int] | None = None,
+    verifier_events: Mapping[str, int] | None = None,
     grader_phase: str | None = None,
+    policy_slow: bool = False,
 ) -> FailureCause:
-    """One cause for one trial (see the module docstring for the precedence). `grader_phase` is
-    what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`; None when absent)."""
-    events = sandbox_events or {}
+    """One cause for one trial (see the module docstring for the precedence). `sandbox_events` are
+    the agent phase's limit hits, `verifier_events` the verifier phase's (sandbox.json);
+    `grader_phase` is what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`;
+    None when absent); `policy_slow`: `policy_was_slow` of the agent's metadata."""
     no_reward = rewards is None or "reward" not in rewards
-    limit_hit = (
-        exception_type == "SandboxLimitError"
-        or events.get("pids_max", 0)
-        or events.get("oom_kill", 0)
-        or events.get("disk_full", 0)
-    )
+    limit_hit = exception_type == "SandboxLimitError" or _limit_hit(sandbox_events or {})
     # A limit hit the trial survived (a command killed, the run went on and was graded) is part
     # of what the agent did, graded like any other failed command; only one that ended the run
     # is a resource limit.
-    if limit_hit and (exception_type is not None or no_reward):
+    ended_run = exception_type is not None or no_reward
+    if limit_hit and ended_run and exception_type not in _VERIFIER_SIDE:
         return FailureCause.RESOURCE_LIMIT
     if exception_type in ("CancelledError", "KeyboardInterrupt"):
         return FailureCause.CANCELLED
-    if exception_type in ("AgentTimeoutError", "AgentSetupTimeoutError"):
-        return FailureCause.AGENT_TIMEOUT
+    if exception_type == "AgentTimeoutError":
+        return FailureCause.POLICY_TIMEOUT if policy_slow else FailureCause.AGENT_TIMEOUT
     if exception_type == "ConfigError":
         return FailureCause.CONFIG
+    if no_reward and _limit_hit(verifier_events or {}):
+        return FailureCause.VERIFIER_LIMIT
     if grader_phase == "reading" and no_reward and exception_type in _GRADER_CUT_OFF:
         return FailureCause.GRADER_BUDGET
     if exception_type == "VerifierTimeoutError":
@@ -148,9 +190,46 @@ def classify(
         if "verif" in exception_type.lower() or "reward" in exception_type.lower():
             return FailureCause.VERIFIER
         return FailureCause.AGENT
-    if rewards is None or "reward" not in rewards:
+    if no_reward:
         return FailureCause.VERIFIER
     return FailureCause.NONE
+
+
+def policy_was_slow(agent_meta: Mapping[str, Any]) -> bool:
+    """Whether the policy endpoint, not the policy, ran the agent out of time, from KwrlAgent's turn
+    statistics (`turn_stats`, and `cut_off`: what the run waited on when harbor's timeout cut it).
+
+    Slow means: the endpoint took longer than the tools did, and longer than reading each turn's
+    new prompt tokens and writing its tokens at `SLOW_PREFILL_TOKENS_PER_S` /
+    `SLOW_DECODE_TOKENS_PER_S` would take, a request the clock cut counted as writing the most it
+    could (`max_tokens`). Time is
+    measured against tokens, never alone: a policy that writes long turns until the clock runs
+    out produced those tokens at the endpoint's honest rate, and its timeout stays its own
+    (`agent_timeout`, trained 0), as does one that sleeps in a tool. No statistics (harbor's own
+    agents) is never slow.
+    """
+    turns = [t for t in agent_meta.get("turn_stats") or [] if isinstance(t, Mapping)]
+    cut = agent_meta.get("cut_off")
+    cut = cut if isinstance(cut, Mapping) else {}
+    requests = [(t.get("prompt_tokens"), t.get("completion_tokens")) for t in turns]
+    policy_s = sum(_num(t.get("latency_s")) for t in turns)
+    tools_s = sum(_num(t.get("tool_latency_s")) for t in turns)
+    waited = _num(cut.get("seconds"))
+    if cut.get("waiting_on") == "policy":
+        policy_s += waited
+        requests.append((cut.get("prompt_tokens"), cut.get("max_tokens")))
+    elif cut.get("waiting_on") == "tools":
+        tools_s += waited
+    due_s, cached = 0.0, 0.0
+    for prompt, written in requests:
+        new = _num(prompt) - cached if _num(prompt) >= cached else _num(prompt)
+        due_s += new / SLOW_PREFILL_TOKENS_PER_S + _num(written) / SLOW_DECODE_TOKENS_PER_S
+        cached = _num(prompt) + _num(written)
+    return policy_s > tools_s and policy_s > due_s
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else 0.0
 
 
 def grader_phase(trial_dir: Path) -> str | None:
@@ -164,16 +243,19 @@ def grader_phase(trial_dir: Path) -> str | None:
 def classify_result(
     result: Any, sandbox_report: Mapping[str, Any] | None = None, trial_dir: Path | None = None
 ) -> FailureCause:
-    """`classify` applied to a harbor `TrialResult`, the trial's sandbox.json content and the
-    grader's phase file in `trial_dir`."""
+    """`classify` applied to a harbor `TrialResult` (its agent metadata's turn statistics too), the
+    trial's sandbox.json content and the grader's phase file in `trial_dir`."""
     info = result.exception_info
     meta = (result.agent_result.metadata or {}) if result.agent_result is not None else {}
     rewards = result.verifier_result.rewards if result.verifier_result is not None else None
+    report = sandbox_report or {}
     return classify(
         exception_type=info.exception_type if info else None,
         exception_message=info.exception_message if info else "",
         rewards=rewards,
         stop_reason=meta.get("stop_reason"),
-        sandbox_events=(sandbox_report or {}).get("events"),
+        sandbox_events=report.get("events"),
+        verifier_events=report.get("verifier_events"),
         grader_phase=grader_phase(trial_dir) if trial_dir is not None else None,
+        policy_slow=policy_was_slow(meta),
     )

@@ -2,13 +2,22 @@
 
 Pure functions over `FailureCause`s; a group is the samples of one prompt (task).
 
-- context overflow, a last turn cut at max tokens, or a grader cut off while reading the agent's
-  outputs (`grader_budget`): reward 0, still trained;
-- agent timeout (or a resource limit that ended the run, the agent's own doing): that trial is
-  masked;
-- any infrastructure, agent or config error in a group masks the whole group;
-- two or more timeouts in a group mask the whole group;
+- a failure the policy causes is scored 0 and trained (`TRAINED_ZERO`): context overflow, a last
+  turn cut at max tokens, a grader cut off while reading the agent's outputs (`grader_budget`), a
+  limit hit that ended the run (`resource_limit`) or left the grader without a reward
+  (`verifier_limit`), and an agent timeout of the policy's own making (`agent_timeout`, on the
+  trajectory so far);
+- a timeout the policy endpoint caused (`policy_timeout`) masks that trial alone;
+- any other infrastructure, agent or config error in a group masks the whole group;
 - a trial is retried up to 2 times on infrastructure errors before it counts.
+
+Non-obvious choice: no timeout masks its group. RECIPE masks a group with two or more timeouts,
+reading repeated timeouts as a slow environment, and masks each timed-out trial. Both let a policy
+trade a 0 for a mask: a wrong answer, then `sleep` past the clock, and the trial (with two, every
+member of the group, one that scored 1.0 included) carried no gradient. kwrl tells the two kinds
+of timeout apart by the agent's turn statistics (`kwrl.rollout.failures.policy_was_slow`): the
+policy's own timeout is an outcome like any other 0 that the group's advantages must see; the
+endpoint's says nothing about the group's other samples, so masking it alone loses only itself.
 """
 
 from __future__ import annotations
@@ -20,18 +29,24 @@ from kwrl.rollout.failures import INFRA, FailureCause
 
 MAX_RETRIES = 2
 TRAINED_ZERO: frozenset[FailureCause] = frozenset(
-    {FailureCause.CONTEXT_OVERFLOW, FailureCause.MAX_TOKENS, FailureCause.GRADER_BUDGET}
+    {
+        FailureCause.CONTEXT_OVERFLOW,
+        FailureCause.MAX_TOKENS,
+        FailureCause.GRADER_BUDGET,
+        FailureCause.AGENT_TIMEOUT,
+        FailureCause.RESOURCE_LIMIT,
+        FailureCause.VERIFIER_LIMIT,
+    }
 )
-TIMEOUTS: frozenset[FailureCause] = frozenset(
-    {FailureCause.AGENT_TIMEOUT, FailureCause.RESOURCE_LIMIT}
-)
-GROUP_ERRORS: frozenset[FailureCause] = INFRA | {
+"""Failures the policy causes: reward 0, trained."""
+MASKED_ALONE: frozenset[FailureCause] = frozenset({FailureCause.POLICY_TIMEOUT})
+"""Infrastructure failures that mask their trial but not its group."""
+GROUP_ERRORS: frozenset[FailureCause] = (INFRA - MASKED_ALONE) | {
     FailureCause.AGENT,
     FailureCause.CANCELLED,
     FailureCause.CONFIG,
 }
-MAX_GROUP_TIMEOUTS = 1
-"""A group with more timeouts than this is masked whole."""
+"""Failures that mask the whole group."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +75,7 @@ def trial_decision(cause: FailureCause, reward: float | None) -> Decision:
 
 def group_masked(causes: Sequence[FailureCause]) -> bool:
     """True when the whole group must be masked."""
-    if any(c in GROUP_ERRORS for c in causes):
-        return True
-    return sum(c in TIMEOUTS for c in causes) > MAX_GROUP_TIMEOUTS
+    return any(c in GROUP_ERRORS for c in causes)
 
 
 def group_decisions(

@@ -288,6 +288,8 @@ async def run_rollout(
 
 
 def apply_group_decisions(records: list[TrialRecord]) -> None:
+    """Set each record's `trained` and `train_reward` by its group's decisions (a group: one
+    task's samples; `kwrl.rollout.masking.group_decisions`)."""
     groups: dict[str, list[TrialRecord]] = {}
     for r in records:
         groups.setdefault(r.task, []).append(r)
@@ -307,10 +309,13 @@ def summarize(
         causes[str(r.cause)] = causes.get(str(r.cause), 0) + 1
     tasks: dict[str, dict[str, Any]] = {}
     for r in finals:
-        t = tasks.setdefault(r.task, {"rewards": [], "causes": [], "trained": 0})
+        t = tasks.setdefault(
+            r.task, {"rewards": [], "causes": [], "trained": 0, "train_rewards": []}
+        )
         t["rewards"].append(r.reward)
         t["causes"].append(str(r.cause))
         t["trained"] += int(r.trained)
+        t["train_rewards"].append(r.train_reward if r.trained else None)
     return {
         "config": cfg.model_dump(mode="json"),
         "trials": len(finals),

@@ -5,7 +5,11 @@ A trial owns a cgroup `<this process's cgroup>/kwrl/<name>` with two children:
     <name>/sandbox   bwrap, the sandbox's init and the world gateway
     <name>/exec      every command the agent or the verifier runs
 
-Limits sit on `<name>`, so they bound the trial as a whole; `<name>` itself holds no process.
+Limits sit on `<name>`, so they bound the trial as a whole; `<name>` itself holds no process. The
+verifier phase gets memory of its own on top of what the agent phase left charged (`reserve_memory`):
+the world's writes live on a tmpfs whose pages stay charged to the trial after agent code is gone,
+and a world filled to just under the limit left the grader (or LibreOffice recalculating the
+agent's workbook) nothing, an OOM kill the agent had bought.
 Nesting under the caller's own cgroup keeps a trial charged to whoever started it. Limit hits are
 read back as counters and reported as `ResourceEvents`. One interface (`Cgroups`), two backends,
 chosen by what /sys/fs/cgroup is (`detect()`):
@@ -82,6 +86,10 @@ class ResourceEvents:
 
     def as_dict(self) -> dict[str, int]:
         return {"pids_max": self.pids_max, "oom_kill": self.oom_kill}
+
+    def minus(self, earlier: ResourceEvents) -> ResourceEvents:
+        """The hits since `earlier` (counters only grow)."""
+        return ResourceEvents(self.pids_max - earlier.pids_max, self.oom_kill - earlier.oom_kill)
 
 
 # ------------------------------------------------------------------ pure parts
@@ -334,6 +342,21 @@ class Cgroups:
     def memory_bytes(self) -> int:
         raise NotImplementedError
 
+    def _set_memory_limit(self, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def reserve_memory(self, mb: int) -> int | None:
+        """Raise the trial's memory limit to what it is charged now plus `mb` MiB, and return the new
+        limit in MiB (None where memory is not limited here). Called once every process of the
+        agent phase is gone, what is still charged is what they left (the world's tmpfs pages,
+        cache), so whatever runs next has `mb` of its own; the trial stays bounded (by its
+        limit twice over at most: what is charged never passed the limit)."""
+        if "memory" not in self.enforced:
+            return None
+        total_mb = -(-self.memory_bytes() // 2**20) + mb
+        self._set_memory_limit(total_mb * 2**20)
+        return total_mb
+
     def _kill_now(self, d: Path) -> bool:
         """Kill every member of `d` at once if the kernel can (v2 cgroup.kill); False if not."""
         return False
@@ -469,6 +492,14 @@ class CgroupsV1(Cgroups):
         text = _read(mem / "memory.usage_in_bytes").strip() if mem else ""
         return int(text) if text.isdigit() else 0
 
+    def _set_memory_limit(self, nbytes: int) -> None:
+        mem = self.dirs["memory"]
+        memsw = mem / "memory.memsw.limit_in_bytes"
+        # memsw may never be below the memory limit: raise it first
+        if memsw.exists():
+            memsw.write_text(str(nbytes))
+        (mem / "memory.limit_in_bytes").write_text(str(nbytes))
+
     def _freeze(self, d: Path, frozen: bool) -> bool:
         state = d / "freezer.state"
         if not state.exists():
@@ -531,6 +562,9 @@ class CgroupsV2(Cgroups):
     def memory_bytes(self) -> int:
         text = _read(self.dir / "memory.current").strip()
         return int(text) if text.isdigit() else 0
+
+    def _set_memory_limit(self, nbytes: int) -> None:
+        (self.dir / "memory.max").write_text(str(nbytes))
 
     def _kill_now(self, d: Path) -> bool:
         f = d / "cgroup.kill"

@@ -10,8 +10,7 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
   (loopback only), no capabilities, the host read-only or absent, and kwrl's init as the pid
-  namespace's pid 1 (`_INIT`: agent code's signals cannot end the sandbox, nor can it ptrace the
-  init or write through its fds into the host's sandbox.log); `/logs/{agent,artifacts}` bound
+  namespace's pid 1 (`_INIT`: agent code's signals cannot end the sandbox); `/logs/{agent,artifacts}` bound
   from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
   harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a
   dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
@@ -47,7 +46,10 @@ unless `allow_missing_limits`). World files the trial changes must be the user's
 Non-obvious choices: files move in and out through `tar`/`cat` run *inside* the sandbox, never
 through host paths, so a symlink planted by agent code cannot redirect a host-side write. A trial
 that hits its process or memory limit during `exec` gets `SandboxLimitError` (its commands are
-killed) instead of hanging until the agent timeout.
+killed) instead of hanging until the agent timeout. Not in the verifier phase: it has `memory_mb`
+of its own beyond what the agent phase left charged (the world's tmpfs pages), a hit there ends no
+command, and sandbox.json reports it apart (`verifier_events`) for the rollout to score as the
+agent's.
 """
 
 from __future__ import annotations
@@ -113,21 +115,12 @@ _MOUNT = (
 # signal sent from inside unless it handles that signal, and it handles none (SIGINT back to the
 # default; SIGCHLD is only blocked and waited for): agent code's `kill -9 -1` cannot end the sandbox.
 # With bwrap's own reaper as pid 1, a shell keeper as pid 2 was killable, and bwrap ended the whole
-# sandbox (world, /logs, gateway) with it. It is non-dumpable, so agent code (same uid, no
-# capabilities) can neither ptrace it nor open its /proc/1/{fd,mem,environ}, and once ready its
-# stdout and stderr are /dev/null: through /proc/1/fd/2, agent code wrote 2 GiB and forged lines
-# into the host file sandbox.log (bwrap's own messages, outside, still go there), and a write to
-# /proc/1/fd/1 (a pipe the host stops reading) blocked it until the agent timeout.
+# sandbox (world, /logs, gateway) with it.
 _INIT = (
-    "import ctypes, os, signal\n"
-    "if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE\n"
-    "    raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DUMPABLE, 0)')\n"
+    "import os, signal\n"
     "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
     "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
     "os.write(1, b'kwrl-sandbox-ready\\n')\n"
-    "null = os.open('/dev/null', os.O_RDWR)\n"
-    "os.dup2(null, 1)\n"
-    "os.dup2(null, 2)\n"
     "while True:\n"
     "    try:\n"
     "        while os.waitpid(-1, os.WNOHANG)[0]:\n"
@@ -215,6 +208,10 @@ class LocalEnvironment(BaseEnvironment):
         self._dropped: list[str] = []
         self._copied: dict[str, set[str]] = {}
         self._verifier_phase = False
+        self._agent_events: cgroups.ResourceEvents | None = None
+        """The limit hits of the agent phase (set when the verifier phase starts)."""
+        self._verifier_memory_mb: int | None = None
+        """The trial's memory limit in the verifier phase (`Cgroups.reserve_memory`)."""
         self._stopped = False
         super().__init__(*args, **_absolute_paths(kwargs))
 
@@ -408,7 +405,13 @@ class LocalEnvironment(BaseEnvironment):
         if self._unenforced:
             report["unenforced"] = self._unenforced
         if self._cg is not None:
-            report["events"] = self._cg.events().as_dict()
+            events = self._cg.events()
+            agent = self._agent_events or events
+            report["events"] = agent.as_dict()
+            if self._agent_events is not None:
+                report["verifier_events"] = events.minus(agent).as_dict()
+            if self._verifier_memory_mb is not None:
+                report["verifier_memory_mb"] = self._verifier_memory_mb
             await asyncio.to_thread(self._cg.remove)
         if self._disk_events:
             report.setdefault("events", {})["disk_full"] = self._disk_events
@@ -613,8 +616,15 @@ class LocalEnvironment(BaseEnvironment):
         stdin: bytes | None = None,
         timeout_sec: float | None = None,
     ) -> tuple[int, bytes, bytes]:
-        """Run one command in its own process group; kill the group on timeout or cancellation."""
-        before = self._cg.events() if self._cg else None
+        """Run one command in its own process group; kill the group on timeout or cancellation.
+
+        Agent phase: a limit hit kills the trial's commands and raises `SandboxLimitError`. Verifier
+        phase: it kills and raises nothing. The kernel has already killed the process that asked
+        for too much (LibreOffice, the grader); the grader goes on or writes no reward, and
+        sandbox.json's `verifier_events` tell the rollout (`verifier_limit`: the agent's, 0).
+        """
+        agent_phase = not self._verifier_phase
+        before = self._cg.events() if self._cg and agent_phase else None
         # Spawning is shielded: cancelled mid-spawn, asyncio would kill only the direct child and
         # wait forever on pipes its children still hold; here the whole group is reaped instead.
         spawn = asyncio.ensure_future(
@@ -634,11 +644,7 @@ class LocalEnvironment(BaseEnvironment):
                 await self._reap(await spawn, None)
             raise
         talk = asyncio.ensure_future(outputs.communicate(proc, stdin))
-        watch = (
-            asyncio.ensure_future(self._watch_limits(before))
-            if before is not None or not self._verifier_phase
-            else None
-        )
+        watch = asyncio.ensure_future(self._watch_limits(before)) if agent_phase else None
         try:
             waiters = {talk} | ({watch} if watch else set())
             done, _ = await asyncio.wait(
@@ -659,7 +665,7 @@ class LocalEnvironment(BaseEnvironment):
         breach = ""
         if before is not None and self._cg is not None:
             breach = _breach(before, self._cg.events(), self._limits())
-        if not breach and not self._verifier_phase:
+        if not breach and agent_phase:
             breach = await asyncio.to_thread(self._disk_breach)
         if breach:
             raise SandboxLimitError(breach)
@@ -740,8 +746,11 @@ class LocalEnvironment(BaseEnvironment):
         A holder process keeps the sandbox's mount namespace (the world's overlay) alive; then the
         sandbox's init is killed, which makes the kernel kill every process of its pid namespace
         (the gateway, `code_execution` children, setsid'ed daemons) at once, and the agent's
-        commands are killed through their cgroup. The verifier's output dir is emptied last, so
-        whatever reward file harbor reads afterwards is the grader's own.
+        commands are killed through their cgroup. The limit hits so far are the agent phase's; the
+        trial's memory limit rises to what the agent left charged (its writes on the world's
+        tmpfs) plus its `memory_mb`, the verifier's own (`Cgroups.reserve_memory`). The verifier's
+        output dir is emptied last, so whatever reward file harbor reads afterwards is the
+        grader's own.
         """
         if self._verifier_phase:
             return
@@ -771,6 +780,9 @@ class LocalEnvironment(BaseEnvironment):
                     raise SandboxError(f"{self.session_id}: the agent phase did not end") from e
         if self._cg is not None:
             await asyncio.to_thread(self._cg.kill, "exec")
+            self._agent_events = self._cg.events()
+            if (mb := self._limits().memory_mb) is not None:
+                self._verifier_memory_mb = await asyncio.to_thread(self._cg.reserve_memory, mb)
         await asyncio.to_thread(self._sync_outputs)
         out = self._mount_source(_VERIFIER_DIR)
         if out is not None:

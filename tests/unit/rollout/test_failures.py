@@ -15,6 +15,7 @@ from kwrl.rollout.failures import classify
         ("VerifierTimeoutError", F.VERIFIER_TIMEOUT),
         ("SandboxError", F.SANDBOX),
         ("EnvironmentStartTimeoutError", F.SANDBOX),
+        ("AgentSetupTimeoutError", F.SANDBOX),
         ("SandboxLimitError", F.RESOURCE_LIMIT),
         ("RewardFileNotFoundError", F.VERIFIER),
         ("PolicyError", F.MODEL),
@@ -113,3 +114,54 @@ def test_a_config_error_is_its_own_cause_not_an_infra_failure() -> None:
     assert F.GRADER_BUDGET not in INFRA and not should_retry(F.GRADER_BUDGET, 0)
     d = trial_decision(F.GRADER_BUDGET, None)
     assert d.trained and d.reward == 0.0
+
+
+def test_a_limit_hit_in_the_verifier_phase_that_left_no_reward_is_the_agents() -> None:
+    """The world filled to just under memory_mb, the grader or LibreOffice OOM-killed: before, the
+    trial was `resource_limit`, masked; now `verifier_limit` (0, trained). A reward written in
+    spite of it (LibreOffice killed, the grader went on) is graded."""
+    hit = {"pids_max": 0, "oom_kill": 1}
+    for exc in ("RewardFileNotFoundError", "RewardFileEmptyError", "VerifierTimeoutError", None):
+        got = classify(
+            exception_type=exc, rewards=None, verifier_events=hit, grader_phase="reading"
+        )
+        assert got is F.VERIFIER_LIMIT, exc
+    graded = classify(exception_type=None, rewards={"reward": 0.0}, verifier_events=hit)
+    assert graded is F.NONE
+    # an agent-phase hit the run survived does not make a later judge failure the agent's
+    survived = {"oom_kill": 1}
+    assert (
+        classify(exception_type="JudgeError", rewards=None, sandbox_events=survived) is F.VERIFIER
+    )
+
+
+def _turn(latency: float, tools: float, prompt: int = 1000, completion: int = 100) -> dict:
+    return {
+        "latency_s": latency, "tool_latency_s": tools, "prompt_tokens": prompt,
+        "completion_tokens": completion,
+    }  # fmt: skip
+
+
+def test_a_timeout_is_the_policys_unless_the_endpoint_was_slow() -> None:
+    from kwrl.rollout.failures import policy_was_slow
+
+    # sleeping in a tool until the clock ran out
+    sleeper = {"turn_stats": [_turn(2, 0.5)], "cut_off": {"waiting_on": "tools", "seconds": 300}}
+    assert not policy_was_slow(sleeper)
+    # many long turns at an honest rate (100 tok/s): the policy's own time
+    verbose = {"turn_stats": [_turn(40, 0.1, completion=4000)] * 80}
+    assert not policy_was_slow(verbose)
+    # a long generation cut by the clock: it could have written max_tokens
+    cut = {"waiting_on": "policy", "seconds": 100, "prompt_tokens": 2000, "max_tokens": 4096}
+    assert not policy_was_slow({"turn_stats": [_turn(1, 0.1)], "cut_off": cut})
+    # an endpoint that answers 20 tokens a minute, or hangs on a short request
+    assert policy_was_slow({"turn_stats": [_turn(60, 0.1, completion=20)] * 10})
+    hang = {"waiting_on": "policy", "seconds": 600, "prompt_tokens": 2000, "max_tokens": 256}
+    assert policy_was_slow({"turn_stats": [_turn(1, 0.1)], "cut_off": hang})
+    # harbor's own agents record nothing: their timeouts are theirs
+    assert not policy_was_slow({})
+    assert classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}) is F.AGENT_TIMEOUT
+    assert (
+        classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}, policy_slow=True)
+        is F.POLICY_TIMEOUT
+    )

@@ -269,3 +269,29 @@ def test_kill_all_takes_every_member_of_a_child(cg: cgroups.Cgroups, kill_file: 
     assert cg.kill("exec") >= 2
     assert proc.wait(timeout=10) == -9
     assert cg.pids() == []
+
+
+@needs_cgroups
+def test_reserved_memory_is_free_whatever_a_tmpfs_left_charged(
+    cg: cgroups.Cgroups, tmp_path: Path
+) -> None:
+    """What agent code wrote to a tmpfs stays charged after it exits; the memory reserved after it
+    is free for the next process (the verifier) all the same."""
+    _needs("memory")
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm tmpfs")
+    cg.create(Limits(memory_mb=64))
+    fill = Path("/dev/shm") / f"kwrl-test-{secrets.token_hex(4)}"
+    need = (
+        f"exec {sys.executable} -c 'x = bytearray(40 << 20); x[::4096] = b\"1\" * len(x[::4096])'"
+    )
+    try:
+        assert _spawn(cg, f"head -c 48M /dev/zero > {fill}").wait(timeout=60) == 0
+        assert cg.memory_bytes() >= 48 * 2**20  # charged to the trial, its writer gone
+        assert _spawn(cg, need).wait(timeout=60) == -9  # 48 + 40 > 64: the kernel kills it
+        limit = cg.reserve_memory(64)
+        assert limit is not None and 64 + 48 <= limit <= 64 + 64
+        assert cg.applied().memory_mb == limit
+        assert _spawn(cg, need).wait(timeout=60) == 0
+    finally:
+        fill.unlink(missing_ok=True)

@@ -15,7 +15,9 @@ included, loss mask 0 on them), `rollout_logprobs` aligned with `response_ids`.
 Masking (DESIGN §7, `kwrl.rollout.masking`), applied per prompt group (`instance_id`) in the
 training phase: a masked trial becomes a one-token placeholder row with loss mask [0] and reward
 0 (the recipe's choice: the row stays so SkyRL's group sizes hold, it carries no gradient);
-context overflow / cut last turn keep their tokens with reward 0. In the eval phase nothing is
+failures the policy causes (context overflow, a cut last turn, its own timeout, a limit hit:
+`kwrl.rollout.masking.TRAINED_ZERO`) keep their tokens with reward 0, and no timeout masks its
+group. In the eval phase nothing is
 masked: a failed trial scores its reward or 0, and its cause is counted in the metrics.
 """
 

@@ -137,23 +137,29 @@ async def test_an_infra_error_in_a_group_zeroes_the_whole_groups_loss_masks(
     assert m["kwrl/tool_mix/filesystem"] == 0.5 and m["kwrl/tool_mix/code_execution"] == 0.5
 
 
-async def test_cut_and_overflowing_trials_train_with_reward_zero_and_two_timeouts_mask_a_group(
+async def test_failures_the_policy_causes_train_with_reward_zero_and_no_timeout_masks_a_group(
     generator: KwrlHarborGenerator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outcomes = {
         "cut": [(FailureCause.MAX_TOKENS, None, _meta(3, 5, "length"))],
         "slow": [(FailureCause.AGENT_TIMEOUT, 1.0, _meta(3, 4))],
+        "hung:0": [(OK, 1.0, _meta(2, 6))],
+        "hung:1": [(FailureCause.POLICY_TIMEOUT, None, _meta(2, 2))],
     }
     fake = FakeTrials(outcomes)
     monkeypatch.setattr(gen_mod, "run_with_retries", fake)
-    out = await generator.generate(_input(["cut", "slow"], tmp_path, 2))  # type: ignore[arg-type]
+    out = await generator.generate(_input(["cut", "slow", "hung"], tmp_path, 2))  # type: ignore[arg-type]
 
-    assert out["rewards"][:2] == [0.0, 0.0]
+    assert out["rewards"][:4] == [0.0, 0.0, 0.0, 0.0]
     assert out["loss_masks"][0] == _meta(3, 5)["loss_mask"]  # still trained
-    assert out["loss_masks"][2:] == [[0], [0]]  # two timeouts: the group is masked
+    # two timeouts of the policy's own: trained on their trajectories with 0, the group kept
+    assert out["loss_masks"][2:4] == [_meta(3, 4)["loss_mask"]] * 2
+    # the endpoint's timeout masks that trial alone
+    assert out["rewards"][4:] == [1.0, 0.0]
+    assert out["loss_masks"][4] == _meta(2, 6)["loss_mask"] and out["loss_masks"][5] == [0]
     # per-trial session ids, the batch's weight version, SkyRL's temperature
     sessions = {c.agent_kwargs["session_id"] for c in fake.configs}
-    assert len(sessions) == 4 and all(s.startswith("train-s000003-") for s in sessions)
+    assert len(sessions) == 6 and all(s.startswith("train-s000003-") for s in sessions)
     assert {c.agent_kwargs["weight_version"] for c in fake.configs} == {5}
     assert {c.agent_kwargs["temperature"] for c in fake.configs} == {1.0}
     assert {c.model for c in fake.configs} == {"http://127.0.0.1:1/v1#policy"}
