@@ -8,7 +8,9 @@ kinds: the oracle (reward 1), the nop agent (reward 0), and an agent killed by i
 `kwrl.sandbox.testing.ATTACKS` (graded by the real grader; each must stay below reward 0.5, else
 the run prints BROKEN). Then counts what this process left behind:
 processes descending from it (the gateway zygote aside), bwrap processes of its sandboxes, mounts
-of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero.
+of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero. With
+`--hostile`, a loopback listener at `LISTENER_PORT` must hear nothing (LibreOffice grading
+`lo_links`) and no trial's sandbox.log may pass 64 KiB (`init_log`), else BROKEN too.
 """
 
 from __future__ import annotations
@@ -87,9 +89,19 @@ async def main() -> None:
     ap.add_argument("--hostile", action="store_true", help="mix in the hostile agents (ATTACKS)")
     args = ap.parse_args()
     from kwrl.rollout.runner import RolloutConfig, run_trial
-    from kwrl.sandbox.testing import ATTACKS, make_task, make_world
+    from kwrl.sandbox.testing import (
+        ATTACKS,
+        LISTENER_PORT,
+        loopback_listener,
+        make_task,
+        make_world,
+    )
 
-    with tempfile.TemporaryDirectory(prefix="kwrl-soak-") as d:
+    port = LISTENER_PORT if args.hostile else 0
+    with (
+        tempfile.TemporaryDirectory(prefix="kwrl-soak-") as d,
+        loopback_listener(port) as (_, heard),
+    ):
         tmp = Path(d)
         sandbox_dir = tmp / "sbx"
         world = make_world(tmp).name
@@ -122,6 +134,9 @@ async def main() -> None:
             async with sem:
                 rec = await run_trial(task, cfg, tmp / "trials", f"{kind}-{i:04d}")
             outcomes[f"{kind}:{rec.cause}:{rec.reward}"] += 1
+            log = Path(rec.trial_dir) / "sandbox.log"
+            if kind in hostile and log.is_file() and log.stat().st_size > 64 * 1024:
+                broken.append(f"{log}: {log.stat().st_size} bytes")
             if kind in hostile and rec.reward is not None and rec.reward >= 0.5:
                 broken.append(rec.trial_dir)
             done = sum(outcomes.values())
@@ -129,6 +144,8 @@ async def main() -> None:
                 print(f"  {done} trials done, {time.perf_counter() - t0:.0f} s", flush=True)
 
         await asyncio.gather(*(one(i) for i in range(args.n)))
+        if heard:
+            broken.append(f"the loopback listener was asked for {heard}")
         secs = time.perf_counter() - t0
         after = leaks(sandbox_dir)
         print(

@@ -26,7 +26,13 @@ from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
 from kwrl.sandbox import zygote
 from kwrl.sandbox.base import SandboxLimitError, base_env
 from kwrl.sandbox.outputs import OUTPUT_CAP
-from kwrl.sandbox.testing import make_environment, make_task, make_world
+from kwrl.sandbox.testing import (
+    linked_workbook,
+    loopback_listener,
+    make_environment,
+    make_task,
+    make_world,
+)
 from kwrl.tasks.taskdir import TEST_SH_TEXT
 from kwrl.tasks.validate import validate_task
 
@@ -286,3 +292,71 @@ def test_trial_run_exits_non_zero_on_a_failed_trial_and_bad_limits(tmp_path: Pat
     )
     text = r.output.replace("\n", "")
     assert r.exit_code == 1 and "cause verifier" in text and "RewardFileNotFound" in text, r.output
+
+
+@pytest.fixture(scope="module")
+def side_effects(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[dict[str, TrialRecord], list[str]]]:
+    """Issue 35's grading side effects as real trials (one rollout): a workbook whose picture and
+    WEBSERVICE formula point at a loopback listener this test runs, computed by the grader's
+    LibreOffice (a third criterion reads its formula's value); agent code writing through the
+    sandbox init's fds and ptracing it. Yields the records and the paths the listener was asked."""
+    root = tmp_path_factory.mktemp("side")
+    world = make_world(root).name
+    with loopback_listener() as (url, hits):
+        links = make_task(
+            root, "lo-links", world_id=world, grader="kwrl", solve=linked_workbook(url)
+        )
+        tests = links / "tests" / "verifiers.json"
+        verifiers = json.loads(tests.read_text())
+        check = {"kind": "xlsx_cell", "path": "/book.xlsx", "cell": "A2", "value": 41}
+        verifiers.append(
+            {"verifier_id": "c3", "verifier_index": 2,
+             "verifier_values": {"criteria": "book.xlsx A2 is 41", "kwrl_check": check}}
+        )  # fmt: skip
+        tests.write_text(json.dumps(verifiers))
+        init = make_task(root, "init-log", world_id=world, grader="kwrl", solution="init_log")
+        cfg = RolloutConfig(agent="oracle", concurrency=2, retries=0)
+        records = asyncio.run(run_rollout([links, init], cfg, root / "out"))
+        yield {r.task: r for r in records}, hits
+
+
+def test_libreoffice_grading_a_linked_workbook_sends_nothing_in_the_verifier_or_kwrl_grade(
+    side_effects: tuple[dict[str, TrialRecord], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LibreOffice computed the workbook's formulas (c3 passes) in its network-less sandbox nested
+    in the verifier's, and again in `kwrl grade` on the host; the listener heard nothing (before:
+    three requests from the verifier phase); the wrong answer is graded and trained."""
+    from kwrl.cli import app
+
+    records, hits = side_effects
+    rec = records["lo-links"]
+    assert rec.cause is FailureCause.NONE, (rec.cause, rec.error)
+    assert rec.trained and rec.reward is not None and rec.reward < 0.5
+    grades = json.loads((Path(rec.trial_dir) / "verifier" / "grades.json").read_text())["grades"]
+    assert [g["score"] for g in grades] == [0, 0, 1], grades
+    monkeypatch.delenv("KWRL_JUDGE", raising=False)
+    r = CliRunner().invoke(app, ["grade", rec.trial_dir])
+    assert r.exit_code == 0 and "matches 41" in r.output, r.output
+    assert hits == []
+
+
+def test_agent_code_cannot_write_through_or_ptrace_the_sandbox_init(
+    side_effects: tuple[dict[str, TrialRecord], list[str]],
+) -> None:
+    """The init is non-dumpable: /proc/1/fd, /proc/1/mem, /proc/1/environ and ptrace are denied,
+    so the host file sandbox.log neither grows (256 MiB before) nor holds a forged line, and the
+    trial is graded instead of blocking on the init's stdout pipe until its timeout."""
+    rec = side_effects[0]["init-log"]
+    assert rec.cause is FailureCause.NONE, (rec.cause, rec.error)
+    assert rec.reward == 0.0 and rec.trained
+    trial = Path(rec.trial_dir)
+    report = (trial / "agent" / "init.txt").read_text().splitlines()
+    assert report[:2] == ["fd2 denied 13", "fd1 denied 13"], report
+    assert report[2].startswith("ptrace -1") and report[3:] == [
+        "mem denied 13",
+        "environ denied 13",
+    ]
+    log = trial / "sandbox.log"
+    assert log.stat().st_size < 64 * 1024 and b"FORGED" not in log.read_bytes()

@@ -10,7 +10,8 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
   (loopback only), no capabilities, the host read-only or absent, and kwrl's init as the pid
-  namespace's pid 1 (`_INIT`: agent code's signals cannot end the sandbox); `/logs/{agent,artifacts}` bound
+  namespace's pid 1 (`_INIT`: agent code's signals cannot end the sandbox, nor can it ptrace the
+  init or write through its fds into the host's sandbox.log); `/logs/{agent,artifacts}` bound
   from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
   harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a
   dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
@@ -115,12 +116,21 @@ _MOUNT = (
 # signal sent from inside unless it handles that signal, and it handles none (SIGINT back to the
 # default; SIGCHLD is only blocked and waited for): agent code's `kill -9 -1` cannot end the sandbox.
 # With bwrap's own reaper as pid 1, a shell keeper as pid 2 was killable, and bwrap ended the whole
-# sandbox (world, /logs, gateway) with it.
+# sandbox (world, /logs, gateway) with it. It is non-dumpable, so agent code (same uid, no
+# capabilities) can neither ptrace it nor open its /proc/1/{fd,mem,environ}, and once ready its
+# stdout and stderr are /dev/null: through /proc/1/fd/2, agent code wrote 2 GiB and forged lines
+# into the host file sandbox.log (bwrap's own messages, outside, still go there), and a write to
+# /proc/1/fd/1 (a pipe the host stops reading) blocked it until the agent timeout.
 _INIT = (
-    "import os, signal\n"
+    "import ctypes, os, signal\n"
+    "if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE\n"
+    "    raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DUMPABLE, 0)')\n"
     "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
     "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
     "os.write(1, b'kwrl-sandbox-ready\\n')\n"
+    "null = os.open('/dev/null', os.O_RDWR)\n"
+    "os.dup2(null, 1)\n"
+    "os.dup2(null, 2)\n"
     "while True:\n"
     "    try:\n"
     "        while os.waitpid(-1, os.WNOHANG)[0]:\n"

@@ -35,7 +35,10 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   cached values: LibreOffice computes each, seconds apiece, 120 s allowed each).
 - grading side effects: `lo_links` (`linked_workbook`: a workbook of formulas with a picture
   linked to, and a WEBSERVICE formula fetching, a loopback listener at `LISTENER_PORT`; the grader's
-  LibreOffice once sent it three requests from the verifier phase, and `kwrl grade` as host root).
+  LibreOffice once sent it three requests from the verifier phase, and `kwrl grade` as host root),
+  `init_log` (writes to the sandbox init's stderr and stdout through /proc/1/fd, once the host file
+  sandbox.log: 2 GiB and forged log lines; ptrace and /proc/1/mem of the init; results in
+  /logs/agent/init.txt).
 - answers a judge fails, each holding the right 42 (`kwrl.grading.statements`; answer.txt holds 41,
   so an answer check that let one pass makes the reward 0.5): `hedge` ("42 million, though it could
   also be 44 million"), `negation` ("is not 42 million"), `table` (a markdown table of eight
@@ -252,6 +255,33 @@ def linked_workbook(url: str) -> str:
     )
 
 
+_INIT_LOG = r"""import ctypes
+res = []
+for fd in (2, 1):  # the init's stderr (once the host file sandbox.log) and stdout
+    try:
+        with open(f'/proc/1/fd/{fd}', 'wb', 0) as f:
+            f.write(b'kwrl-sandbox-ready FORGED by agent code\n')
+            for _ in range(256):
+                f.write(b'x' * (1 << 20))
+        res.append(f'fd{fd} written')
+    except OSError as e:
+        res.append(f'fd{fd} denied {e.errno}')
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+rc = libc.ptrace(16, 1, None, None)  # PTRACE_ATTACH
+res.append(f'ptrace {rc} errno {ctypes.get_errno()}')
+if rc == 0:
+    libc.ptrace(17, 1, None, None)  # PTRACE_DETACH
+for name in ('mem', 'environ'):
+    try:
+        open(f'/proc/1/{name}', 'rb').read(1)
+        res.append(f'{name} read')
+    except OSError as e:
+        res.append(f'{name} denied {e.errno}')
+open('/logs/agent/init.txt', 'w').write('\n'.join(res) + '\n')
+"""
+
+
 def _answer_attack(answer: str) -> str:
     """solve.sh that leaves 41 in answer.txt and `answer` as the final answer."""
     return (
@@ -349,6 +379,7 @@ ATTACKS: dict[str, str] = {
         "    wb.save(f'/filesystem/book{i}.xlsx')\n"
     ),
     "lo_links": linked_workbook(f"http://127.0.0.1:{LISTENER_PORT}"),
+    "init_log": _py_attack(_INIT_LOG),
     **{name: _answer_attack(answer) for name, answer in _JUDGE_FAILS.items()},
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
