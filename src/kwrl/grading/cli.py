@@ -8,8 +8,10 @@ minus the deletions the archive lists; then every criterion is graded again, wit
 grades.json in `--out` (default: the trial's verifier dir).
 
 Everything in the trial dir was written by the agent or its sandbox: the answer is read without
-following links (a link or a FIFO is no answer, `kwrl.grading.files`), and the archive is
-extracted with the same checks as any archive plus a size cap (`--max-bytes`). The regrade runs
+following links (a link or a FIFO is no answer, `kwrl.grading.files`), the archive is
+extracted with the same checks as any archive plus a size cap (`--max-bytes`), and the agent's
+workbooks are recalculated by LibreOffice in the verifier's own network-less sandbox, never as
+host root in the host's namespaces (`kwrl.grading.recalc`). The regrade runs
 under the verifier's grading budget (`kwrl.grading.budget`, env `KWRL_GRADER_*`), so it fails the
 same criteria the verifier failed for an over-budget trial.
 
