@@ -5,8 +5,10 @@
 Runs N harbor trials through `kwrl.rollout.runner` in the local sandbox, cycling through three
 kinds: the oracle (reward 1), the nop agent (reward 0), and an agent killed by its timeout
 (a solve.sh that sleeps past a 1 s agent timeout); `--hostile` mixes in the hostile agents of
-`kwrl.sandbox.testing.ATTACKS` (graded by the real grader; each must stay below reward 0.5, else
-the run prints BROKEN). Then counts what this process left behind:
+`kwrl.sandbox.testing.ATTACKS` (graded by the real grader, each on a task with the settings it is
+meant for, `ATTACK_TASKS`; each must stay below reward 0.5 and be trained, not masked, when its
+trial is taken alone (`kwrl.rollout.masking.trial_decision`), else the run prints BROKEN). Then
+counts what this process left behind:
 processes descending from it (the gateway zygote aside), bwrap processes of its sandboxes, mounts
 of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero. With
 `--hostile`, a loopback listener at `LISTENER_PORT` must hear nothing (LibreOffice grading
@@ -88,8 +90,10 @@ async def main() -> None:
     ap.add_argument("--no-gateway", action="store_true")
     ap.add_argument("--hostile", action="store_true", help="mix in the hostile agents (ATTACKS)")
     args = ap.parse_args()
+    from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.runner import RolloutConfig, run_trial
     from kwrl.sandbox.testing import (
+        ATTACK_TASKS,
         ATTACKS,
         LISTENER_PORT,
         loopback_listener,
@@ -116,9 +120,13 @@ async def main() -> None:
         hostile = set(ATTACKS) if args.hostile else set()
         for name in sorted(hostile):
             task = make_task(
-                tmp, name, world_id=world, solution=name, grader="kwrl",
-                storage_mb=64 if name == "disk" else 10240,
-            )  # fmt: skip
+                tmp,
+                name,
+                world_id=world,
+                solution=name,
+                grader="kwrl",
+                **ATTACK_TASKS.get(name, {}),
+            )
             kinds[name] = (task, "oracle")
         env_kwargs = {"gateway": not args.no_gateway, "sandbox_dir": str(sandbox_dir)}
         broken: list[str] = []
@@ -137,8 +145,9 @@ async def main() -> None:
             log = Path(rec.trial_dir) / "sandbox.log"
             if kind in hostile and log.is_file() and log.stat().st_size > 64 * 1024:
                 broken.append(f"{log}: {log.stat().st_size} bytes")
-            if kind in hostile and rec.reward is not None and rec.reward >= 0.5:
-                broken.append(rec.trial_dir)
+            high = rec.reward is not None and rec.reward >= 0.5
+            if kind in hostile and (high or not trial_decision(rec.cause, rec.reward).trained):
+                broken.append(f"{rec.trial_dir} ({rec.cause}, {rec.reward})")
             done = sum(outcomes.values())
             if done % 50 == 0:
                 print(f"  {done} trials done, {time.perf_counter() - t0:.0f} s", flush=True)
@@ -156,7 +165,7 @@ async def main() -> None:
         print(f"after:  {after}")
         print("LEAKS: none" if not any(after.values()) else f"LEAKS: {after}")
         if hostile:
-            print(f"BROKEN: {broken}" if broken else "hostile agents: every reward < 0.5")
+            print(f"BROKEN: {broken}" if broken else "hostile agents: every reward < 0.5, trained")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,11 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   the recursion limit, a corrupt calendar, a mail in an unknown charset, a 65 KB docx of 230,000
   paragraphs that once took 9 minutes to render), `formula_flood` (40 workbooks of formulas without
   cached values: LibreOffice computes each, seconds apiece, 120 s allowed each).
+- failures the policy causes, each meant to turn its 0 into a masked trial
+  (tests/integration/test_policy_failures.py): `memory_fill` (a workbook of formulas, then 448 MiB
+  into the world's tmpfs, charged to the trial's memory: for a task of memory_mb 512, it left the
+  grader and LibreOffice nothing, an OOM kill in the verifier phase), `clock` (the wrong answer,
+  then `sleep` past a short agent timeout). `ATTACK_TASKS` holds the task settings each is for.
 - grading side effects: `lo_links` (`linked_workbook`: a workbook of formulas with a picture
   linked to, and a WEBSERVICE formula fetching, a loopback listener at `LISTENER_PORT`; the grader's
   LibreOffice once sent it three requests from the verifier phase, and `kwrl grade` as host root),
@@ -124,6 +129,14 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         for m in pat.finditer(data):
             print(pid, "found", data[m.start() : m.start() + 80])
 """
+
+
+_WRONG_WORKBOOK = (
+    '"$KWRL_PYTHON" -c "import openpyxl\nwb = openpyxl.Workbook()\n'
+    "for r in range(1, 50): wb.active[f'A{r}'] = f'=SUM(B1:B{r})+41'\n"
+    "wb.save('/filesystem/book.xlsx')\"\n"
+)
+"""A workbook of formulas without cached values: the grader has LibreOffice compute them."""
 
 
 def _py_attack(code: str) -> str:
@@ -378,11 +391,25 @@ ATTACKS: dict[str, str] = {
         "        wb.active[f'A{r}'] = f'=SUM(B1:B{r})+{i}'\n"
         "    wb.save(f'/filesystem/book{i}.xlsx')\n"
     ),
+    "memory_fill": (
+        "#!/usr/bin/env bash\nset -e\n"
+        + _WRONG
+        + _WRONG_WORKBOOK
+        + "head -c 448M /dev/zero > /filesystem/.fill\n"
+    ),
+    "clock": "#!/usr/bin/env bash\n" + _WRONG + "sleep 3600\n",
     "lo_links": linked_workbook(f"http://127.0.0.1:{LISTENER_PORT}"),
     "init_log": _py_attack(_INIT_LOG),
     **{name: _answer_attack(answer) for name, answer in _JUDGE_FAILS.items()},
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
+
+ATTACK_TASKS: dict[str, dict[str, Any]] = {
+    "disk": {"storage_mb": 64},
+    "memory_fill": {"memory_mb": 512},
+    "clock": {"agent_timeout_sec": 3.0},
+}
+"""`make_task` settings an attack is meant for (the others run with the defaults)."""
 
 
 def _hex(text: str) -> str:
