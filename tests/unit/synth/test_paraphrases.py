@@ -4,15 +4,20 @@ task restated beside it) passes; the same answer hedged, negated, sprayed over g
 out as a table of candidates fails; an empty answer fails.
 
 One planned world per domain, one draft of each family (the grader's `prepare`, machine checks
-only, over an Evidence that holds the draft's prompt and the answer)."""
+only, over an Evidence that holds the draft's prompt and the answer); the memo and the deck a
+family writes are real .docx/.pptx files holding the gold text in other words."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
 from datetime import date
+from pathlib import Path
 
+import docx
+import pptx
 import pytest
+from pptx.util import Emu
 
 from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
@@ -21,7 +26,7 @@ from kwrl.grading.statements import number_tokens
 from kwrl.synth.families.base import TaskDraft
 from kwrl.synth.render import plan_files
 from kwrl.synth.rng import Rng
-from kwrl.synth.tasks import FAMILIES
+from kwrl.synth.tasks import FAMILIES, Task
 from kwrl.synth.world import World, plan_world
 from kwrl.tasks.models import (
     DOMAINS,
@@ -226,3 +231,58 @@ def test_a_list_of_providers_or_people_fails() -> None:
     assert got["c0"] == 0.0 and got["c1"] == 1.0, got
     everyone = " or ".join(x.last for x in w.people)
     assert scores(d, d.answer.replace(lead, everyone, 1))["c1"] == 0.0
+
+
+# --------------------------------------------------------------------------- produced files
+
+FILE_PARAPHRASES = {k: PARAPHRASES[k] for k in ("gold", "in words", "full scale", "rounded")}
+
+
+def write_output(d: TaskDraft, root: Path, lines: list[str]) -> None:
+    """The draft's output file as its gold call makes it, with `lines` as its text: a Word memo
+    (heading, paragraphs) or a deck (title slide, one slide of bullets)."""
+    path = root / "filesystem" / d.outputs[0].lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".docx":
+        doc = docx.Document()
+        doc.add_heading(lines[0], level=1)
+        for line in lines[1:]:
+            doc.add_paragraph(line)
+        doc.save(str(path))
+        return
+    deck = pptx.Presentation()
+    for slide_lines in (lines[:1], lines[1:]):  # a title slide, then the slide of bullets
+        slide = deck.slides.add_slide(deck.slide_layouts[6])
+        frame = slide.shapes.add_textbox(Emu(0), Emu(0), Emu(9_000_000), Emu(900_000)).text_frame
+        frame.text = slide_lines[0]
+        for line in slide_lines[1:]:
+            frame.add_paragraph().text = line
+    deck.save(str(path))
+
+
+def gold_lines(d: TaskDraft) -> list[str]:
+    args = next(
+        c.args for c in d.calls if c.tool in ("word_create_document", "powerpoint_create_deck")
+    )
+    if "content" in args:
+        return [str(block["text"]) for block in args["content"]]
+    title, slide = args["slides"][0]["title"], args["slides"][1]
+    return [title, slide["title"], *slide["bullets"]["items"]]
+
+
+FILE_DRAFTS = [x for x in DRAFTS if x[2].family in ("memo_doc", "new_deck")]
+
+
+@pytest.mark.parametrize("name,w,d", FILE_DRAFTS, ids=[n for n, _, _ in FILE_DRAFTS])
+def test_a_memo_or_deck_in_other_words_passes(
+    name: str, w: World, d: TaskDraft, tmp_path: Path
+) -> None:
+    verifiers = Task("task_" + "0" * 32, "t", "t", d).verifiers(w.world_id)
+    for label, para in FILE_PARAPHRASES.items():
+        root = tmp_path / label.replace(" ", "-")
+        write_output(d, root, [para(d, line) for line in gold_lines(d)])
+        ev = Evidence.collect(
+            task=d.prompt, answer=d.answer, initial=StateView.of([]), final=StateView.of([root])
+        )
+        got = {vid: g.score for vid, g in prepare(verifiers, ev).grades.items()}
+        assert set(got.values()) == {1.0}, f"{label}: {got}"
