@@ -251,7 +251,7 @@ def _to(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     return x.to(device)
 
 
-def _on_device[D: (Batch, PrefixPlan)](batch: D, device: torch.device) -> D:
+def on_device[D: (Batch, PrefixPlan)](batch: D, device: torch.device) -> D:
     """A dataclass of tensors (a Batch, a PrefixPlan) with its tensors on `device` (`_to`)."""
     moved = {
         f.name: _to(getattr(batch, f.name), device)
@@ -369,14 +369,14 @@ class Learner:
             e = s + cfg.micro_batch_size
             if float(host[s:e].sum()) == 0:
                 continue
-            mb = _on_device(batch.slice(s, e), self.device)
+            mb = on_device(batch.slice(s, e), self.device)
             w = _to(weights[s:e], self.device)
             scored = _to(host[s:e].reshape(-1).nonzero().squeeze(-1), self.device)
             head = {"only_mask": True, "scored": scored, "right_padded": _right_padded(attn[s:e])}
             packed = None
             if self.share_prefix:
                 packed = prefix_pack.plan(batch.input_ids_B_L[s:e], attn[s:e], batch.group_ids[s:e])
-                packed = _on_device(packed, self.device) if packed is not None else None
+                packed = on_device(packed, self.device) if packed is not None else None
             with _attention(cfg.attention):
                 lp = token_logprobs(
                     self.model, mb, cfg.temperature, compiled_head=cfg.compile,

@@ -37,7 +37,7 @@ from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local import prefix as prefix_pack
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
-from kwrl.train.local.learner import token_logprobs
+from kwrl.train.local.learner import on_device, token_logprobs
 from kwrl.train.local.memory import release_free_memory
 
 
@@ -64,6 +64,9 @@ class SFTConfig(KwrlConfig):
     float rounding). Off, or when they share nothing: one trajectory at a time (least memory)."""
     seed: int = 0
     """Shuffle seed."""
+    device: str = "cpu"
+    """torch device of the trained model, e.g. `cuda:0` (batches are moved there per step);
+    the checkpoint is written from it as on CPU."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
     """Agent settings, as in training (system prompt, tools, parser) so the format matches."""
 
@@ -174,17 +177,19 @@ def _accumulate(model: Any, chunk: list[Trajectory], pad: int, share: bool) -> f
     otherwise (or when the trajectories share no prefix) one trajectory at a time.
     """
     n_tok = max(sum(sum(t.loss_mask) for t in chunk), 1)
+    device = next(model.parameters()).device
     if share and len(chunk) > 1:
         b = collate(chunk, [0.0] * len(chunk), pad_id=pad)
         packed = prefix_pack.plan(b.input_ids_B_L, b.attention_mask_B_L, ["sft"] * len(chunk))
         if packed is not None:
+            b, packed = on_device(b, device), on_device(packed, device)
             lp = token_logprobs(model, b, only_mask=True, prefix=packed)
             loss = -(lp * b.mask_B_L).sum() / n_tok
             loss.backward()
             return float(loss.detach())
     total = 0.0
     for t in chunk:
-        b = collate([t], [0.0], pad_id=pad)
+        b = on_device(collate([t], [0.0], pad_id=pad), device)
         lp = token_logprobs(model, b, only_mask=True)
         loss = -(lp * b.mask_B_L).sum() / n_tok
         loss.backward()
@@ -234,6 +239,7 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     src = resolve_model(cfg.model)
     tokenizer = AutoTokenizer.from_pretrained(src)
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    model.to(cfg.device)  # type: ignore[arg-type]
     dirs = task_dirs(cfg.dataset, cfg.tasks)
     share = cfg.share_prefix and prefix_pack.enable(model)
     t0 = time.perf_counter()
