@@ -2,7 +2,9 @@
 
 harbor writes `result.json` when a trial ends; its `agent_result.metadata` is KwrlAgent's record
 (TITO arrays, per-turn stats, stop reason; docs/contracts.md). The grader writes
-`verifier/grades.json` (one entry per criterion) and the agent `agent/final_answer.txt`. Every
+`verifier/grades.json` (one entry per criterion) and the agent `agent/final_answer.txt`; harbor's
+phase timestamps (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`) read as
+seconds per phase. Every
 consumer of a finished trial (the local trainer and its disaggregated workers, the SkyRL generator,
 evaluation) reads those files through here and never opens them itself; the cause, reward and
 retries of the same trial are in `kwrl.rollout.runner.TrialRecord`.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,8 @@ class TrialFiles:
     grades: list[dict[str, Any]] = field(default_factory=list)
     """verifier/grades.json `grades`: one entry per criterion."""
     final_answer: str = ""
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds of each harbor phase that started and ended (`PHASES`), from result.json."""
 
     @property
     def prompt_ids(self) -> list[int]:
@@ -67,6 +72,21 @@ class TrialFiles:
         ]
 
 
+PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+"""harbor's timed phases of a trial, in order (result.json keys with started_at/finished_at)."""
+
+
+def phase_seconds(result: Any) -> dict[str, float]:
+    """Seconds of each phase in `PHASES` that result.json timed (start and end both set)."""
+    out: dict[str, float] = {}
+    for name in PHASES:
+        span = result.get(name) if isinstance(result, dict) else None
+        if isinstance(span, dict) and span.get("started_at") and span.get("finished_at"):
+            start = datetime.fromisoformat(str(span["started_at"]))
+            out[name] = (datetime.fromisoformat(str(span["finished_at"])) - start).total_seconds()
+    return out
+
+
 def read_trial(trial_dir: Path | str) -> TrialFiles:
     """The files of the finished trial in `trial_dir` (see the module doc)."""
     trial_dir = Path(trial_dir)
@@ -82,4 +102,5 @@ def read_trial(trial_dir: Path | str) -> TrialFiles:
         final_answer=(
             answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else ""
         ),
+        phase_seconds=phase_seconds(result),
     )

@@ -15,12 +15,14 @@ if TYPE_CHECKING:
     from kwrl.train.local.trainer import TrainerState
 
 
-def train(cfg: TrainConfig) -> TrainerState:
-    """Run `cfg`'s training to its last step (resuming from `cfg.out`'s newest checkpoint)."""
+def train(cfg: TrainConfig, *, deadline: float | None = None) -> TrainerState:
+    """Run `cfg`'s training to its last step (resuming from `cfg.out`'s newest checkpoint); with a
+    `deadline` (a `time.time()` instant, sync and async modes), stop at the last step that should
+    end by then (`RLTrainer`'s module doc)."""
     if cfg.rl.mode == "disaggregated":
         from kwrl.train.local.disaggregated import DisaggregatedTrainer
 
         return asyncio.run(DisaggregatedTrainer(cfg).run())
     from kwrl.train.local.trainer import RLTrainer
 
-    return asyncio.run(RLTrainer(cfg).run())
+    return asyncio.run(RLTrainer(cfg, deadline=deadline).run())

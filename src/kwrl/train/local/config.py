@@ -146,6 +146,28 @@ class DisaggregatedConfig(KwrlConfig):
     """How long workers may take to load their engine and join the process group."""
 
 
+class HeldoutConfig(KwrlConfig):
+    """Evaluation of the policy on held-out tasks while it trains (`kwrl.train.local.heldout`):
+    at step 0 (the initial weights), every `every` steps and at the last step, the trainer's own
+    engine (the weights it just pushed) runs `n_samples` trials of each task in `dataset` with
+    the training agent's settings; each lands in RUN/heldout/step-NNNNNN/ (eval.json,
+    report.html) and one line of RUN/heldout.jsonl. Off while `dataset` is unset."""
+
+    dataset: Path | None = None
+    """Held-out task-dirs dataset (tasks of worlds the run does not train on); None: no evaluation."""
+    every: int = Field(default=0, ge=0)
+    """Evaluate every this many steps (0: only at step 0 and at the last step)."""
+    n_samples: int = Field(default=1, ge=1)
+    """Trials per held-out task at each evaluation."""
+    sample_seed: int | None = 0
+    """Trial (task, k) samples with the same seed at every evaluation (common random numbers), so
+    the evaluations pair by task; None: unseeded."""
+    temperature: float | None = None
+    """Sampling temperature of the evaluation trials; None: the agent's (the rollouts')."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """Trials at once; None: the trainer's `concurrency`."""
+
+
 class TrainConfig(JudgedTrials):
     """Everything one `kwrl train` run needs; saved resolved as RUN/config.toml. How each trial runs
     (concurrency, retries, environment, timeout, judge) comes from `JudgedTrials`, as in `kwrl
@@ -186,6 +208,8 @@ class TrainConfig(JudgedTrials):
     )
     """KwrlAgent settings, e.g. max_steps, tools, temperature. A config's `[agent]` table replaces
     this default whole: fields it leaves out take AgentConfig's defaults."""
+    heldout: HeldoutConfig = Field(default_factory=HeldoutConfig)
+    """Held-out evaluations along the run (`[heldout] dataset = ...`; off by default)."""
     tensorboard: bool = True
     """Also write metrics to RUN/tb for TensorBoard."""
 
@@ -214,6 +238,11 @@ class TrainConfig(JudgedTrials):
         if self.rollout_engine == "vllm" and self.rl.mode == "disaggregated":
             raise ValueError(
                 "rollout_engine = 'vllm' runs in the trainer's process; use rl.mode sync or async"
+            )
+        if self.heldout.dataset is not None and self.rl.mode != "sync":
+            raise ValueError(
+                "heldout.dataset: held-out evaluations run between steps of rl.mode = 'sync' "
+                "only (an async producer would sample beside them); unset it or use sync"
             )
         if self.lora.rank > 0 and self.rl.mode == "disaggregated":
             raise ValueError(

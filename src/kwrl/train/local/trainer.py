@@ -14,6 +14,19 @@ Modes:
   max_staleness` (else it is dropped and counted), and the producer never runs more than
   `max_staleness` batches ahead (a bounded queue), so no sample is older than that.
 
+Held-out evaluations (`[heldout]`, `kwrl.train.local.heldout`) run between steps in sync mode,
+on the trainer's own engine: at step 0, every `heldout.every` steps (each such step also
+checkpoints) and at the last step.
+
+Each step's metrics line says where its time went (`kwrl.train.local.steptime`): sampling,
+learner and weight-push seconds, the trials' own phase sums (set-up, agent, generation, tools,
+grading), the GPU's busy share, and graded trials per hour of step time.
+
+A deadline (`train(cfg, deadline=...)`, a `time.time()` instant) stops the loop before a step,
+evaluation and checkpoint that the last ones' durations say would not finish by then; the
+checkpoint of the last finished step is written and DONE is not, so rerunning the same command
+goes on from there.
+
 Resume: every checkpoint stores the sampler state *as of the batches trained so far*, so prompts
 that were sampled but not trained when the run died are sampled again, none skipped or repeated.
 Rerunning the same command resumes from the newest checkpoint: metrics.jsonl lines of steps after it
@@ -30,7 +43,7 @@ import json
 import shutil
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +58,7 @@ from kwrl.llm.engine import register_engine
 from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
 from kwrl.train.batch import Trajectory, collate, trajectories_from_records
+from kwrl.train.local import heldout as heldout_eval
 from kwrl.train.local.checkpoint import (
     TrainerState,
     latest_checkpoint,
@@ -56,6 +70,7 @@ from kwrl.train.local.config import TrainConfig
 from kwrl.train.local.learner import Learner
 from kwrl.train.local.memory import release_free_memory
 from kwrl.train.local.sampler import PromptSampler, SamplerState
+from kwrl.train.local.steptime import GpuBusy, step_times, trial_split
 
 
 @dataclass
@@ -67,10 +82,22 @@ class SampledBatch:
     trajectories: list[Trajectory]
     sampler_after: SamplerState
     rollout: dict[str, Any]
+    timing: dict[str, Any] = field(default_factory=dict)
+    """Sampling's wall seconds, the trials' phase sums (`steptime.trial_split`), GPU busy share
+    (empty where the batch was sampled elsewhere: disaggregated workers)."""
+    gpu_mark: int = 0
+    """`GpuBusy.mark()` when sampling began."""
 
 
 class RLTrainer:
-    def __init__(self, cfg: TrainConfig, *, console: Console | None = None) -> None:
+    deadline: float | None = None
+    """`time.time()` instant by which the loop stops (module doc); None: none."""
+    stopped_early = False
+    """The deadline stopped the loop before its last step."""
+
+    def __init__(
+        self, cfg: TrainConfig, *, console: Console | None = None, deadline: float | None = None
+    ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from kwrl.llm.packaged import resolve_model
@@ -123,6 +150,10 @@ class RLTrainer:
         self._drop_metrics_after(self.state.step)
         self._tb: Any = None
         self.stale_dropped = int(self.state.extra.get("stale_dropped", 0))
+        self.deadline = deadline
+        self.gpu = GpuBusy(cfg.learner.device)
+        self._last_s = {"step": 0.0, "heldout": 0.0, "checkpoint": 0.0}
+        """The last step's, held-out evaluation's and checkpoint's seconds: the deadline's guess."""
 
     def _adapter_to_resume(self, resume: Path | None) -> Path | None:
         """The checkpoint's adapter/ when resuming a LoRA run; a checkpoint of the other kind
@@ -180,6 +211,7 @@ class RLTrainer:
             return None
         after = self.sampler.state.model_copy(deep=True)
         version = int(self.engine.weight_version)
+        t0, mark = time.perf_counter(), self.gpu.mark()
         rcfg = self.cfg.rollout_config(self.policy_dir, self.cfg.engine, self.engine_handle)
         out = self.out / "rollouts" / f"batch-{step_hint:06d}"
         if out.exists():  # from a run killed before training this batch: never reuse its trials
@@ -187,7 +219,12 @@ class RLTrainer:
         records = await run_rollout([self.tasks[i] for i in ids], rcfg, out)
         trajs = trajectories_from_records(records, version)
         summary = json.loads((out / "summary.json").read_text())
-        return SampledBatch(step_hint, version, ids, trajs, after, summary)
+        timing = {
+            "sample_s": time.perf_counter() - t0,
+            "gpu_busy_sample": self.gpu.mean(mark),
+            **trial_split(r.trial_dir for r in records),
+        }
+        return SampledBatch(step_hint, version, ids, trajs, after, summary, timing, mark)
 
     # ------------------------------------------------------------------ learning
 
@@ -214,6 +251,7 @@ class RLTrainer:
             "causes": sb.rollout.get("causes", {}),
         }
         pad = self.tokenizer.pad_token_id or 0
+        mark = self.gpu.mark()
         if trainable:
             order = sorted(range(len(trajs)), key=lambda i: str(groups[i]))
             batch = collate([trajs[i] for i in order], [float(adv[i]) for i in order], pad_id=pad)
@@ -226,7 +264,17 @@ class RLTrainer:
         self.state.sampler = sb.sampler_after
         # async drops batches, so batch numbers run ahead of steps; resume numbers on from here
         self.state.extra["batch"] = sb.step_hint
+        t_push = time.perf_counter()
         self.push_weights()
+        push_s = time.perf_counter() - t_push
+        if sb.timing:
+            metrics.update(sb.timing)
+            sample_s, learner_s = sb.timing["sample_s"], metrics.get("learner_s", 0.0)
+            metrics.update(
+                step_times(sample_s, learner_s, push_s, len(graded)),
+                gpu_busy_learn=self.gpu.mean(mark),
+                gpu_busy=self.gpu.mean(sb.gpu_mark),
+            )
         release_free_memory()  # the step's tensors and trials: back to the OS, not the arenas
         return metrics
 
@@ -268,27 +316,77 @@ class RLTrainer:
         # Never re-save a step: replacing the dir `latest` names opens a window with no checkpoint.
         if self._saved_step == self.state.step:
             return
-        if force or self.state.step % self.cfg.rl.ckpt_every == 0:
+        if force or self._checkpoints(self.state.step):
+            t0 = time.perf_counter()
             save_checkpoint(
                 self.out, self.state, self.model, self.learner.optimizer, self.tokenizer,
                 adapter=self.peft,
                 state_dict=self.policy_state() if self.peft is not None else None,
             )  # fmt: skip
             self._saved_step = self.state.step
+            self._last_s["checkpoint"] = time.perf_counter() - t0
+
+    def _checkpoints(self, step: int) -> bool:
+        """Whether `step` is checkpointed (every `ckpt_every`, and where the held-out set is
+        evaluated: a curve's points are checkpoints one can load)."""
+        if step % self.cfg.rl.ckpt_every == 0:
+            return True
+        return heldout_eval.is_due(self.cfg, step, last=step >= self.cfg.rl.steps)
+
+    async def evaluate_heldout(self, *, last: bool = False) -> None:
+        """The held-out evaluation of the current weights, when one is due and not done."""
+        step = self.state.step
+        if not heldout_eval.is_due(self.cfg, step, last=last) or heldout_eval.is_done(
+            self.out, step
+        ):
+            return
+        t0 = time.perf_counter()
+        line = await heldout_eval.evaluate(self.cfg, self.engine, step, self.policy_dir)
+        self._last_s["heldout"] = time.perf_counter() - t0
+        score = line["mean_score"]
+        self.console.print(
+            f"held-out after step {step}: mean score {score['value']} "
+            f"[{score['lo']}, {score['hi']}] ({line['n_trials']} trials, {line['seconds']:.0f} s)"
+        )
 
     # ------------------------------------------------------------------ loops
 
     def _done(self) -> bool:
-        return self.state.step >= self.cfg.rl.steps
+        if self.state.step >= self.cfg.rl.steps:
+            return True
+        if self.deadline is not None and time.time() + self._next_step_s() > self.deadline:
+            self.stopped_early = True
+        return self.stopped_early
+
+    def _next_step_s(self) -> float:
+        """What the next step, with its held-out evaluation and checkpoint when due, should take:
+        the last ones' seconds (0 before any ran)."""
+        nxt = self.state.step + 1
+        last = nxt >= self.cfg.rl.steps
+        s = self._last_s["step"]
+        if heldout_eval.is_due(self.cfg, nxt, last=last):
+            s += self._last_s["heldout"]
+        if self._checkpoints(nxt) or last:
+            s += self._last_s["checkpoint"]
+        return s
 
     async def run(self) -> TrainerState:
         t0 = time.perf_counter()
-        await self._loop()
-        self.checkpoint(force=True)
-        write_text(
-            self.out / "DONE",
-            json.dumps({"steps": self.state.step, "seconds": time.perf_counter() - t0}) + "\n",
-        )
+        (self.out / "DONE").unlink(missing_ok=True)  # from an earlier run to fewer steps
+        try:
+            if self.cfg.rl.mode == "sync":
+                await self.evaluate_heldout()
+            await self._loop()
+            self.checkpoint(force=True)
+            if self.cfg.rl.mode == "sync" and not self.stopped_early:
+                await self.evaluate_heldout(last=True)
+        finally:
+            self.gpu.close()
+        if not self.stopped_early:
+            write_text(
+                self.out / "DONE",
+                json.dumps({"steps": self.state.step, "seconds": time.perf_counter() - t0}) + "\n",
+            )
         if self._tb is not None:
             self._tb.close()
         return self.state
@@ -312,13 +410,16 @@ class RLTrainer:
                 "steps", total=self.cfg.rl.steps, completed=self.state.step, info=""
             )
             while not self._done():
+                t0 = time.perf_counter()
                 sb = await self.sample(self.state.step + 1)
                 if sb is None:
                     break
                 m = await asyncio.to_thread(self.learn, sb)
                 self.log(m)
+                self._last_s["step"] = time.perf_counter() - t0
                 self.checkpoint()
                 prog.update(bar, advance=1, info=f"reward {m.get('reward_mean')}")
+                await self.evaluate_heldout(last=self.state.step >= self.cfg.rl.steps)
 
     async def _run_async(self) -> None:
         rl = self.cfg.rl
