@@ -39,9 +39,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import json
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +48,7 @@ from rich.table import Table
 
 from kwrl.agent.config import AgentConfig
 from kwrl.io import write_json
+from kwrl.train.learning import Stages, interval, make_splits
 from kwrl.train.smoke import SMOKE_TOOLS, easy_only, evaluate_engine, rl_steps
 
 
@@ -111,7 +110,6 @@ def main() -> None:
     a = ap.parse_args()
 
     from kwrl.eval.report import write_compare
-    from kwrl.synth.generate import SynthConfig, generate
     from kwrl.train.local import train
     from kwrl.train.local.config import LoRAConfig, RLConfig, TrainConfig
     from kwrl.train.local.learner import LearnerConfig
@@ -121,53 +119,12 @@ def main() -> None:
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    # Seconds each stage took when it ran, kept across reruns (OUT/stages.json), so a resumed run
-    # reports what the whole benchmark cost, not just what this invocation redid.
-    stages_file = out / "stages.json"
-    recorded: dict[str, float] = (
-        json.loads(stages_file.read_text()) if stages_file.is_file() else {}
-    )
-    times: dict[str, float] = {}
-    resumed: list[str] = []
-
-    def done(name: str, key: str, t: float, ran: bool, add: bool = False) -> None:
-        took = round(time.perf_counter() - t, 1)
-        if ran:  # add: the stage resumed (RL from its last checkpoint), its earlier time counts
-            recorded[key] = round((recorded.get(key, 0.0) if add else 0.0) + took, 1)
-            write_json(stages_file, recorded)
-        else:
-            resumed.append(key)
-        if key in recorded:
-            times[key] = recorded[key]
-        kept = f"kept from an earlier run, {recorded[key]} s then" if key in recorded else "kept"
-        console.print(f"[green]✓[/green] {name} ({took} s" + ("" if ran else f"; {kept}") + ")")
+    stages = Stages(out, console)
+    done, times, resumed = stages.done, stages.times, stages.resumed
 
     t = time.perf_counter()
-    generated = False
     sets = {"train": (a.train_worlds, a.seed), "heldout": (a.heldout_worlds, a.seed + 1000)}
-    tasks: dict[str, list[str]] = {}
-    worlds_of: dict[str, set[str]] = {}
-    for name, (worlds, seed) in sets.items():
-        ds = out / f"data-{name}"
-        if not (ds / "tasks").is_dir():
-            generated = True
-            generate(
-                SynthConfig(
-                    out=ds, worlds=worlds, tasks_per_world=a.tasks_per_world, seed=seed,
-                    overwrite=True,
-                ),
-                progress=True,
-            )  # fmt: skip
-            easy_only(ds)
-        tasks[name] = sorted(p.name for p in (ds / "tasks").iterdir())
-        worlds_of[name] = {
-            tomllib.loads((ds / "tasks" / t / "task.toml").read_text())["metadata"]["world_id"]
-            for t in tasks[name]
-        }
-    # Task names repeat across seeds (domain, world index, task index); the worlds must not.
-    overlap = worlds_of["train"] & worlds_of["heldout"]
-    if overlap:
-        raise SystemExit(f"held-out tasks share worlds with the training tasks: {sorted(overlap)}")
+    tasks, generated = make_splits(out, sets, a.tasks_per_world, easy_only)
     done(
         f"data: {len(tasks['train'])} training, {len(tasks['heldout'])} held-out easy tasks",
         "data",
@@ -248,9 +205,7 @@ def main() -> None:
     if a.json:
         write_json(a.json, result)
 
-    def fmt(x: dict[str, Any]) -> str:
-        return f"{x['value']:.3f} [{x['lo']:.3f}, {x['hi']:.3f}]"
-
+    fmt = interval
     table = Table(title="RL vs SFT on held-out generated tasks (paired by task)")
     table.add_column("what")
     table.add_column("value")

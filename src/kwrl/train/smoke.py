@@ -112,8 +112,13 @@ def evaluate_engine(
     n_samples: int = 1,
     concurrency: int = 4,
     sample_seed: int | None = None,
+    kind: str = "engine",
+    policy_config: dict[str, Any] | None = None,
+    trial_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate a model folder through the in-process engine; returns eval.json's content.
+    """Evaluate a model folder through an in-process engine (`kind`: `engine`, or `vllm` on a
+    GPU, with `policy_config` settings such as {"vllm": {...}}); returns eval.json's content.
+    `trial_settings`: further `EvalConfig` fields of how trials run (e.g. environment_kwargs).
 
     A finished evaluation (out/eval.json) of the same model, samples, sample seed and agent
     settings is read back, not run again; one that differs in any of them is an error (its trials
@@ -127,7 +132,7 @@ def evaluate_engine(
         steps = agent.max_steps
     ecfg = EvalConfig(
         dataset=dataset,
-        model=f"engine:{model_dir}",
+        model=f"{kind}:{model_dir}",
         out=out,
         n_samples=n_samples,
         concurrency=concurrency,
@@ -135,8 +140,10 @@ def evaluate_engine(
         agent_kwargs={
             **agent.model_dump(mode="json", exclude_unset=True),
             "tokenizer": str(model_dir),
+            **({"policy_config": policy_config} if policy_config else {}),
         },
         sample_seed=sample_seed,
+        **(trial_settings or {}),
     )
     if (out / "eval.json").is_file():
         done = json.loads((out / "eval.json").read_text())
@@ -169,15 +176,19 @@ def _headline(ev: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def rl_steps(metrics: Path) -> list[dict[str, Any]]:
-    """Each RL step's reward and loss from a trainer run's metrics.jsonl, one record a step.
+RL_STEP_KEYS = ("step", "trials", "trainable_trials", "reward_mean", "loss", "skipped")
+"""What `rl_steps` keeps of a metrics line by default."""
+
+
+def rl_steps(metrics: Path, keys: tuple[str, ...] = RL_STEP_KEYS) -> list[dict[str, Any]]:
+    """Each RL step's `keys` (reward and loss by default) from a trainer run's metrics.jsonl, one
+    record a step.
 
     The trainer drops the lines of steps after the checkpoint it resumes from, so a step is
     logged once; a later line for the same step still replaces an earlier one. Lines of batches
     the async trainer dropped as stale carry the last trained step's number, not a step of their
     own, and are left out.
     """
-    keys = ("step", "trials", "trainable_trials", "reward_mean", "loss", "skipped")
     steps: dict[int, dict[str, Any]] = {}
     if metrics.is_file():
         for line in metrics.read_text().splitlines():
