@@ -116,6 +116,17 @@ def vllm_settings(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _evaluate_and_exit(**kw: Any) -> None:
+    """The child's work: evaluate, then leave at once (eval.json is written; an in-process vLLM
+    engine's threads are not waited for at interpreter exit)."""
+    import sys
+
+    evaluate_engine(**kw)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def base_eval(a: argparse.Namespace, model_dir: Path, out: Path, tools: list[str]) -> bool:
     """The base model on the held-out tasks (OUT/eval-base-...); False when the deadline cut it
     (what finished is kept: the next run evaluates only the rest)."""
@@ -128,7 +139,7 @@ def base_eval(a: argparse.Namespace, model_dir: Path, out: Path, tools: list[str
     )  # fmt: skip
     # In a child process (on CPU too, so that path is the one tested): a second vLLM engine in
     # this process would hold its GPU memory to the end; a child's goes when the child exits.
-    child = multiprocessing.get_context("spawn").Process(target=evaluate_engine, kwargs=kw)
+    child = multiprocessing.get_context("spawn").Process(target=_evaluate_and_exit, kwargs=kw)
     child.start()
     child.join(timeout=max(a.deadline - time.time(), 1.0) if a.deadline else None)
     if child.is_alive():
