@@ -45,16 +45,18 @@ def grpo_advantages(
     *,
     norm_by_std: bool = False,
     eps: float = 1e-6,
+    valid_B: Sequence[bool] | None = None,
 ) -> torch.Tensor:
     """GRPO outcome advantages: reward minus its group's mean (optionally / group std, unbiased).
 
     A group of one gets mean 0 and std 1, as in SkyRL. The recipe trains without std normalisation.
+    `valid_B` False marks a member with no reward to learn from (a masked trial): it is left out
+    of its group's mean and std and gets advantage 0, so a mask never shifts the baseline of the
+    members that were scored (a placeholder 0 in the mean would raise their advantages).
     """
     rewards_B = rewards_B.to(torch.float32)
-    adv_B = torch.empty_like(rewards_B)
-    groups: dict[int | str, list[int]] = {}
-    for i, g in enumerate(group_ids):
-        groups.setdefault(g, []).append(i)
+    adv_B = torch.zeros_like(rewards_B)
+    groups = _groups(group_ids, valid_B)
     for idx in groups.values():
         r = rewards_B[idx]
         if len(idx) == 1:
@@ -65,12 +67,28 @@ def grpo_advantages(
     return adv_B
 
 
-def zero_variance_keep(rewards_B: torch.Tensor, group_ids: Sequence[int | str]) -> torch.Tensor:
-    """Boolean mask of sequences whose group has more than one distinct reward (others carry no signal)."""
-    keep_B = torch.zeros(len(group_ids), dtype=torch.bool)
+def _groups(
+    group_ids: Sequence[int | str], valid_B: Sequence[bool] | None
+) -> dict[int | str, list[int]]:
+    """Indices of each group's valid members (all members when `valid_B` is None)."""
+    if valid_B is not None and len(valid_B) != len(group_ids):
+        raise ValueError(f"{len(valid_B)} valid flags for {len(group_ids)} sequences")
     groups: dict[int | str, list[int]] = {}
     for i, g in enumerate(group_ids):
-        groups.setdefault(g, []).append(i)
+        if valid_B is None or valid_B[i]:
+            groups.setdefault(g, []).append(i)
+    return groups
+
+
+def zero_variance_keep(
+    rewards_B: torch.Tensor,
+    group_ids: Sequence[int | str],
+    valid_B: Sequence[bool] | None = None,
+) -> torch.Tensor:
+    """Boolean mask of sequences whose group has more than one distinct reward (others carry no
+    signal); only valid members count, and an invalid one is never kept (`grpo_advantages`)."""
+    keep_B = torch.zeros(len(group_ids), dtype=torch.bool)
+    groups = _groups(group_ids, valid_B)
     for idx in groups.values():
         r = rewards_B[idx]
         keep_B[idx] = bool((r.max() - r.min()).abs() > 0)

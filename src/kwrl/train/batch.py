@@ -68,7 +68,12 @@ def trajectories_from_records(records: Sequence[TrialRecord], version: int) -> l
             group_id=r.task,
             trainable=bool(r.trained) and bool(resp),
             policy_version=version,
-            meta={"cause": str(r.cause), "reward": r.reward, "trial": r.trial_name},
+            meta={
+                "cause": str(r.cause),
+                "reward": r.reward,
+                "trial": r.trial_name,
+                "trained": bool(r.trained),
+            },
         )
         out.append(t)
     return out

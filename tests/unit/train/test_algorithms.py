@@ -34,6 +34,19 @@ def test_zero_variance_groups_are_dropped() -> None:
     assert keep.tolist() == [False, False, True, True, False, False]
 
 
+def test_a_masked_member_is_not_in_its_groups_baseline() -> None:
+    # group 0: rewards 1, 0.5 and a masked placeholder 0; the baseline is 0.75, not 0.5
+    rewards, groups = torch.tensor([1.0, 0.5, 0.0, 0.0, 1.0]), [0, 0, 0, 1, 1]
+    valid = [True, True, False, True, True]
+    adv = grpo_advantages(rewards, groups, valid_B=valid)
+    assert adv.tolist() == [0.25, -0.25, 0.0, -0.5, 0.5]
+    # [1, 1, masked 0] has no variance among its scored members: dropped whole
+    keep = zero_variance_keep(torch.tensor([1.0, 1.0, 0.0]), [0, 0, 0], valid_B=[True, True, False])
+    assert keep.tolist() == [False, False, False]
+    with pytest.raises(ValueError, match="valid flags"):
+        grpo_advantages(rewards, groups, valid_B=[True])
+
+
 def test_group_boundaries_reject_non_contiguous_groups() -> None:
     assert group_ids_to_boundaries([3, 3, 1, 1, 1]) == [(0, 2), (2, 5)]
     with pytest.raises(ValueError, match="not contiguous"):

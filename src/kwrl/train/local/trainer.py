@@ -233,9 +233,10 @@ class RLTrainer:
         trajs = sb.trajectories
         rewards = torch.tensor([t.reward for t in trajs])
         groups = [t.group_id for t in trajs]
-        adv = grpo_advantages(rewards, groups, norm_by_std=rl.norm_adv_by_std)
+        scored = [bool(t.meta.get("trained", True)) for t in trajs]  # masked: not in the baseline
+        adv = grpo_advantages(rewards, groups, norm_by_std=rl.norm_adv_by_std, valid_B=scored)
         if rl.drop_zero_variance:
-            keep = zero_variance_keep(rewards, groups)
+            keep = zero_variance_keep(rewards, groups, valid_B=scored)
             for t, k in zip(trajs, keep.tolist(), strict=True):
                 t.trainable = t.trainable and k
         trainable = [t for t in trajs if t.trainable]
