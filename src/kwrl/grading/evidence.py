@@ -77,8 +77,12 @@ class Artifact:
     path: str
     """Model-facing name: `/reports/q3.xlsx` for filesystem files, else `mail:<subject>` etc."""
     content: str
-    """Created: full text. Modified: a unified diff then the updated text. Deleted: the old text."""
+    """Created: full text. Modified: the updated text. Deleted: the old text."""
     suffix: str = ""
+    diff: str | None = None
+    """Modified files: the unified diff of the rendered text (None otherwise). The judge's prompt
+    shows it in `<diff>` before the content in `<updated_content>`, tags the prompt writes
+    (`kwrl.grading.judges.prompt.render_artifact`), never this text, which is the agent's."""
 
     @property
     def label(self) -> str:
@@ -233,21 +237,19 @@ class Evidence:
     def artifacts(self) -> list[Artifact]:
         out: list[Artifact] = []
         for c in self.file_changes:
+            diff = None
             if c.change == "created":
                 content = self.text_of(c.path)
             elif c.change == "deleted":
                 content = self.text_of(c.path, "initial")
             else:
-                old, new = self.text_of(c.path, "initial"), self.text_of(c.path)
-                diff = "\n".join(
-                    difflib.unified_diff(
-                        old.splitlines(), new.splitlines(), "before", "after", n=1, lineterm=""
-                    )
+                old, content = self.text_of(c.path, "initial"), self.text_of(c.path)
+                lines = difflib.unified_diff(
+                    old.splitlines(), content.splitlines(), "before", "after", n=1, lineterm=""
                 )
-                content = f"<diff>\n{truncate(diff, self.max_chars)}\n</diff>\n<updated_content>\n{new}\n</updated_content>"
-            out.append(
-                Artifact(len(out) + 1, "file", c.change, display_path(c.path), content, c.suffix)
-            )
+                diff = truncate("\n".join(lines), self.max_chars)
+            path = display_path(c.path)
+            out.append(Artifact(len(out) + 1, "file", c.change, path, content, c.suffix, diff))
         for m in self.mail:
             budget.charge_chars(len(m.body), "new mail")
             out.append(

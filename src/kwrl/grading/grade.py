@@ -27,7 +27,13 @@ could trade a 0 for a mask (`_judge_one`):
 - the content filter refuses the prompt (`RefusedError`): the judge is asked once with the
   agent's output withheld: answered, the agent's text tripped the filter and the criterion fails
   (the probe's verdict, on no evidence, is never the grade); refused again, the task or criterion
-  text trips it (`JudgeError`).
+  text trips it (`JudgeError`);
+- every attempt times out (`JudgeTimeoutError`): the judge is asked once (one attempt) with the
+  agent's output withheld: answered in time, the agent's output is what the judge could not read
+  in time and the criterion fails; timed out again, the judge is slow (`JudgeError`). The agent's
+  share of any prompt is bounded by what the judge reads in half its timeout
+  (`JudgeConfig.agent_chars`), so only a judge slower than its configured reading rate, or an
+  output built to slow it, gets here.
 
 `TrialGrades.reward_json()` is harbor's flat `reward.json` (`reward`, `pass`,
 `criterion/<verifier_id>`); `grades_json()` is the audit trail (each verdict, its rationale, and the
@@ -48,6 +54,7 @@ from kwrl.grading.judges import (
     Judge,
     JudgeConfig,
     JudgeInputs,
+    JudgeTimeoutError,
     NoVerdictError,
     RefusedError,
 )
@@ -266,6 +273,13 @@ async def _judge_one(req: JudgeRequest, judge: Judge) -> CriterionGrade:
         except NoVerdictError as e:  # it answered, never with a verdict: the evidence's doing
             why = f"no valid verdict from the judge, so the criterion fails: {e}"
             return req.grade(0.0, why, judge, key, chars=chars)
+        except JudgeTimeoutError as e:
+            await _probe_withheld(req, judge, chars, e)
+            why = (
+                "the judge timed out on the agent's output on every attempt and answered in time "
+                f"without it, so the criterion fails: {e}"
+            )
+            return req.grade(0.0, why, judge, key, chars=chars)
         except RefusedError as e:
             await _probe_withheld(req, judge, chars, e)
             why = f"the judge's content filter refused the agent's output, so the criterion fails: {e}"
@@ -285,16 +299,22 @@ async def _judge_one(req: JudgeRequest, judge: Judge) -> CriterionGrade:
 
 
 async def _probe_withheld(req: JudgeRequest, judge: Judge, chars: int, cause: JudgeError) -> None:
-    """Ask once more with the agent's output withheld after `cause` (a refusal, or an overflow at
-    the smallest evidence budget). Returns when the judge takes that prompt (the agent's output was
-    the trouble; the probe's verdict is not used); raises `JudgeError` (infrastructure) when it
-    fails the same way without any agent output: the task or criterion is the trouble."""
+    """Ask once more with the agent's output withheld after `cause` (a refusal, an overflow at the
+    smallest evidence budget, or a timeout on every attempt: then one attempt, within the
+    verifier's time). Returns when the judge takes that prompt (the agent's output was the
+    trouble; the probe's verdict is not used); raises `JudgeError` (infrastructure) when it fails
+    the same way without any agent output: the task, the criterion or the judge is the trouble."""
     system, user = req.prompt(chars, withheld=True)
     vid = req.verifier.verifier_id
     try:
-        await judge.verdict(system, user)
+        await judge.verdict(system, user, retries=not isinstance(cause, JudgeTimeoutError))
     except NoVerdictError:
         return  # it took the prompt and answered
+    except JudgeTimeoutError as e:
+        raise JudgeError(
+            f"judge {judge.spec}: criterion {vid}'s prompt times out even with the agent's output "
+            f"withheld, so the judge is too slow for KWRL_JUDGE_TIMEOUT_S: {cause}; then {e}"
+        ) from e
     except RefusedError as e:
         raise JudgeError(
             f"judge {judge.spec}: its content filter refuses criterion {vid}'s prompt even with "
@@ -359,6 +379,6 @@ async def grade_trial(
 ) -> TrialGrades:
     """Grade every criterion (see module docstring): `prepare`, then `judge_prepared`. Raises
     JudgeError; never returns a partial grade."""
-    chars = judge.config.max_artifact_chars if judge else DEFAULT_MAX_ARTIFACT_CHARS
+    chars = judge.config.agent_chars if judge else DEFAULT_MAX_ARTIFACT_CHARS
     prepared = prepare(verifiers, evidence, max_artifact_chars=chars)
     return await judge_prepared(verifiers, prepared, judge, scoring=scoring)

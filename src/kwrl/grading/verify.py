@@ -152,7 +152,7 @@ def grade_within_budget(
     so a trial that harbor's verifier timeout cut off can be classified (`kwrl.rollout.failures`).
     Returns the grades and the evidence (None when it was not read whole)."""
     _mark(phase, "reading")
-    chars = judge_config.max_artifact_chars if judge_config else DEFAULT_MAX_ARTIFACT_CHARS
+    chars = judge_config.agent_chars if judge_config else DEFAULT_MAX_ARTIFACT_CHARS
     base = len(initial.files())  # the world seed and overlay: read-only, the task's, unbounded
     try:
         with budget_enforced(budget, on_hang, base_files=base):

@@ -14,7 +14,7 @@ from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import grade_trial
 from kwrl.grading.judges import JudgeConfig, build_judge
-from kwrl.grading.judges.prompt import WITHHELD
+from kwrl.grading.judges.prompt import WITHHELD, render_artifact
 
 WORD = "Word Documents (.docx, .doc, .odt)"
 SHEETS = "Spreadsheets (.xlsx, .xls, .xlsm, .ods)"
@@ -40,8 +40,10 @@ def test_artifacts_show_created_modified_and_deleted_files(trial: Evidence) -> N
     arts = {a.path: a for a in trial.artifacts}
     assert set(arts) == {"/memo.docx", "/summary.txt", "/notes.txt"}
     memo = arts["/memo.docx"]
-    assert memo.change == "modified" and "+Recommendation: approve the merger." in memo.content
-    assert "<updated_content>" in memo.content
+    assert memo.change == "modified" and "+Recommendation: approve the merger." in (memo.diff or "")
+    assert memo.content.endswith("\nRecommendation: approve the merger.")
+    shown = render_artifact(memo, 10_000)
+    assert "<diff>\n--- before" in shown and "</diff>\n<updated_content>\nThis is" in shown
     assert arts["/notes.txt"].change == "deleted" and arts["/notes.txt"].content == "old notes"
 
 

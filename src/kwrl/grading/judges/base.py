@@ -9,7 +9,8 @@ fault tolerance a trial's reward depends on:
   written atomically, so regrading and a second identical trial cost no call;
 - pacing: an asyncio semaphore (`concurrency`) and a requests-per-minute pacer, both per judge
   object, i.e. per trial's verifier (a shared quota across trials belongs to a proxy in front);
-- a per-request timeout (`timeout_s`).
+- a per-request timeout (`timeout_s`), and a bound on the agent's share of a prompt that a judge
+  reading `read_chars_per_s` takes in half of it (`JudgeConfig.agent_chars`).
 
 How a failure is classified (the reward is the product: a policy maximizes exactly what the grader
 writes, and an infrastructure error masks the trial's whole group in training, so every failure
@@ -29,6 +30,10 @@ the agent's own output can provoke must end as a grade, never as a mask):
   decides whose doing they are (`kwrl.grading.grade`): it rebuilds the prompt with less evidence,
   or with the agent's output withheld, and only a prompt that fails without any agent output is
   infrastructure;
+- `JudgeTimeoutError`: every attempt timed out. The grader probes once with the agent's output
+  withheld: answered in time, the agent's output is what the judge could not read in time, and the
+  criterion fails (a policy could otherwise pad its answer until the judge times out and trade its
+  0 for a mask); timed out again, the judge is slow: infrastructure;
 - any other `JudgeError` (a 4xx: bad key, unknown model, a request the server rejects) fails at
   once: infrastructure.
 
@@ -117,8 +122,21 @@ class JudgeConfig(KwrlConfig):
     """Directory of cached verdicts (one JSON file each); None disables the cache."""
     max_artifact_chars: int = Field(default=300_000, gt=0)
     """Budget of the agent's output in one prompt (the final answer is cut to half of it; the
-    artifacts share all of it, headers included); text beyond is cut with a marker. A prompt the judge's context cannot take is rebuilt
-    with half of it, down to 4,000 (`kwrl.grading.grade`)."""
+    artifacts share all of it, headers included); text beyond is cut with a marker. The budget in
+    force is `agent_chars`, this or less. A prompt the judge's context cannot take is rebuilt with
+    half of it, down to 4,000 (`kwrl.grading.grade`)."""
+    read_chars_per_s: float = Field(default=5_000.0, gt=0)
+    """Prompt characters the judge is sure to read per second, long prompts included (its slowest
+    prefill). The agent's output in a prompt is at most what it reads in half of `timeout_s`
+    (`agent_chars`; 300,000 at the defaults), so a judge this fast reads any prompt in time."""
+
+    @property
+    def agent_chars(self) -> int:
+        """The budget of the agent's output in one prompt: `max_artifact_chars`, or what the judge
+        reads in half of `timeout_s` at `read_chars_per_s` when that is less. A judge that still
+        times out on every attempt and answers in time with the agent's output withheld was
+        slowed by that output: the criterion fails (`JudgeTimeoutError`, `kwrl.grading.grade`)."""
+        return max(min(self.max_artifact_chars, int(self.read_chars_per_s * self.timeout_s / 2)), 1)
 
     @classmethod
     def from_env(cls, model: str | None = None, **overrides: Any) -> JudgeConfig | None:
@@ -152,6 +170,16 @@ class TransientJudgeError(JudgeError):
 
 class MalformedVerdictError(TransientJudgeError):
     """The judge answered, but not with a verdict (retried like any transient failure)."""
+
+
+class TimedOutError(TransientJudgeError):
+    """One attempt got no answer within `timeout_s` (retried)."""
+
+
+class JudgeTimeoutError(JudgeError):
+    """Every attempt timed out: the grader asks once more with the agent's output withheld, and an
+    answer in time means the agent's output is what the judge could not read in time: the
+    criterion fails (`kwrl.grading.grade`); a timeout again is the judge's (infrastructure)."""
 
 
 class NoVerdictError(JudgeError):
@@ -351,8 +379,11 @@ class Judge(ABC):
 
     # ----------------------------------------------------------------- calls
 
-    async def verdict(self, system: str, user: str) -> tuple[Verdict, bool]:
-        """(verdict, from_cache). Raises JudgeError after the retries are spent."""
+    async def verdict(
+        self, system: str, user: str, *, retries: bool = True
+    ) -> tuple[Verdict, bool]:
+        """(verdict, from_cache). Raises JudgeError after the retries are spent (`JudgeTimeoutError`
+        when every attempt timed out); `retries=False`: one attempt (a probe)."""
         key = self.cache_key(system, user)
         hit = self._cached(key)
         if hit is not None:
@@ -360,7 +391,17 @@ class Judge(ABC):
             return hit, True
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         cfg = self.config
-        attempts = cfg.max_retries + 1
+        attempts = cfg.max_retries + 1 if retries else 1
+        timeouts = 0
+
+        async def attempt() -> Verdict:
+            nonlocal timeouts
+            try:
+                return await self._attempt(messages)
+            except TimedOutError:
+                timeouts += 1
+                raise
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(attempts),
             wait=wait_exponential_jitter(
@@ -370,13 +411,18 @@ class Judge(ABC):
             before_sleep=before_sleep_log(log, logging.WARNING),
         )
         try:
-            verdict = await retrying(self._attempt, messages)
+            verdict = await retrying(attempt)
         except RetryError as e:
             last = e.last_attempt.exception()
             if isinstance(last, MalformedVerdictError):
                 raise NoVerdictError(
                     f"judge {self.spec}: no valid verdict after {attempts} attempts; "
                     f"last answer: {last}"
+                ) from last
+            if timeouts == attempts:
+                raise JudgeTimeoutError(
+                    f"judge {self.spec}: no answer within {cfg.timeout_s:g} s on any of "
+                    f"{attempts} attempts (timeout)"
                 ) from last
             raise JudgeError(
                 f"judge {self.spec}: no valid verdict after {attempts} attempts; last error: {last}"
@@ -394,7 +440,7 @@ class Judge(ABC):
             try:
                 content = await asyncio.wait_for(self._complete(messages), timeout)
             except TimeoutError as e:
-                raise TransientJudgeError(f"no answer within {timeout:g} s (timeout)") from e
+                raise TimedOutError(f"no answer within {timeout:g} s (timeout)") from e
         try:
             return parse_verdict(content)
         except ValueError as e:

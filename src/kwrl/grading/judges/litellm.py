@@ -3,7 +3,7 @@
 Spec: `litellm:PROVIDER/MODEL`, e.g. `litellm:gemini/gemini-2.5-flash` (key GEMINI_API_KEY or
 GOOGLE_API_KEY). The verdict schema goes as litellm's `response_format`; litellm's own retries are
 off (the base class retries). Provider errors are classified by status: 408/409/429/5xx and errors
-without a status are transient; litellm's `ContextWindowExceededError` is a `ContextOverflowError`,
+without a status are transient (its `Timeout` is a timeout like the base's own); litellm's `ContextWindowExceededError` is a `ContextOverflowError`,
 its `ContentPolicyViolationError` a `RefusedError`; any other 4xx goes through `base.client_error`
 on its body (litellm 1.110 leaves some of those as a plain BadRequestError: an older vLLM's
 "longer than the maximum model length", Azure's `content_filter` 400, and, for `openai/` models,
@@ -23,6 +23,7 @@ from kwrl.grading.judges.base import (
     ContextOverflowError,
     Judge,
     RefusedError,
+    TimedOutError,
     TransientJudgeError,
     Verdict,
     client_error,
@@ -59,6 +60,7 @@ class LiteLLMJudge(Judge):
             ContextWindowExceededError,
             NotFoundError,
             PermissionDeniedError,
+            Timeout,
         )
 
         cfg = self.config
@@ -85,6 +87,8 @@ class LiteLLMJudge(Judge):
             raise ContextOverflowError(f"judge {self.spec}: {type(e).__name__}: {e}") from e
         except ContentPolicyViolationError as e:
             raise RefusedError(f"judge {self.spec}: {type(e).__name__}: {e}") from e
+        except Timeout as e:  # litellm's clock ran out before the base's: the same timeout
+            raise TimedOutError(f"no answer within {cfg.timeout_s:g} s (timeout): {e}") from e
         except Exception as e:  # provider SDK errors vary; classify by status deliberately
             status = getattr(e, "status_code", None)
             if isinstance(e, fatal) and not isinstance(status, int):

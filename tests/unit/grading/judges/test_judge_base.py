@@ -15,6 +15,7 @@ from kwrl.grading.evidence import Artifact
 from kwrl.grading.judges import (
     ContextOverflowError,
     JudgeConfig,
+    JudgeTimeoutError,
     RefusedError,
     build_judge,
     build_prompt,
@@ -83,11 +84,26 @@ async def test_persistent_failure_raises_judge_error(fake_judge: FakeJudge) -> N
     assert len(fake_judge.requests) == 4
 
 
-async def test_persistent_timeouts_raise_judge_error(fake_judge: FakeJudge) -> None:
+async def test_timeouts_on_every_attempt_are_their_own_error(fake_judge: FakeJudge) -> None:
     fake_judge.faults.extend(["hang"] * 3)
     async with build_judge(config(fake_judge, max_retries=2, timeout_s=0.2)) as judge:
-        with pytest.raises(JudgeError, match=r"after 3 attempts.*timeout"):
+        with pytest.raises(JudgeTimeoutError, match=r"on any of 3 attempts \(timeout\)"):
             await judge.verdict(*prompt())
+    # a timeout among other failures is a plain JudgeError; a probe makes one attempt
+    fake_judge.faults.extend(["hang", 500, "hang", "hang"])
+    async with build_judge(config(fake_judge, max_retries=2, timeout_s=0.2)) as judge:
+        with pytest.raises(JudgeError, match=r"after 3 attempts.*timeout") as info:
+            await judge.verdict(*prompt())
+        assert type(info.value) is JudgeError
+        with pytest.raises(JudgeTimeoutError, match=r"on any of 1 attempts"):
+            await judge.verdict(*prompt(), retries=False)
+    assert len(fake_judge.requests) == 3 + 3 + 1
+
+
+def test_the_agents_share_is_what_the_judge_reads_in_half_its_timeout() -> None:
+    assert JudgeConfig().agent_chars == 300_000  # 5,000 chars/s x 120 s / 2
+    assert JudgeConfig(timeout_s=30).agent_chars == 75_000
+    assert JudgeConfig(timeout_s=30, max_artifact_chars=10_000).agent_chars == 10_000
 
 
 async def test_a_client_error_is_not_retried(fake_judge: FakeJudge) -> None:
