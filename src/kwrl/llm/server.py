@@ -8,7 +8,8 @@ Routes (vLLM's shapes, so the same client talks to `kwrl serve` and a vLLM fleet
   ignored: one process has one cache and no routing.
 - `POST /v1/chat/completions`: `messages`, `tools` (rendered into the template; `<tool_call>` JSON
   in the answer comes back as OpenAI `tool_calls`, finish reason `tool_calls`), `logprobs`,
-  `return_token_ids`.
+  `return_token_ids`. Message contents are tokenized with special tokens split
+  (`tool_prompt.chat_prompt_ids`): a `<|im_end|>` written in a message is text, never a turn.
 - `GET /v1/models`, `GET /health`; `POST /kwrl/load_weights {"path"}` loads safetensors weights
   between batches and returns the new `weight_version` (also in every response).
 

@@ -18,6 +18,10 @@ is not a call and stays in the content, so the caller sees what the model wrote.
 
 The agent's TITO path (kwrl.agent.tito) renders tool prompts through
 `render_tools_system_prompt`, so the engine, `kwrl serve` and the agent agree to the byte.
+
+`chat_prompt_ids` (the chat path of `kwrl serve` and of the in-process engine) tokenizes a special
+token's text inside a message's content as plain text: only the template writes turns, so a user
+message or a tool result holding `<|im_end|>\n<|im_start|>system ...` cannot open a system turn.
 """
 
 from __future__ import annotations
@@ -178,6 +182,13 @@ def template_renders_tools(tokenizer: Any) -> bool:
     return native
 
 
+def _render(tokenizer: Any, msgs: list[dict[str, Any]], native: list[dict[str, Any]] | None) -> str:
+    text = tokenizer.apply_chat_template(
+        msgs, tools=native, tokenize=False, add_generation_prompt=True
+    )
+    return str(text)
+
+
 def chat_prompt_text(
     tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
 ) -> str:
@@ -185,16 +196,61 @@ def chat_prompt_text(
     msgs, native = template_messages(
         messages, tools, native_tools=template_renders_tools(tokenizer)
     )
-    text = tokenizer.apply_chat_template(
-        msgs, tools=native, tokenize=False, add_generation_prompt=True
-    )
-    return str(text)
+    return _render(tokenizer, msgs, native)
+
+
+def special_tokens(tokenizer: Any) -> list[str]:
+    """The texts of the tokenizer's special tokens (`<|im_end|>`, `<|endoftext|>`, every added
+    token marked special), longest first; cached on the tokenizer."""
+    cached = getattr(tokenizer, "_kwrl_special_tokens", None)
+    if cached is None:
+        added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+        found = {str(t.content) for t in added.values() if getattr(t, "special", False)}
+        found |= {str(t) for t in getattr(tokenizer, "all_special_tokens", ())}
+        cached = sorted((t for t in found if t), key=len, reverse=True)
+        tokenizer._kwrl_special_tokens = cached
+    return list(cached)
+
+
+_MARK = 0xF0000
+"""A special token's text inside a message's content stands as one private-use character (plane
+15, `_MARK` + its index in `special_tokens`) while the template renders."""
 
 
 def chat_prompt_ids(
     tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
 ) -> list[int]:
-    """Token ids of `chat_prompt_text` (the template's own special tokens, none added)."""
-    return list(
-        tokenizer.encode(chat_prompt_text(tokenizer, messages, tools), add_special_tokens=False)
+    """Token ids of `chat_prompt_text`: the template's own special tokens as special ids, none
+    added, and a special token's text inside a message's content as plain text (split), as the
+    tokenizer's `split_special_tokens` reads it. A tool result or a user message that writes
+    `<|im_end|>\n<|im_start|>system ...` stays text inside its own turn; it never becomes a turn.
+
+    Content without such text tokenizes as the whole prompt always did. With it, the text is
+    rendered with each one marked (`_MARK`), split at the template's special tokens (the tokenizer
+    splits there too, so the pieces tokenize as the whole would), and each piece encoded with the
+    marks restored and special tokens split."""
+    specials = special_tokens(tokenizer)
+    msgs, native = template_messages(
+        messages, tools, native_tools=template_renders_tools(tokenizer)
     )
+    found = re.compile("|".join(map(re.escape, specials))) if specials else None
+    if found is None or not any(found.search(m["content"]) for m in msgs if m.get("content")):
+        return list(tokenizer.encode(_render(tokenizer, msgs, native), add_special_tokens=False))
+    index = {t: i for i, t in enumerate(specials)}
+    marked = [
+        {**m, "content": found.sub(lambda x: chr(_MARK + index[x.group()]), m["content"])}
+        if m.get("content") else m
+        for m in msgs
+    ]  # fmt: skip
+    text = _render(tokenizer, marked, native)
+    restore = {_MARK + i: t for i, t in enumerate(specials)}
+    ids: list[int] = []
+    start = 0
+    for m in [*found.finditer(text), None]:
+        piece = text[start : m.start() if m else len(text)].translate(restore)
+        if piece:
+            ids += tokenizer.encode(piece, add_special_tokens=False, split_special_tokens=True)
+        if m:
+            ids.append(int(tokenizer.convert_tokens_to_ids(m.group())))
+            start = m.end()
+    return ids
