@@ -55,6 +55,11 @@ class ToolUse(BaseModel):
     ok: int = 0
 
 
+UNKNOWN_TOOL = "(unknown tools)"
+"""The one name every call to a tool the agent did not have is counted under (a policy invents
+names without end, and a name is the policy's text)."""
+
+
 class TrialOutcome(BaseModel):
     """What the evaluation keeps of one finished trial (one line of trials.jsonl)."""
 

@@ -12,18 +12,31 @@ differences (run - other) on the tasks both ran, task-bootstrapped.
 Non-obvious choices: the page is one self-contained file that works offline: plots are matplotlib
 SVG inlined in the HTML (no JS library, no CDN), the viewer is nested `<details>` elements (no
 script needed to collapse). Long tool results are cut to `max_result_chars` in the page; the full
-text stays in the trial dir's trajectory.json.
+text stays in the trial dir's trajectory.json. Labels are data the policy writes (tool names) and
+are drawn as plain text (matplotlib's mathtext off: a tool named `$\\frac{$` once made `kwrl eval`
+exit without a report); the tool mix shows the most used tools, one bar for the rest, and one for
+calls to tools the agent did not have (`UNKNOWN_TOOL`); a plot that fails anyway is a line saying
+so, and the page is written without it.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kwrl.eval.metrics import EvalMetrics, ScoreSummary, TrialOutcome, compute_metrics, paired_diff
+from kwrl.eval.metrics import (
+    UNKNOWN_TOOL,
+    EvalMetrics,
+    ScoreSummary,
+    ToolUse,
+    TrialOutcome,
+    compute_metrics,
+    paired_diff,
+)
 from kwrl.eval.run import EvalConfig, load_run, write_eval_json
 from kwrl.io import write_json, write_text
 
@@ -52,6 +65,7 @@ def _figure(w: float = 6.0, h: float = 3.2) -> tuple[Any, Any]:
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.fonttype"] = "none"
     matplotlib.rcParams["svg.hashsalt"] = "kwrl"
+    matplotlib.rcParams["text.parse_math"] = False  # labels are data (tool names): plain text
     import matplotlib.pyplot as plt
 
     return plt.subplots(figsize=(w, h))
@@ -129,8 +143,27 @@ def plot_reward_vs(outcomes: Sequence[TrialOutcome], what: str) -> str:
     return _svg(fig)
 
 
+MAX_TOOL_BARS = 30
+"""Tools the tool-mix plot shows by name, most used first; the rest share one bar."""
+
+
+def tool_bars(mix: dict[str, ToolUse]) -> dict[str, ToolUse]:
+    """The tool mix as plotted: the `MAX_TOOL_BARS` most used tools, then one bar for the rest,
+    and the calls to tools the agent did not have (`UNKNOWN_TOOL`) last."""
+    ranked = sorted(mix.items(), key=lambda kv: (kv[0] == UNKNOWN_TOOL, -kv[1].calls, kv[0]))
+    named = [(n, u) for n, u in ranked if n != UNKNOWN_TOOL]
+    out = dict(named[:MAX_TOOL_BARS])
+    if rest := named[MAX_TOOL_BARS:]:
+        out[f"({len(rest)} other tools)"] = ToolUse(
+            calls=sum(u.calls for _, u in rest), ok=sum(u.ok for _, u in rest)
+        )
+    if UNKNOWN_TOOL in mix:
+        out[UNKNOWN_TOOL] = mix[UNKNOWN_TOOL]
+    return out
+
+
 def plot_tool_mix(metrics: EvalMetrics) -> str:
-    mix = metrics.trials.tool_mix
+    mix = tool_bars(metrics.trials.tool_mix)
     fig, ax = _figure(6.0, max(2.2, 0.3 * len(mix) + 1))
     if mix:
         names = list(mix)[::-1]
@@ -254,19 +287,33 @@ def _env() -> Any:
     return env
 
 
+def _plot(name: str, draw: Callable[[], str]) -> str:
+    """A plot's SVG, or a line saying it failed and why: a figure that cannot be drawn (a label
+    matplotlib rejects, a value it cannot place) costs that figure, never the report."""
+    try:
+        return draw()
+    except Exception as e:  # deliberate: any plotting fault
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+        why = html.escape(f"{type(e).__name__}: {e}"[:300])
+        return f'<p class="plot-error">the {html.escape(name)} plot failed: {why}</p>'
+
+
 def render_report(
     run_dir: Path, cfg: EvalConfig, outcomes: Sequence[TrialOutcome], metrics: EvalMetrics
 ) -> str:
-    plots = {
-        "scores": plot_scores(outcomes),
-        "domain": plot_groups(metrics.by_domain, "by domain"),
-        "expected_output": plot_groups(metrics.by_expected_output, "by expected output"),
-        "difficulty": plot_groups(metrics.by_difficulty, "by difficulty"),
-        "turns": plot_reward_vs(outcomes, "turns"),
-        "tokens": plot_reward_vs(outcomes, "tokens"),
-        "tools": plot_tool_mix(metrics),
-        "causes": plot_causes(metrics),
+    draws: dict[str, Callable[[], str]] = {
+        "scores": lambda: plot_scores(outcomes),
+        "domain": lambda: plot_groups(metrics.by_domain, "by domain"),
+        "expected_output": lambda: plot_groups(metrics.by_expected_output, "by expected output"),
+        "difficulty": lambda: plot_groups(metrics.by_difficulty, "by difficulty"),
+        "turns": lambda: plot_reward_vs(outcomes, "turns"),
+        "tokens": lambda: plot_reward_vs(outcomes, "tokens"),
+        "tools": lambda: plot_tool_mix(metrics),
+        "causes": lambda: plot_causes(metrics),
     }
+    plots = {name: _plot(name, draw) for name, draw in draws.items()}
     groups = {
         "domain": metrics.by_domain,
         "expected output": metrics.by_expected_output,
@@ -302,11 +349,12 @@ def write_compare(run_dir: Path, other_dir: Path) -> tuple[Path, dict[str, Any]]
         "paired": diff.model_dump(mode="json"),
     }
     write_json(Path(run_dir) / "compare.json", data)
-    html = (
+    plot = _plot("per-task difference", lambda: plot_paired(diff.per_task))
+    page = (
         _env()
         .get_template("compare.html.j2")
-        .render(cfg=cfg, other_cfg=other_cfg, d=diff, data=data, plot=plot_paired(diff.per_task))
+        .render(cfg=cfg, other_cfg=other_cfg, d=diff, data=data, plot=plot)
     )
     path = Path(run_dir) / "compare.html"
-    write_text(path, html)
+    write_text(path, page)
     return path, data

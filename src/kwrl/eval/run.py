@@ -37,7 +37,14 @@ from pydantic import Field
 
 from kwrl.config import save_config
 from kwrl.errors import ConfigError
-from kwrl.eval.metrics import Bootstrap, CriterionResult, ToolUse, TrialOutcome, compute_metrics
+from kwrl.eval.metrics import (
+    UNKNOWN_TOOL,
+    Bootstrap,
+    CriterionResult,
+    ToolUse,
+    TrialOutcome,
+    compute_metrics,
+)
 from kwrl.io import write_json
 from kwrl.llm.engine import unregister_engine
 from kwrl.rollout.masking import should_retry
@@ -129,7 +136,8 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
     tools: dict[str, ToolUse] = {}
     for turn in files.turn_stats:
         for call in turn.get("tool_calls") or []:
-            use = tools.setdefault(str(call.get("name")), ToolUse())
+            unknown = call.get("outcome") == "unknown_tool"
+            use = tools.setdefault(UNKNOWN_TOOL if unknown else str(call.get("name")), ToolUse())
             use.calls += 1
             use.ok += int(bool(call.get("ok")))
     criteria = _criteria(files.grades, rec.rewards)

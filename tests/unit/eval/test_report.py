@@ -41,3 +41,40 @@ def test_compare_pairs_shared_tasks(tmp_path: Path, task_dir: Path) -> None:
     assert p["pass_at_1"]["value"] == pytest.approx(1.0)
     html = path.read_text()
     assert "oracle &minus; nop" in html and "<svg" in html
+
+
+def test_tool_names_are_plain_text_and_unknown_ones_one_bar(tmp_path: Path, task_dir: Path) -> None:
+    from eval_testkit import TASK, agent_run, make_trial
+
+    from kwrl.agent.loop import ToolStat
+    from kwrl.eval.run import append_outcome, outcome_from_record, record_from_dir, task_labels
+
+    run = make_run(tmp_path / "run", task_dir, "http://127.0.0.1:1/v1#m", [1.0])
+    agent = agent_run("The margin is 10.32%.", tool="$\\frac{$")  # once: kwrl eval exited 1
+    calls = agent.turns[0].tool_calls
+    calls += [ToolStat(f"tool_{i:02d}", True, "ok", 0.1) for i in range(40)]
+    calls += [ToolStat(f"made_up_{i}", False, "unknown_tool", 0.1) for i in range(50)]
+    d = make_trial(run / "trials", f"{TASK}__s1", reward=0.0, passed=[False] * 3, run=agent)
+    rec = record_from_dir(d, TASK, 1, 0)
+    assert rec is not None
+    append_outcome(run, outcome_from_record(rec, task_labels(task_dir), run))
+
+    page = write_report(run).read_text()
+    assert page.count("<svg") == 8 and "plot failed" not in page
+    tools = re.search(r'<div class="plot" id="plot-tools">(.*?)</div>', page, re.S)
+    assert tools is not None
+    svg = tools.group(1)
+    # filesystem_list_files, the $\frac{$ tool and 40 more: 30 bars by name, 12 in one
+    assert "$\\frac{$" in svg and "(unknown tools)" in svg and "(12 other tools)" in svg
+    mix = json.loads((run / "eval.json").read_text())["metrics"]["trials"]["tool_mix"]
+    assert mix["(unknown tools)"] == {"calls": 50, "ok": 0}
+    assert not any(n.startswith("made_up") for n in mix)
+
+
+def test_a_plot_that_fails_is_a_line_in_the_report_not_its_end() -> None:
+    from matplotlib.mathtext import MathTextParser
+
+    from kwrl.eval.report import _plot
+
+    line = _plot("tools", lambda: str(MathTextParser("path").parse("$\\frac{$")))
+    assert line.startswith('<p class="plot-error">the tools plot failed: ValueError:')
