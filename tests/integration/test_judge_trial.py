@@ -6,7 +6,9 @@ What must hold: the judge, its settings and its key reach the grader in the veri
 nothing of them the agent phase); every per-criterion verdict in grades.json is the server's; a
 server that fails (HTTP 500s, no answer even with the agent's output withheld) makes the trial an
 error with no reward.json, never a 0; a server that answers, but never with a verdict, fails the
-criterion (the trial is graded: what derails a judge is in the agent's output); an eval calls the judge once per judged criterion.
+criterion (the trial is graded: what derails a judge is in the agent's output), and so does an
+answer too long for a slow judge (graded 0 and trained, never masked); an eval calls the judge
+once per judged criterion.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 from fake_judge import FakeJudge
 from kwrl.grading.judges import judge_env
 from kwrl.rollout.failures import FailureCause
+from kwrl.rollout.masking import trial_decision
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_trial
 from kwrl.sandbox.base import base_env
 
@@ -202,3 +205,34 @@ def test_eval_calls_the_judge_once_per_judged_criterion(
     assert methods == ["auto_fail", "judge", "judge"]
     causes = json.loads((out / "eval.json").read_text())["metrics"]["trials"]["causes"]
     assert causes == {"none": 2}
+
+
+async def test_an_answer_too_long_for_a_slow_judge_is_graded_zero_and_trained(
+    dataset: Path, judge: FakeJudge, tmp_path: Path
+) -> None:
+    # the judge hangs on long prompts and is said to read far faster than it does: a 300 KB
+    # answer times out on every attempt, the probe without it is answered in time
+    judge.slow_chars = 50_000
+    ds = tmp_path / "ds"
+    shutil.copytree(dataset, ds)
+    task = answer_task(ds)
+    solve = task / "solution" / "solve.sh"
+    solve.parent.mkdir(exist_ok=True)
+    solve.write_text(
+        "#!/usr/bin/env bash\n"
+        f"{{ echo '{GOLD}'; yes 'Let me restate the figures once more.' | head -c 300000; }}"
+        " > /logs/agent/final_answer.txt\n"
+    )
+    solve.chmod(0o755)
+    settings = {"KWRL_JUDGE_MAX_RETRIES": "1", "KWRL_JUDGE_BACKOFF_S": "0",
+                "KWRL_JUDGE_TIMEOUT_S": "1", "KWRL_JUDGE_READ_CHARS_PER_S": "10000000"}  # fmt: skip
+    cfg = RolloutConfig(agent="oracle", environment_kwargs={"gateway": False}, retries=0,
+                        verifier_env=judge_env(judge.spec, settings))  # fmt: skip
+    rec = await run_trial(task, cfg, tmp_path / "trials", "slow")
+    assert rec.cause is FailureCause.NONE and rec.reward == 0.0, rec
+    assert trial_decision(rec.cause, rec.reward).trained
+    grades = json.loads((Path(rec.trial_dir) / "verifier/grades.json").read_text())
+    assert "error" not in grades and [g["score"] for g in grades["grades"]] == [0.0, 0.0]
+    assert all("timed out on the agent's output" in g["rationale"] for g in grades["grades"])
+    # per criterion: two attempts on the answer, then the probe without it
+    assert sorted(len(p) > 50_000 for p in judge.user_prompts()) == [False] * 2 + [True] * 4
