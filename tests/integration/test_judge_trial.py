@@ -95,6 +95,14 @@ def answer_task(ds: Path) -> Path:
     return task
 
 
+def write_solve(task: Path, script: str) -> None:
+    """The oracle's solve.sh of `task`: `script` under a bash shebang."""
+    solve = task / "solution" / "solve.sh"
+    solve.parent.mkdir(exist_ok=True)
+    solve.write_text("#!/usr/bin/env bash\n" + script)
+    solve.chmod(0o755)
+
+
 def test_a_judged_apex_task_is_graded_by_the_judge_through_a_real_trial(
     dataset: Path, judge: FakeJudge, tmp_path: Path
 ) -> None:
@@ -103,15 +111,12 @@ def test_a_judged_apex_task_is_graded_by_the_judge_through_a_real_trial(
     assert [v["verifier_values"].get("kwrl_check") for v in tests] == [None, None]  # judge-only
     # an oracle that answers and counts the judge's variables it can see (harbor scrubs secret
     # values from trial files, so it reports a count, not the values)
-    solve = task / "solution" / "solve.sh"
-    solve.parent.mkdir(exist_ok=True)
-    solve.write_text(
-        "#!/usr/bin/env bash\n"
+    write_solve(
+        task,
         f"env | grep -c -e '^KWRL_JUDGE' -e '^{KEY_VAR}=' -e '{KEY}' > /logs/agent/judge_vars.txt\n"
         'echo "$PATH" > /logs/agent/path.txt\n'
-        f"echo '{GOLD}' > /logs/agent/final_answer.txt\n"
+        f"echo '{GOLD}' > /logs/agent/final_answer.txt\n",
     )
-    solve.chmod(0o755)
     env = host_env(KWRL_JUDGE_API_KEY_ENV=KEY_VAR, KWRL_JUDGE_MAX_RETRIES="1", **{KEY_VAR: KEY})
     r = kwrl("trial", "run", task, "--agent", "oracle", "--judge", f"{judge.url}#m",
              "--out", tmp_path, *NO_GW, env=env)  # fmt: skip
@@ -216,14 +221,11 @@ async def test_an_answer_too_long_for_a_slow_judge_is_graded_zero_and_trained(
     ds = tmp_path / "ds"
     shutil.copytree(dataset, ds)
     task = answer_task(ds)
-    solve = task / "solution" / "solve.sh"
-    solve.parent.mkdir(exist_ok=True)
-    solve.write_text(
-        "#!/usr/bin/env bash\n"
+    write_solve(
+        task,
         f"{{ echo '{GOLD}'; yes 'Let me restate the figures once more.' | head -c 300000; }}"
-        " > /logs/agent/final_answer.txt\n"
+        " > /logs/agent/final_answer.txt\n",
     )
-    solve.chmod(0o755)
     settings = {"KWRL_JUDGE_MAX_RETRIES": "1", "KWRL_JUDGE_BACKOFF_S": "0",
                 "KWRL_JUDGE_TIMEOUT_S": "1", "KWRL_JUDGE_READ_CHARS_PER_S": "10000000"}  # fmt: skip
     cfg = RolloutConfig(agent="oracle", environment_kwargs={"gateway": False}, retries=0,
