@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kwrl.errors import AgentError
-from kwrl.llm.tool_prompt import ToolPromptStyle, template_messages, template_renders_tools
+from kwrl.llm.tool_prompt import (
+    ContentSpecials,
+    ToolPromptStyle,
+    template_messages,
+    template_renders_tools,
+)
 
 _MARKER = "KWRL_TITO_MARKER_7f3a"
 
@@ -70,6 +75,7 @@ class ChatTemplate:
         tool_prompt: ToolPromptStyle = "hermes",
     ) -> None:
         self.tokenizer = tokenizer
+        self._specials = ContentSpecials(tokenizer)
         self.tools = list(tools or [])
         self.tool_prompt: ToolPromptStyle = tool_prompt
         self.tools_in_system = tool_prompt == "compact" or not template_renders_tools(tokenizer)
@@ -136,8 +142,10 @@ class ChatTemplate:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        """Token ids of the opening conversation plus the generation prompt."""
-        return self.encode(self.render(messages, add_generation_prompt=True))
+        """Token ids of the opening conversation plus the generation prompt (special-token text in
+        a message's content stays text: `ContentSpecials`)."""
+        marked, any_marked = self._specials.mark(messages)
+        return self._specials.encode(self.render(marked, add_generation_prompt=True), any_marked)
 
     def _closing_text(self) -> str:
         msgs = [*_FIXED_BASE[:2], {"role": "assistant", "content": _MARKER}]
@@ -151,10 +159,12 @@ class ChatTemplate:
 
         Rendered after the fixed base, so they start right after a closed assistant turn.
         """
-        full = self._render_with([*_FIXED_BASE, *messages], self._obs_tools, True)
+        marked, any_marked = self._specials.mark(messages)
+        full = self._render_with([*_FIXED_BASE, *marked], self._obs_tools, True)
         if not full.startswith(self._base_text):
             raise AgentError("chat template: rendering is not prefix-stable; TITO cannot diff it")
-        return self.encode(full[len(self._base_text) :])
+        # a tool result that writes `<|im_end|>...` stays text in its turn, as `kwrl serve` reads it
+        return self._specials.encode(full[len(self._base_text) :], any_marked)
 
 
 @dataclass

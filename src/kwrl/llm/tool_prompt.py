@@ -217,40 +217,67 @@ _MARK = 0xF0000
 15, `_MARK` + its index in `special_tokens`) while the template renders."""
 
 
+class ContentSpecials:
+    """Special-token texts inside message contents, kept as plain text through a chat template.
+
+    `mark(messages)` replaces each special token's text in a message's string content with one
+    private-use character (`_MARK` + its index); render the marked messages with the template;
+    `encode(text)` then tokenizes the rendering (or any slice of it that starts and ends between
+    tokens): the template's own special tokens as special ids, the marked ones restored and split
+    as plain text (`split_special_tokens`). `chat_prompt_ids` and the agent's TITO encoder
+    (`kwrl.agent.tito.ChatTemplate`) share it, so a tool result or a user message that writes
+    `<|im_end|>\n<|im_start|>system ...` stays text inside its own turn in both."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        specials = special_tokens(tokenizer)
+        self._index = {t: i for i, t in enumerate(specials)}
+        self._restore = {_MARK + i: t for i, t in enumerate(specials)}
+        self._found = re.compile("|".join(map(re.escape, specials))) if specials else None
+
+    def mark(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+        """The messages with special-token texts in their string contents marked, and whether
+        any was."""
+        found = self._found
+        if found is None or not any(
+            isinstance(m.get("content"), str) and found.search(m["content"]) for m in messages
+        ):
+            return messages, False
+        marked = [
+            {**m, "content": found.sub(lambda x: chr(_MARK + self._index[x.group()]), m["content"])}
+            if isinstance(m.get("content"), str) else m
+            for m in messages
+        ]  # fmt: skip
+        return marked, True
+
+    def encode(self, text: str, marked: bool = True) -> list[int]:
+        """Token ids of a rendering of marked messages (no special token added); `marked` False:
+        nothing was marked, the plain encoding."""
+        tok = self.tokenizer
+        if not marked or self._found is None:
+            return list(tok.encode(text, add_special_tokens=False))
+        ids: list[int] = []
+        start = 0
+        for m in [*self._found.finditer(text), None]:
+            piece = text[start : m.start() if m else len(text)].translate(self._restore)
+            if piece:  # the tokenizer splits at special tokens too: pieces encode as the whole
+                ids += tok.encode(piece, add_special_tokens=False, split_special_tokens=True)
+            if m:
+                ids.append(int(tok.convert_tokens_to_ids(m.group())))
+                start = m.end()
+        return ids
+
+
 def chat_prompt_ids(
     tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
 ) -> list[int]:
     """Token ids of `chat_prompt_text`: the template's own special tokens as special ids, none
     added, and a special token's text inside a message's content as plain text (split), as the
-    tokenizer's `split_special_tokens` reads it. A tool result or a user message that writes
-    `<|im_end|>\n<|im_start|>system ...` stays text inside its own turn; it never becomes a turn.
-
-    Content without such text tokenizes as the whole prompt always did. With it, the text is
-    rendered with each one marked (`_MARK`), split at the template's special tokens (the tokenizer
-    splits there too, so the pieces tokenize as the whole would), and each piece encoded with the
-    marks restored and special tokens split."""
-    specials = special_tokens(tokenizer)
+    tokenizer's `split_special_tokens` reads it (`ContentSpecials`). Content without such text
+    tokenizes as the whole prompt always did."""
     msgs, native = template_messages(
         messages, tools, native_tools=template_renders_tools(tokenizer)
     )
-    found = re.compile("|".join(map(re.escape, specials))) if specials else None
-    if found is None or not any(found.search(m["content"]) for m in msgs if m.get("content")):
-        return list(tokenizer.encode(_render(tokenizer, msgs, native), add_special_tokens=False))
-    index = {t: i for i, t in enumerate(specials)}
-    marked = [
-        {**m, "content": found.sub(lambda x: chr(_MARK + index[x.group()]), m["content"])}
-        if m.get("content") else m
-        for m in msgs
-    ]  # fmt: skip
-    text = _render(tokenizer, marked, native)
-    restore = {_MARK + i: t for i, t in enumerate(specials)}
-    ids: list[int] = []
-    start = 0
-    for m in [*found.finditer(text), None]:
-        piece = text[start : m.start() if m else len(text)].translate(restore)
-        if piece:
-            ids += tokenizer.encode(piece, add_special_tokens=False, split_special_tokens=True)
-        if m:
-            ids.append(int(tokenizer.convert_tokens_to_ids(m.group())))
-            start = m.end()
-    return ids
+    specials = ContentSpecials(tokenizer)
+    marked, any_marked = specials.mark(msgs)
+    return specials.encode(_render(tokenizer, marked, native), any_marked)
