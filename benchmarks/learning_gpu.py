@@ -294,7 +294,7 @@ def main() -> None:
     ap.add_argument("--base-eval", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--sft-epochs", type=int, default=2)
     ap.add_argument("--sft-lr", type=float, default=2e-5)
-    ap.add_argument("--sft-batch-size", type=int, default=8)
+    ap.add_argument("--sft-batch-size", type=int, default=2)
     ap.add_argument("--rl-steps", type=int, default=12)
     ap.add_argument("--eval-every", type=int, default=4, help="held-out evaluation every N steps")
     ap.add_argument("--prompts-per-step", type=int, default=8)
@@ -302,7 +302,7 @@ def main() -> None:
     ap.add_argument("--rl-lr", type=float, default=1e-4)
     ap.add_argument("--lora-rank", type=int, default=32, help="0: full fine-tuning")
     ap.add_argument("--lora-alpha", type=int, default=64)
-    ap.add_argument("--micro-batch-size", type=int, default=8)
+    ap.add_argument("--micro-batch-size", type=int, default=2)
     ap.add_argument("--learner-dtype", choices=["float32", "bfloat16"], default="float32")
     ap.add_argument("--eval-temperature", type=float, default=1.0, help="rollouts' and evals'")
     ap.add_argument(
@@ -395,7 +395,8 @@ def main() -> None:
             ),
             learner=LearnerConfig(
                 lr=a.rl_lr, micro_batch_size=a.micro_batch_size, device=a.device,
-                dtype=a.learner_dtype, gradient_checkpointing=a.device == "cpu",
+                dtype=a.learner_dtype,
+                gradient_checkpointing=True,  # H100: a 6k-token trial held GBs of attention a layer
                 temperature=a.eval_temperature,
             ),
             lora=LoRAConfig(rank=a.lora_rank, alpha=a.lora_alpha),
