@@ -180,13 +180,12 @@ def _ci(values: Sequence[float], boot: Bootstrap) -> Interval:
 def summarize_scores(outcomes: Sequence[TrialOutcome], boot: Bootstrap) -> ScoreSummary:
     """Mean score, Pass@1, pass@k and pass^k (k = 1 .. fewest samples of a task), task-bootstrapped."""
     tasks = by_task(outcomes)
-    groups = list(tasks.values())
-
     n_graded = sum(o.reward is not None for o in outcomes)
-    n_min = min((len(g) for g in groups), default=0) if n_graded else 0
+    # nothing graded: no score (every interval None), not a score of 0
+    groups = list(tasks.values()) if n_graded else []
+
+    n_min = min((len(g) for g in groups), default=0)
     counts = [(len(g), sum(o.passed for o in g)) for g in groups]
-    if not n_graded:  # nothing was graded: no score, not a score of 0
-        groups, counts = [], []
     return ScoreSummary(
         n_tasks=len(tasks),
         n_trials=len(outcomes),
