@@ -15,7 +15,7 @@ from pathlib import Path
 _CHUNK = 256 * 1024
 
 
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(_CHUNK):
             writer.write(data)
@@ -52,7 +52,7 @@ class UnixForwarder:
             except OSError:
                 return
             try:
-                await asyncio.gather(_pump(reader, up_w), _pump(up_r, writer))
+                await asyncio.gather(pump(reader, up_w), pump(up_r, writer))
             finally:
                 up_w.close()
         except asyncio.CancelledError:
@@ -62,11 +62,16 @@ class UnixForwarder:
             self._relays.discard(task)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for t in list(self._relays):
-            t.cancel()
-        if self._relays:
-            await asyncio.gather(*self._relays, return_exceptions=True)
-        self._relays.clear()
+        await close_relays(self._server, self._relays)
+        self._server = None
+
+
+async def close_relays(server: asyncio.Server | None, relays: set[asyncio.Task[None]]) -> None:
+    """Stop listening on `server` and cancel every relay task still open."""
+    if server is not None:
+        server.close()
+    for t in list(relays):
+        t.cancel()
+    if relays:
+        await asyncio.gather(*relays, return_exceptions=True)
+    relays.clear()

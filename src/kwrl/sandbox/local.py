@@ -26,8 +26,10 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   ends its whole pid namespace (the gateway, its `code_execution` children, daemons; a holder
   process keeps the mounts), the agent's outputs are copied out (links, fifos and sockets left
   out, listed in sandbox.json `dropped`) and /logs/verifier emptied; then each command runs in a
-  fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, that shares the host network
-  (the judge), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md),
+  fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, in a network namespace of
+  its own whose one way out is the egress proxy (`kwrl.sandbox.egress`: the judge, the task's
+  allowlist, public hosts under harbor's `public` mode, never the host's loopback or private
+  networks; nothing under `no-network`), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md),
   and keeps one capability, CAP_DAC_READ_SEARCH: the grader reads the world whatever modes agent
   code left on it (Archipelago's grader is root); and those to start a sandbox of its own for
   LibreOffice, network-less, as `nobody` (`SandboxSpec.nest`, `kwrl.grading.recalc`).
@@ -96,6 +98,7 @@ from kwrl.sandbox.base import (
     resolve_world,
     sandbox_python,
 )
+from kwrl.sandbox.egress import Allowlist, EgressProxy, judge_endpoints, relay_argv
 from kwrl.sandbox.forward import UnixForwarder
 from kwrl.sandbox.gateway import ProcRef, proc_state
 from kwrl.tasks.taskdir import limit_problems
@@ -222,6 +225,8 @@ class LocalEnvironment(BaseEnvironment):
         """The limit hits of the agent phase (set when the verifier phase starts)."""
         self._verifier_memory_mb: int | None = None
         """The trial's memory limit in the verifier phase (`Cgroups.reserve_memory`)."""
+        self._egress: EgressProxy | None = None
+        """The verifier phase's way out: the judge, and nothing else on the host (`sandbox.egress`)."""
         self._stopped = False
         super().__init__(*args, **_absolute_paths(kwargs))
 
@@ -396,6 +401,8 @@ class LocalEnvironment(BaseEnvironment):
         self._stopped = True
         if self._forwarder is not None:
             await self._forwarder.close()
+        if self._egress is not None:
+            await self._egress.close()
         self._close_listener()
         if not self._verifier_phase:  # a trial that ended in its agent phase: keep its outputs
             await asyncio.to_thread(self._sync_outputs)
@@ -427,6 +434,8 @@ class LocalEnvironment(BaseEnvironment):
             report.setdefault("events", {})["disk_full"] = self._disk_events
         if self._dropped:
             report["dropped"] = self._dropped[:100]
+        if self._egress is not None and (self._egress.connected or self._egress.denied):
+            report["egress"] = self._egress.report()
         with contextlib.suppress(OSError):
             write_json(self.trial_paths.trial_dir / "sandbox.json", report)
         if self.root is not None and not self.settings.keep_root:
@@ -585,8 +594,8 @@ class LocalEnvironment(BaseEnvironment):
                 *_DROP_CAPS, *ids, "--", *shell,
             ]  # fmt: skip
         assert self._holder is not None
-        share_net = self._network_policy.network_mode != NetworkMode.NO_NETWORK
-        spec = self._spec(share_net=share_net, verifier=True)
+        # Never the host's network: the phase's own loopback, and the egress proxy (the judge).
+        spec = self._spec(share_net=False, verifier=True)
         spec.keep_setid = bool(ids)
         spec.read_all = True  # the grader reads what agent code made unreadable (chmod 000)
         spec.nest = True  # the grader's LibreOffice runs in a sandbox of its own (grading.recalc)
@@ -594,6 +603,8 @@ class LocalEnvironment(BaseEnvironment):
         # reaches the grader; the sandbox's own variables win.
         spec.env = {**(self._merge_env(env) or {}), **spec.env}
         inner = [*_DROP_CAPS, *ids, "--", *shell] if ids else shell
+        if self._egress is not None and self._admit(spec.env):
+            inner = relay_argv(sandbox_python(), inner)
         return [
             *self._join("exec"),
             *self._nproc(),
@@ -797,6 +808,22 @@ class LocalEnvironment(BaseEnvironment):
         out = self._mount_source(_VERIFIER_DIR)
         if out is not None:
             await asyncio.to_thread(outputs.empty_dir, out)
+        assert self.root is not None
+        self._egress = EgressProxy(self.root / "run" / "egress.sock", Allowlist())
+        await self._egress.start()
+
+    def _admit(self, env: dict[str, str]) -> bool:
+        """Point the egress proxy at what the verifier may reach now (harbor may change the
+        phase's network policy between commands); False: no way out at all (`no-network`)."""
+        assert self._egress is not None
+        policy = self._network_policy
+        if policy.network_mode == NetworkMode.NO_NETWORK:
+            return False
+        allow = self._egress.allow
+        allow.endpoints = judge_endpoints(env)
+        allow.hosts = list(getattr(policy, "allowed_hosts", None) or [])
+        allow.public = policy.network_mode == NetworkMode.PUBLIC
+        return True
 
     async def prepare_logs_for_host(self) -> None:
         """harbor calls this before reading agent logs on the host: copy the agent's outputs out

@@ -73,8 +73,9 @@ from tenacity import (
 from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError, JudgeError
 from kwrl.io import write_json
+from kwrl.llm.spec import DEFAULT_JUDGE
 
-DEFAULT_MODEL = "litellm:gemini/gemini-2.5-flash"
+DEFAULT_MODEL = DEFAULT_JUDGE
 ENV_SPEC = "KWRL_JUDGE"
 """The environment variable naming the judge; `KWRL_JUDGE_<FIELD>` sets any other field."""
 ENV_CACHE = "KWRL_JUDGE_CACHE"

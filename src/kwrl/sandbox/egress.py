@@ -1,0 +1,317 @@
+"""The verifier phase's network: the judge, and nothing else on the host.
+
+The verifier phase runs in a network namespace of its own (loopback only), as the agent phase does,
+so nothing it runs reaches the host's loopback (other trials' world gateways, the policy server, a
+listener an agent's file names) or the host's networks directly. What it may reach goes through
+`EgressProxy`: an HTTP proxy the host runs on a Unix socket in the sandbox's run dir
+(`SANDBOX_SOCKET` inside), which opens connections only to the destinations an `Allowlist` admits:
+
+- the judge's endpoint (`KWRL_JUDGE`, or the default judge when only its key is set; with
+  `KWRL_JUDGE_API_BASE` for a litellm judge: `kwrl.llm.spec.judge_endpoint`), and every
+  `host[:port]` listed in `KWRL_JUDGE_EGRESS` (comma-separated: a provider kwrl does not know);
+- under harbor's verifier network mode `allowlist`, the task's `allowed_hosts` (names, `*.`
+  wildcards, addresses, networks; any port);
+- under mode `public` (harbor's default), also any host whose every address is global: never a
+  loopback, private, link-local or other special-purpose address (the connection goes to the
+  address checked, so a name cannot rebind to another).
+
+Mode `no-network` starts no proxy. Inside, the verifier's command runs under this module as a
+program (`python -I -m kwrl.sandbox.egress --port P --socket S -- CMD...`, `relay_argv`): it listens
+on 127.0.0.1:P in the phase's namespace, relays every connection to the socket, and runs CMD with
+HTTP_PROXY and HTTPS_PROXY (and the lower-case forms) naming that port and NO_PROXY empty, so the
+judge's HTTP client (httpx, under litellm too) goes through the proxy. A request the allowlist
+refuses gets `403 Forbidden` and is recorded (`EgressProxy.denied`, sandbox.json `egress`).
+
+Each request through the proxy opens its own upstream connection (`Connection: close` for plain
+HTTP, a tunnel for CONNECT), so every byte a connection carries goes to the one destination its
+first request was admitted for. The relay imports only the standard library: it starts once per
+verifier command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fnmatch
+import ipaddress
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kwrl.sandbox.forward import close_relays, pump
+
+PROXY_PORT = 3128
+"""The relay's port on the verifier phase's own loopback."""
+SANDBOX_SOCKET = "/kwrl/run/egress.sock"
+"""The proxy's socket as the verifier phase sees it (the host's `<root>/run/egress.sock`)."""
+ENV_EGRESS = "KWRL_JUDGE_EGRESS"
+"""Extra `host[:port]` destinations for the judge, comma-separated (port 443 when not written)."""
+
+_CHUNK = 256 * 1024
+_HEAD_MAX = 64 * 1024
+_RECORD_MAX = 100
+
+
+def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
+    """The variables that send a command's HTTP clients through the relay on `port`."""
+    url = f"http://127.0.0.1:{port}"
+    return {
+        "HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
+        "NO_PROXY": "", "no_proxy": "",
+    }  # fmt: skip
+
+
+def relay_argv(python: str, command: Sequence[str], port: int = PROXY_PORT) -> list[str]:
+    """`command` run under the relay (inside the verifier phase's sandbox)."""
+    return [python, "-I", "-m", "kwrl.sandbox.egress", "--port", str(port),
+            "--socket", SANDBOX_SOCKET, "--", *command]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- allowlist
+
+
+def _host_port(item: str, default_port: int = 443) -> tuple[str, int]:
+    host, sep, port = item.strip().rpartition(":")
+    if sep and port.isdigit() and host and not host.endswith(":"):
+        return host.strip("[]"), int(port)
+    return item.strip().strip("[]"), default_port
+
+
+def judge_endpoints(env: Mapping[str, str]) -> set[tuple[str, int]]:
+    """The (host, port) pairs the grader's judge needs, read from the verifier's env the way the
+    grader reads its judge (`JudgeConfig.from_env`); empty when no judge is configured."""
+    from kwrl.errors import ConfigError
+    from kwrl.llm.spec import DEFAULT_JUDGE, judge_endpoint
+
+    out = {_host_port(x) for x in env.get(ENV_EGRESS, "").split(",") if x.strip()}
+    spec = env.get("KWRL_JUDGE") or (
+        DEFAULT_JUDGE if env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") else None
+    )
+    if spec:
+        try:
+            end = judge_endpoint(spec, env.get("KWRL_JUDGE_API_BASE") or None)
+        except ConfigError:  # a malformed spec: the grader says so itself
+            end = None
+        if end is not None:
+            out.add(end)
+    return out
+
+
+@dataclass
+class Allowlist:
+    """Where the verifier phase may connect (module doc)."""
+
+    endpoints: set[tuple[str, int]] = field(default_factory=set)
+    """Exact (host, port) destinations: the judge's."""
+    hosts: list[str] = field(default_factory=list)
+    """harbor `allowed_hosts` entries: names, `*.` wildcards, addresses and networks (any port)."""
+    public: bool = False
+    """Admit any host whose every address is global."""
+
+    def _named(self, host: str, port: int) -> bool:
+        if (host, port) in self.endpoints:
+            return True
+        name = host.lower().rstrip(".")
+        return any(fnmatch.fnmatchcase(name, h.lower()) for h in self.hosts if not _network(h))
+
+    def _addressed(self, addrs: list[str]) -> bool:
+        nets = [n for n in map(_network, self.hosts) if n is not None]
+        ips = [ipaddress.ip_address(a) for a in addrs]
+        if nets and all(any(ip in n for n in nets) for ip in ips):
+            return True
+        return self.public and all(ip.is_global for ip in ips)
+
+    async def destination(self, host: str, port: int) -> tuple[str, int] | None:
+        """Where to connect for `host:port`, or None when it is not allowed."""
+        if self._named(host, port):
+            return host, port
+        if not (self.public or any(_network(h) for h in self.hosts)):
+            return None
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
+        except OSError:
+            return None
+        addrs = [str(i[4][0]) for i in infos]
+        if not addrs or not self._addressed(addrs):
+            return None
+        return addrs[0], port
+
+
+def _network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------------------ host side
+
+
+def _origin_form(head: bytes) -> tuple[str, str, int, bytes] | None:
+    """(method, host, port, head to send upstream) of a proxy request head, or None if malformed.
+    CONNECT keeps no head; a plain request goes out in origin form with `Connection: close`."""
+    lines = head.split(b"\r\n")
+    try:
+        method, target, version = lines[0].decode("ascii").split(" ")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if method == "CONNECT":
+        host, port = _host_port(target)
+        return method, host, port, b""
+    if not target.startswith("http://"):
+        return None
+    netloc, _, path = target[len("http://") :].partition("/")
+    host, port = _host_port(netloc.rpartition("@")[2], 80)
+    keep = [
+        ln for ln in lines[1:]
+        if ln and not ln.lower().startswith((b"connection:", b"proxy-connection:", b"proxy-authorization:"))
+    ]  # fmt: skip
+    first = f"{method} /{path} {version}".encode("ascii")
+    return method, host, port, b"\r\n".join([first, *keep, b"Connection: close", b"", b""])
+
+
+class EgressProxy:
+    """The host side: an HTTP proxy on a Unix socket that connects only where `allow` admits."""
+
+    def __init__(self, socket_path: Path, allow: Allowlist) -> None:
+        self.socket_path = Path(socket_path)
+        self.allow = allow
+        self.connected: list[str] = []
+        """Destinations connected to (the first `_RECORD_MAX`)."""
+        self.denied: list[str] = []
+        """Destinations refused (the first `_RECORD_MAX`)."""
+        self._server: asyncio.Server | None = None
+        self._relays: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_unix_server(self._handle, path=str(self.socket_path))
+        # The verifier may run as a user the sandbox's exec_user names.
+        os.chmod(self.socket_path, 0o666)
+
+    def report(self) -> dict[str, list[str]]:
+        return {"connected": self.connected, "denied": self.denied}
+
+    @staticmethod
+    def _record(into: list[str], item: str) -> None:
+        if len(into) < _RECORD_MAX and item not in into:
+            into.append(item)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relays.add(task)
+        try:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                return
+            parsed = _origin_form(head[:_HEAD_MAX])
+            if parsed is None:
+                writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                return
+            method, host, port, upstream_head = parsed
+            dest = await self.allow.destination(host, port)
+            if dest is None:
+                self._record(self.denied, f"{host}:{port}")
+                body = f"kwrl egress: {host}:{port} is not reachable from the verifier phase\n"
+                writer.write(
+                    b"HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+                )
+                return
+            try:
+                up_r, up_w = await asyncio.open_connection(*dest)
+            except OSError:
+                writer.write(b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n")
+                return
+            self._record(self.connected, f"{host}:{port}")
+            try:
+                if method == "CONNECT":
+                    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                else:
+                    up_w.write(upstream_head)
+                await asyncio.gather(pump(reader, up_w), pump(up_r, writer))
+            finally:
+                up_w.close()
+        except asyncio.CancelledError:
+            pass  # close() cancels relays
+        finally:
+            with contextlib.suppress(Exception):
+                await writer.drain()
+            writer.close()
+            self._relays.discard(task)
+
+    async def close(self) -> None:
+        await close_relays(self._server, self._relays)
+        self._server = None
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()
+
+
+# ---------------------------------------------------------------------------- inside: relay
+
+
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(_CHUNK):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+
+def _serve(conn: socket.socket, path: str) -> None:
+    with conn:
+        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with up:
+            try:
+                up.connect(path)
+            except OSError:
+                return
+            back = threading.Thread(target=_copy, args=(up, conn), daemon=True)
+            back.start()
+            _copy(conn, up)
+            back.join()
+
+
+def _accept(server: socket.socket, path: str) -> None:
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        threading.Thread(target=_serve, args=(conn, path), daemon=True).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Relay 127.0.0.1:PORT to SOCKET while CMD runs with the proxy variables; CMD's exit status."""
+    ap = argparse.ArgumentParser(prog="python -m kwrl.sandbox.egress", description=main.__doc__)
+    ap.add_argument("--port", type=int, default=PROXY_PORT)
+    ap.add_argument("--socket", default=SANDBOX_SOCKET)
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    args = ap.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        ap.error("no command")
+    server = socket.create_server(("127.0.0.1", args.port))
+    threading.Thread(target=_accept, args=(server, args.socket), daemon=True).start()
+    proc = subprocess.Popen(command, env={**os.environ, **proxy_env(args.port)})
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda s, _f: proc.send_signal(s))
+    rc = proc.wait()
+    return 128 - rc if rc < 0 else rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
