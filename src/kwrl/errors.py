@@ -41,6 +41,15 @@ class SandboxError(KwrlError):
     """A sandbox could not be started, reached or stopped."""
 
 
+class SandboxLimitError(SandboxError):
+    """An agent-phase command hit the trial's process, memory or disk limit (its commands were
+    killed); the rollout classifies it `resource_limit`, the agent's doing (`kwrl.sandbox.contract`)."""
+
+
+class SandboxTimeoutError(SandboxError):
+    """A command ran past its `timeout_sec`; it and its process group were killed."""
+
+
 class AgentError(KwrlError):
     """The agent loop failed for a reason outside the policy's control."""
 

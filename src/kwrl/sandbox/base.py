@@ -8,6 +8,9 @@
 - `host_binds()`: the read-only host paths a sandbox needs: /usr (and the merged-/usr symlinks),
   a few /etc files, the Python prefix and kwrl's own source (kwrl is an editable install), so
   `$KWRL_PYTHON -m kwrl...` works inside at the same paths as outside (symlinked ones too).
+- `GatewayLaunch`: what the gateway's starters (`kwrl.sandbox.gateway`, `kwrl.sandbox.zygote`) get
+  from the sandbox that asks for a gateway.
+- `SandboxLimitError`, `SandboxTimeoutError`: `kwrl.errors`' typed limit errors, importable here too.
 - `bwrap_argv(...)`: one pure function from a `SandboxSpec` to bwrap's argv, shared by the
   agent sandbox and the per-command verifier sandboxes, so both see the same world.
 
@@ -30,7 +33,8 @@ from pydantic import Field
 
 import kwrl
 from kwrl.config import KwrlConfig
-from kwrl.errors import SandboxError
+from kwrl.errors import SandboxLimitError as SandboxLimitError  # kwrl.errors' own, kept here
+from kwrl.errors import SandboxTimeoutError as SandboxTimeoutError
 from kwrl.tasks.taskdir import META_JSON, read_meta
 from kwrl.tasks.taskdir import resolve_world as resolve_world_dir
 
@@ -93,12 +97,24 @@ class LocalSandboxConfig(KwrlConfig):
     default start() refuses, naming what is missing. For hosts and agents you trust only."""
 
 
-class SandboxLimitError(SandboxError):
-    """A command hit the trial's process or memory limit; the rollout classifies it `resource_limit`."""
+@dataclass(frozen=True)
+class GatewayLaunch:
+    """What starting a world gateway in a running sandbox takes (`kwrl.sandbox.gateway.start_gateway`,
+    `kwrl.sandbox.zygote.fork_gateway`): the sandbox's coordinates, not the environment object."""
 
-
-class SandboxTimeoutError(SandboxError):
-    """A command ran past its `timeout_sec`; it and its process group were killed."""
+    mode: Literal["fork", "exec"]
+    """`LocalSandboxConfig.gateway_mode`."""
+    ns_pid: int
+    """Host pid of the sandbox's init: the gateway enters its namespaces."""
+    cgroup_procs: tuple[str, ...]
+    """The cgroup.procs files of the trial's `sandbox` cgroups (none without cgroups)."""
+    enter_argv: tuple[str, ...]
+    """exec mode: the argv prefix that runs a command in the sandbox's namespaces and `sandbox`
+    cgroup without capabilities."""
+    log: Path
+    """The trial's gateway.log (absolute: the zygote has another working directory)."""
+    timeout_s: float
+    """How long to wait for the gateway's ready line."""
 
 
 @dataclass(frozen=True)
