@@ -13,8 +13,14 @@ from the trial dir by `kwrl.train.batch.trajectories_from_records`), not step-wi
 included, loss mask 0 on them), `rollout_logprobs` aligned with `response_ids`.
 
 Masking (DESIGN §7, `kwrl.rollout.masking`), applied per prompt group (`instance_id`) in the
-training phase: a masked trial becomes a one-token placeholder row with loss mask [0] and reward
-0 (the recipe's choice: the row stays so SkyRL's group sizes hold, it carries no gradient);
+training phase: a masked trial becomes a one-token placeholder row with loss mask [0] (the row
+stays so SkyRL's group sizes hold, it carries no gradient) whose reward is the mean of its group's
+trained members (0 when none is). SkyRL's GRPO (`compute_grpo_outcome_advantage`) puts every row of
+a prompt's uid in the baseline, and the uids come from the prompts, not from this output; at the
+group's own mean the placeholder leaves the scored members' mean, and so their advantages, as
+they are (kwrl trains without std normalisation, `grpo_norm_by_std=false`; with it the
+placeholder would narrow the group's std), as kwrl's own trainer leaves masked trials out
+(`grpo_advantages(valid_B=)`); SkyRL's zero-variance filter skips it (no live loss mask);
 failures the policy causes (context overflow, a cut last turn, its own timeout, a limit hit:
 `kwrl.rollout.masking.TRAINED_ZERO`) keep their tokens with reward 0, and no timeout masks its
 group. In the eval phase nothing is
@@ -253,7 +259,8 @@ class KwrlHarborGenerator(GeneratorInterface):
         logprobs: list[list[float]] = []
         rewards: list[float] = []
         stops: list[str] = []
-        for t, r, m in zip(trajs, records, metas, strict=True):
+        baseline = _trained_means(records, [tid.instance_id for tid in tids])
+        for t, r, m, tid in zip(trajs, records, metas, tids, strict=True):
             if t.trainable and t.response_ids and t.prompt_ids:
                 prompts.append(list(t.prompt_ids))
                 responses.append(list(t.response_ids))
@@ -266,7 +273,9 @@ class KwrlHarborGenerator(GeneratorInterface):
                 responses.append([self.pad_token_id])
                 masks.append([0])
                 logprobs.append([0.0])
-                rewards.append(0.0)
+                rewards.append(
+                    float(r.train_reward or 0.0) if r.trained else baseline[tid.instance_id]
+                )
                 stops.append("error" if r.cause is not FailureCause.NONE else "masked")
         return GeneratorOutput(
             prompt_token_ids=prompts,
@@ -333,6 +342,16 @@ class KwrlHarborGenerator(GeneratorInterface):
             for server, c in tools.items():
                 m[f"kwrl/tool_mix/{server}"] = c / calls
         return m
+
+
+def _trained_means(records: list[TrialRecord], groups: list[str]) -> dict[str, float]:
+    """The mean training reward of each group's trained members (0.0 for a group with none): a
+    masked member's placeholder reward, which leaves the others' GRPO baseline as it is."""
+    trained: dict[str, list[float]] = {g: [] for g in groups}
+    for r, g in zip(records, groups, strict=True):
+        if r.trained:
+            trained[g].append(float(r.train_reward or 0.0))
+    return {g: sum(v) / len(v) if v else 0.0 for g, v in trained.items()}
 
 
 def _skyrl_metrics(out: GeneratorOutput) -> dict[str, Any]:

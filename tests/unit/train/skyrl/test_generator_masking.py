@@ -154,8 +154,8 @@ async def test_failures_the_policy_causes_train_with_reward_zero_and_no_timeout_
     assert out["loss_masks"][0] == _meta(3, 5)["loss_mask"]  # still trained
     # two timeouts of the policy's own: trained on their trajectories with 0, the group kept
     assert out["loss_masks"][2:4] == [_meta(3, 4)["loss_mask"]] * 2
-    # the endpoint's timeout masks that trial alone
-    assert out["rewards"][4:] == [1.0, 0.0]
+    # the endpoint's timeout masks that trial alone (its placeholder at the group's trained mean)
+    assert out["rewards"][4:] == [1.0, 1.0]
     assert out["loss_masks"][4] == _meta(2, 6)["loss_mask"] and out["loss_masks"][5] == [0]
     # per-trial session ids, the batch's weight version, SkyRL's temperature
     sessions = {c.agent_kwargs["session_id"] for c in fake.configs}
@@ -222,3 +222,36 @@ async def test_output_passes_skyrls_validation_filter_conversion_and_grpo(
     # GRPO without std norm: reward 1 vs 0 in 'var' -> +0.5 / -0.5 on every response token
     assert adv[0][resp_mask[0].bool()].unique().tolist() == [0.5]
     assert adv[1][resp_mask[1].bool()].unique().tolist() == [-0.5]
+
+
+async def test_a_masked_member_does_not_move_its_groups_grpo_advantages(
+    generator: KwrlHarborGenerator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group [1.0, masked, 0.0] (the middle one's policy endpoint timed out: masked alone)
+    through SkyRL's own GRPO as kwrl runs it (no std normalisation; uids as SkyRL builds them, one
+    per prompt): the scored members get the advantages of [1.0, 0.0] alone, +0.5 and -0.5 (a
+    placeholder reward 0 made them +0.67 and -0.33), the placeholder 0."""
+    from skyrl.backends.skyrl_train.utils.ppo_utils import compute_grpo_outcome_advantage
+
+    fake = FakeTrials({
+        "g:0": [(OK, 1.0, _meta(4, 9))],
+        "g:1": [(FailureCause.POLICY_TIMEOUT, None, _meta(2, 2))],
+        "g:2": [(OK, 0.0, _meta(3, 5))],
+    })  # fmt: skip
+    monkeypatch.setattr(gen_mod, "run_with_retries", fake)
+    batch = _input(["g"], tmp_path, 3)
+    out = await generator.generate(batch)  # type: ignore[arg-type]
+    assert out["loss_masks"][1] == [0]
+
+    def advantages(rewards: list[float]) -> list[float]:
+        token_rewards = torch.tensor([[r] for r in rewards])
+        uids = np.array(["g"] * len(rewards))
+        adv, _ = compute_grpo_outcome_advantage(
+            token_rewards, torch.ones_like(token_rewards), uids, grpo_norm_by_std=False
+        )
+        return adv[:, 0].tolist()
+
+    rewards = [float(r) for r in out["rewards"]]  # type: ignore[arg-type]
+    with_mask = advantages(rewards)
+    assert [with_mask[0], with_mask[2]] == advantages([1.0, 0.0]) == [0.5, -0.5]
+    assert with_mask[1] == 0.0
