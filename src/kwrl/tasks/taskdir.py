@@ -400,13 +400,39 @@ def world_image(meta: ArchipelagoMeta, config: TaskDirConfig) -> str:
     return config.world_image.format(world_id=meta.world_id, world_short_name=meta.world_short_name)
 
 
-def dockerfile_text(meta: ArchipelagoMeta, config: TaskDirConfig) -> str:
-    image = meta.ecr_image or world_image(meta, config)
-    return (
-        "# Docker preset: the world's image carries the world seed at /filesystem and /.apps_data\n"
-        "# and kwrl's gateway; the task overlay (environment/overlay) is applied at trial start.\n"
-        f"FROM {image}\n"
-    )
+SANDBOX_UID = 1000
+"""Docker and modal presets: the uid the world gateway and the agent's commands run as inside a
+task image (the world is theirs; kwrl, the initial copy and the gateway's socket dir are root's)."""
+
+
+def task_dockerfile(image: str, overlay: bool) -> str:
+    """The Dockerfile of a task image (build context: the task's environment/ dir): the world's
+    image (`kwrl.sandbox.docker.images`), then the task overlay applied over the world, owned by
+    `SANDBOX_UID`, and kept read-only at /kwrl/initial/overlay for the grader."""
+    lines = [
+        "# Docker and modal presets (kwrl.sandbox.docker): the world's image carries the world seed",
+        "# at /filesystem and /.apps_data, the same read-only at /kwrl/initial/world, kwrl and the",
+        "# gateway's start-up; the task overlay goes over the world and to /kwrl/initial/overlay.",
+        f"FROM {image}",
+    ]
+    if overlay:
+        lines += [
+            "COPY --chown=0:0 overlay/ /kwrl/initial/overlay/",
+            f"COPY --chown={SANDBOX_UID}:{SANDBOX_UID} overlay/ /",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def dockerfile_text(meta: ArchipelagoMeta, config: TaskDirConfig, overlay: bool = False) -> str:
+    """environment/Dockerfile of a task dir: `task_dockerfile` on the world's image."""
+    return task_dockerfile(meta.ecr_image or world_image(meta, config), overlay)
+
+
+def has_overlay(overlay: Path | None) -> bool:
+    """`overlay` holds a world subsystem to copy (`copy_overlay`)."""
+    from kwrl.tasks.layout import SUBSYSTEMS
+
+    return overlay is not None and any((Path(overlay) / name).is_dir() for name in SUBSYSTEMS)
 
 
 def _safe_rel(rel: str, where: str) -> PurePosixPath:
@@ -472,7 +498,7 @@ def write_task_dir(task_dir: Path, spec: TaskSpec, config: TaskDirConfig | None 
             [g.model_dump(mode="json", exclude_none=True) for g in spec.golden]
         ),
         TEST_SH: TEST_SH_TEXT.encode(),
-        DOCKERFILE: dockerfile_text(meta, config).encode(),
+        DOCKERFILE: dockerfile_text(meta, config, has_overlay(spec.overlay)).encode(),
     }
     executable = {TEST_SH}
     if spec.solution is not None:

@@ -1,0 +1,111 @@
+"""The entry point of kwrl's task images (docker and modal presets): start the world gateway, then
+run the container's command.
+
+    ENTRYPOINT ["<python>", "-I", "-m", "kwrl.sandbox.docker.init"]   CMD ["sleep", "infinity"]
+
+As root it makes `/kwrl/run` (root's, mode 0755), binds the gateway's Unix socket there
+(`GATEWAY_SOCKET`, mode 0666: the agent's side may connect, never replace it), forks the world
+gateway, which drops to `SANDBOX_UID` (no supplementary groups, non-dumpable, the environment
+`IMAGE_ENV` only, stdout and stderr to `/kwrl/run/gateway.log`) and serves the world at
+/filesystem and /.apps_data on that socket, and execs the command. The socket listens before the
+fork, so a client that connects early waits for the gateway instead of failing. Run as another
+user it starts no gateway and only execs the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+from pathlib import Path
+
+from kwrl.sandbox.base import SANDBOX_GATEWAY_SOCKET
+from kwrl.tasks.taskdir import SANDBOX_UID
+
+GATEWAY_SOCKET = SANDBOX_GATEWAY_SOCKET
+"""The gateway's Unix socket inside the container."""
+PYTHON = f"{sys.base_prefix}/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+"""The interpreter inside: the host's CPython build, copied at its own path."""
+START_ARGV: tuple[str, ...] = (PYTHON, "-I", "-m", "kwrl.sandbox.docker.init")
+"""The images' entry point; the container's command follows it as arguments."""
+IMAGE_ENV: dict[str, str] = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "KWRL_PYTHON": PYTHON,
+    "KWRL_GATEWAY": f"unix://{GATEWAY_SOCKET}",
+    "HARBOR_TELEMETRY": "0",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+"""Every command's environment inside (the local sandbox's `base_env`, with the gateway's URL)."""
+GATEWAY_LOG = "gateway.log"
+
+
+def start_gateway() -> int:
+    """Bind the socket, fork the gateway as `SANDBOX_UID`; the gateway's pid."""
+    run = Path(GATEWAY_SOCKET).parent
+    run.mkdir(parents=True, exist_ok=True)
+    os.chown(run, 0, 0)
+    run.chmod(0o755)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(GATEWAY_SOCKET)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(GATEWAY_SOCKET)
+    os.chmod(GATEWAY_SOCKET, 0o666)
+    sock.listen(128)
+    log = os.open(run / GATEWAY_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.setgroups([])
+            os.setgid(SANDBOX_UID)
+            os.setuid(SANDBOX_UID)
+            os.chdir("/")
+            os.environ.clear()
+            os.environ.update(IMAGE_ENV)
+            from kwrl.sandbox.gateway import serve_fd
+
+            serve_fd(sock.fileno())
+        finally:
+            os._exit(1)
+    sock.close()
+    os.close(log)
+    return pid
+
+
+def kwrl_command() -> None:
+    """The image's `kwrl` command. `kwrl world ...` (what solve.sh and agent code call) loads the
+    world stage alone: the image leaves out what other stages import (`DockerImageConfig.exclude`)."""
+    if sys.argv[1:2] != ["world"]:
+        from kwrl.cli import main as kwrl_main
+
+        kwrl_main()
+        return
+    from rich.console import Console
+
+    from kwrl.errors import KwrlError
+    from kwrl.worlds.cli import app
+
+    try:
+        app(args=sys.argv[2:], prog_name="kwrl world")
+    except KwrlError as e:
+        Console(stderr=True).print(f"[red]error:[/red] {e}", markup=True, highlight=False)
+        sys.exit(2)
+
+
+def main(argv: list[str]) -> None:
+    if os.getuid() == 0:
+        start_gateway()
+    command = argv or ["sleep", "infinity"]
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
