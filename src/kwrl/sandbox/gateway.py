@@ -1,11 +1,13 @@
 """Starting the world gateway inside a running sandbox.
 
-`start_gateway(env, listen_fd)` runs the world gateway in the sandbox's namespaces (its
+`start_gateway(launch, listen_fd)` runs the world gateway in the sandbox's namespaces (its
 loopback-only network, its pid namespace, the trial's `sandbox` cgroup, no capabilities, a minimal
 environment) serving the listening socket `listen_fd`, which the host made at
 `<root>/run/gateway.sock` (`/kwrl/run/gateway.sock` inside, read-only there), and returns once the
 gateway prints `kwrl-gateway ready` (docs/contracts.md), i.e. once its tools are listable. stdout is
-drained afterwards; stderr goes to `<trial>/gateway.log`.
+drained afterwards; stderr goes to `<trial>/gateway.log`. `launch` (`kwrl.sandbox.base.GatewayLaunch`)
+holds what the sandbox tells its gateway: its init's pid, its cgroups, the argv that enters it, the
+log; the starter never sees the environment object.
 
 Two modes (`LocalSandboxConfig.gateway_mode`):
 - `exec`: a cold `python -m kwrl.sandbox.gateway FD` (imports everything: ~1-3 s on a busy 2-core
@@ -25,13 +27,9 @@ import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.base import GATEWAY_READY, base_env, sandbox_python
-
-if TYPE_CHECKING:
-    from kwrl.sandbox.local import LocalEnvironment
+from kwrl.sandbox.base import GATEWAY_READY, GatewayLaunch, base_env, sandbox_python
 
 
 @dataclass(frozen=True)
@@ -110,24 +108,24 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 
 async def start_gateway(
-    env: LocalEnvironment, listen_fd: int
+    launch: GatewayLaunch, listen_fd: int
 ) -> tuple[asyncio.subprocess.Process | None, asyncio.Task[None] | None, ProcRef | None]:
-    """Start the gateway serving `listen_fd` in `env`'s sandbox; returns (launcher process, stdout
-    drain task, the gateway process itself) once it is ready. Fork mode has no launcher."""
-    if env.settings.gateway_mode == "fork":
+    """Start the gateway serving `listen_fd` in `launch`'s sandbox; returns (launcher process,
+    stdout drain task, the gateway process itself) once it is ready. Fork mode has no launcher."""
+    if launch.mode == "fork":
         from kwrl.sandbox.zygote import fork_gateway
 
-        pid, drain = await fork_gateway(env, listen_fd)
+        pid, drain = await fork_gateway(launch, listen_fd)
         return None, drain, proc_ref(pid)
     argv = [
-        *env.gateway_argv(),
+        *launch.enter_argv,
         sandbox_python(),
         "-I",
         "-m",
         "kwrl.sandbox.gateway",
         str(listen_fd),
     ]
-    log = open(env.trial_paths.trial_dir / "gateway.log", "ab")  # noqa: SIM115
+    log = open(launch.log, "ab")  # noqa: SIM115
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -142,20 +140,18 @@ async def start_gateway(
         log.close()
     assert proc.stdout is not None
     try:
-        async with asyncio.timeout(env.settings.gateway_timeout_s):
+        async with asyncio.timeout(launch.timeout_s):
             while True:
                 line = await proc.stdout.readline()
                 if not line:
                     rc = await proc.wait()
-                    tail = (env.trial_paths.trial_dir / "gateway.log").read_text(errors="replace")[
-                        -2000:
-                    ]
+                    tail = launch.log.read_text(errors="replace")[-2000:]
                     raise SandboxError(f"world gateway exited ({rc}) before it was ready: {tail}")
                 if line.startswith(GATEWAY_READY):
                     break
     except TimeoutError as e:
         raise SandboxError(
-            f"world gateway not ready after {env.settings.gateway_timeout_s} s (see gateway.log)"
+            f"world gateway not ready after {launch.timeout_s} s (see {launch.log})"
         ) from e
     return proc, asyncio.create_task(_drain(proc.stdout)), _inner_process(proc.pid)
 

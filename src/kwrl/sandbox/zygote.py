@@ -40,13 +40,10 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.base import GATEWAY_READY, SANDBOX_GATEWAY_SOCKET, base_env
-
-if TYPE_CHECKING:
-    from kwrl.sandbox.local import LocalEnvironment
+from kwrl.sandbox.base import GATEWAY_READY, SANDBOX_GATEWAY_SOCKET, GatewayLaunch, base_env
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -322,17 +319,16 @@ def _request(path: str, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
     return json.loads(data)
 
 
-async def fork_gateway(env: LocalEnvironment, listen_fd: int) -> tuple[int, asyncio.Task[None]]:
-    """Fork a gateway serving `listen_fd` into `env`'s sandbox; returns (host pid, stdout drain
+async def fork_gateway(launch: GatewayLaunch, listen_fd: int) -> tuple[int, asyncio.Task[None]]:
+    """Fork a gateway serving `listen_fd` into `launch`'s sandbox; returns (host pid, stdout drain
     task) once ready."""
-    timeout = env.settings.gateway_timeout_s
+    timeout = launch.timeout_s
     path = await asyncio.to_thread(_ZYGOTE.ensure, timeout)
     r, w = os.pipe()
-    cg = env.cgroups
     req = {
-        "ns_pid": env.init_pid,
-        "cgroup_procs": [str(f) for f in cg.procs_files("sandbox")] if cg else [],
-        "log": str(env.trial_paths.trial_dir / "gateway.log"),
+        "ns_pid": launch.ns_pid,
+        "cgroup_procs": list(launch.cgroup_procs),
+        "log": str(launch.log),
     }
     try:
         answer = await asyncio.to_thread(_request, path, req, [w, listen_fd])
@@ -351,7 +347,7 @@ async def fork_gateway(env: LocalEnvironment, listen_fd: int) -> tuple[int, asyn
             while True:
                 line = await reader.readline()
                 if not line:
-                    log = (env.trial_paths.trial_dir / "gateway.log").read_text(errors="replace")
+                    log = launch.log.read_text(errors="replace")
                     raise SandboxError(f"world gateway exited before it was ready: {log[-2000:]}")
                 if line.startswith(GATEWAY_READY):
                     break

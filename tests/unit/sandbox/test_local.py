@@ -37,7 +37,7 @@ def test_harbors_relative_paths_are_made_absolute_where_they_enter(
 ) -> None:
     from harbor.models.trial.paths import TrialPaths
 
-    from kwrl.sandbox.local import _absolute_paths
+    from kwrl.sandbox.local.env import _absolute_paths
 
     monkeypatch.chdir(tmp_path)
     kwargs = _absolute_paths(
