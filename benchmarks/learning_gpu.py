@@ -101,10 +101,10 @@ def agent_settings(a: argparse.Namespace, tools: list[str]) -> dict[str, Any]:
 
 
 def trial_settings(a: argparse.Namespace) -> dict[str, Any]:
-    """How every trial runs (`JudgedTrials` fields): the trainer's and the evaluations' alike."""
-    kw: dict[str, Any] = {"environment_kwargs": {}}
+    """How every trial runs (`TrialSettings` fields): the trainer's and the evaluations' alike."""
+    kw: dict[str, Any] = {"sandbox": {}}
     if a.allow_missing_limits:  # cgroup v2 not delegated (containers, the lent GPU machine)
-        kw["environment_kwargs"]["allow_missing_limits"] = True
+        kw["sandbox"]["allow_missing_limits"] = True
     return kw
 
 

@@ -9,6 +9,7 @@ This module imports no heavy dependency, so configs parse without torch.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,27 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
-def load_config[C: KwrlConfig](cls: type[C], path: Path | None, overrides: list[str] = ()) -> C:  # type: ignore[assignment]
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set dotted `key` (`agent.max_steps`) to `value` in nested dict `data`."""
+    node = data
+    *head, last = key.split(".")
+    for part in head:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{key}: {part!r} is not a table")
+        node = child
+    node[last] = value
+
+
+def load_config[C: KwrlConfig](
+    cls: type[C],
+    path: Path | None,
+    overrides: list[str] = (),  # type: ignore[assignment]
+    values: Mapping[str, Any] | None = None,
+) -> C:
+    """`cls` from a TOML file (None: defaults), then `key=value` overrides, then `values` (dotted
+    key -> value, e.g. the flags `kwrl.cli_config` generated); a bad file or value is a ConfigError
+    naming the file and the field."""
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -65,6 +86,8 @@ def load_config[C: KwrlConfig](cls: type[C], path: Path | None, overrides: list[
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: invalid TOML: {e}") from e
     apply_overrides(data, list(overrides))
+    for key, value in (values or {}).items():
+        set_dotted(data, key, value)
     try:
         return cls.model_validate(data)
     except ValidationError as e:

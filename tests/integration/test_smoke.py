@@ -18,9 +18,9 @@ def test_smoke_writes_a_checkpoint_and_reports(tmp_path: Path) -> None:
     model = save_tiny_llama(tmp_path / "tiny-llama")
     out = tmp_path / "smoke"
     argv = [
-        "smoke", "--out", str(out), f"model={model}", "worlds=1", "tasks_per_world=12",
-        "sft_epochs=1", "rl_steps=1", "prompts_per_step=1", "samples_per_prompt=2",
-        "max_steps=2", "max_tokens_per_turn=16",
+        "smoke", "--out", str(out), "--model", str(model), "--worlds", "1", "--tasks_per_world",
+        "12", "--sft_epochs", "1", "--rl_steps", "1", "--prompts_per_step", "1",
+        "--samples_per_prompt", "2", "--agent.max_steps", "2", "--agent.max_tokens_per_turn", "16",
     ]  # fmt: skip
     proc = subprocess.run(
         [*KWRL, *argv], capture_output=True, text=True, env=ENV, check=False, timeout=1200

@@ -31,7 +31,7 @@ RANK = {
 # endpoint spec, nothing else.
 GRADING_MAY_IMPORT = {"tasks", "llm"}
 # Modules of no folder that every folder may import (they import no folder).
-BASE = {"kwrl", "kwrl.config", "kwrl.errors", "kwrl.io", "kwrl.net"}
+BASE = {"kwrl", "kwrl.cli_config", "kwrl.config", "kwrl.errors", "kwrl.io", "kwrl.net"}
 TOP = "kwrl.cli"  # the command table imports every stage (by name, through importlib)
 
 

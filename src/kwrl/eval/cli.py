@@ -1,11 +1,14 @@
 """`kwrl eval DATASET --model M` (a resumable evaluation run) and `kwrl report RUN_DIR`.
 
-`kwrl eval` runs `--n-samples` trials per task through kwrl's rollout runner, records each
+`kwrl eval` runs `--n_samples` trials per task through kwrl's rollout runner, records each
 finished trial in RUN_DIR/trials.jsonl, and writes eval.json and report.html; rerunning the same
-command after an interruption runs only what is missing. `kwrl report` re-renders a run's report
-from its trials, or with `--compare OTHER` writes compare.json/compare.html (run - other, paired
-on shared tasks). Agent settings: `--max-steps`, `--max-tokens`, `--tools`, or any
-`kwrl.agent.AgentConfig` field with `--ak key=value`.
+command after an interruption runs only what is missing. Its flags are `EvalConfig`'s fields
+(`kwrl.cli_config`), trial settings included: `--agent.max_steps 20`, `--agent.tools 'mail_*'`,
+`--sandbox.gateway false`, `--judge SPEC` (env KWRL_JUDGE). The flags of the release before
+(`--ak`, `--ek`, `--env`, `--max-steps`, `--max-tokens`, `--tools`, `--n-samples`, ...) still work
+for one release and print their new spelling. `kwrl report` re-renders a run's report from its
+trials, or with `--compare OTHER` writes compare.json/compare.html (run - other, paired on shared
+tasks).
 
 Both exit 1 when no trial of the run was graded (the run has no score: the table shows "-" and the
 causes say why), and say how many trials failed on infrastructure when some did.
@@ -19,15 +22,22 @@ from typing import Annotated, Any
 
 import typer
 
+from kwrl.cli_config import Legacy, build_config, config_flags
+from kwrl.eval.run import EvalConfig
+from kwrl.rollout.settings import TRIAL_LEGACY, trial_panel
 
-def _kv(items: list[str] | None) -> dict[str, Any]:
-    from kwrl.config import parse_override
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        parts, value = parse_override(item)
-        out[".".join(parts)] = value
-    return out
+EVAL_SHORT = {"model": "-m", "n_samples": "-k", "concurrency": "-c"}
+EVAL_LEGACY = (
+    *TRIAL_LEGACY,
+    Legacy(("--n-samples",), lambda v: {"n_samples": v}),
+    Legacy(("--sample-seed",), lambda v: {"sample_seed": v}),
+    Legacy(("--seed",), lambda v: {"bootstrap.seed": v}),
+    Legacy(("--n-boot",), lambda v: {"bootstrap.n_boot": v}),
+    Legacy(("--max-steps",), lambda v: {"agent.max_steps": v}),
+    Legacy(("--max-tokens",), lambda v: {"agent.max_tokens_per_turn": v}),
+    Legacy(("--tools",), lambda v: {"agent.tools": v}, many=True),
+)
+"""`kwrl eval`'s flags of the release before its config's flags, kept one release."""
 
 
 def _print_summary(run_dir: Path) -> None:
@@ -69,83 +79,29 @@ def _print_summary(run_dir: Path) -> None:
         )
 
 
+@config_flags(
+    EvalConfig, exclude={"dataset"}, short=EVAL_SHORT, legacy=EVAL_LEGACY, panel=trial_panel,
+    envvar={"judge": "KWRL_JUDGE"},
+)  # fmt: skip
 def eval_(
     dataset: Annotated[
         Path, typer.Argument(help="A dataset dir (tasks/*), a dir of task dirs, or one task dir.")
     ],
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            "-m",
-            help="oracle, nop, or a policy spec (http://HOST:PORT/v1#NAME, litellm:..., engine:...).",
-        ),
-    ],
-    n_samples: Annotated[int, typer.Option("--n-samples", "-k", help="Trials per task.")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Trials at once.")] = 4,
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            envvar="KWRL_JUDGE",
-            help="Judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL; its KWRL_JUDGE_* "
-            "settings and key variable go to the verifier.",
-        ),
-    ] = None,
-    out: Annotated[Path, typer.Option(help="Run dir (reused to resume).")] = Path("runs/eval"),
-    max_steps: Annotated[int, typer.Option(help="Policy turns per trial (KwrlAgent).")] = 250,
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Most tokens per turn (KwrlAgent).")
-    ] = None,
-    tools: Annotated[
-        list[str] | None, typer.Option("--tools", help="Tool name or pattern offered (repeatable).")
-    ] = None,
-    ak: Annotated[
-        list[str] | None, typer.Option("--ak", help="Agent kwarg key=value (repeatable).")
-    ] = None,
-    env: Annotated[
-        str, typer.Option("--env", "-e", help="local, docker, modal, or an import path.")
-    ] = "local",
-    ek: Annotated[
-        list[str] | None, typer.Option("--ek", help="Environment kwarg key=value (repeatable).")
-    ] = None,
-    retries: Annotated[int, typer.Option(help="Retries on infrastructure failures.")] = 2,
-    agent_timeout: Annotated[
-        float | None, typer.Option(help="Override task.toml's agent timeout (s).")
-    ] = None,
-    sample_seed: Annotated[
-        int | None,
-        typer.Option(
-            help="Seeded sampling: each trial draws from a seed made of this, its task and sample "
-            "index, so two models evaluated with the same seed are compared on common random numbers."
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
+    overrides: dict[str, Any],
 ) -> None:
-    """Evaluate a model on a dataset: Pass@1, mean score, pass@k/pass^k, per group, report.html."""
+    """Evaluate a model on a dataset: Pass@1, mean score, pass@k/pass^k, per group, report.html.
+
+    Every flag is a field of the run's config (kwrl.eval.run.EvalConfig), written as its key in
+    RUN_DIR/eval.toml; trial settings are the same in kwrl rollout, train and smoke.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kwrl.agent.config import check_agent_kwargs
-    from kwrl.eval.metrics import Bootstrap, TrialOutcome
+    from kwrl.eval.metrics import TrialOutcome
     from kwrl.eval.report import write_report
-    from kwrl.eval.run import EvalConfig, run_eval
-    from kwrl.rollout.runner import HARBOR_AGENTS
+    from kwrl.eval.run import run_eval
 
-    agent_kwargs = _kv(ak)
-    if max_tokens is not None:
-        agent_kwargs["max_tokens_per_turn"] = max_tokens
-    if tools:
-        agent_kwargs["tools"] = list(tools)
-    if model not in HARBOR_AGENTS:
-        check_agent_kwargs(
-            {"max_steps": max_steps, **agent_kwargs}, "--ak/--max-steps/--max-tokens/--tools"
-        )
-    cfg = EvalConfig(
-        dataset=dataset, model=model, out=out, n_samples=n_samples, concurrency=concurrency,
-        judge=judge, retries=retries, environment=env, environment_kwargs=_kv(ek),
-        agent_kwargs=agent_kwargs, max_steps=max_steps, agent_timeout_sec=agent_timeout,
-        sample_seed=sample_seed, bootstrap=Bootstrap(seed=seed, n_boot=n_boot),
-    )  # fmt: skip
+    cfg = build_config(EvalConfig, {**overrides, "dataset": dataset}, "kwrl eval")
+    out = cfg.out
     progress = Progress(
         TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[last]}"),

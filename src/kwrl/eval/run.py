@@ -50,9 +50,9 @@ from kwrl.llm.engine import unregister_engine
 from kwrl.rollout.masking import should_retry
 from kwrl.rollout.runner import (
     KWRL_AGENT,
-    JudgedTrials,
     RolloutConfig,
     TrialRecord,
+    TrialSettings,
     build_rollout_config,
     record_from_dir,
     run_with_retries,
@@ -63,10 +63,10 @@ from kwrl.tasks.taskdir import META_JSON, read_meta
 OUTCOMES = "trials.jsonl"
 
 
-class EvalConfig(JudgedTrials):
-    """One evaluation run: which model, on which tasks, how many samples, where the results go;
-    how each trial runs (concurrency, retries, environment, timeout, judge) comes from
-    `JudgedTrials`, as in `kwrl train`'s config."""
+class EvalConfig(TrialSettings):
+    """One evaluation run (`kwrl eval`'s flags): which model, on which tasks, how many samples,
+    where the results go; how each trial runs (concurrency, agent, policy, judge, sandbox) comes
+    from `kwrl.rollout.settings.TrialSettings`, as in every verb's config."""
 
     dataset: Path
     """A dataset dir (tasks/*), a dir of task dirs, or one task dir."""
@@ -76,23 +76,17 @@ class EvalConfig(JudgedTrials):
     """Run dir: trials/, trials.jsonl, eval.json, report.html."""
     n_samples: int = Field(default=1, ge=1)
     """Trials per task (k of pass@k and pass^k goes up to this)."""
-    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """KwrlAgent kwargs (any kwrl.agent.AgentConfig field, e.g. max_tokens_per_turn, tools)."""
     sample_seed: int | None = None
     """Seeded sampling (KwrlAgent): trial (task, sample) samples with `trial_seed(sample_seed, task,
     sample)`. Two models evaluated with the same seed draw the same random numbers (common random
     numbers), so their paired comparison (`kwrl report --compare`) is less noisy. None: unseeded."""
-    max_steps: int = Field(default=250, ge=1)
-    """Policy turns per trial for a KwrlAgent (RECIPE evaluates with 250); `max_steps` in
-    `agent_kwargs` wins over it."""
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
     """Interval settings of the report."""
 
 
 def rollout_config(cfg: EvalConfig) -> RolloutConfig:
     """The RolloutConfig that runs `cfg`'s trials."""
-    kwargs = {"max_steps": cfg.max_steps, **cfg.agent_kwargs}
-    return build_rollout_config(cfg, cfg.model, agent_kwargs=kwargs, n_samples=cfg.n_samples)
+    return build_rollout_config(cfg, cfg.model, n_samples=cfg.n_samples)
 
 
 # ---------------------------------------------------------------- reading a trial dir
@@ -229,7 +223,7 @@ def lend_policy(rcfg: RolloutConfig, handle: str) -> tuple[RolloutConfig, str | 
     try:
         pcfg = PolicyConfig.model_validate({**policy, "model": rcfg.model})
     except ValidationError as e:
-        raise ConfigError(format_validation_error("agent_kwargs.policy_config", e)) from e
+        raise ConfigError(format_validation_error("policy", e)) from e
     live = lend_engine(pcfg, handle)
     if live is None:
         return rcfg, None

@@ -5,11 +5,13 @@ leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summa
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward), `kwrl rollout` when no
 trial was graded (it says how many failed on infrastructure when some did); both exit 2 before any
 trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
-Environment kwargs (`--ek key=value`, TOML values) go to the environment, e.g.
-`--ek gateway=false` or `--ek pids_max=256`; agent kwargs (`--ak key=value`) to the agent, e.g.
-`--ak max_steps=20` or `--ak tool_prompt=compact` for kwrl's agent. `--judge SPEC` (default env
-`KWRL_JUDGE`) grades criteria without a machine check; it reaches the verifier with its settings
-and key variable through harbor's verifier env (`kwrl.grading.judges.judge_env`).
+`kwrl rollout`'s flags are `kwrl.rollout.runner.RolloutRun`'s fields (`kwrl.cli_config`), trial
+settings included: `--model oracle|nop|SPEC`, `--harbor_agent module:Class`, `-n 4`,
+`--agent.max_steps 20`, `--sandbox.gateway false`, `--judge SPEC` (default env `KWRL_JUDGE`: it
+reaches the verifier with its settings and key variable through harbor's verifier env,
+`kwrl.grading.judges.judge_env`). Its old flags (`--agent`, `--ak`, `--ek`, `--env`,
+`--agent-timeout`) still work for one release and print their new spelling. `kwrl trial run`
+keeps `--agent`, `--ak key=value` (agent kwargs) and `--ek key=value` (environment kwargs).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from kwrl.cli_config import Legacy, build_config, config_flags
+from kwrl.rollout.runner import HARBOR_AGENTS, KWRL_AGENT, RolloutRun
+from kwrl.rollout.settings import TRIAL_LEGACY, trial_panel
 
 trial_app = typer.Typer(help="Run single trials.", no_args_is_help=True)
 
@@ -48,6 +54,18 @@ JudgeOpt = Annotated[
         "verifier.",
     ),
 ]
+
+
+def _old_agent(agent: str) -> dict[str, str]:
+    """Where an old `--agent NAME` goes now: oracle and nop are models, KwrlAgent the default."""
+    if agent in HARBOR_AGENTS:
+        return {"model": agent}
+    return {} if agent == KWRL_AGENT else {"harbor_agent": agent}
+
+
+ROLLOUT_SHORT = {"model": "-m", "n_samples": "-n", "concurrency": "-c"}
+ROLLOUT_LEGACY = (*TRIAL_LEGACY, Legacy(("--agent", "-a"), _old_agent))
+"""`kwrl rollout`'s flags of the release before its config's flags, kept one release."""
 
 
 def _verifier_env(judge: str | None) -> dict[str, str]:
@@ -145,23 +163,15 @@ def trial_run(
         raise typer.Exit(1)  # a failed trial (an error, or no reward) is a failed command
 
 
+@config_flags(
+    RolloutRun, exclude={"dataset"}, short=ROLLOUT_SHORT, legacy=ROLLOUT_LEGACY,
+    panel=trial_panel, envvar={"judge": "KWRL_JUDGE"},
+)  # fmt: skip
 def rollout(
     dataset: Annotated[
         Path, typer.Argument(help="A dataset dir (tasks/*), a dir of task dirs, or one task dir.")
     ],
-    agent: AgentOpt = "oracle",
-    model: ModelOpt = None,
-    n: Annotated[int, typer.Option("-n", help="Trials per task (group size).")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Trials at once.")] = 4,
-    out: Annotated[Path, typer.Option(help="Output dir: trials/ and summary.json.")] = Path(
-        "runs/rollout"
-    ),
-    env: EnvOpt = "local",
-    ek: EkOpt = None,
-    ak: AkOpt = None,
-    retries: Annotated[int, typer.Option(help="Retries on infrastructure failures.")] = 2,
-    agent_timeout: TimeoutOpt = None,
-    judge: JudgeOpt = None,
+    overrides: dict[str, Any],
 ) -> None:
     """Run many trials through harbor; print a summary table and write summary.json."""
     from rich.console import Console
@@ -169,15 +179,11 @@ def rollout(
     from rich.table import Table
 
     from kwrl.rollout.failures import INFRA, FailureCause
-    from kwrl.rollout.runner import RolloutConfig, TrialRecord, check_task_config, run_rollout
+    from kwrl.rollout.runner import TrialRecord, check_task_config, run_rollout
     from kwrl.tasks.taskdir import task_dirs
 
-    cfg = RolloutConfig(
-        agent=agent, model=model, n_samples=n, concurrency=concurrency, environment=env,
-        environment_kwargs=_kwargs(ek), agent_kwargs=_agent_kwargs(agent, ak), retries=retries,
-        agent_timeout_sec=agent_timeout,
-        verifier_env=_verifier_env(judge),
-    )  # fmt: skip
+    run = build_config(RolloutRun, {**overrides, "dataset": dataset}, "kwrl rollout")
+    cfg, out, n = run.rollout_config(), run.out, run.n_samples
     tasks = task_dirs(dataset)
     for t in tasks:  # a bad task.toml limit: ConfigError, exit 2, before any trial
         check_task_config(t)
@@ -194,7 +200,7 @@ def rollout(
 
         records = asyncio.run(run_rollout(tasks, cfg, out, on_done=done))
     summary = json.loads((out / "summary.json").read_text())
-    table = Table(title=f"rollout: {len(records)} trials, agent {agent}")
+    table = Table(title=f"rollout: {len(records)} trials, agent {cfg.agent}")
     for col in ("task", "rewards", "causes", "trained", "train rewards"):
         table.add_column(col)
 

@@ -7,8 +7,8 @@ finished trial becomes a `TrialRecord`: its reward and per-criterion scores (rew
 `FailureCause` (kwrl.rollout.failures) and the training decision of its group
 (kwrl.rollout.masking). Infrastructure failures are retried up to `retries` times under a new
 trial name; earlier attempts' dirs stay for inspection. Harbor's trial dirs go to `<out>/trials/`,
-`summary.json` to `<out>/`. `build_rollout_config(settings, model, ...)` is how eval, train and
-smoke make a `RolloutConfig` from the settings their configs share (`JudgedTrials`).
+`summary.json` to `<out>/`. `build_rollout_config(settings, model, ...)` is how every verb makes
+a `RolloutConfig` from the settings their configs share (`kwrl.rollout.settings.TrialSettings`).
 
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
 (`sandbox`; `config` for a `ConfigError`, e.g. bad task.toml limits, which is not retried), so one
@@ -26,11 +26,11 @@ from typing import Any
 
 from pydantic import Field
 
-from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
 from kwrl.io import write_json
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.masking import group_decisions, should_retry
+from kwrl.rollout.settings import LOCAL, TrialRun, TrialSettings
 from kwrl.rollout.trial import read_json
 
 KWRL_AGENT = "kwrl.agent:KwrlAgent"
@@ -39,27 +39,9 @@ HARBOR_AGENTS = ("oracle", "nop")
 """harbor's own agents: named where a model goes, they run without a policy."""
 
 
-class TrialSettings(KwrlConfig):
-    """How each trial of a batch runs, whatever its agent: what `RolloutConfig` shares with the
-    configs of `kwrl eval` and `kwrl train` (through `JudgedTrials`)."""
-
-    concurrency: int = Field(default=4, ge=1)
-    """Trials running at once."""
-    retries: int = Field(default=2, ge=0)
-    """Retries of a trial that failed for an infrastructure reason."""
-    environment: str = "local"
-    """Trial environment: local (the bubblewrap sandbox), docker, modal, or an environment import
-    path module:Class."""
-    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
-    agent_timeout_sec: float | None = None
-    """Override of task.toml's agent timeout."""
-    verifier_env: dict[str, str] = Field(default_factory=dict)
-    """Environment of the verifier (e.g. KWRL_JUDGE_* settings)."""
-
-
-class RolloutConfig(TrialSettings):
-    """How to run a batch of trials (`build_rollout_config` makes one from a run's config)."""
+class RolloutConfig(TrialRun):
+    """A batch of trials as harbor runs them: its agent, environment and verifier kwargs resolved
+    (`build_rollout_config` makes one from a run's `TrialSettings`)."""
 
     agent: str = "oracle"
     """oracle, nop, or an agent import path module:Class."""
@@ -69,48 +51,87 @@ class RolloutConfig(TrialSettings):
     """Trials per task (the group size)."""
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments of the agent."""
-
-
-class JudgedTrials(TrialSettings):
-    """`TrialSettings` plus the judge, named by its spec: the part of `kwrl eval`'s and `kwrl
-    train`'s configs (flat in their TOML) that `build_rollout_config` turns into a RolloutConfig."""
-
-    judge: str | None = None
-    """Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or
-    litellm:PROVIDER/MODEL. It reaches each trial's verifier as KWRL_JUDGE, with the host's
-    KWRL_JUDGE_* settings and the judge's key variable (`kwrl.grading.judges.judge_env`), under
-    `verifier_env`. None: machine-checked criteria only."""
+    environment: str = LOCAL
+    """Trial environment: local, docker, modal, or an environment import path module:Class."""
+    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    """Environment of the verifier (e.g. KWRL_JUDGE_* settings)."""
 
 
 def build_rollout_config(
-    settings: JudgedTrials,
-    model: str,
+    settings: TrialSettings,
+    model: str | None,
     *,
     agent: str = KWRL_AGENT,
     agent_kwargs: Mapping[str, Any] | None = None,
     n_samples: int = 1,
 ) -> RolloutConfig:
-    """The RolloutConfig of `model`'s trials under `settings`, the one place eval, train and
-    smoke build one.
+    """The RolloutConfig of `model`'s trials under `settings`: the one place trial settings
+    become harbor's kwargs (eval, rollout, train, smoke and SkyRL's generator build through it).
 
     `model` `oracle` or `nop` (`HARBOR_AGENTS`) is harbor's agent of that name, with no policy and
-    no kwargs; any other `model` is a policy spec that `agent` (KwrlAgent unless named) samples
-    with `agent_kwargs`. The verifier's environment is the judge's (`judge_env`, read from this
-    process's environment now) with `settings.verifier_env` over it.
+    no kwargs; any other `model` is what `agent` (KwrlAgent unless named) samples, with the agent
+    settings `settings` sets, its `tokenizer` and `policy`, then `agent_kwargs` over them. The
+    environment's kwargs are `settings.sandbox`'s; the verifier's environment is the judge's
+    (`judge_env`, read from this process's environment now) with `settings.verifier_env` over it.
     """
     from kwrl.grading.judges import judge_env
 
-    shared = {k: getattr(settings, k) for k in TrialSettings.model_fields}
+    shared: dict[str, Any] = {k: getattr(settings, k) for k in TrialRun.model_fields}
+    shared["environment"] = settings.sandbox.environment
+    shared["environment_kwargs"] = settings.sandbox.environment_kwargs()
     shared["verifier_env"] = {
         **(judge_env(settings.judge) if settings.judge else {}),
         **settings.verifier_env,
     }
     if model in HARBOR_AGENTS:
         return RolloutConfig(**shared, agent=model, n_samples=n_samples)
+    kwargs: dict[str, Any] = settings.agent.model_dump(mode="json", exclude_unset=True)
+    if settings.tokenizer is not None:
+        kwargs["tokenizer"] = settings.tokenizer
+    if settings.policy:
+        kwargs["policy_config"] = dict(settings.policy)
+    kwargs.update(agent_kwargs or {})
     return RolloutConfig(
-        **shared, agent=agent, model=model, n_samples=n_samples,
-        agent_kwargs=dict(agent_kwargs or {}),
+        **shared, agent=agent, model=model, n_samples=n_samples, agent_kwargs=kwargs
     )  # fmt: skip
+
+
+class RolloutRun(TrialSettings):
+    """`kwrl rollout`'s config (its flags): which agent and model, how many trials per task, where
+    they go; how each trial runs comes from `TrialSettings`."""
+
+    dataset: Path
+    """A dataset dir (tasks/*), a dir of task dirs, or one task dir."""
+    model: str | None = None
+    """oracle, nop (harbor's agents), or a policy spec that KwrlAgent samples
+    (http://HOST:PORT/v1#NAME, litellm:..., engine:...); with `harbor_agent`, the model name
+    handed to that agent. None: oracle, or `harbor_agent` without a model name."""
+    harbor_agent: str | None = None
+    """Another harbor agent, module:Class, run instead of KwrlAgent (with `agent_kwargs`, and the
+    agent.* settings this config sets)."""
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Further keyword arguments of `harbor_agent`; for KwrlAgent only its own kwargs
+    (`kwrl.agent.config.KWRL_AGENT_KWARGS`)."""
+    n_samples: int = Field(default=1, ge=1)
+    """Trials per task (the group size)."""
+    out: Path = Path("runs/rollout")
+    """Output dir: trials/ and summary.json."""
+
+    def rollout_config(self) -> RolloutConfig:
+        """The RolloutConfig of this run (`build_rollout_config`); KwrlAgent's kwargs are
+        checked before any trial starts (ConfigError naming each key)."""
+        from kwrl.agent.config import check_agent_kwargs
+
+        agent = self.harbor_agent or KWRL_AGENT
+        model = self.model if self.model or self.harbor_agent else HARBOR_AGENTS[0]
+        cfg = build_rollout_config(
+            self, model, agent=agent, agent_kwargs=self.agent_kwargs, n_samples=self.n_samples
+        )
+        if cfg.agent == KWRL_AGENT:
+            check_agent_kwargs(cfg.agent_kwargs, "agent_kwargs")
+        return cfg
 
 
 @dataclass

@@ -1,13 +1,27 @@
-"""`kwrl train CONFIG.toml [key=value ...]` (RL) and `kwrl train sft CONFIG.toml [key=value ...]`."""
+"""`kwrl train CONFIG.toml [key=value ...]` (RL), `kwrl train sft CONFIG.toml [key=value ...]` and
+`kwrl smoke`.
+
+Both verbs take the trial settings every verb shares as flags generated from
+`kwrl.rollout.settings.TrialSettings` (`--agent.max_steps 4`, `--sandbox.allow_missing_limits true`,
+`--judge SPEC`; `kwrl.cli_config`), applied after the config file and its `key=value` overrides.
+`kwrl smoke`'s other flags are `SmokeConfig`'s fields (`--rl_steps 3 --worlds 1`); its positional
+`key=value` overrides of the release before still work for one release.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from kwrl.cli_config import config_flags
+from kwrl.rollout.settings import TrialSettings, trial_panel
+from kwrl.train.smoke import SmokeConfig
 
+
+@config_flags(TrialSettings, panel=trial_panel, envvar={"judge": "KWRL_JUDGE"})
 def train(
     args: Annotated[
         list[str],
@@ -17,13 +31,17 @@ def train(
             "CONFIG may be '-' for defaults + overrides."
         ),
     ],
+    overrides: dict[str, Any],
 ) -> None:
     """Train a policy with RL through real trials (or warm-start it with SFT on gold solutions).
 
     Resume (RL): rerun the same command. A run dir (`out`) that holds checkpoints resumes from the
     newest one (weights, optimizer, step, policy version, prompt sampler), so a killed run goes on
     with the prompts it had not trained yet: no step lost or repeated. Steps after that checkpoint
-    run again; their metrics lines from the killed run are dropped.
+    run again; their metrics lines from the killed run are dropped. Trial settings given as flags
+    apply after CONFIG and its key=value overrides (SFT takes only --agent.*). A config without
+    an [agent] table trains with TrainConfig's agent: max_steps 6, max_tokens_per_turn 256,
+    context_window 6144.
     """
     from rich.console import Console
 
@@ -36,33 +54,45 @@ def train(
     if not args:
         raise typer.BadParameter("give a CONFIG.toml (or '-') and optional key=value overrides")
     path = None if args[0] == "-" else Path(args[0])
-    overrides = args[1:]
+    kv = args[1:]
     if mode == "sft":
         from kwrl.train.local.sft import SFTConfig, sft
 
-        out = sft(load_config(SFTConfig, path, overrides), console=console)
+        out = sft(load_config(SFTConfig, path, kv, overrides), console=console)
         console.print(f"SFT model: {out}")
         return
     from kwrl.train.local.config import TrainConfig
 
-    cfg = load_config(TrainConfig, path, overrides)  # a bad config fails before torch loads
+    cfg = load_config(TrainConfig, path, kv, overrides)  # a bad config fails before torch loads
     from kwrl.train.local import train as run_train
 
     state = run_train(cfg)
     console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")
 
 
+@config_flags(SmokeConfig, panel=trial_panel, envvar={"judge": "KWRL_JUDGE"})
 def smoke(
-    out: Annotated[Path, typer.Option(help="Run dir.")] = Path("runs/smoke"),
-    overrides: Annotated[
+    old: Annotated[
         list[str] | None,
-        typer.Argument(help="SmokeConfig overrides key=value, e.g. rl_steps=3 worlds=1."),
+        typer.Argument(
+            help="Deprecated: SmokeConfig overrides key=value (use the flags: --rl_steps 3).",
+            show_default=False,
+        ),
     ] = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
-    """The main job: generate worlds, SFT-warm-start SmolLM2-135M, RL through real trials, evaluate before/after."""
+    """The main job: generate worlds, SFT-warm-start SmolLM2-135M, RL through real trials,
+    evaluate before/after.
+
+    Trial settings left unset take the smoke's sizes (kwrl.train.smoke.SMOKE_TRIALS: 8 trials at
+    once; 3 agent turns of at most 128 tokens in a 4,096-token window, compact tool prompt, 8 read
+    tools, tool results cut to 2,000 characters).
+    """
     from kwrl.config import load_config
-    from kwrl.train.smoke import SmokeConfig
     from kwrl.train.smoke import smoke as run_smoke
 
-    cfg = load_config(SmokeConfig, None, [f"out={out}", *(overrides or [])])
-    run_smoke(cfg)
+    if old:
+        flags = " ".join("--" + item.replace("=", " ", 1) for item in old)
+        print(f"deprecated: key=value arguments: use {flags}", file=sys.stderr)
+    run_smoke(load_config(SmokeConfig, None, list(old or []), overrides))

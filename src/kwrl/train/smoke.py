@@ -16,17 +16,19 @@ import asyncio
 import json
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from rich.console import Console
 from rich.table import Table
 
 from kwrl.agent.config import AgentConfig
-from kwrl.config import KwrlConfig, save_config
+from kwrl.config import save_config
 from kwrl.errors import ConfigError
 from kwrl.io import write_json
+from kwrl.rollout.settings import TrialSettings, table_of
 
 SMOKE_TOOLS = [
     "filesystem_list_files",
@@ -40,7 +42,28 @@ SMOKE_TOOLS = [
 ]
 
 
-class SmokeConfig(KwrlConfig):
+SMOKE_TRIALS: dict[str, Any] = {
+    "concurrency": 8,
+    "agent": {
+        "tools": SMOKE_TOOLS, "max_steps": 3, "max_tokens_per_turn": 128, "context_window": 4096,
+        "tool_prompt": "compact", "tool_result_max_chars": 2000,
+    },
+}  # fmt: skip
+"""The smoke's trial sizes, taken by every trial setting a smoke config leaves unset: SmolLM2-135M
+on CPU in minutes (tool results cut to 2,000 characters: CPU time goes with prompt length)."""
+OLD_KEYS = {
+    "max_steps": "agent.max_steps",
+    "max_tokens_per_turn": "agent.max_tokens_per_turn",
+    "tool_result_max_chars": "agent.tool_result_max_chars",
+}
+"""SmokeConfig's keys of the release before it derived `TrialSettings` (read one more release)."""
+
+
+class SmokeConfig(TrialSettings):
+    """`kwrl smoke`'s config (its flags). How each trial runs comes from `TrialSettings`; a trial
+    setting left unset takes the smoke's size (`SMOKE_TRIALS`: 8 trials at once, 3 agent turns of
+    at most 128 tokens in a 4,096-token window, compact tool prompt, 8 read tools)."""
+
     out: Path = Path("runs/smoke")
     """Run dir (dataset, sft/, train/, eval-before/, eval-after/, smoke.json)."""
     model: str = "smollm2-135m"
@@ -69,26 +92,27 @@ class SmokeConfig(KwrlConfig):
     (docs/results/HISTORY.md, session 9)."""
     eval_samples: int = Field(default=1, ge=1)
     """Trials per task in each evaluation."""
-    concurrency: int = Field(default=8, ge=1)
-    """Trials at once."""
-    max_steps: int = Field(default=3, ge=1)
-    """Agent turns per trial."""
-    max_tokens_per_turn: int = Field(default=128, ge=8)
-    """Most tokens per agent turn."""
-    tool_result_max_chars: int = Field(default=2000, ge=0)
-    """Tool results are cut to this many characters (head and tail kept): CPU time goes with
-    prompt length."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _smoke_sizes(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for old, new in OLD_KEYS.items():
+            if old in data:
+                warnings.warn(f"deprecated: {old}: use {new}", FutureWarning, stacklevel=2)
+                data.setdefault("agent", {})
+                data["agent"] = {**table_of(data["agent"]), new.split(".")[1]: data.pop(old)}
+        agent = table_of(data.get("agent"))
+        data["agent"] = {**SMOKE_TRIALS["agent"], **agent}
+        data.setdefault("concurrency", SMOKE_TRIALS["concurrency"])
+        return data
 
 
-def _agent(cfg: SmokeConfig) -> AgentConfig:
-    return AgentConfig(
-        tools=SMOKE_TOOLS,
-        max_steps=cfg.max_steps,
-        max_tokens_per_turn=cfg.max_tokens_per_turn,
-        context_window=4096,
-        tool_prompt="compact",
-        tool_result_max_chars=cfg.tool_result_max_chars,
-    )
+def _trials(cfg: SmokeConfig, *leave: str) -> dict[str, Any]:
+    """The smoke's trial settings but `leave`, as its evaluations' and training's configs take them."""
+    return {k: getattr(cfg, k) for k in TrialSettings.model_fields if k not in leave}
 
 
 def easy_only(dataset: Path) -> list[str]:
@@ -118,7 +142,7 @@ def evaluate_engine(
 ) -> dict[str, Any]:
     """Evaluate a model folder through an in-process engine (`kind`: `engine`, or `vllm` on a
     GPU, with `policy_config` settings such as {"vllm": {...}}); returns eval.json's content.
-    `trial_settings`: further `EvalConfig` fields of how trials run (e.g. environment_kwargs).
+    `trial_settings`: further `EvalConfig` fields of how trials run (e.g. sandbox).
 
     A finished evaluation (out/eval.json) of the same model, samples, sample seed and agent
     settings is read back, not run again; one that differs in any of them is an error (its trials
@@ -127,29 +151,18 @@ def evaluate_engine(
     from kwrl.eval.report import write_report
     from kwrl.eval.run import EvalConfig, run_eval
 
-    steps = EvalConfig.model_fields["max_steps"].default  # the agent's, where it sets one
-    if "max_steps" in agent.model_fields_set:
-        steps = agent.max_steps
     ecfg = EvalConfig(
-        dataset=dataset,
-        model=f"{kind}:{model_dir}",
-        out=out,
-        n_samples=n_samples,
-        concurrency=concurrency,
-        max_steps=steps,
-        agent_kwargs={
-            **agent.model_dump(mode="json", exclude_unset=True),
-            "tokenizer": str(model_dir),
-            **({"policy_config": policy_config} if policy_config else {}),
-        },
-        sample_seed=sample_seed,
-        **(trial_settings or {}),
-    )
+        dataset=dataset, model=f"{kind}:{model_dir}", out=out, n_samples=n_samples,
+        concurrency=concurrency, agent=agent, tokenizer=str(model_dir), policy=policy_config or {},
+        sample_seed=sample_seed, **(trial_settings or {}),
+    )  # fmt: skip
     if (out / "eval.json").is_file():
         done = json.loads((out / "eval.json").read_text())
+        old = {"dataset": str(dataset), **done.get("config", {})}  # an old run's keys migrate
+        was_cfg = EvalConfig.model_validate(old).model_dump(mode="json")
         want = ecfg.model_dump(mode="json")
-        for key in ("model", "n_samples", "sample_seed", "agent_kwargs"):
-            if (was := done.get("config", {}).get(key)) != want[key]:
+        for key in ("model", "n_samples", "sample_seed", "agent", "tokenizer", "policy"):
+            if (was := was_cfg.get(key)) != want[key]:
                 raise ValueError(
                     f"{out / 'eval.json'}: config.{key} is {was!r}, not {want[key]!r}; "
                     f"remove {out} or evaluate into another folder"
@@ -162,8 +175,9 @@ def evaluate_engine(
 
 def _eval(cfg: SmokeConfig, dataset: Path, model_dir: Path, out: Path) -> dict[str, Any]:
     return evaluate_engine(
-        dataset, model_dir, out, _agent(cfg), n_samples=cfg.eval_samples,
-        concurrency=cfg.concurrency, sample_seed=cfg.seed,
+        dataset, model_dir, out, cfg.agent, n_samples=cfg.eval_samples,
+        concurrency=cfg.concurrency, sample_seed=cfg.seed, policy_config=cfg.policy,
+        trial_settings=_trials(cfg, "agent", "concurrency", "tokenizer", "policy"),
     )  # fmt: skip
 
 
@@ -255,7 +269,7 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
     sft_model = sft(
         SFTConfig(
             dataset=dataset, out=out / "sft", model=cfg.model, tasks=train_tasks,
-            epochs=cfg.sft_epochs, batch_size=2, lr=5e-5, seed=cfg.seed, agent=_agent(cfg),
+            epochs=cfg.sft_epochs, batch_size=2, lr=5e-5, seed=cfg.seed, agent=cfg.agent,
         ),
         console=console,
     )  # fmt: skip
@@ -275,8 +289,7 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
         learner=LearnerConfig(
             lr=cfg.rl_lr, micro_batch_size=cfg.samples_per_prompt, gradient_checkpointing=True
         ),
-        lora=LoRAConfig(rank=cfg.lora_rank), agent=_agent(cfg),
-        concurrency=cfg.concurrency, tensorboard=True,
+        lora=LoRAConfig(rank=cfg.lora_rank), tensorboard=True, **_trials(cfg, "tokenizer"),
     )  # fmt: skip
     state = train(tcfg)
     final = out / "train" / "checkpoints" / f"step-{state.step:06d}" / "model"

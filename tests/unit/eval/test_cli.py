@@ -1,32 +1,28 @@
-"""`kwrl eval`'s flags restate no default of their own: each equals the EvalConfig field it fills,
-so the CLI and a config built in code evaluate alike."""
+"""`kwrl eval`'s flags are EvalConfig's fields: one flag per field, none with a default of its own
+(the help shows the field's), so the CLI and a config built in code evaluate alike."""
 
 from __future__ import annotations
 
 import inspect
+from typing import get_args
 
+from typer.models import OptionInfo
+
+from kwrl.cli_config import defaults_of, shown_default
 from kwrl.eval.cli import eval_
-from kwrl.eval.metrics import Bootstrap
 from kwrl.eval.run import EvalConfig
 
-# flag parameter -> (config class, field) where the names differ
-RENAMED = {
-    "env": (EvalConfig, "environment"),
-    "agent_timeout": (EvalConfig, "agent_timeout_sec"),
-    "seed": (Bootstrap, "seed"),
-    "n_boot": (Bootstrap, "n_boot"),
-}
 
-
-def test_every_eval_flag_default_is_its_config_fields() -> None:
-    checked = []
+def test_every_eval_flag_is_a_config_field_and_shows_its_default() -> None:
+    options = {}
     for p in inspect.signature(eval_).parameters.values():
-        cls, name = RENAMED.get(p.name, (EvalConfig, p.name))
-        field = cls.model_fields.get(name)
-        if field is None or p.default is inspect.Parameter.empty:
-            continue
-        assert p.default == field.get_default(call_default_factory=True), p.name
-        checked.append(p.name)
-    assert {"n_samples", "concurrency", "out", "max_steps", "retries", "env", "seed"} <= set(
-        checked
-    )
+        info = next((a for a in get_args(p.annotation) if isinstance(a, OptionInfo)), None)
+        if info is not None and not info.hidden:
+            assert p.default is None, p.name  # given or not: only given flags override
+            options[str(info.default).removeprefix("--")] = info  # typer keeps the first name there
+    defaults = defaults_of(EvalConfig)
+    assert set(options) == set(defaults) - {"dataset"}
+    for key, info in options.items():
+        assert info.show_default == shown_default(defaults[key]), key
+    assert {"n_samples", "concurrency", "agent.max_steps", "sandbox.environment"} <= set(options)
+    assert "bootstrap.seed" in options and "out" in options

@@ -113,9 +113,7 @@ def test_rollout_config_maps_models_to_agents(monkeypatch: pytest.MonkeyPatch) -
                                 "OPENAI_API_KEY": "${OPENAI_API_KEY}"}  # fmt: skip
     spec = "http://127.0.0.1:8000/v1#smollm2-135m"
     kw = rollout_config(
-        EvalConfig(
-            dataset=Path("d"), model=spec, max_steps=3, agent_kwargs={"max_tokens_per_turn": 32}
-        )
+        EvalConfig(dataset=Path("d"), model=spec, agent={"max_steps": 3, "max_tokens_per_turn": 32})
     )
     assert (kw.agent, kw.model) == ("kwrl.agent:KwrlAgent", spec)
     assert kw.agent_kwargs == {"max_steps": 3, "max_tokens_per_turn": 32}
@@ -127,7 +125,7 @@ def test_an_engine_spec_is_loaded_once_and_lent_to_the_trials_by_handle(
     monkeypatch.delenv("KWRL_TOKENIZER", raising=False)
     spec = f"engine:{tiny_model_dir}"
     policy = {"kind": "engine", "engine": {"threads": 1}}
-    cfg = EvalConfig(dataset=Path("d"), model=spec, agent_kwargs={"policy_config": policy})
+    cfg = EvalConfig(dataset=Path("d"), model=spec, policy=policy, agent={"max_steps": 250})
     rcfg, handle = lend_policy(rollout_config(cfg), "test-eval-lend")
     try:
         assert (rcfg.model, handle) == ("live:test-eval-lend", "test-eval-lend")
@@ -140,7 +138,7 @@ def test_an_engine_spec_is_loaded_once_and_lent_to_the_trials_by_handle(
         assert kwargs["max_steps"] == 250
     finally:
         unregister_engine("test-eval-lend")
-    named = cfg.model_copy(update={"agent_kwargs": {"tokenizer": "tok", "policy_config": policy}})
+    named = cfg.model_copy(update={"tokenizer": "tok"})
     rcfg, handle = lend_policy(rollout_config(named), "test-eval-lend")
     unregister_engine("test-eval-lend")
     assert rcfg.agent_kwargs["tokenizer"] == "tok"

@@ -16,7 +16,7 @@ from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig
 from kwrl.llm.engine import EngineConfig
 from kwrl.llm.vllm_engine import VLLMConfig
-from kwrl.rollout.runner import JudgedTrials, RolloutConfig, build_rollout_config
+from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
 
 
 class LearnerConfig(KwrlConfig):
@@ -168,10 +168,10 @@ class HeldoutConfig(KwrlConfig):
     """Trials at once; None: the trainer's `concurrency`."""
 
 
-class TrainConfig(JudgedTrials):
+class TrainConfig(TrialSettings):
     """Everything one `kwrl train` run needs; saved resolved as RUN/config.toml. How each trial runs
-    (concurrency, retries, environment, timeout, judge) comes from `JudgedTrials`, as in `kwrl
-    eval`'s config."""
+    (concurrency, retries, agent, policy, judge, sandbox) comes from
+    `kwrl.rollout.settings.TrialSettings`, as in every verb's config."""
 
     dataset: Path
     """A task-dirs dataset (DATASET/tasks/<slug>/ and DATASET/worlds/)."""
@@ -224,11 +224,7 @@ class TrainConfig(JudgedTrials):
             "engine": engine.model_dump(mode="json"),
             "vllm": self.vllm.model_dump(mode="json"),
         }
-        kwargs = {
-            **self.agent.model_dump(mode="json", exclude_unset=True),
-            "policy_config": policy,
-            "tokenizer": str(policy_dir),
-        }
+        kwargs = {"policy_config": {**self.policy, **policy}, "tokenizer": str(policy_dir)}
         return build_rollout_config(
             self, model, agent_kwargs=kwargs, n_samples=self.rl.samples_per_prompt
         )

@@ -24,7 +24,8 @@ from typing import Any
 
 from kwrl.io import write_json, write_text
 from kwrl.llm.engine import register_engine, unregister_engine
-from kwrl.rollout.runner import JudgedTrials
+from kwrl.llm.spec import live_spec
+from kwrl.rollout.settings import TrialSettings
 from kwrl.train.local.config import TrainConfig
 
 
@@ -54,20 +55,19 @@ def eval_config(cfg: TrainConfig, step: int, policy_dir: Path) -> Any:
     from kwrl.eval.run import EvalConfig
 
     h = cfg.heldout
-    agent = cfg.agent.model_dump(mode="json", exclude_unset=True)
+    trials = {k: getattr(cfg, k) for k in TrialSettings.model_fields if k != "tokenizer"}
     if h.temperature is not None:
-        agent["temperature"] = h.temperature
-    trials = {k: getattr(cfg, k) for k in JudgedTrials.model_fields}
+        agent = cfg.agent.model_dump(mode="json", exclude_unset=True)
+        trials["agent"] = {**agent, "temperature": h.temperature}
     if h.concurrency is not None:
         trials["concurrency"] = h.concurrency
     return EvalConfig(
         **trials,
         dataset=h.dataset,  # type: ignore[arg-type]  # is_due checked it is set
-        model=f"live:{handle_of(cfg.out)}",
+        model=live_spec(handle_of(cfg.out)),
         out=heldout_dir(cfg.out, step),
         n_samples=h.n_samples,
-        max_steps=cfg.agent.max_steps,
-        agent_kwargs={**agent, "tokenizer": str(policy_dir)},
+        tokenizer=str(policy_dir),
         sample_seed=h.sample_seed,
     )
 

@@ -15,7 +15,7 @@ def _cfg(tmp_path: Path, **heldout: object) -> TrainConfig:
     return TrainConfig(
         dataset=tmp_path / "train", out=tmp_path / "run", rl=RLConfig(steps=6),
         heldout=HeldoutConfig(dataset=tmp_path / "heldout", **heldout),  # type: ignore[arg-type]
-        concurrency=7, environment_kwargs={"allow_missing_limits": True},
+        concurrency=7, sandbox={"allow_missing_limits": True},
     )  # fmt: skip
 
 
@@ -43,10 +43,9 @@ def test_an_evaluation_runs_trials_as_the_trainer_does(tmp_path: Path) -> None:
     assert ecfg.model == f"live:{handle_of(cfg.out)}"
     assert ecfg.out == cfg.out / "heldout" / "step-000004"
     assert ecfg.dataset == tmp_path / "heldout" and ecfg.sample_seed == 5
-    assert ecfg.concurrency == 32 and ecfg.environment_kwargs == {"allow_missing_limits": True}
-    assert ecfg.agent_kwargs["temperature"] == 0.0
-    assert ecfg.agent_kwargs["tokenizer"] == str(tmp_path / "policy")
-    assert ecfg.max_steps == cfg.agent.max_steps
+    assert ecfg.concurrency == 32 and ecfg.sandbox.allow_missing_limits
+    assert ecfg.agent.temperature == 0.0 and ecfg.agent.max_steps == cfg.agent.max_steps
+    assert ecfg.tokenizer == str(tmp_path / "policy")
 
 
 def test_held_out_evaluations_are_refused_outside_sync_mode(tmp_path: Path) -> None:

@@ -1,0 +1,270 @@
+"""Flags generated from a config's fields: one typed config per verb, its fields are its flags.
+
+`config_flags(Config)` decorates a typer command: every field of `Config` (nested models
+recursively, as dotted names) becomes an option named like its TOML key (`--concurrency 4`,
+`--agent.max_steps 20`, `--sandbox.allow_missing_limits true`), whose help is the field's
+docstring and whose shown default is the field's, and the command receives the flags given as
+one `overrides` dict of dotted keys, which `kwrl.config.apply_overrides` semantics turn into the
+config (`build_config`). A field's default, name and text thus live once, in the model.
+
+Values are parsed as TOML, else kept a string (`true`, `20`, `1e-6`, `"[1, 2]"`), and validated by
+the model. A list field's flag repeats (`--agent.tools a --agent.tools b`), or takes one TOML
+array; a dict field's flag repeats `key=value` (`--sandbox.kwargs app_name=x`).
+
+Deprecated flags (`Legacy`) stay hidden from `--help`, print "deprecated: use --x.y" once used,
+and become the override of their new key; they live one release.
+
+Non-obvious choice: every generated option is a string (or a list of strings) whose default is
+None, so the command tells a flag given from one left out, and only given flags override the
+config: a field left out keeps the model's default (and `exclude_unset` stays meaningful).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, get_args, get_origin
+
+import typer
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from rich.markup import escape
+
+from kwrl.config import KwrlConfig, format_validation_error, parse_override, set_dotted
+from kwrl.errors import ConfigError
+
+OVERRIDES = "overrides"
+"""The parameter of a decorated command that receives the given flags as {dotted key: value}."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One generated option: the field's dotted key and how it parses."""
+
+    key: str
+    param: str
+    field: FieldInfo
+    kind: str  # "value" | "list" | "dict"
+
+
+@dataclass(frozen=True)
+class Legacy:
+    """A deprecated flag: its spellings, its help, and how a value becomes overrides.
+
+    `to(value)` returns {dotted key: value}; `many` flags repeat (typer list option)."""
+
+    decls: tuple[str, ...]
+    to: Callable[[Any], dict[str, Any]]
+    many: bool = False
+    is_flag: bool = False
+
+    @property
+    def param(self) -> str:
+        return "legacy_" + self.decls[0].lstrip("-").replace("-", "_").replace(".", "_")
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _kind(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if origin is None and args == [] and annotation in (list, dict):
+        return "list" if annotation is list else "dict"
+    if origin in (list, set, tuple) and origin is not tuple:
+        return "list"
+    if origin is dict:
+        return "dict"
+    if len(args) == 1 and get_origin(args[0]) in (list, dict):  # X | None
+        return _kind(args[0])
+    return "value"
+
+
+def fields_of(cls: type[BaseModel], exclude: Collection[str] = (), prefix: str = "") -> list[Flag]:
+    """Every leaf field of `cls` as a `Flag`, nested models flattened to dotted keys."""
+    out: list[Flag] = []
+    for name, field in cls.model_fields.items():
+        key = f"{prefix}{name}"
+        if key in exclude:
+            continue
+        if _is_model(field.annotation):
+            out += fields_of(field.annotation, exclude, f"{key}.")  # type: ignore[arg-type]
+            continue
+        out.append(Flag(key, key.replace(".", "__"), field, _kind(field.annotation)))
+    return out
+
+
+_REQUIRED = object()
+
+
+def defaults_of(cls: type[BaseModel], instance: Any = None, prefix: str = "") -> dict[str, Any]:
+    """{dotted key: default} of every leaf of `cls`, as its parents' defaults build them (a
+    factory such as `LearnerConfig(lr=1e-5)` sets its own); a required field has none."""
+    out: dict[str, Any] = {}
+    for name, field in cls.model_fields.items():
+        if instance is not None:
+            value = getattr(instance, name)
+        elif field.is_required():
+            value = _REQUIRED
+        else:
+            value = field.get_default(call_default_factory=True, validated_data={})
+        if _is_model(field.annotation):
+            sub = value if isinstance(value, BaseModel) else None
+            out.update(defaults_of(field.annotation, sub, f"{prefix}{name}."))  # type: ignore[arg-type]
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
+def shown_default(value: Any) -> str | bool:
+    """What `--help` shows as a default: TOML-like text, long text cut; False: none shown."""
+    if value is _REQUIRED:
+        return False
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "None"
+    else:
+        text = str(getattr(value, "value", value)).replace("\n", " ")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _metavar(flag: Flag) -> str:
+    if flag.kind == "dict":
+        return "KEY=VALUE"
+    args = [a for a in get_args(flag.field.annotation) if a is not type(None)]
+    ann = args[0] if len(args) == 1 else flag.field.annotation
+    if flag.kind == "list":
+        ann = (get_args(ann) or [str])[0]
+    names = {bool: "BOOL", int: "INT", float: "FLOAT", str: "TEXT", Path: "PATH"}
+    return names.get(ann, "VALUE") if isinstance(ann, type) else "VALUE"
+
+
+def _parse(raw: str) -> Any:
+    return parse_override(f"v={raw}")[1]
+
+
+def collect(flags: list[Flag], given: Mapping[str, Any]) -> dict[str, Any]:
+    """{dotted key: value} of the flags given (by parameter name), values parsed as TOML."""
+    out: dict[str, Any] = {}
+    for flag in flags:
+        raw = given.get(flag.param)
+        if raw is None or raw == []:
+            continue
+        if flag.kind == "value":
+            out[flag.key] = _parse(raw)
+        elif flag.kind == "list":
+            items = [_parse(r) for r in raw]
+            out[flag.key] = items[0] if len(items) == 1 and isinstance(items[0], list) else items
+        else:
+            for item in raw:
+                parts, value = parse_override(item)
+                out[f"{flag.key}.{'.'.join(parts)}"] = value
+    return out
+
+
+def build_config[C: KwrlConfig](cls: type[C], overrides: Mapping[str, Any], source: str) -> C:
+    """`cls` from dotted overrides (flags), validated; a bad value is a ConfigError naming the
+    flag's key under `source` (e.g. `kwrl eval`)."""
+    data: dict[str, Any] = {}
+    for key, value in overrides.items():
+        set_dotted(data, key, value)
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(source, e)) from None
+
+
+def config_flags(
+    cls: type[BaseModel],
+    *,
+    exclude: Collection[str] = (),
+    short: Mapping[str, str] | None = None,
+    legacy: Collection[Legacy] = (),
+    panel: str | Callable[[str], str | None] | None = None,
+    envvar: Mapping[str, str] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a typer command one option per field of `cls` (see the module doc).
+
+    The command must take a parameter named `overrides`; it gets {dotted key: value} of the flags
+    given, deprecated ones mapped to their new keys. `exclude`: dotted keys left to the command
+    (e.g. a positional argument); `short`: extra spellings, {key: "-c"}; `panel`: the `--help`
+    section of each flag (a name, or a function of the key); `envvar`: {key: variable} read when
+    the flag is not given."""
+    flags = fields_of(cls, exclude)
+    defaults = defaults_of(cls)
+    legacy = list(legacy)
+
+    def panel_of(key: str) -> str | None:
+        return panel(key) if callable(panel) else panel
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn, eval_str=True)
+        params = [p for p in sig.parameters.values() if p.name != OVERRIDES]
+        hints = {p.name: p.annotation for p in params}
+        for flag in flags:
+            decls = [f"--{flag.key}", *([short[flag.key]] if short and flag.key in short else [])]
+            option = typer.Option(
+                *decls,
+                help=escape(flag.field.description or ""),
+                show_default=shown_default(defaults[flag.key]),
+                metavar=_metavar(flag),
+                rich_help_panel=panel_of(flag.key),
+                envvar=(envvar or {}).get(flag.key),
+            )
+            ann = str | None if flag.kind == "value" else list[str] | None
+            hints[flag.param] = Annotated[ann, option]
+            params.append(
+                inspect.Parameter(
+                    flag.param, inspect.Parameter.KEYWORD_ONLY, default=None,
+                    annotation=hints[flag.param],
+                )
+            )  # fmt: skip
+        for old in legacy:
+            ann = bool if old.is_flag else (list[str] | None if old.many else str | None)
+            opt = typer.Option(*old.decls, hidden=True)
+            hints[old.param] = Annotated[ann, opt]
+            params.append(
+                inspect.Parameter(
+                    old.param, inspect.Parameter.KEYWORD_ONLY,
+                    default=False if old.is_flag else None, annotation=hints[old.param],
+                )
+            )  # fmt: skip
+
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            given = {f.param: kwargs.pop(f.param) for f in flags}
+            overrides: dict[str, Any] = {}
+            for old in legacy:
+                value = kwargs.pop(old.param)
+                if value in (None, [], False):
+                    continue
+                mapped = old.to(value if old.many or old.is_flag else _parse(value))
+                new = ", ".join(f"--{k}" for k in mapped)
+                print(f"deprecated: {old.decls[0]}: use {new}", file=sys.stderr)
+                overrides.update(mapped)
+            overrides.update(collect(flags, given))  # a new flag wins over an old one
+            return fn(*args, overrides=overrides, **kwargs)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {**hints, "return": sig.return_annotation}
+        return command
+
+    return decorate
+
+
+def kv_items(items: list[str], to: Callable[[str], str]) -> dict[str, Any]:
+    """Repeated `key=value` items as {to(key): value} (values parsed as TOML)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        parts, value = parse_override(item)
+        key = ".".join(parts)
+        out[to(key)] = value
+    return out

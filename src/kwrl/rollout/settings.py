@@ -1,0 +1,200 @@
+"""How each trial runs: one typed model, `TrialSettings`, shared by every verb that runs trials.
+
+The configs of `kwrl eval`, `kwrl rollout`, `kwrl train` and `kwrl smoke` derive from
+`TrialSettings`, flat in their TOML (`concurrency = 4`, `judge = "..."`, `[agent]`, `[sandbox]`),
+and their flags are generated from its fields (`kwrl.cli_config`: `--concurrency 4`,
+`--agent.max_steps 20`, `--sandbox.allow_missing_limits true`), so a setting has one name, one
+default and one docstring everywhere. SkyRL's `kwrl` section embeds it too.
+
+It owns the agent (`agent`: `kwrl.agent.config.AgentConfig`), the policy client (`tokenizer`,
+`policy`), the judge and the sandbox (`sandbox`: the local sandbox's settings, typed, or another
+environment's kwargs). `kwrl.rollout.runner.build_rollout_config` turns it into the
+`RolloutConfig` harbor runs: the one place these become harbor's agent, environment and verifier
+kwargs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from kwrl.agent.config import AgentConfig
+from kwrl.cli_config import Legacy, kv_items
+from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.sandbox.base import LocalSandboxConfig
+
+LOCAL = "local"
+"""The environment preset of the local (bubblewrap) sandbox."""
+MOVED = {"environment", "environment_kwargs", "agent_kwargs", "max_steps"}
+"""Keys of the release before `TrialSettings` owned `[agent]` and `[sandbox]` (read one more
+release, with a FutureWarning)."""
+
+
+def table_of(value: Any) -> dict[str, Any]:
+    """A nested setting as a dict: a model's set fields, a dict's items, {} for None."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_unset=True)
+    return dict(value or {})
+
+
+def _put(table: dict[str, Any], key: str, value: Any) -> None:
+    *head, last = key.split(".")
+    for part in head:
+        table = table.setdefault(part, {})
+    table[last] = value
+
+
+def _moved(old: str, new: str) -> None:
+    warnings.warn(f"deprecated: {old}: use {new}", FutureWarning, stacklevel=2)
+
+
+class TrialRun(KwrlConfig):
+    """How a batch schedules its trials: shared by `TrialSettings` (what a user sets) and
+    `RolloutConfig` (what harbor runs), so each default lives once."""
+
+    concurrency: int = Field(default=4, ge=1)
+    """Trials running at once."""
+    retries: int = Field(default=2, ge=0)
+    """Retries of a trial that failed for an infrastructure reason (DESIGN §7: 2)."""
+    agent_timeout_sec: float | None = Field(default=None, gt=0)
+    """Override of task.toml's agent timeout (seconds); None: the task's."""
+
+
+class SandboxSettings(LocalSandboxConfig):
+    """Where each trial runs: an environment preset, with the local sandbox's settings typed
+    (`kwrl.sandbox.base.LocalSandboxConfig`) and any other environment's as `kwargs`."""
+
+    environment: str = LOCAL
+    """Trial environment: local (the bubblewrap sandbox), docker, modal, or an environment import
+    path module:Class. The other sandbox.* settings but `kwargs` apply to local only."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Further keyword arguments of the environment (docker's, modal's, an import path's)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_local_kwargs(cls, data: Any) -> Any:
+        """The local sandbox's settings given in `kwargs` (old `--ek`, `environment_kwargs`)
+        become its typed fields, so they are validated here, not at the trial's start."""
+        if not isinstance(data, dict) or data.get("environment", LOCAL) != LOCAL:
+            return data
+        kwargs = dict(data.get("kwargs") or {})
+        typed = {k: kwargs.pop(k) for k in list(kwargs) if k in LocalSandboxConfig.model_fields}
+        return {**data, **typed, "kwargs": kwargs} if typed else data
+
+    def environment_kwargs(self) -> dict[str, Any]:
+        """harbor's environment kwargs: the local settings that differ from their defaults (so a
+        config read back from TOML gives the same), then `kwargs`. Raises ConfigError for a local
+        setting given to another environment."""
+        from kwrl.errors import ConfigError
+
+        local = {
+            k: v
+            for k, v in self.model_dump(mode="json", exclude={"environment", "kwargs"}).items()
+            if v != _LOCAL_DEFAULTS[k]
+        }
+        if local and self.environment != LOCAL:
+            names = ", ".join(f"sandbox.{k}" for k in sorted(local))
+            raise ConfigError(
+                f"{names}: settings of the local sandbox, not of environment "
+                f"{self.environment!r}; give its settings as sandbox.kwargs"
+            )
+        return {**local, **self.kwargs}
+
+
+_LOCAL_DEFAULTS = LocalSandboxConfig().model_dump(mode="json")
+
+
+class TrialSettings(TrialRun):
+    """How each trial of a run goes, whatever the verb: schedule, agent, policy client, judge and
+    sandbox (see the module doc)."""
+
+    judge: str | None = None
+    """Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or
+    litellm:PROVIDER/MODEL. It reaches each trial's verifier as KWRL_JUDGE, with the host's
+    KWRL_JUDGE_* settings and the judge's key variable (`kwrl.grading.judges.judge_env`).
+    None: machine-checked criteria only."""
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    """More environment of the verifier (e.g. KWRL_JUDGE_* settings), over the judge's."""
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """KwrlAgent's settings; a trial gets those the config sets (the rest are AgentConfig's)."""
+    tokenizer: str | None = None
+    """Tokenizer KwrlAgent renders with (packaged name, folder or hub id); None: the policy's
+    (KWRL_TOKENIZER, or an engine: spec's model)."""
+    policy: dict[str, Any] = Field(default_factory=dict)
+    """KwrlAgent's policy client settings: `kwrl.llm.policy.PolicyConfig` fields but `model`
+    (e.g. timeout_s, engine.device, vllm.gpu_memory_utilization)."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """Where each trial runs (`sandbox.environment`) and the sandbox's settings."""
+
+    @field_validator("policy")
+    @classmethod
+    def _policy_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from kwrl.llm.policy import PolicyConfig
+
+        if "model" in value:
+            raise ValueError("the policy's model is the run's model, not a policy setting")
+        try:
+            PolicyConfig.model_validate(value)
+        except ValidationError as e:
+            raise ValueError(format_validation_error("policy", e).replace("\n", ";")) from None
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        """Keys of the release before `[agent]`/`[sandbox]` (eval.toml, train TOML, SkyRL's
+        `kwrl.*`) still load for one release, each with a FutureWarning naming its new key."""
+        if not isinstance(data, dict) or not MOVED & data.keys():
+            return data
+        data = dict(data)
+        sandbox = table_of(data.get("sandbox"))
+        agent = table_of(data.get("agent"))
+        if "environment" in data:
+            sandbox["environment"] = data.pop("environment")
+            _moved("environment", "sandbox.environment")
+        for k, v in (data.pop("environment_kwargs", None) or {}).items():
+            _put(sandbox, f"kwargs.{k}", v)  # typed below where the sandbox is local
+            _moved(f"environment_kwargs.{k}", f"sandbox.{k}")
+        if "max_steps" in data and "max_steps" not in cls.model_fields:
+            agent["max_steps"] = data.pop("max_steps")
+            _moved("max_steps", "agent.max_steps")
+        if "agent_kwargs" in data and "agent_kwargs" not in cls.model_fields:
+            for k, v in (data.pop("agent_kwargs") or {}).items():
+                new = {"tokenizer": "tokenizer", "policy_config": "policy"}.get(k, f"agent.{k}")
+                if new.startswith("agent."):
+                    agent[k] = v
+                else:
+                    data[new] = v
+                _moved(f"agent_kwargs.{k}", new)
+        if sandbox:
+            data["sandbox"] = sandbox
+        if agent:
+            data["agent"] = agent
+        return data
+
+
+def _agent_kwarg(key: str) -> str:
+    """Where an old `--ak key=value` goes now."""
+    if key in AgentConfig.model_fields:
+        return f"agent.{key}"
+    return {"tokenizer": "tokenizer", "policy_config": "policy"}.get(key, f"agent_kwargs.{key}")
+
+
+TRIAL_LEGACY = (
+    Legacy(("--env", "-e"), lambda v: {"sandbox.environment": v}),
+    Legacy(("--ek",), lambda v: kv_items(v, lambda k: f"sandbox.kwargs.{k}"), many=True),
+    Legacy(("--ak",), lambda v: kv_items(v, _agent_kwarg), many=True),
+    Legacy(("--agent-timeout",), lambda v: {"agent_timeout_sec": v}),
+)
+"""The trial flags of the release before `TrialSettings` (`--env`, `--ek`, `--ak`,
+`--agent-timeout`), kept one release by every verb that runs trials."""
+
+
+def trial_panel(key: str) -> str | None:
+    """The `--help` section of a flag: trial settings together, the verb's own under Options."""
+    return TRIAL_PANEL if key.split(".")[0] in TrialSettings.model_fields else None
+
+
+TRIAL_PANEL = "Trial settings (kwrl.rollout.settings.TrialSettings)"
