@@ -13,6 +13,12 @@ processes descending from it (the gateway zygote aside), bwrap processes of its 
 of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero. With
 `--hostile`, a loopback listener at `LISTENER_PORT` must hear nothing (LibreOffice grading
 `lo_links`) and no trial's sandbox.log may pass 64 KiB (`init_log`), else BROKEN too.
+
+`--hostile` also runs the judge attacks (`JUDGE_ATTACKS`: a final answer carrying every breakout
+of the judge's prompt, a 300 KB answer for a judge too slow to read it), graded through
+`attack_judge()`, a loopback judge that logs every request and says "met" to any breakout; each
+must stay below 0.5 and be trained, and no request it logged may hold a breakout
+(`kwrl.grading.judges.loopback.breakouts`), else BROKEN.
 """
 
 from __future__ import annotations
@@ -90,12 +96,16 @@ async def main() -> None:
     ap.add_argument("--no-gateway", action="store_true")
     ap.add_argument("--hostile", action="store_true", help="mix in the hostile agents (ATTACKS)")
     args = ap.parse_args()
+    from kwrl.grading.judges import judge_env
+    from kwrl.grading.judges.loopback import breakouts
     from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.runner import RolloutConfig, run_trial
     from kwrl.sandbox.testing import (
         ATTACK_TASKS,
         ATTACKS,
+        JUDGE_ATTACKS,
         LISTENER_PORT,
+        attack_judge,
         loopback_listener,
         make_task,
         make_world,
@@ -105,6 +115,7 @@ async def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="kwrl-soak-") as d,
         loopback_listener(port) as (_, heard),
+        attack_judge() as judge,
     ):
         tmp = Path(d)
         sandbox_dir = tmp / "sbx"
@@ -117,7 +128,8 @@ async def main() -> None:
                 "oracle",
             ),
         }
-        hostile = set(ATTACKS) if args.hostile else set()
+        judged = set(JUDGE_ATTACKS) if args.hostile else set()
+        hostile = set(ATTACKS) | judged if args.hostile else set()
         for name in sorted(hostile):
             task = make_task(
                 tmp,
@@ -130,6 +142,7 @@ async def main() -> None:
             kinds[name] = (task, "oracle")
         env_kwargs = {"gateway": not args.no_gateway, "sandbox_dir": str(sandbox_dir)}
         broken: list[str] = []
+        judge_broken: list[str] = []  # the judge attacks' share of `broken`
         print(f"before: {leaks(sandbox_dir)}")
         sem = asyncio.Semaphore(args.concurrency)
         outcomes: Counter[str] = Counter()
@@ -138,7 +151,10 @@ async def main() -> None:
         async def one(i: int) -> None:
             kind = list(kinds)[i % len(kinds)]
             task, agent = kinds[kind]
-            cfg = RolloutConfig(agent=agent, retries=0, environment_kwargs=env_kwargs)
+            verifier_env = judge_env(judge.spec, {}) if kind in judged else {}
+            cfg = RolloutConfig(
+                agent=agent, retries=0, environment_kwargs=env_kwargs, verifier_env=verifier_env
+            )
             async with sem:
                 rec = await run_trial(task, cfg, tmp / "trials", f"{kind}-{i:04d}")
             outcomes[f"{kind}:{rec.cause}:{rec.reward}"] += 1
@@ -148,6 +164,8 @@ async def main() -> None:
             high = rec.reward is not None and rec.reward >= 0.5
             if kind in hostile and (high or not trial_decision(rec.cause, rec.reward).trained):
                 broken.append(f"{rec.trial_dir} ({rec.cause}, {rec.reward})")
+                if kind in judged:
+                    judge_broken.append(broken[-1])
             done = sum(outcomes.values())
             if done % 50 == 0:
                 print(f"  {done} trials done, {time.perf_counter() - t0:.0f} s", flush=True)
@@ -155,6 +173,12 @@ async def main() -> None:
         await asyncio.gather(*(one(i) for i in range(args.n)))
         if heard:
             broken.append(f"the loopback listener was asked for {heard}")
+        escaped = [b for r in judge.requests for b in breakouts(r["body"])]
+        if escaped:
+            judge_broken.append(
+                f"the judge read agent text outside its block: {sorted(set(escaped))}"
+            )
+            broken.append(judge_broken[-1])
         secs = time.perf_counter() - t0
         after = leaks(sandbox_dir)
         print(
@@ -166,6 +190,13 @@ async def main() -> None:
         print("LEAKS: none" if not any(after.values()) else f"LEAKS: {after}")
         if hostile:
             print(f"BROKEN: {broken}" if broken else "hostile agents: every reward < 0.5, trained")
+            runs = sum(v for k, v in outcomes.items() if k.split(":")[0] in judged)
+            print(
+                f"judge attacks BROKEN: {judge_broken}"
+                if judge_broken
+                else f"judge attacks ({', '.join(sorted(judged))}): {runs} trials, every reward "
+                f"< 0.5, trained; {len(judge.requests)} judge requests, none with a breakout"
+            )
 
 
 if __name__ == "__main__":
