@@ -188,8 +188,8 @@ skyrl() {
     generator.sampling_params.max_generate_length=256 \
     generator.inference_engine.enforce_eager=true \
     trainer.ckpt_interval=2 trainer.hf_save_interval=2 \
-    kwrl.concurrency=16 kwrl.agent_kwargs.max_steps=6 \
-    kwrl.environment_kwargs.allow_missing_limits=true \
+    kwrl.concurrency=16 kwrl.agent.max_steps=6 \
+    kwrl.sandbox.allow_missing_limits=true \
     ${SKYRL_OVERRIDES:-} > "$OUT/skyrl_smoke.log" 2>&1
   echo "smoke exit $? wall $((SECONDS - t0)) s"
   python3 benchmarks/skyrl_steps.py "$OUT/skyrl_smoke.log" --json "$OUT/skyrl_steps.json"
@@ -227,9 +227,9 @@ skyrl_eval() {
     generator.eval_n_samples_per_prompt=2 generator.eval_sampling_params.max_generate_length=256 \
     trainer.eval_batch_size=8 trainer.max_prompt_length=8192 generator.max_input_length=8192 \
     trainer.logger=console trainer.remove_microbatch_padding=false \
-    kwrl.environment=local kwrl.concurrency=16 \
-    kwrl.agent_kwargs.max_steps=6 kwrl.agent_kwargs.context_window=8192 kwrl.agent_kwargs.tool_call_parser=hermes \
-    kwrl.environment_kwargs.allow_missing_limits=true \
+    kwrl.sandbox.environment=local kwrl.concurrency=16 \
+    kwrl.agent.max_steps=6 kwrl.agent.context_window=8192 kwrl.agent.tool_call_parser=hermes \
+    kwrl.sandbox.allow_missing_limits=true \
     ${EVAL_OVERRIDES:-} > "$OUT/skyrl_eval.log" 2>&1
   echo "eval exit $? wall $((SECONDS - t0)) s"
   grep -v "^\(DEBUG\)" "$OUT/skyrl_eval.log" | grep -i -E "error|Traceback|kwrl eval metrics|pass_at|mean" | tail -20

@@ -9,7 +9,7 @@ source "$(dirname "$0")/common.sh"
 
 JUDGE=${KWRL_JUDGE-litellm:gemini/gemini-2.5-flash}
 JUDGE_ARGS=()
-[[ -n "$JUDGE" ]] && JUDGE_ARGS=("kwrl.judge_env.KWRL_JUDGE=$JUDGE")
+[[ -n "$JUDGE" ]] && JUDGE_ARGS=("kwrl.judge=$JUDGE")
 
 RUN=${RUN:-apex-eval}
 ROOT="$KWRL_SKYRL_ROOT/$RUN"
@@ -41,10 +41,10 @@ launch kwrl.train.skyrl.main_eval \
   environment.env_class=kwrl \
   kwrl.dataset=${DATASET:-$ROOT/dataset} \
   kwrl.trials_dir=$ROOT/trials \
-  kwrl.environment=${SANDBOX:-modal} \
+  kwrl.sandbox.environment=${SANDBOX:-modal} \
   kwrl.concurrency=${TRIAL_CONCURRENCY:-240} \
-  kwrl.agent_kwargs.max_steps=250 \
-  kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
-  kwrl.agent_kwargs.tool_call_parser=qwen3_xml \
+  kwrl.agent.max_steps=250 \
+  kwrl.agent.context_window=$MAX_MODEL_LEN \
+  kwrl.agent.tool_call_parser=qwen3_xml \
   "${JUDGE_ARGS[@]}" \
   "$@"

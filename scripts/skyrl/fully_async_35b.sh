@@ -57,11 +57,11 @@ launch kwrl.train.skyrl.main_fully_async \
   environment.env_class=kwrl \
   kwrl.dataset=${DATASET:-$ROOT/dataset} \
   kwrl.trials_dir=$ROOT/trials \
-  kwrl.environment=${SANDBOX:-modal} \
+  kwrl.sandbox.environment=${SANDBOX:-modal} \
   kwrl.concurrency=${TRIAL_CONCURRENCY:-512} \
   kwrl.retries=2 \
-  kwrl.agent_kwargs.max_steps=100 \
-  kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
-  kwrl.agent_kwargs.tool_call_parser=qwen3_xml \
-  kwrl.judge_env.KWRL_JUDGE=${KWRL_JUDGE:-litellm:gemini/gemini-2.5-flash} \
+  kwrl.agent.max_steps=100 \
+  kwrl.agent.context_window=$MAX_MODEL_LEN \
+  kwrl.agent.tool_call_parser=qwen3_xml \
+  kwrl.judge=${KWRL_JUDGE:-litellm:gemini/gemini-2.5-flash} \
   "$@"

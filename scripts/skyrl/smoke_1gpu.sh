@@ -57,9 +57,9 @@ launch kwrl.train.skyrl.main_train \
   environment.env_class=kwrl \
   kwrl.dataset=${DATASET:-$ROOT/dataset} \
   kwrl.trials_dir=$ROOT/trials \
-  kwrl.environment=local \
+  kwrl.sandbox.environment=local \
   kwrl.concurrency=4 \
-  kwrl.agent_kwargs.max_steps=20 \
-  kwrl.agent_kwargs.context_window=$MAX_MODEL_LEN \
-  kwrl.agent_kwargs.tool_call_parser=${TOOL_CALL_PARSER:-qwen3_xml} \
+  kwrl.agent.max_steps=20 \
+  kwrl.agent.context_window=$MAX_MODEL_LEN \
+  kwrl.agent.tool_call_parser=${TOOL_CALL_PARSER:-qwen3_xml} \
   "$@"

@@ -53,7 +53,7 @@ async def test_generator_runs_real_trials_and_its_output_feeds_skyrls_trainer_co
             trials_dir=str(tmp_path / "trials"),
             concurrency=4,
             retries=1,
-            agent_kwargs={
+            agent={
                 "max_steps": 2,
                 "context_window": 8192,
                 "tools": ["filesystem_list_files"],

@@ -2,58 +2,48 @@
 
 `KwrlSkyRLConfig` is SkyRL 0.3.0's `SkyRLTrainConfig` plus one field, `kwrl`, so launch scripts
 are plain SkyRL override lists (`trainer.algorithm.policy_loss_type=dppo ... kwrl.dataset=D
-kwrl.environment=modal kwrl.agent_kwargs.max_steps=100`) parsed by SkyRL's own
-`from_cli_overrides`. The section is kept a dict on the SkyRL side (SkyRL builds its configs from
-dataclasses) and validated into the pydantic `KwrlSection` by `kwrl_section(cfg)`, so a typo in a
-kwrl key is an error naming the key, like everywhere else in kwrl.
+kwrl.sandbox.environment=modal kwrl.agent.max_steps=100`) parsed by SkyRL's own
+`from_cli_overrides`. The section embeds `kwrl.rollout.settings.TrialSettings` (the trial settings
+of every kwrl verb, same keys and defaults). It is kept a dict on the SkyRL side (SkyRL builds its
+configs from dataclasses) and validated into the pydantic `KwrlSection` by `kwrl_section(cfg)`, so
+a typo in a kwrl key is an error naming the key, like everywhere else in kwrl.
 
-Non-obvious choice: judge credentials never go in the config, nor in any trial's files. `judge_env`
-holds settings (`KWRL_JUDGE=litellm:gemini/gemini-2.5-flash`); `judge_env_passthrough` names host
+Non-obvious choice: judge credentials never go in the config, nor in any trial's files. `judge`
+names the judge (`litellm:gemini/gemini-2.5-flash`) and `verifier_env` holds settings
+(`KWRL_JUDGE_CONCURRENCY=8`); `judge_env_passthrough` names host
 variables (the API keys) that reach every verifier's environment as harbor templates `${VAR}`,
 which harbor fills in from the host environment when the verifier starts (as `kwrl eval` does:
 `kwrl.grading.judges.judge_env`), so a key's value is never written into a trial's config.json.
 """
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 from skyrl.train.config import SkyRLTrainConfig
 
-from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
+from kwrl.rollout.settings import TrialSettings
 
 AGENT_IMPORT_PATH = "kwrl.train.skyrl.agent:SkyRLKwrlAgent"
 ENV_CLASS = "kwrl"
 """`env_class` of kwrl prompts in SkyRL datasets (the generator runs harbor, not skyrl-gym)."""
 
 
-class KwrlSection(KwrlConfig):
-    """The `kwrl.*` keys of a SkyRL run: where tasks are and how their trials run."""
+class KwrlSection(TrialSettings):
+    """The `kwrl.*` keys of a SkyRL run: where tasks are, and how their trials run, as in every
+    kwrl verb (`TrialSettings`: `kwrl.concurrency`, `kwrl.agent.max_steps`, `kwrl.sandbox.*`,
+    `kwrl.judge`, ...)."""
 
     dataset: str | None = None
     """kwrl dataset dir (`DATASET/tasks/<slug>/`); prompts parquet rows point into it."""
     trials_dir: str = "~/kwrl-skyrl/trials"
     """Where harbor trial dirs go, one subdir per generate call (keep them: TITO arrays, grades)."""
-    agent: str = AGENT_IMPORT_PATH
+    harbor_agent: str = AGENT_IMPORT_PATH
     """Agent import path; the default is KwrlAgent with SkyRL session ids and cache salts."""
-    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """KwrlAgent settings (kwrl.agent.config.AgentConfig fields: max_steps, context_window,
-    max_tokens_per_turn, tools, tool_call_parser, ...)."""
-    environment: str = "local"
-    """Sandbox preset (local, docker, modal) or an environment import path module:Class."""
-    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
-    concurrency: int = Field(default=16, ge=1)
-    """Trials running at once in this generator (across all concurrent generate calls)."""
-    retries: int = Field(default=2, ge=0)
-    """Retries of a trial that failed for an infrastructure reason (DESIGN §7: 2)."""
-    agent_timeout_sec: float | None = None
-    """Override of task.toml's agent timeout."""
-    judge_env: dict[str, str] = Field(default_factory=dict)
-    """Verifier environment (KWRL_JUDGE, KWRL_JUDGE_CONCURRENCY, ...); no secrets here."""
     judge_env_passthrough: list[str] = Field(
         default_factory=lambda: ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
     )
@@ -64,15 +54,36 @@ class KwrlSection(KwrlConfig):
     policy_model: str | None = None
     """Model name sent to the policy; default: generator.inference_engine.served_model_name,
     else trainer.policy.model.path (vLLM's default served name)."""
-    tokenizer: str | None = None
-    """Tokenizer the agent renders with; default: trainer.policy.model.path."""
 
-    def verifier_env(self) -> dict[str, str]:
+    @model_validator(mode="before")
+    @classmethod
+    def _old_section_keys(cls, data: Any) -> Any:
+        """`kwrl.agent=module:Class` and `kwrl.judge_env.*` of the release before (one more
+        release, with a FutureWarning)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("agent"), str):
+            warnings.warn(
+                "deprecated: kwrl.agent: use kwrl.harbor_agent", FutureWarning, stacklevel=2
+            )
+            data["harbor_agent"] = data.pop("agent")
+        if "judge_env" in data:
+            warnings.warn(
+                "deprecated: kwrl.judge_env: use kwrl.verifier_env", FutureWarning, stacklevel=2
+            )
+            data["verifier_env"] = {
+                **dict(data.pop("judge_env") or {}),
+                **dict(data.get("verifier_env") or {}),
+            }
+        return data
+
+    def verifier_environment(self) -> dict[str, str]:
         """The verifier environment of every trial: the passthrough variables that are set on
         this host as `${VAR}` templates (harbor resolves them at verifier start), then
-        `judge_env`."""
+        `verifier_env` (the judge's own settings come with `judge`, `build_rollout_config`)."""
         env = {k: "${" + k + "}" for k in self.judge_env_passthrough if os.environ.get(k)}
-        return {**env, **self.judge_env}
+        return {**env, **self.verifier_env}
 
     def trials_path(self) -> Path:
         return Path(self.trials_dir).expanduser()

@@ -47,7 +47,6 @@ from kwrl.errors import ConfigError
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.masking import group_decisions
 from kwrl.rollout.runner import (
-    JudgedTrials,
     RolloutConfig,
     TrialRecord,
     build_rollout_config,
@@ -141,7 +140,8 @@ class KwrlHarborGenerator(GeneratorInterface):
         for key in ("temperature", "top_p"):
             if sampling.get(key) is not None:
                 out[key] = sampling[key]
-        if sampling.get("max_tokens") and "max_tokens_per_turn" not in self.section.agent_kwargs:
+        agent_set = self.section.agent.model_fields_set
+        if sampling.get("max_tokens") and "max_tokens_per_turn" not in agent_set:
             out["max_tokens_per_turn"] = int(sampling["max_tokens"])
         return out
 
@@ -149,22 +149,16 @@ class KwrlHarborGenerator(GeneratorInterface):
         self, session_id: str, weight_version: int | None, sampling: dict[str, Any] | None = None
     ) -> RolloutConfig:
         s = self.section
-        trials = JudgedTrials(
-            concurrency=s.concurrency,
-            retries=s.retries,
-            environment=s.environment,
-            environment_kwargs=s.environment_kwargs,
-            agent_timeout_sec=s.agent_timeout_sec,
-            verifier_env=s.verifier_env(),
-        )
+        trials = s.model_copy(update={"verifier_env": s.verifier_environment()})
         kwargs = {
-            **s.agent_kwargs,
             **self.agent_sampling(sampling),
             "tokenizer": self.tokenizer,
             "session_id": session_id,
             "weight_version": weight_version,
         }
-        return build_rollout_config(trials, self.policy_spec, agent=s.agent, agent_kwargs=kwargs)
+        return build_rollout_config(
+            trials, self.policy_spec, agent=s.harbor_agent, agent_kwargs=kwargs
+        )
 
     async def _run_one(
         self,

@@ -68,7 +68,7 @@ def test_smoke_script_is_the_1gpu_sync_colocated_run(tmp_path: Path) -> None:
         2,
     )
     k = kwrl_section(cfg)
-    assert k.environment == "local" and k.trials_dir.startswith(str(tmp_path))
+    assert k.sandbox.environment == "local" and k.trials_dir.startswith(str(tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -96,8 +96,8 @@ def test_hero_scripts_are_fully_async_16x16_with_staleness_3(
         16,
     )
     k = kwrl_section(cfg)
-    assert k.environment == "modal" and k.retries == 2
-    assert k.agent_kwargs["max_steps"] == 100 and "KWRL_JUDGE" in k.judge_env
+    assert k.sandbox.environment == "modal" and k.retries == 2
+    assert k.agent.max_steps == 100 and k.judge == "litellm:gemini/gemini-2.5-flash"
 
 
 def test_eval_script_runs_the_apex_set_with_250_steps(tmp_path: Path) -> None:
@@ -107,8 +107,8 @@ def test_eval_script_runs_the_apex_set_with_250_steps(tmp_path: Path) -> None:
     cfg = load(script_args("eval_apex.sh", tmp_path))
     assert cfg.data.val_data == [str(tmp_path / "apex-eval" / "apex480.parquet")]
     assert cfg.generator.eval_n_samples_per_prompt == 1 and cfg.trainer.eval_batch_size == 480
-    assert kwrl_section(cfg).agent_kwargs["max_steps"] == 250
-    assert kwrl_section(cfg).judge_env == {"KWRL_JUDGE": "litellm:gemini/gemini-2.5-flash"}
+    assert kwrl_section(cfg).agent.max_steps == 250
+    assert kwrl_section(cfg).judge == "litellm:gemini/gemini-2.5-flash"
 
 
 def test_eval_script_without_a_judge_for_machine_checked_tasks(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_eval_script_without_a_judge_for_machine_checked_tasks(tmp_path: Path) -
     from kwrl.train.skyrl.main_eval import load
 
     cfg = load(script_args("eval_apex.sh", tmp_path, KWRL_JUDGE=""))
-    assert kwrl_section(cfg).judge_env == {}
+    assert kwrl_section(cfg).judge is None
 
 
 def test_a_misspelt_kwrl_key_is_an_error_naming_it() -> None:
@@ -184,3 +184,19 @@ def test_the_refused_pair_is_the_one_skyrls_model_wrapper_asserts_on() -> None:
     assert out.returncode == 0 and len(lines) == 2, out.stderr[-3000:]
     assert lines[0].startswith("True assert") and "remove_microbatch_padding" in lines[0]
     assert lines[1] == "False built"
+
+
+def test_the_kwrl_section_is_the_trial_settings_of_every_verb() -> None:
+    """Same keys and defaults as `kwrl eval`'s; the keys of the release before still load."""
+    from kwrl.rollout.settings import TrialSettings
+    from kwrl.train.skyrl.config import KwrlSection, kwrl_section
+
+    section, settings = KwrlSection(), TrialSettings()
+    for name in TrialSettings.model_fields:
+        assert getattr(section, name) == getattr(settings, name), name
+    old = {"agent": "pkg.mod:Agent", "agent_kwargs": {"max_steps": 6},
+           "environment_kwargs": {"allow_missing_limits": True}, "judge_env": {"KWRL_X": "1"}}  # fmt: skip
+    with pytest.warns(FutureWarning, match="kwrl.agent: use kwrl.harbor_agent"):
+        k = kwrl_section(old)
+    assert k.harbor_agent == "pkg.mod:Agent" and k.agent.max_steps == 6
+    assert k.sandbox.allow_missing_limits and k.verifier_env == {"KWRL_X": "1"}

@@ -27,4 +27,4 @@ def test_model_and_tool_parser_come_from_the_environment(
     ).stdout.splitlines()
     cfg = load(argv)
     assert cfg.trainer.policy.model.path == str(model)
-    assert kwrl_section(cfg).agent_kwargs["tool_call_parser"] == "hermes"
+    assert kwrl_section(cfg).agent.tool_call_parser == "hermes"
