@@ -5,9 +5,11 @@ Inputs, in harbor's terms:
   (TITO over `/v1/completions`, e.g. `kwrl serve`), `engine:MODEL` or `litellm:PROVIDER/MODEL`;
   or the `policy` kwarg. Kwarg `policy_config` (a dict of `PolicyConfig` fields) tunes the client.
 - tokenizer (token policies): kwarg `tokenizer` or env `KWRL_TOKENIZER` (a folder, a packaged
-  name or a hub id); by default the model part of the spec (`...#smollm2-135m`, `engine:NAME`).
-- tools: the environment's `mcp_url` (kwrl's LocalEnvironment), else the first HTTP MCP server
-  harbor hands over (`mcp_servers`, task.toml), else kwarg `mcp_url` / env `KWRL_AGENT_MCP_URL`.
+  name or a hub id); by default the policy's own (an in-process engine's: `engine:`, `vllm:`,
+  `live:`, `PolicyClient.tokenizer`), else the served name of a `...#smollm2-135m` spec.
+- tools: the environment's `mcp_url` (a `kwrl.sandbox.contract.KwrlEnvironment`), else the first
+  HTTP MCP server harbor hands over (`mcp_servers`, task.toml), else kwarg `mcp_url` / env
+  `KWRL_AGENT_MCP_URL`.
 - loop settings: any `AgentConfig` field as a kwarg (`max_steps=250`), or `agent_config` (TOML path).
 
 Outputs: `/logs/agent/final_answer.txt` in the environment (docs/contracts.md); an ATIF
@@ -45,6 +47,8 @@ from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
 from kwrl.config import load_config
 from kwrl.errors import AgentError, WorldError
 from kwrl.io import write_json, write_text
+from kwrl.llm.base import PolicyClient
+from kwrl.sandbox.contract import KwrlEnvironment
 
 try:  # harbor >= 0.25
     from harbor.agents.capabilities import (  # type: ignore[import-not-found]
@@ -108,9 +112,8 @@ class KwrlAgent(BaseAgent):
     # ------------------------------------------------------------------ resolution
 
     def _gateway_url(self, environment: BaseEnvironment) -> str:
-        url = getattr(environment, "mcp_url", None)
-        if url:
-            return str(url)
+        if isinstance(environment, KwrlEnvironment) and environment.mcp_url:
+            return environment.mcp_url
         for server in self.mcp_servers:
             if server.url and server.transport in ("streamable-http", "http", "sse"):
                 return server.url
@@ -122,20 +125,26 @@ class KwrlAgent(BaseAgent):
             )
         return url
 
-    def _tokenizer_spec(self) -> str:
-        if self.tokenizer_spec:
-            return self.tokenizer_spec
-        spec = str(self.policy_spec)
-        if spec.startswith("engine:"):
-            return spec.removeprefix("engine:")
-        if "#" in spec:
-            return spec.split("#", 1)[1]
-        raise AgentError(
-            f"policy {spec!r} samples tokens: name its tokenizer (kwarg tokenizer= or env "
-            f"{ENV_TOKENIZER}), or use a spec ending in #MODEL"
-        )
+    def _tokenizer(self, policy: PolicyClient) -> Any:
+        """The token policy's tokenizer: the one named (kwarg, env), else the one the policy
+        samples with, else the one a URL spec's served name names."""
+        from kwrl.agent.tokenizer import load_tokenizer
+        from kwrl.llm.spec import served_name
 
-    def _build_policy(self) -> Any:
+        if self.tokenizer_spec:
+            return load_tokenizer(self.tokenizer_spec)
+        held = policy.tokenizer()
+        if held is not None:
+            return held
+        name = served_name(str(self.policy_spec))
+        if name is None:
+            raise AgentError(
+                f"policy {self.policy_spec!r} samples tokens: name its tokenizer (kwarg "
+                f"tokenizer= or env {ENV_TOKENIZER}), or use a spec ending in #MODEL"
+            )
+        return load_tokenizer(name)
+
+    def _build_policy(self) -> PolicyClient:
         from kwrl.llm.policy import PolicyConfig, build_policy
 
         cfg = PolicyConfig.model_validate({**self.policy_config, "model": self.policy_spec})
@@ -150,15 +159,12 @@ class KwrlAgent(BaseAgent):
 
         url = self._gateway_url(environment)
         policy = self._build_policy()
-        tokenizer = None
-        if policy.supports_tokens:
-            from kwrl.agent.tokenizer import load_tokenizer
-
-            tokenizer = load_tokenizer(self._tokenizer_spec())
+        tokenizer = self._tokenizer(policy) if policy.supports_tokens else None
         session_id = f"{self.session_id or 'kwrl'}-{uuid.uuid4().hex[:8]}"
         loop: AgentLoop | None = None
         started = time.time()
-        tools_check = getattr(environment, "gateway_fate", None)
+        is_kwrl = isinstance(environment, KwrlEnvironment)  # the contract's gateway_fate
+        tools_check = environment.gateway_fate if is_kwrl else None
         try:
             async with GatewayClient(url, timeout_s=self.config.tool_call_timeout_s + 30) as gw:
                 loop = AgentLoop(

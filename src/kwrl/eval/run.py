@@ -207,12 +207,11 @@ def lend_policy(rcfg: RolloutConfig, handle: str) -> tuple[RolloutConfig, str | 
     """`rcfg` with its in-process policy (`engine:MODEL`, `vllm:MODEL`) loaded once, here, and
     lent to every trial as `live:HANDLE` (`kwrl.llm.policy.lend_engine`): the trials find it by
     name, as the trainer's find its engine. Returns (that config, HANDLE) for the caller to
-    unregister, or (`rcfg`, None) for any other policy. The agents keep what the spec gave them:
-    its `policy_config` settings, and `engine:MODEL`'s MODEL as their tokenizer where neither the
-    `tokenizer` kwarg nor KWRL_TOKENIZER names one."""
+    unregister, or (`rcfg`, None) for any other policy. The agents keep the spec's
+    `policy_config` settings, and render with the lent engine's own tokenizer
+    (`PolicyClient.tokenizer`) unless the `tokenizer` kwarg or KWRL_TOKENIZER names one."""
     from pydantic import ValidationError
 
-    from kwrl.agent.harbor_agent import ENV_TOKENIZER
     from kwrl.config import format_validation_error
     from kwrl.llm.policy import PolicyConfig, lend_engine
 
@@ -229,10 +228,6 @@ def lend_policy(rcfg: RolloutConfig, handle: str) -> tuple[RolloutConfig, str | 
         return rcfg, None
     if "kind" in policy:  # `live:` names its kind
         kwargs["policy_config"] = {k: v for k, v in policy.items() if k != "kind"}
-    if rcfg.model.startswith("engine:") and not (
-        kwargs.get("tokenizer") or os.environ.get(ENV_TOKENIZER)
-    ):
-        kwargs["tokenizer"] = rcfg.model.removeprefix("engine:")
     return rcfg.model_copy(update={"model": live, "agent_kwargs": kwargs}), handle
 
 

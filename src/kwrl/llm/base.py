@@ -7,8 +7,10 @@ Two ways to ask a policy for the next assistant turn:
   (vLLM `/v1/completions` with `return_token_ids`, `kwrl serve`, the in-process engine).
 - `chat(messages, tools)`: text in, text out, for API models evaluated through litellm; no token ids.
 
-A client advertises which it supports through `supports_tokens`. Implementations live beside this
-file, one per file, and are built from a `PolicyConfig` by `build_policy`.
+A client advertises which it supports through `supports_tokens`; a token client that samples in
+this process also hands over its tokenizer (`tokenizer()`), so nobody loads it a second time.
+Implementations live beside this file, one per file, and are built from a `PolicyConfig` by
+`build_policy`.
 """
 
 from __future__ import annotations
@@ -82,6 +84,12 @@ class PolicyClient(ABC):
 
     async def context_window(self) -> int | None:
         """Tokens the model attends to (prompt + completion), when the policy can tell; else None."""
+        return None
+
+    def tokenizer(self) -> Any | None:
+        """The tokenizer the policy samples with, when this client holds it (an engine in this
+        process: `engine:`, `vllm:`, `live:`); None when the caller loads one by name (a server's
+        served name, `kwrl.llm.spec.served_name`). The agent renders its TITO prompts with it."""
         return None
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook

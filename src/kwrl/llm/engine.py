@@ -72,6 +72,7 @@ from pydantic import Field
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.base import FinishReason, SamplingParams
+from kwrl.llm.spec import live_spec
 
 if TYPE_CHECKING:
     import torch
@@ -852,7 +853,7 @@ def register_engine(handle: str, engine: Any) -> str:
     with _ENGINES_LOCK:
         if _LIVE.setdefault(handle, engine) is not engine:
             raise ConfigError(f"engine handle {handle!r}: another engine is registered under it")
-    return f"live:{handle}"
+    return live_spec(handle)
 
 
 def unregister_engine(handle: str) -> None:
@@ -868,7 +869,7 @@ def live_engine(handle: str) -> Any:
         known = sorted(_LIVE)
     if engine is None:
         raise PolicyError(
-            f"policy live:{handle}: no engine is registered under {handle!r} in this process "
+            f"policy {live_spec(handle)}: no engine is registered under {handle!r} in this process "
             f"(registered: {', '.join(known) or 'none'}; kwrl.llm.engine.register_engine)"
         )
     return engine

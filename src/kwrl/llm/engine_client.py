@@ -41,6 +41,9 @@ class EngineClient(PolicyClient):
     async def context_window(self) -> int | None:
         return self.engine.max_context
 
+    def tokenizer(self) -> Any:
+        return self.engine.tokenizer
+
     async def chat(
         self,
         messages: list[dict[str, Any]],

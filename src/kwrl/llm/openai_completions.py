@@ -24,6 +24,7 @@ import httpx
 
 from kwrl.errors import PolicyError
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
+from kwrl.llm.spec import split_url
 from kwrl.llm.tool_prompt import parse_tool_calls
 
 _CONTEXT_MARKERS = ("maximum context length", "context_length_exceeded", "context window")
@@ -61,11 +62,11 @@ class OpenAICompletionsClient(PolicyClient):
 
     @classmethod
     def from_spec(cls, target: str, cfg: Any) -> OpenAICompletionsClient:
-        """`target` is `BASE_URL#MODEL` (model `default` when no `#`)."""
-        url, _, name = target.partition("#")
+        """`target` is `BASE_URL#MODEL` (model `default` when no `#`, `kwrl.llm.spec.split_url`)."""
+        url, name = split_url(target, field="policy.model")
         return cls(
             url,
-            name or "default",
+            name,
             api_key=cfg.api_key(),
             timeout_s=cfg.timeout_s,
             retries=cfg.retries,

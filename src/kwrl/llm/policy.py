@@ -18,7 +18,9 @@ a TOML line picks any of them:
   Nothing is loaded; an unregistered handle is an error.
 
 `kind` overrides what the spec's shape says. API keys are never in configs: `api_key_env` names
-the environment variable that holds one.
+the environment variable that holds one. Sampling parameters are not a policy setting: each call
+takes its own (`SamplingParams`), and the agent sets them from `kwrl.agent.config.AgentConfig`
+(temperature, top_p, max_tokens_per_turn, seed), so a temperature has one home.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pydantic import Field
 
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
-from kwrl.llm.base import PolicyClient, SamplingParams
+from kwrl.llm.base import PolicyClient
 from kwrl.llm.engine import EngineConfig, register_engine
 from kwrl.llm.engine_client import EngineClient, LiveEngineClient
 from kwrl.llm.litellm_chat import LiteLLMChatClient
@@ -56,8 +58,6 @@ class PolicyConfig(KwrlConfig):
     """Seconds one policy call may take before it fails."""
     retries: int = Field(default=2, ge=0)
     """Retries after a transport error or a 5xx answer."""
-    sampling: SamplingParams = Field(default_factory=SamplingParams)
-    """Default sampling parameters of the agent's turns."""
     engine: EngineConfig = Field(default_factory=EngineConfig)
     """In-process engine settings (kind `engine`); its `model` is replaced by the spec's."""
     vllm: VLLMConfig = Field(default_factory=VLLMConfig)

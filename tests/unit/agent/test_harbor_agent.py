@@ -27,7 +27,6 @@ def test_harbor_builds_the_agent_by_import_path_with_loop_settings(tmp_path: Pat
     )
     assert isinstance(agent, KwrlAgent)
     assert agent.config.max_steps == 250 and agent.config.tools == ["filesystem_*"]
-    assert agent._tokenizer_spec() == "smollm2-135m"
     assert KwrlAgent.SUPPORTS_ATIF
 
 
@@ -38,29 +37,50 @@ def test_settings_are_validated_and_a_policy_is_required(tmp_path: Path) -> None
         KwrlAgent(tmp_path, "engine:smollm2-135m", max_steps=0)
 
 
-def test_tokenizer_comes_from_kwarg_env_or_spec(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_tokenizer_is_the_named_one_else_the_policys_own_else_the_served_names(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert (
-        KwrlAgent(tmp_path, "engine:qwen2.5-coder-0.5b")._tokenizer_spec() == "qwen2.5-coder-0.5b"
+    from kwrl.agent.tokenizer import load_tokenizer
+    from kwrl.llm.engine import EngineConfig
+    from kwrl.llm.policy import PolicyConfig, build_policy
+
+    monkeypatch.delenv("KWRL_TOKENIZER", raising=False)
+    folder = str(tiny_model_dir)
+    engine = build_policy(PolicyConfig(model=f"engine:{folder}", engine=EngineConfig(threads=1)))
+    held = engine.tokenizer()
+    assert held is not None and held is not load_tokenizer(folder)
+    # an in-process engine's tokenizer is used as is, never loaded a second time
+    assert KwrlAgent(tmp_path, f"engine:{folder}")._tokenizer(engine) is held
+    assert KwrlAgent(tmp_path, "live:x", tokenizer=folder)._tokenizer(engine) is load_tokenizer(
+        folder
     )
-    assert KwrlAgent(tmp_path, "engine:x", tokenizer="/tok")._tokenizer_spec() == "/tok"
-    monkeypatch.setenv("KWRL_TOKENIZER", "smollm2")
-    assert KwrlAgent(tmp_path, "http://h:1/v1")._tokenizer_spec() == "smollm2"
+    url = f"http://h:1/v1#{folder}"
+    assert KwrlAgent(tmp_path, url)._tokenizer(build_policy(PolicyConfig(model=url))) is (
+        load_tokenizer(folder)
+    )
+    nameless = build_policy(PolicyConfig(model="http://h:1/v1"))
+    assert nameless.tokenizer() is None
+    monkeypatch.setenv("KWRL_TOKENIZER", folder)
+    assert KwrlAgent(tmp_path, "http://h:1/v1")._tokenizer(nameless) is load_tokenizer(folder)
     monkeypatch.delenv("KWRL_TOKENIZER")
-    with pytest.raises(AgentError, match="tokenizer"):
-        KwrlAgent(tmp_path, "http://h:1/v1")._tokenizer_spec()
+    with pytest.raises(AgentError, match="name its tokenizer"):
+        KwrlAgent(tmp_path, "http://h:1/v1")._tokenizer(nameless)
 
 
-def test_gateway_url_prefers_the_environment_then_task_servers(tmp_path: Path) -> None:
-    class Env:
-        mcp_url = "http://127.0.0.1:9/mcp/"
+def test_gateway_url_prefers_a_kwrl_environment_then_task_servers(tmp_path: Path) -> None:
+    from kwrl.sandbox.testing import make_dataset, make_environment
 
+    class Lookalike:  # not a kwrl.sandbox.contract.KwrlEnvironment: its attribute is not asked
+        mcp_url = "http://127.0.0.1:8/mcp/"
+
+    env = make_environment(make_dataset(tmp_path / "ds", 1)[0], tmp_path / "trial")
+    env.mcp_url = "http://127.0.0.1:9/mcp/"
     server = MCPServerConfig(
         name="world", transport="streamable-http", url="http://127.0.0.1:7/mcp/"
     )
     agent = KwrlAgent(tmp_path, "engine:x", mcp_servers=[server], mcp_url="http://127.0.0.1:5/mcp/")
-    assert agent._gateway_url(Env()) == "http://127.0.0.1:9/mcp/"  # type: ignore[arg-type]
+    assert agent._gateway_url(env) == "http://127.0.0.1:9/mcp/"
+    assert agent._gateway_url(Lookalike()) == "http://127.0.0.1:7/mcp/"  # type: ignore[arg-type]
     assert agent._gateway_url(object()) == "http://127.0.0.1:7/mcp/"  # type: ignore[arg-type]
     assert (
         KwrlAgent(tmp_path, "engine:x", mcp_url="unix:///s.sock")._gateway_url(object())

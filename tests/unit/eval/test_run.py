@@ -131,9 +131,12 @@ def test_an_engine_spec_is_loaded_once_and_lent_to_the_trials_by_handle(
         assert (rcfg.model, handle) == ("live:test-eval-lend", "test-eval-lend")
         pcfg = PolicyConfig.model_validate({**policy, "model": spec})
         assert live_engine("test-eval-lend") is build_policy(pcfg).engine  # type: ignore[attr-defined]
-        # the agents keep the spec's tokenizer and settings; `live:` names its own kind
+        # the agents keep the spec's settings (`live:` names its own kind) and render with the
+        # lent engine's own tokenizer: nothing re-reads the spec to load it again
         kwargs = rcfg.agent_kwargs
-        assert kwargs["tokenizer"] == str(tiny_model_dir)
+        assert "tokenizer" not in kwargs
+        live = build_policy(PolicyConfig.model_validate({"model": rcfg.model}))
+        assert live.tokenizer() is live_engine("test-eval-lend").tokenizer
         assert kwargs["policy_config"] == {"engine": {"threads": 1}}
         assert kwargs["max_steps"] == 250
     finally:

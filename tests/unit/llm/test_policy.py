@@ -92,9 +92,13 @@ def test_unknown_kinds_and_fields_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown; choose one of"):
         build_policy(PolicyConfig(model="engine:x", kind="vllm-direct"))
     path = tmp_path / "policy.toml"
-    path.write_text('model = "litellm:openai/gpt-4o"\n[sampling]\nmax_tokens = 64\n')
-    cfg = load_config(PolicyConfig, path, ["sampling.temperature=0.5"])
-    assert (cfg.sampling.max_tokens, cfg.sampling.temperature) == (64, 0.5)
+    path.write_text('model = "litellm:openai/gpt-4o"\n[engine]\nthreads = 1\n')
+    cfg = load_config(PolicyConfig, path, ["timeout_s=5"])
+    assert (cfg.engine.threads, cfg.timeout_s) == (1, 5.0)
+    # sampling is the agent's (AgentConfig.temperature ...), never a second, unread policy setting
+    path.write_text('model = "litellm:openai/gpt-4o"\n[sampling]\ntemperature = 0.5\n')
+    with pytest.raises(ConfigError, match="sampling"):
+        load_config(PolicyConfig, path)
     path.write_text('model = "x"\ntemprature = 1\n')
     with pytest.raises(ConfigError, match="temprature"):
         load_config(PolicyConfig, path)

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig
 from kwrl.llm.engine import EngineConfig
+from kwrl.llm.spec import live_spec, make_spec
 from kwrl.llm.vllm_engine import VLLMConfig
 from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
 
@@ -219,7 +220,7 @@ class TrainConfig(TrialSettings):
         """How a batch's trials run: KwrlAgent on the `rollout_engine` over `policy_dir`, graded by
         `judge`. With `handle`, the agents sample from the engine the trainer registered under it
         (`live:HANDLE`, `kwrl.llm.engine.register_engine`) and never load one of their own."""
-        model = f"live:{handle}" if handle else f"{self.rollout_engine}:{policy_dir}"
+        model = live_spec(handle) if handle else make_spec(self.rollout_engine, str(policy_dir))
         policy = {
             "engine": engine.model_dump(mode="json"),
             "vllm": self.vllm.model_dump(mode="json"),
