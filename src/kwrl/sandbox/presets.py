@@ -1,15 +1,16 @@
 """Environment presets: which harbor environment a trial runs in, as harbor's own config model.
 
 - `local`: `kwrl.sandbox.local:LocalEnvironment` (bubblewrap; this machine, no Docker).
-- `docker`: harbor's docker environment. Each task dir's `environment/Dockerfile` (written by
-  `kwrl.tasks.taskdir`) is `FROM` its world's image (`archipelago.json:ecr_image`), which carries
-  the world seed at /filesystem and /.apps_data and kwrl's gateway; harbor builds it per task.
-- `modal`: harbor's Modal environment over the same per-world images (RECIPE's cluster path:
-  images pushed to a registry; `registry_secret` names the Modal secret holding its credentials).
+- `docker`: `kwrl.sandbox.docker:DockerEnvironment`, harbor's docker environment on kwrl's images
+  (`kwrl.sandbox.docker.images`: built from the task dir where changed, the world gateway started
+  by the image's entry point, no network for the agent; set-up: scripts/docker/setup.sh,
+  docs/docker.md).
+- `modal`: harbor's Modal environment on the same task Dockerfile (environment/Dockerfile, `FROM`
+  the world image, pushed to a registry Modal pulls from; `registry_secret` names the Modal secret
+  holding its credentials) and the same start-up (`kwrl.sandbox.docker.modal.modal_kwargs`).
 
 Anything else with a ':' is taken as an environment import path. Presets return
-`harbor.models.trial.config.EnvironmentConfig`, so harbor validates them; docker and modal cannot
-run on this machine (no Docker engine, no Modal credentials) but their configs are tested.
+`harbor.models.trial.config.EnvironmentConfig`, so harbor validates them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from harbor.models.trial.config import EnvironmentConfig
 from kwrl.errors import ConfigError
 
 LOCAL_IMPORT_PATH = "kwrl.sandbox.local:LocalEnvironment"
+DOCKER_IMPORT_PATH = "kwrl.sandbox.docker:DockerEnvironment"
 PRESETS: tuple[str, ...] = ("local", "docker", "modal")
 
 
@@ -32,11 +34,14 @@ def environment_config(name: str, kwargs: dict[str, Any] | None = None) -> Envir
         return EnvironmentConfig(import_path=LOCAL_IMPORT_PATH, kwargs=kwargs)
     if name == "docker":
         return EnvironmentConfig(
-            type=EnvironmentType.DOCKER, force_build=False, delete=True, kwargs=kwargs
+            import_path=DOCKER_IMPORT_PATH, force_build=False, delete=True, kwargs=kwargs
         )
     if name == "modal":
-        modal_kwargs = {"app_name": "kwrl", "sandbox_timeout_secs": 4 * 3600, **kwargs}
-        return EnvironmentConfig(type=EnvironmentType.MODAL, delete=True, kwargs=modal_kwargs)
+        from kwrl.sandbox.docker.modal import modal_kwargs
+
+        return EnvironmentConfig(
+            type=EnvironmentType.MODAL, delete=True, kwargs=modal_kwargs(kwargs)
+        )
     if ":" in name:
         return EnvironmentConfig(import_path=name, kwargs=kwargs)
     raise ConfigError(

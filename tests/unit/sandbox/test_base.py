@@ -9,7 +9,7 @@ from harbor.models.trial.config import TaskConfig, TrialConfig
 
 from kwrl.errors import ConfigError, TaskFormatError
 from kwrl.sandbox.base import SandboxSpec, base_env, bwrap_argv, resolve_world
-from kwrl.sandbox.presets import LOCAL_IMPORT_PATH, environment_config
+from kwrl.sandbox.presets import DOCKER_IMPORT_PATH, LOCAL_IMPORT_PATH, environment_config
 from kwrl.sandbox.testing import make_dataset
 
 
@@ -90,7 +90,9 @@ def test_presets_validate_as_harbor_trial_configs(name: str, tmp_path: Path) -> 
     assert cfg.environment == env
     if name == "local":
         assert env.import_path == LOCAL_IMPORT_PATH
-    elif name in ("docker", "modal"):
+    elif name == "docker":
+        assert env.import_path == DOCKER_IMPORT_PATH
+    elif name == "modal":
         assert env.type is not None and env.type.value == name
 
 

@@ -1,27 +1,30 @@
 """The images of the docker and modal presets, as data: what goes in, in which layer, and how a
 trial starts in one.
 
-Three images, each `FROM` the one before (docs/docker.md):
+Four images, each `FROM` the one before (docs/docker.md):
 
-- runtime (`runtime_spec`): `kwrl-base:bookworm` (debootstrap, `scripts/docker/setup.sh`) plus
-  this interpreter's CPython build copied at its own path (tests, idle, tkinter, the static
-  library and its own site-packages left out), kwrl's runtime dependencies copied from this venv
-  (the closure of kwrl's requirements, less `DockerImageConfig.exclude`), and kwrl itself from
-  the checkout (package files plus its dist-info, the `kwrl` command). No registry is needed. The
-  image's entry point is `START_ARGV` (`kwrl.sandbox.docker.init`): it binds the gateway's socket
-  at `GATEWAY_SOCKET` as root, starts the world gateway on it as `SANDBOX_UID`, then runs the
-  container's command (harbor's `sleep infinity`).
-- world (`world_spec`, tag `TaskDirConfig.world_image`): the world seed's `filesystem/` and
+- python (`python_spec`): `kwrl-base:bookworm` (debootstrap, `scripts/docker/setup.sh`) plus this
+  interpreter's CPython build copied at its own path (tests, idle, tkinter, the static library
+  and its own site-packages left out), kwrl's runtime dependencies copied from this venv (the
+  closure of kwrl's requirements with the extras they name, less `DockerImageConfig.exclude`),
+  and the sandbox user `SANDBOX_UID`. No registry is needed.
+- runtime (`runtime_spec`): kwrl itself from the checkout (package files and its dist-info), the
+  image's `kwrl` command, `IMAGE_ENV`, and the entry point `START_ARGV`
+  (`kwrl.sandbox.docker.init`: the world gateway on `GATEWAY_SOCKET` as `SANDBOX_UID`, then the
+  container's command, harbor's `sleep infinity`). Apart from python so that a kwrl edit
+  rebuilds a few MB.
+- world (`world_spec`, tag `DockerImageConfig.world_image`): the world seed's `filesystem/` and
   `.apps_data/` at `/filesystem` and `/.apps_data` owned by `SANDBOX_UID`, and the same at
   `/kwrl/initial/world` owned by root (read-only to the agent's side).
-- task (`task_spec`): the task dir's `environment/` as context and `task_dockerfile` (the very
-  text `kwrl.tasks.taskdir` writes into environment/Dockerfile): the overlay over the world and
-  at `/kwrl/initial/overlay`.
+- task (`task_spec`): the task dir's overlay as context and `task_dockerfile` (the very text
+  `kwrl.tasks.taskdir` writes into environment/Dockerfile): the overlay over the world and at
+  `/kwrl/initial/overlay`.
 
-`ImageSpec.key` hashes the Dockerfile, the context's listing (path, size, mtime, mode) and the
-parent's key; `ensure_image` builds only when no image of that tag carries that key (label
-`kwrl.key`), streaming the context to `docker build -` as a tar. The modal preset
-(`kwrl.sandbox.docker.modal`) takes the same specs and the same `START_ARGV`.
+`ImageSpec.key`, taken when the spec is made, hashes the Dockerfile, the context's listing (path,
+size, mtime, mode) and the parent's key; `ensure_image` builds only when no image of that tag
+carries that key (label `kwrl.key`), streaming the context to `docker build -` as a tar. A process
+lists CPython and the venv once (`specs_for_task`). The modal preset (`kwrl.sandbox.docker.modal`)
+takes the same task Dockerfile and the same `START_ARGV`.
 """
 
 from __future__ import annotations
@@ -83,8 +86,11 @@ class ImageSpec:
     context: dict[str, Path | bytes] = field(default_factory=dict)
     parent_key: str = ""
 
-    @property
-    def key(self) -> str:
+    key: str = field(init=False)
+    """What it is built from, taken when the spec is made: a run keeps the images it started
+    with while files change under it."""
+
+    def __post_init__(self) -> None:
         h = hashlib.sha256(self.parent_key.encode() + b"\0" + self.dockerfile.encode())
         for name in sorted(self.context):
             src = self.context[name]
@@ -93,7 +99,7 @@ class ImageSpec:
             else:
                 st = src.lstat()
                 h.update(f"\0{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}".encode())
-        return h.hexdigest()[:16]
+        object.__setattr__(self, "key", h.hexdigest()[:16])
 
     def write_tar(self, out: io.BufferedIOBase | io.BytesIO) -> None:
         """The build context, Dockerfile included, as a tar stream (owners root, modes kept)."""
@@ -204,38 +210,54 @@ def _kwrl_files() -> dict[str, Path | bytes]:
     return out
 
 
-def runtime_spec(config: DockerImageConfig | None = None) -> ImageSpec:
-    """The runtime image: base, CPython, kwrl's dependencies, kwrl, the entry point."""
+def python_spec(config: DockerImageConfig | None = None) -> ImageSpec:
+    """The python image: base, this CPython build, kwrl's dependencies, the sandbox user."""
     config = config or DockerImageConfig()
     context: dict[str, Path | bytes] = {
         **_python_files(),
         **_site_files(dependency_closure("kwrl", config.exclude)),
-        **_kwrl_files(),
     }
     uid = SANDBOX_UID
+    dockerfile = "\n".join(
+        [
+            "# kwrl python image (kwrl.sandbox.docker.images.python_spec)",
+            f"FROM {config.base_image}",
+            f"COPY python/ {sys.base_prefix}/",
+            f"COPY site/ {SITE}/",
+            "RUN chmod 0755 /root"
+            f" && ln -sf {PYTHON} /usr/local/bin/python3 && ln -sf {PYTHON} /usr/local/bin/python"
+            f" && echo 'kwrl:x:{uid}:{uid}:kwrl sandbox:/tmp:/bin/bash' >> /etc/passwd"
+            f" && echo 'kwrl:x:{uid}:' >> /etc/group"
+            " && mkdir -p -m 0755 /kwrl/run /kwrl/initial/world /kwrl/initial/overlay /logs",
+            "",
+        ]
+    )
+    key = ImageSpec("", dockerfile, context, config.base_image).key
+    return ImageSpec(f"kwrl-python:{key}", dockerfile, context, config.base_image)
+
+
+def runtime_spec(python: ImageSpec) -> ImageSpec:
+    """The runtime image: kwrl from the checkout over the python image, the `kwrl` command, the
+    environment and the entry point (a kwrl change rebuilds this small layer alone)."""
     env = " ".join(f"{k}={v}" for k, v in IMAGE_ENV.items())
     dockerfile = "\n".join(
         [
             "# kwrl runtime image (kwrl.sandbox.docker.images.runtime_spec)",
-            f"FROM {config.base_image}",
-            f"COPY python/ {sys.base_prefix}/",
-            f"COPY site/ {SITE}/",
+            f"FROM {python.tag}",
             f"COPY kwrl/ {SITE}/",
-            "RUN chmod 0755 /root"
-            f" && ln -sf {PYTHON} /usr/local/bin/python3 && ln -sf {PYTHON} /usr/local/bin/python"
-            f" && printf '#!{PYTHON} -I\\nfrom kwrl.sandbox.docker.init import kwrl_command\\nkwrl_command()\\n'"
-            " > /usr/local/bin/kwrl && chmod 0755 /usr/local/bin/kwrl"
-            f" && echo 'kwrl:x:{uid}:{uid}:kwrl sandbox:/tmp:/bin/bash' >> /etc/passwd"
-            f" && echo 'kwrl:x:{uid}:' >> /etc/group"
-            " && mkdir -p -m 0755 /kwrl/run /kwrl/initial/world /kwrl/initial/overlay /logs"
-            f" && {PYTHON} -c 'import kwrl.worlds.gateway, kwrl.grading.verify'",
+            f"RUN printf '#!{PYTHON} -I\\nfrom kwrl.sandbox.docker.init import kwrl_command\\n"
+            "kwrl_command()\\n' > /usr/local/bin/kwrl && chmod 0755 /usr/local/bin/kwrl"
+            f" && {PYTHON} -c 'import kwrl.worlds.gateway, kwrl.grading.verify'"
+            " && kwrl world call --help >/dev/null",
             f"ENV {env}",
             f"ENTRYPOINT {_json_list(START_ARGV)}",
             'CMD ["sleep", "infinity"]',
+            "",
         ]
     )
-    tag = f"kwrl-runtime:{ImageSpec('', dockerfile, context, config.base_image).key}"
-    return ImageSpec(tag, dockerfile + "\n", context, config.base_image)
+    context = _kwrl_files()
+    key = ImageSpec("", dockerfile, context, python.key).key
+    return ImageSpec(f"kwrl-runtime:{key}", dockerfile, context, python.key)
 
 
 def world_spec(world_dir: Path | None, tag: str, runtime: ImageSpec) -> ImageSpec:
@@ -289,21 +311,23 @@ def world_tag(task_dir: Path, config: DockerImageConfig) -> tuple[Path | None, s
 
 
 def specs_for_task(task_dir: Path, config: DockerImageConfig | None = None) -> list[ImageSpec]:
-    """The runtime, world and task images of a task dir, in build order."""
+    """The python, runtime, world and task images of a task dir, in build order."""
     config = config or DockerImageConfig()
-    runtime = _runtime_cached(config.model_dump_json())
+    python, runtime = _runtime_cached(config.model_dump_json())
     world_dir, tag = world_tag(Path(task_dir), config)
     world = world_spec(world_dir, tag, runtime)
-    return [runtime, world, task_spec(Path(task_dir), world)]
+    return [python, runtime, world, task_spec(Path(task_dir), world)]
 
 
-_RUNTIME: dict[str, ImageSpec] = {}
+_RUNTIME: dict[str, tuple[ImageSpec, ImageSpec]] = {}
 
 
-def _runtime_cached(config_json: str) -> ImageSpec:
-    """runtime_spec once per config and process (listing CPython and the venv takes ~1 s)."""
+def _runtime_cached(config_json: str) -> tuple[ImageSpec, ImageSpec]:
+    """The python and runtime specs once per config and process (listing CPython and the venv
+    takes about a second; a run keeps the kwrl it started with)."""
     if config_json not in _RUNTIME:
-        _RUNTIME[config_json] = runtime_spec(DockerImageConfig.model_validate_json(config_json))
+        python = python_spec(DockerImageConfig.model_validate_json(config_json))
+        _RUNTIME[config_json] = (python, runtime_spec(python))
     return _RUNTIME[config_json]
 
 

@@ -9,7 +9,8 @@ gateway, which drops to `SANDBOX_UID` (no supplementary groups, non-dumpable, th
 `IMAGE_ENV` only, stdout and stderr to `/kwrl/run/gateway.log`) and serves the world at
 /filesystem and /.apps_data on that socket, and execs the command. The socket listens before the
 fork, so a client that connects early waits for the gateway instead of failing. Run as another
-user it starts no gateway and only execs the command.
+user, or again inside the same process tree (`KWRL_GATEWAY_STARTED` set), it only execs the
+command.
 """
 
 from __future__ import annotations
@@ -100,9 +101,15 @@ def kwrl_command() -> None:
         sys.exit(2)
 
 
+_STARTED = "KWRL_GATEWAY_STARTED"
+
+
 def main(argv: list[str]) -> None:
-    if os.getuid() == 0:
+    # Once per container: an entry point that also runs as the command (a runtime that keeps the
+    # image's ENTRYPOINT before its own command) starts no second gateway.
+    if os.getuid() == 0 and os.environ.get(_STARTED) != "1":
         start_gateway()
+        os.environ[_STARTED] = "1"
     command = argv or ["sleep", "infinity"]
     os.execvp(command[0], command)
 

