@@ -27,7 +27,8 @@ import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -53,14 +54,14 @@ class Flag:
 
 @dataclass(frozen=True)
 class Legacy:
-    """A deprecated flag: its spellings, its help, and how a value becomes overrides.
+    """A deprecated flag: its spellings and how its value becomes overrides.
 
-    `to(value)` returns {dotted key: value}; `many` flags repeat (typer list option)."""
+    `to(value)` returns {dotted key: value} (a value parsed as TOML, or the list of raw items of
+    a `many` flag, which repeats)."""
 
     decls: tuple[str, ...]
     to: Callable[[Any], dict[str, Any]]
     many: bool = False
-    is_flag: bool = False
 
     @property
     def param(self) -> str:
@@ -72,17 +73,12 @@ def _is_model(annotation: Any) -> bool:
 
 
 def _kind(annotation: Any) -> str:
-    origin = get_origin(annotation)
+    """How a field's flag parses: one value, a repeated item (list) or repeated key=value (dict)."""
     args = [a for a in get_args(annotation) if a is not type(None)]
-    if origin is None and args == [] and annotation in (list, dict):
-        return "list" if annotation is list else "dict"
-    if origin in (list, set, tuple) and origin is not tuple:
-        return "list"
-    if origin is dict:
-        return "dict"
-    if len(args) == 1 and get_origin(args[0]) in (list, dict):  # X | None
+    if get_origin(annotation) in (UnionType, Union) and len(args) == 1:  # X | None
         return _kind(args[0])
-    return "value"
+    origin = get_origin(annotation) or annotation
+    return "list" if origin in (list, set) else "dict" if origin is dict else "value"
 
 
 def fields_of(cls: type[BaseModel], exclude: Collection[str] = (), prefix: str = "") -> list[Flag]:
@@ -139,16 +135,25 @@ def shown_default(value: Any) -> str | bool:
 def _metavar(flag: Flag) -> str:
     if flag.kind == "dict":
         return "KEY=VALUE"
-    args = [a for a in get_args(flag.field.annotation) if a is not type(None)]
-    ann = args[0] if len(args) == 1 else flag.field.annotation
-    if flag.kind == "list":
-        ann = (get_args(ann) or [str])[0]
+    ann = _leaf_type(flag)
     names = {bool: "BOOL", int: "INT", float: "FLOAT", str: "TEXT", Path: "PATH"}
     return names.get(ann, "VALUE") if isinstance(ann, type) else "VALUE"
 
 
 def _parse(raw: str) -> Any:
     return parse_override(f"v={raw}")[1]
+
+
+def _leaf_type(flag: Flag) -> Any:
+    args = [a for a in get_args(flag.field.annotation) if a is not type(None)]
+    ann = args[0] if len(args) == 1 else flag.field.annotation
+    return (get_args(ann) or [str])[0] if flag.kind == "list" else ann
+
+
+def _value(flag: Flag, raw: str) -> Any:
+    """A flag's text as its field takes it: text fields keep it (`--agent.exec_user 1000`), others
+    parse it as TOML (`true`, `20`, `[1, 2]`), else keep it."""
+    return raw if _leaf_type(flag) in (str, Path) else _parse(raw)
 
 
 def collect(flags: list[Flag], given: Mapping[str, Any]) -> dict[str, Any]:
@@ -159,10 +164,10 @@ def collect(flags: list[Flag], given: Mapping[str, Any]) -> dict[str, Any]:
         if raw is None or raw == []:
             continue
         if flag.kind == "value":
-            out[flag.key] = _parse(raw)
+            out[flag.key] = _value(flag, raw)
         elif flag.kind == "list":
-            items = [_parse(r) for r in raw]
-            out[flag.key] = items[0] if len(items) == 1 and isinstance(items[0], list) else items
+            array = _parse(raw[0]) if len(raw) == 1 else None
+            out[flag.key] = array if isinstance(array, list) else [_value(flag, r) for r in raw]
         else:
             for item in raw:
                 parts, value = parse_override(item)
@@ -228,13 +233,13 @@ def config_flags(
                 )
             )  # fmt: skip
         for old in legacy:
-            ann = bool if old.is_flag else (list[str] | None if old.many else str | None)
+            ann = list[str] | None if old.many else str | None
             opt = typer.Option(*old.decls, hidden=True)
             hints[old.param] = Annotated[ann, opt]
             params.append(
                 inspect.Parameter(
                     old.param, inspect.Parameter.KEYWORD_ONLY,
-                    default=False if old.is_flag else None, annotation=hints[old.param],
+                    default=None, annotation=hints[old.param],
                 )
             )  # fmt: skip
 
@@ -244,9 +249,9 @@ def config_flags(
             overrides: dict[str, Any] = {}
             for old in legacy:
                 value = kwargs.pop(old.param)
-                if value in (None, [], False):
+                if value in (None, []):
                     continue
-                mapped = old.to(value if old.many or old.is_flag else _parse(value))
+                mapped = old.to(value if old.many else _parse(value))
                 new = ", ".join(f"--{k}" for k in mapped)
                 print(f"deprecated: {old.decls[0]}: use {new}", file=sys.stderr)
                 overrides.update(mapped)

@@ -1,8 +1,9 @@
 """Typed configs: pydantic models, TOML files, dotted `key=value` overrides.
 
 Every config class derives from `KwrlConfig`; a docstring under each field documents it (and
-becomes `--help` text). `load_config` reads a TOML file, applies overrides such as
-`trainer.lr=1e-6`, and validates; `save_config` writes the resolved config beside a run's outputs.
+becomes the `--help` text of its flag: `kwrl.cli_config`). `load_config` reads a TOML file,
+applies overrides such as `trainer.lr=1e-6` and dotted values (flags), and validates;
+`save_config` writes the resolved config beside a run's outputs.
 This module imports no heavy dependency, so configs parse without torch.
 """
 

@@ -140,3 +140,10 @@ def test_the_policy_settings_are_checked_when_the_config_is() -> None:
         TrialSettings(policy={"timeout_s": -1})
     with pytest.raises(ValueError, match="the run's model"):
         TrialSettings(policy={"model": "engine:x"})
+
+
+def test_a_text_flag_keeps_its_text() -> None:
+    """`--sandbox.exec_user 1000` names a uid as text; TOML would have made it a number."""
+    given, cfg, _ = _run("--sandbox.exec_user", "1000", "--tokenizer", "true")
+    assert cfg.sandbox.exec_user == "1000" and cfg.tokenizer == "true"
+    assert given["overrides"] == {"sandbox.exec_user": "1000", "tokenizer": "true"}

@@ -5,13 +5,13 @@ leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summa
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward), `kwrl rollout` when no
 trial was graded (it says how many failed on infrastructure when some did); both exit 2 before any
 trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
-`kwrl rollout`'s flags are `kwrl.rollout.runner.RolloutRun`'s fields (`kwrl.cli_config`), trial
-settings included: `--model oracle|nop|SPEC`, `--harbor_agent module:Class`, `-n 4`,
-`--agent.max_steps 20`, `--sandbox.gateway false`, `--judge SPEC` (default env `KWRL_JUDGE`: it
-reaches the verifier with its settings and key variable through harbor's verifier env,
-`kwrl.grading.judges.judge_env`). Its old flags (`--agent`, `--ak`, `--ek`, `--env`,
-`--agent-timeout`) still work for one release and print their new spelling. `kwrl trial run`
-keeps `--agent`, `--ak key=value` (agent kwargs) and `--ek key=value` (environment kwargs).
+Their flags are `kwrl.rollout.runner.RolloutRun`'s fields (`kwrl.cli_config`; `kwrl trial run`
+has neither `-n`, `--concurrency` nor retries), trial settings included: `--model oracle|nop|SPEC`,
+`--harbor_agent module:Class --agent_kwargs key=value`, `-n 4`, `--agent.max_steps 20`,
+`--sandbox.gateway false`, `--judge SPEC` (default env `KWRL_JUDGE`: it reaches the verifier with
+its settings and key variable through harbor's verifier env, `kwrl.grading.judges.judge_env`).
+The old flags (`--agent`, `--ak key=value`, `--ek key=value`, `--env`, `--agent-timeout`) still
+work for one release and print their new spelling.
 """
 
 from __future__ import annotations
@@ -29,32 +29,6 @@ from kwrl.rollout.settings import TRIAL_LEGACY, trial_panel
 
 trial_app = typer.Typer(help="Run single trials.", no_args_is_help=True)
 
-AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="oracle, nop, or module:Class.")]
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model name for the agent.")]
-EnvOpt = Annotated[
-    str, typer.Option("--env", "-e", help="local, docker, modal, or an environment import path.")
-]
-EkOpt = Annotated[
-    list[str] | None, typer.Option("--ek", help="Environment kwarg key=value (repeatable).")
-]
-AkOpt = Annotated[
-    list[str] | None,
-    typer.Option("--ak", help="Agent kwarg key=value (repeatable): AgentConfig fields for kwrl's."),
-]
-TimeoutOpt = Annotated[
-    float | None, typer.Option("--agent-timeout", help="Override task.toml's agent timeout (s).")
-]
-JudgeOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--judge",
-        envvar="KWRL_JUDGE",
-        help="Judge of criteria without a machine check: http(s)://HOST:PORT/v1#NAME or "
-        "litellm:PROVIDER/MODEL. KWRL_JUDGE_* settings and the judge's key variable go to the "
-        "verifier.",
-    ),
-]
-
 
 def _old_agent(agent: str) -> dict[str, str]:
     """Where an old `--agent NAME` goes now: oracle and nop are models, KwrlAgent the default."""
@@ -66,33 +40,6 @@ def _old_agent(agent: str) -> dict[str, str]:
 ROLLOUT_SHORT = {"model": "-m", "n_samples": "-n", "concurrency": "-c"}
 ROLLOUT_LEGACY = (*TRIAL_LEGACY, Legacy(("--agent", "-a"), _old_agent))
 """`kwrl rollout`'s flags of the release before its config's flags, kept one release."""
-
-
-def _verifier_env(judge: str | None) -> dict[str, str]:
-    """The judge's verifier environment (`kwrl.grading.judges.judge_env`), else none."""
-    from kwrl.grading.judges import judge_env
-
-    return judge_env(judge) if judge else {}
-
-
-def _kwargs(items: list[str] | None) -> dict[str, Any]:
-    from kwrl.config import parse_override
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        parts, value = parse_override(item)
-        out[".".join(parts)] = value
-    return out
-
-
-def _agent_kwargs(agent: str, items: list[str] | None) -> dict[str, Any]:
-    """--ak as kwargs; KwrlAgent's are checked against AgentConfig before any trial starts."""
-    from kwrl.agent.config import check_agent_kwargs
-
-    out = _kwargs(items)
-    if agent == "kwrl.agent:KwrlAgent":
-        check_agent_kwargs(out, "--ak")
-    return out
 
 
 def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
@@ -116,33 +63,32 @@ def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
     return table
 
 
+TRIAL_RUN_EXCLUDE = {"dataset", "out", "n_samples", "concurrency", "retries"}
+"""RolloutRun's fields that are not `kwrl trial run`'s: one task, one trial, no retry."""
+
+
 @trial_app.command("run")
+@config_flags(
+    RolloutRun, exclude=TRIAL_RUN_EXCLUDE, short={"model": "-m"}, legacy=ROLLOUT_LEGACY,
+    panel=trial_panel, envvar={"judge": "KWRL_JUDGE"},
+)  # fmt: skip
 def trial_run(
     task_dir: Annotated[Path, typer.Argument(help="A task dir (holds instruction.md).")],
-    agent: AgentOpt = "oracle",
-    model: ModelOpt = None,
     out: Annotated[Path, typer.Option(help="Where the trial dir goes.")] = Path("runs/trials"),
-    env: EnvOpt = "local",
-    ek: EkOpt = None,
-    ak: AkOpt = None,
-    agent_timeout: TimeoutOpt = None,
-    judge: JudgeOpt = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
 
     from kwrl.rollout.masking import trial_decision
-    from kwrl.rollout.runner import RolloutConfig, check_task_config, run_trial
+    from kwrl.rollout.runner import check_task_config, run_trial
 
-    agent_kwargs = _agent_kwargs(agent, ak)  # bad --ak: ConfigError, exit 2
+    given = {**overrides, "dataset": task_dir, "retries": 0}
+    cfg = build_config(RolloutRun, given, "kwrl trial run").rollout_config()  # bad: exit 2
     check_task_config(task_dir)  # no or bad task.toml (limits included): exit 2
-    cfg = RolloutConfig(
-        agent=agent, model=model, environment=env, environment_kwargs=_kwargs(ek),
-        agent_kwargs=agent_kwargs, agent_timeout_sec=agent_timeout, retries=0,
-        verifier_env=_verifier_env(judge),
-    )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    name = f"{task_dir.resolve().name}__{agent.split(':')[-1].lower()}"
+    name = f"{task_dir.resolve().name}__{cfg.agent.split(':')[-1].lower()}"
     n = 0
     while (out / (name + (f"-{n}" if n else ""))).exists():
         n += 1
