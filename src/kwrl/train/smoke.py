@@ -287,7 +287,8 @@ def smoke(cfg: SmokeConfig, console: Console | None = None) -> dict[str, Any]:
             steps=cfg.rl_steps, epochs=max(1, cfg.rl_steps), ckpt_every=cfg.rl_steps,
         ),
         learner=LearnerConfig(
-            lr=cfg.rl_lr, micro_batch_size=cfg.samples_per_prompt, gradient_checkpointing=True
+            lr=cfg.rl_lr, micro_batch_size=cfg.samples_per_prompt, gradient_checkpointing=True,
+            temperature=cfg.agent.temperature,  # scored as sampled (TrainConfig checks it)
         ),
         lora=LoRAConfig(rank=cfg.lora_rank), tensorboard=True, **_trials(cfg, "tokenizer"),
     )  # fmt: skip

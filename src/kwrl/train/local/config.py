@@ -51,8 +51,9 @@ class LearnerConfig(KwrlConfig):
     micro-batch compute their common prompt once)."""
     device: str = "cpu"
     """torch device of the trained model (batches are moved there per micro-batch)."""
-    temperature: float = 1.0
-    """Sampling temperature of the rollouts (logits are scaled by it)."""
+    temperature: float = Field(default=1.0, gt=0.0)
+    """Sampling temperature of the rollouts (logits are scaled by it); must equal the agent's
+    (`agent.temperature`), which samples them: `TrainConfig` refuses a mismatch."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Parameter dtype of the trained model."""
     compile: bool = False
@@ -245,5 +246,18 @@ class TrainConfig(TrialSettings):
             raise ValueError(
                 "lora.rank > 0 is not supported with rl.mode = 'disaggregated' (its workers "
                 "receive the model's own parameters); use sync or async"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _on_policy_temperature(self) -> TrainConfig:
+        """The learner scores each sampled token at `learner.temperature`; the rollouts sampled it
+        at `agent.temperature`. Unequal, every ratio and the DPPO/PPO trust region compare against
+        a policy that never sampled: training goes off-policy without an error."""
+        if self.agent.temperature != self.learner.temperature:
+            raise ValueError(
+                f"agent.temperature = {self.agent.temperature} but learner.temperature = "
+                f"{self.learner.temperature}: the learner would score the rollouts at another "
+                "temperature than they were sampled at (off-policy); set both to the same value"
             )
         return self

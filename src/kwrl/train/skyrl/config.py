@@ -132,6 +132,33 @@ def check_policy_model(cfg: Any) -> None:
         )
 
 
+def check_temperature(cfg: Any) -> None:
+    """The agent samples at the temperature SkyRL's trainer scores at. Raises ConfigError.
+
+    The generator sets each trial's agent temperature from `generator.sampling_params`
+    (`KwrlHarborGenerator.agent_sampling`), so a different `kwrl.agent.temperature` would be
+    ignored without a word; and a `trainer.algorithm.temperature` unlike the generator's scores
+    the rollouts at another temperature than they were sampled at (SkyRL copies the generator's
+    only when it is unset): training goes off-policy. Checked before Ray starts.
+    """
+    sampled = cfg.generator.sampling_params.temperature
+    agent = kwrl_section(cfg).agent
+    pairs = [
+        ("trainer.algorithm.temperature", cfg.trainer.algorithm.temperature),
+        (
+            "kwrl.agent.temperature",
+            agent.temperature if "temperature" in agent.model_fields_set else None,
+        ),
+    ]
+    for key, value in pairs:
+        if value is not None and value != sampled:
+            raise ConfigError(
+                f"{key} = {value} but generator.sampling_params.temperature = {sampled}: the "
+                "rollouts would be scored at another temperature than they were sampled at "
+                "(off-policy); set both to the same value"
+            )
+
+
 def check_fully_async(cfg: Any) -> None:
     """SkyRL's FullyAsyncRayPPOTrainer constructor checks, run before Ray starts.
 

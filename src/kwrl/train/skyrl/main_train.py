@@ -16,7 +16,12 @@ from skyrl.train.entrypoints.main_base import BasePPOExp
 from skyrl.train.utils import validate_cfg
 
 from kwrl.train.skyrl.compat import initialize_ray
-from kwrl.train.skyrl.config import KwrlSkyRLConfig, check_policy_model, parse_overrides
+from kwrl.train.skyrl.config import (
+    KwrlSkyRLConfig,
+    check_policy_model,
+    check_temperature,
+    parse_overrides,
+)
 
 
 class KwrlExp(BasePPOExp):
@@ -32,6 +37,7 @@ def load(args: list[str]) -> KwrlSkyRLConfig:
     """Parse and validate argv the way every kwrl SkyRL entry point does."""
     cfg = parse_overrides(args)
     check_policy_model(cfg)
+    check_temperature(cfg)
     validate_cfg(cfg)
     return cfg
 

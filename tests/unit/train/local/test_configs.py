@@ -10,6 +10,7 @@ from typing import get_args
 import pytest
 
 from kwrl.config import load_config
+from kwrl.errors import ConfigError
 from kwrl.train.local.config import TrainConfig
 from kwrl.train.local.sft import SFTConfig
 
@@ -93,3 +94,22 @@ def test_trials_get_only_the_agent_fields_the_config_sets() -> None:
     }
     default = TrainConfig(dataset=Path("d")).rollout_config(Path("p"), cfg.engine).agent_kwargs
     assert (default["max_steps"], default["max_tokens_per_turn"]) == (6, 256)
+
+
+def test_an_agent_sampling_at_another_temperature_than_the_learner_scores_is_refused(
+    tmp_path: Path,
+) -> None:
+    cfg = tmp_path / "train.toml"
+    cfg.write_text('dataset = "/nonexistent"\n\n[agent]\ntemperature = 0.7\n')
+    refused = _kwrl("train", str(cfg))
+    out = refused.stderr + refused.stdout
+    assert refused.returncode == 2, out
+    assert f"{cfg}: invalid config" in out
+    assert "agent.temperature = 0.7 but learner.temperature = 1.0" in out
+    with pytest.raises(ConfigError, match=r"agent\.temperature = 0\.7 but learner\.temperature"):
+        load_config(TrainConfig, CONFIGS / "train_smollm2.toml", ["agent.temperature=0.7"])
+    both = load_config(TrainConfig, cfg, ["learner.temperature=0.7"])
+    assert both.agent.temperature == both.learner.temperature == 0.7
+    # greedy rollouts (temperature 0) have no logprobs a learner could score them by
+    with pytest.raises(ConfigError, match=r"learner\.temperature"):
+        load_config(TrainConfig, cfg, ["agent.temperature=0", "learner.temperature=0"])

@@ -9,6 +9,7 @@ kwrl's section. Then the hero hyperparameters of DESIGN §7 are checked value by
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -159,6 +160,22 @@ def test_packed_micro_batches_without_flash_attention_are_refused_before_ray(
     assert cfg.trainer.flash_attn and cfg.trainer.remove_microbatch_padding
     with pytest.raises(ConfigError, match=r"trainer\.remove_microbatch_padding=false"):
         load([*args, "trainer.flash_attn=false"])
+
+
+def test_a_temperature_unlike_the_generators_is_refused_before_ray(tmp_path: Path) -> None:
+    """The generator sets the agent's temperature from generator.sampling_params and the trainer
+    scores at trainer.algorithm.temperature: either unlike the generator's is an error naming both
+    keys, not an off-policy run (or a kwrl.agent.temperature silently overridden)."""
+    from kwrl.train.skyrl.main_train import load
+
+    args = script_args("smoke_1gpu.sh", tmp_path)
+    assert load([*args, "kwrl.agent.temperature=1.0"]).trainer.algorithm.temperature == 1.0
+    for key in ("kwrl.agent.temperature", "trainer.algorithm.temperature"):
+        want = f"{key} = 0.7 but generator.sampling_params.temperature = 1.0"
+        with pytest.raises(ConfigError, match=re.escape(want)):
+            load([*args, f"{key}=0.7"])
+    both = [*args, "generator.sampling_params.temperature=0.7", "kwrl.agent.temperature=0.7"]
+    assert load(both).trainer.algorithm.temperature == 0.7
 
 
 def test_the_refused_pair_is_the_one_skyrls_model_wrapper_asserts_on() -> None:
