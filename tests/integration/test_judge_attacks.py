@@ -37,7 +37,13 @@ from kwrl.grading.judges.loopback import (
 )
 from kwrl.grading.judges.prompt import WITHHELD
 from kwrl.rollout.trial import read_trial
-from kwrl.sandbox.testing import ATTACK_TASKS, attack_judge, make_task, make_world
+from kwrl.sandbox.testing import (
+    ATTACK_TASKS,
+    JUDGE_ATTACKS,
+    attack_judge,
+    make_task,
+    make_world,
+)
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"
@@ -135,10 +141,10 @@ def test_an_answer_too_long_for_the_judge_is_graded_zero_through_kwrl_trial_run(
 
 @pytest.fixture(scope="module")
 def rollout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`kwrl rollout -n 2` over both judge attacks and a judged task the oracle answers."""
+    """`kwrl rollout -n 2` over every judge attack and a judged task the oracle answers."""
     root = tmp_path_factory.mktemp("rollout")
     world = make_world(root).name
-    for name in ("injection", "slow_judge"):
+    for name in JUDGE_ATTACKS:
         make_task(root, name, world_id=world, solution=name, grader="kwrl", **ATTACK_TASKS[name])
     make_task(root, "control", world_id=world, grader="kwrl", **ATTACK_TASKS["injection"])
     with attack_judge() as judge:
@@ -153,7 +159,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", ["injection", "slow_judge"])
+@pytest.mark.parametrize("name", sorted(JUDGE_ATTACKS))
 def test_each_judge_attack_is_graded_zero_and_trained_in_kwrl_rollout(
     rollout: dict[str, Any], name: str
 ) -> None:
@@ -165,9 +171,7 @@ def test_each_judge_attack_is_graded_zero_and_trained_in_kwrl_rollout(
 
 def test_the_judge_pays_the_honest_answer_and_reads_no_breakout(rollout: dict[str, Any]) -> None:
     assert rollout["summary"]["tasks"]["control"]["rewards"] == [1.0, 1.0]
-    assert all(breakouts(r["body"]) == [] for r in rollout["requests"])
-    # 2 injections, 2 controls, 2 x (2 attempts + 1 probe) on the long answer
-    assert len(rollout["requests"]) == 10
+    assert rollout["requests"] and all(breakouts(r["body"]) == [] for r in rollout["requests"])
 
 
 def test_an_answer_too_long_for_the_judge_masks_no_member_that_scored(tmp_path: Path) -> None:
