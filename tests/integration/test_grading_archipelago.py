@@ -74,7 +74,7 @@ def run_trial(
     (trial / "agent" / "final_answer.txt").write_text(answer)
     proc = subprocess.run(
         [sys.executable, "-m", "kwrl.grading.verify", "--tests", str(task_dir / "tests"),
-         "--initial", str(world), "--initial", str(task_dir / "environment/overlay"), "--final", str(final),
+         "--initial", str(world), *_overlay(task_dir), "--final", str(final),
          "--answer", str(trial / "agent/final_answer.txt"), "--out", str(trial / "verifier")],
         env={**os.environ, "KWRL_JUDGE": judge.spec}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -116,3 +116,9 @@ def _listing(archive: Path) -> str:
         f = tar.extractfile("changes.json")
         assert f is not None
         return f.read().decode()
+
+
+def _overlay(task_dir: Path) -> list[str]:
+    """The overlay's --initial, where the task has one (a missing layer is an error to verify)."""
+    overlay = task_dir / "environment" / "overlay"
+    return ["--initial", str(overlay)] if overlay.is_dir() else []

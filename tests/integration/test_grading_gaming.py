@@ -29,7 +29,7 @@ import pytest
 from test_synth_oracle import Gateway, reset
 
 from kwrl.grading.checks import number_tokens
-from kwrl.grading.diff import StateView
+from kwrl.grading.diff import StateView, task_layers
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.records import new_chat_posts, new_mail
 from kwrl.grading.verify import grade_states
@@ -239,7 +239,7 @@ async def run(
 async def grade_only(task: TaskDir, root: Path, answer: str) -> dict[str, float]:
     grades = await grade_states(
         verifiers=task.verifiers, task=task.instruction, answer=answer,
-        initial=StateView.of([task.world_dir, task.overlay_dir]), final=StateView.of([root]),
+        initial=StateView.of(task_layers(task.world_dir, task.overlay_dir)), final=StateView.of([root]),
         judge_config=None,
     )  # fmt: skip
     return {g.verifier_id: g.score for g in grades.grades}

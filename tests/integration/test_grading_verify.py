@@ -118,7 +118,7 @@ def verify(
     world = task_dir.parent.parent / "worlds" / WORLD_ID
     return subprocess.run(
         [sys.executable, "-m", "kwrl.grading.verify", "--tests", str(task_dir / "tests"),
-         "--initial", str(world), "--initial", str(task_dir / "environment/overlay"), "--final", str(final),
+         "--initial", str(world), *_overlay(task_dir), "--final", str(final),
          "--answer", str(trial_dir / "agent/final_answer.txt"), "--out", str(trial_dir / "verifier")],
         env={**os.environ, "KWRL_JUDGE": judge_spec, **env}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -197,3 +197,9 @@ def test_a_failing_judge_leaves_no_reward(trial: tuple[Path, Path, Path], judge:
     assert not (trial_dir / "verifier/reward.json").exists()
     assert "JudgeError" in json.loads((trial_dir / "verifier/grades.json").read_text())["error"]
     assert (trial_dir / "verifier/changes.tar.gz").is_file()  # still regradable
+
+
+def _overlay(task_dir: Path) -> list[str]:
+    """The overlay's --initial, where the task has one (a missing layer is an error to verify)."""
+    overlay = task_dir / "environment" / "overlay"
+    return ["--initial", str(overlay)] if overlay.is_dir() else []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kwrl.grading.diff import StateView
+from kwrl.grading.diff import StateView, task_layers
 from kwrl.grading.verify import grade_states
 from kwrl.synth.generate import SynthConfig, generate
 from kwrl.tasks.taskdir import TaskDir, load_task, task_dirs
@@ -72,7 +72,7 @@ class Gateway:
 
 
 async def grade(task: TaskDir, root: Path | None, answer: str) -> tuple[float, list[str]]:
-    initial = StateView.of([task.world_dir, task.overlay_dir])
+    initial = StateView.of(task_layers(task.world_dir, task.overlay_dir))
     final = StateView.of([root]) if root is not None else initial
     grades = await grade_states(
         verifiers=task.verifiers, task=task.instruction, answer=answer,

@@ -25,14 +25,22 @@ missing archive the verifier does not explain too).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kwrl.errors import TaskFormatError
 
+if TYPE_CHECKING:
+    from kwrl.tasks.taskdir import TaskDir
+
+ENV_SANDBOX = "KWRL_GRADE_SANDBOX"
+"""`off`: regrade in this process instead of `kwrl.sandbox.regrade`'s sandbox (no bubblewrap here)."""
 EXIT_NOT_REGRADABLE = 1
 """The trial's final state was never archived (the verifier refused its outputs): no regrade."""
 
@@ -69,6 +77,29 @@ def not_regradable(trial_dir: Path) -> str | None:
         f"{trial_dir}: cannot be regraded: the verifier refused the trial's outputs ({error}); "
         f"its final state was not archived (no verifier/changes.tar.gz); {recorded}"
     )
+
+
+def _made(path: Path) -> Path:
+    path = path.resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _sandboxed(args: list[str], td: TaskDir, trial_dir: Path, judge: str | None) -> int:
+    """This command again, inside `kwrl.sandbox.regrade`'s sandbox (run by module name: grading
+    imports no sandbox code); its exit status. The trial, the task and its world are read-only
+    there; `--out` and `--cache` (in `args`) are the only writable paths."""
+    ro = [p for p in (trial_dir, td.path, td.world_dir, td.overlay_dir) if p.exists()]
+    rw = [Path(args[i + 1]) for i, a in enumerate(args) if a in ("--cache", "--out")]
+    argv = [sys.executable, "-I", "-m", "kwrl.sandbox.regrade"]
+    for p in dict.fromkeys(p.resolve() for p in ro):
+        argv += ["--ro", str(p)]
+    for p in rw:
+        argv += ["--rw", str(p)]
+    env = dict(os.environ)
+    if judge:
+        env["KWRL_JUDGE"] = judge
+    return subprocess.run([*argv, "--", *args], env=env, check=False).returncode
 
 
 def _task_dir_of(trial_dir: Path) -> Path:
@@ -114,6 +145,7 @@ def grade(
     max_bytes: Annotated[
         int, typer.Option(help="Cap on the bytes extracted from changes.tar.gz.")
     ] = 1024**3,
+    in_sandbox: Annotated[bool, typer.Option(hidden=True)] = False,
 ) -> None:
     """Regrade a finished trial from its changes archive, the task's world and the final answer.
 
@@ -123,7 +155,7 @@ def grade(
     from rich.table import Table
 
     from kwrl.grading.budget import GraderBudget
-    from kwrl.grading.diff import StateView, read_changes_archive
+    from kwrl.grading.diff import StateView, read_changes_archive, task_layers
     from kwrl.grading.files import read_answer
     from kwrl.grading.judges import JudgeConfig
     from kwrl.grading.verify import grade_within_budget
@@ -136,6 +168,14 @@ def grade(
         Console(soft_wrap=True).print(refused, highlight=False, markup=False)
         raise typer.Exit(EXIT_NOT_REGRADABLE)
     td = load_task(task or _task_dir_of(trial_dir))
+    if not in_sandbox and os.environ.get(ENV_SANDBOX, "").lower() != "off":
+        args = [str(trial_dir), "--task", str(td.path.resolve()), "--scoring", scoring]
+        args += ["--max-bytes", str(max_bytes)]
+        if cache:
+            args += ["--cache", str(_made(cache))]
+        if write:
+            args += ["--write", "--out", str(_made(out or trial_dir / "verifier"))]
+        raise typer.Exit(_sandboxed(args, td, trial_dir, judge))
     archive = trial_dir / "verifier" / "changes.tar.gz"
     answer_file = trial_dir / "agent" / "final_answer.txt"
     # Written by the agent: a link (to the tests, to a host file) or a FIFO is no answer.
@@ -145,7 +185,7 @@ def grade(
 
     with tempfile.TemporaryDirectory(prefix="kwrl-grade-") as tmp:
         listing = read_changes_archive(archive, Path(tmp), max_bytes=max_bytes)
-        layers = [td.world_dir, td.overlay_dir]
+        layers = task_layers(td.world_dir, td.overlay_dir)
         initial = StateView.of(layers)
         final = StateView.of([*layers, Path(tmp)], deleted=listing["deleted"])
         grades, ev = grade_within_budget(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.errors import KwrlError, TaskFormatError
-from kwrl.grading.diff import StateView
+from kwrl.grading.diff import StateView, task_layers
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import prepare
 from kwrl.tasks.taskdir import load_task, task_dirs
@@ -94,7 +94,7 @@ def control_task(task_dir: Path) -> tuple[list[ControlPass], int, int]:
     counts of criteria graded and left to the judge. Raises `TaskFormatError` for a task dir that
     does not load."""
     td = load_task(task_dir)
-    state = StateView.of([td.world_dir, td.overlay_dir])
+    state = StateView.of(task_layers(td.world_dir, td.overlay_dir))
     evidence = Evidence.collect(task=td.instruction, answer="", initial=state, final=state)
     prepared = prepare(td.verifiers, evidence)
     index = {v.verifier_id: i for i, v in enumerate(td.verifiers)}

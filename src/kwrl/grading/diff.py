@@ -2,7 +2,9 @@
 
 A world state is a `StateView`: a stack of root dirs, each holding the two subsystems
 `filesystem/` and `.apps_data/` (kwrl.tasks.layout), where a later layer's file wins, minus a set
-of deleted paths. The initial state of a trial is `[world seed, task overlay]`; the final state is
+of deleted paths; a layer that does not exist is an error, never an empty layer. The initial
+state of a trial is `[world seed, task overlay]` (`task_layers`; in a trial the sandbox mounts
+both, an empty overlay for a task without one); the final state is
 the sandbox root `/` (one layer), or, when regrading from `changes.tar.gz`, `[world seed, task
 overlay, extracted changes]` minus the deletions listed in the archive. Paths are posix, relative to
 the root, and always start with a subsystem: `filesystem/reports/q3.xlsx`,
@@ -113,7 +115,14 @@ class StateView:
 
     @classmethod
     def of(cls, layers: Iterable[Path], deleted: Iterable[str] = ()) -> StateView:
-        return cls(tuple(Path(p) for p in layers if Path(p).is_dir()), frozenset(deleted))
+        """The view of `layers`, each an existing directory: a missing layer is an error naming
+        it, never an empty one (a trial graded against an empty initial state would find every
+        file of its world created). A task's own layers: `task_layers`."""
+        paths = tuple(Path(p) for p in layers)
+        for p in paths:
+            if not p.is_dir():
+                raise TaskFormatError(p, None, "state layer not found: expected a directory")
+        return cls(paths, frozenset(deleted))
 
     def files(self) -> dict[str, Path]:
         """Relative path -> the file that holds its content in this state (scanned once)."""
@@ -149,6 +158,11 @@ class StateView:
             ):
                 out.append(rel)
         return sorted(out)
+
+
+def task_layers(world_dir: Path, overlay_dir: Path) -> list[Path]:
+    """A task's initial layers: its world seed, then its overlay where the task has one."""
+    return [world_dir, *([overlay_dir] if overlay_dir.is_dir() else [])]
 
 
 @dataclass(frozen=True)

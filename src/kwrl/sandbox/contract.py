@@ -93,6 +93,8 @@ class LimitsReport:
     """Limits the environment ran without (only where its settings allowed it)."""
     dropped: list[str] = field(default_factory=list)
     """Agent outputs left out of the copy (links, fifos, sockets)."""
+    egress: dict[str, Any] | None = None
+    """What the verifier phase reached or was denied on its way out (`kwrl.sandbox.egress`)."""
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"limits": self.limits}
@@ -106,6 +108,8 @@ class LimitsReport:
             out["unenforced"] = self.unenforced
         if self.dropped:
             out["dropped"] = self.dropped[:100]
+        if self.egress is not None:
+            out["egress"] = self.egress
         return out
 
     def write(self, trial_dir: Path) -> None:

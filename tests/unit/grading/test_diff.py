@@ -9,7 +9,13 @@ import pytest
 from grading_testkit import copy_state, write_files
 
 from kwrl.errors import TaskFormatError
-from kwrl.grading.diff import StateView, diff_states, read_changes_archive, write_changes_archive
+from kwrl.grading.diff import (
+    StateView,
+    diff_states,
+    read_changes_archive,
+    task_layers,
+    write_changes_archive,
+)
 
 
 @pytest.fixture
@@ -27,6 +33,16 @@ def layers(tmp_path: Path) -> tuple[Path, Path]:
         tmp_path / "overlay", {"filesystem/docs/b.txt": "beta from the task overlay"}
     )
     return world, overlay
+
+
+def test_a_missing_layer_is_an_error_naming_it_never_an_empty_state(
+    tmp_path: Path, layers: tuple[Path, Path]
+) -> None:
+    world, overlay = layers
+    with pytest.raises(TaskFormatError, match=r"/initial/overlay: state layer not found"):
+        StateView.of([world, tmp_path / "initial" / "overlay"])
+    assert task_layers(world, tmp_path / "no-overlay") == [world]
+    assert task_layers(world, overlay) == [world, overlay]
 
 
 def test_overlay_wins_over_world_and_a_copy_is_unchanged(

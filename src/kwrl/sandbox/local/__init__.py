@@ -38,12 +38,13 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, in a network namespace of
   its own whose one way out is the egress proxy (`kwrl.sandbox.egress`: the judge, the task's
   allowlist, public hosts under harbor's `public` mode, never the host's loopback or private
-  networks; nothing under `no-network`), sees `/tests`, and `/kwrl/initial/{world,overlay}` read-only (docs/contracts.md),
-  and keeps one capability, CAP_DAC_READ_SEARCH: the grader reads the world whatever modes agent
-  code left on it (Archipelago's grader is root); and those to start a sandbox of its own for
-  LibreOffice, network-less, as `nobody` (`SandboxSpec.nest`, `kwrl.grading.recalc`).
-  `/tests` never exists in the agent's sandbox. Output is capped at `outputs.OUTPUT_CAP` bytes per stream
-  in both phases.
+  networks; nothing under `no-network`), sees `/tests`, and `/kwrl/initial/{world,overlay}`
+  read-only (docs/contracts.md; an empty overlay for a task without one), and keeps one
+  capability, CAP_DAC_READ_SEARCH: the grader reads the world whatever modes agent code left on
+  it (Archipelago's grader is root); and those to start a sandbox of its own for LibreOffice,
+  network-less, as `nobody` (`SandboxSpec.nest`, `kwrl.grading.recalc`). `/tests` never exists
+  in the agent's sandbox. Output is capped at `outputs.OUTPUT_CAP` bytes per stream in both
+  phases.
 - `stop()`: freeze and SIGKILL every process in the trial's cgroups, end the sandbox (its mount
   namespace, hence the overlay mount, goes with it), write `sandbox.json` (limit hits) into the
   trial dir, remove the cgroups and the root. Idempotent; also runs after an agent crash.

@@ -5,7 +5,7 @@
   `setpriv` dropping every capability, env exactly `base_env`, in the trial's `exec` cgroup, no
   file over `storage_mb` (RLIMIT_FSIZE);
 - verifier phase: a fresh bwrap over the same world (entered through the holder's mount
-  namespace) with `/tests` and the initial copy read-only at `/kwrl/initial/*`, its own
+  namespace) with `/tests` and the initial copy (`KwrlEnvironment.initial_layers`), its own
   network namespace whose one way out is the egress proxy (`kwrl.sandbox.egress`), the env
   harbor passes (the judge) under the sandbox's own.
 
@@ -83,10 +83,8 @@ class Commands(LocalState):
             # an older tests/test.sh does.
             env["PYTHONSAFEPATH"] = "1"
             binds.append((str(self.root / "tests"), TESTS_DIR, True))
-            if self.world.world_dir is not None:
-                binds.append((str(self.world.world_dir), "/kwrl/initial/world", True))
-            if self.world.overlay_dir is not None:
-                binds.append((str(self.world.overlay_dir), "/kwrl/initial/overlay", True))
+            for target, layer in self.initial_layers(self.root / "empty").items():
+                binds.append((str(layer), target, True))
         return SandboxSpec(
             root=self.root,
             share_net=share_net,

@@ -30,9 +30,9 @@ from pydantic import ValidationError
 
 from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, SandboxError
-from kwrl.io import write_json
 from kwrl.sandbox import cgroups, host
 from kwrl.sandbox.base import LocalSandboxConfig, bwrap_argv, sandbox_python
+from kwrl.sandbox.contract import LimitsReport
 from kwrl.sandbox.local.gateway import WorldGateway, listen
 from kwrl.sandbox.local.phases import Phases
 from kwrl.sandbox.local.state import default_sandbox_dir
@@ -199,12 +199,10 @@ class LocalEnvironment(Phases, WorldGateway):
         if _bad_mount_chars(root):
             raise SandboxError(f"sandbox_dir {root}: overlayfs cannot take ',' or ':' in a path")
         root.mkdir(parents=True, mode=0o700)
-        for sub in ("disk", "merged", "run", "tests"):
+        # empty/: the lower of a world-less task, the initial overlay of an overlay-less one
+        for sub in ("disk", "merged", "run", "tests", "empty"):
             (root / sub).mkdir()
-        lowers = self.world.lowers
-        if not lowers:
-            (root / "empty").mkdir()
-            lowers = [root / "empty"]
+        lowers = self.world.lowers or [root / "empty"]
         self._cg = cgroups.trial_cgroups(name, sup)
         if self._cg is not None:
             await asyncio.to_thread(self._cg.create, self._limits())
@@ -286,28 +284,25 @@ class LocalEnvironment(Phases, WorldGateway):
         if self._drain is not None:
             self._drain.cancel()
             await asyncio.gather(self._drain, return_exceptions=True)
-        report: dict[str, Any] = {
-            "limits": {**vars(self._limits()), "storage_mb": self._storage_mb()}
-        }
-        if self._unenforced:
-            report["unenforced"] = self._unenforced
+        report = LimitsReport(
+            limits={**vars(self._limits()), "storage_mb": self._storage_mb()},
+            unenforced=self._unenforced,
+            dropped=self._dropped,
+        )
         if self._cg is not None:
             events = self._cg.events()
             agent = self._agent_events or events
-            report["events"] = agent.as_dict()
+            report.events = agent.as_dict()
             if self._agent_events is not None:
-                report["verifier_events"] = events.minus(agent).as_dict()
-            if self._verifier_memory_mb is not None:
-                report["verifier_memory_mb"] = self._verifier_memory_mb
+                report.verifier_events = events.minus(agent).as_dict()
+            report.verifier_memory_mb = self._verifier_memory_mb
             await asyncio.to_thread(self._cg.remove)
         if self._disk_events:
-            report.setdefault("events", {})["disk_full"] = self._disk_events
-        if self._dropped:
-            report["dropped"] = self._dropped[:100]
+            report.events = {**(report.events or {}), "disk_full": self._disk_events}
         if self._egress is not None and (self._egress.connected or self._egress.denied):
-            report["egress"] = self._egress.report()
+            report.egress = self._egress.report()
         with contextlib.suppress(OSError):
-            write_json(self.trial_paths.trial_dir / "sandbox.json", report)
+            report.write(self.trial_paths.trial_dir)
         if self.root is not None and not self.settings.keep_root:
             await asyncio.to_thread(shutil.rmtree, self.root, True)
 
