@@ -36,6 +36,7 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.synth.cli", "synth", "data synth"),
     ("kwrl.rollout.cli", "trial_app", "trial"),
     ("kwrl.rollout.cli", "rollout", "rollout"),
+    ("kwrl.sandbox.cli", "app", "sandbox"),
     ("kwrl.llm.cli", "serve", "serve"),
     ("kwrl.train.cli", "train", "train"),
     ("kwrl.train.cli", "smoke", "smoke"),
