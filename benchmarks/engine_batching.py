@@ -67,6 +67,7 @@ def dataset(a: argparse.Namespace) -> Path:
 
 
 def run_mode(a: argparse.Namespace, data: Path, continuous: bool, rep: int) -> dict[str, Any]:
+    from kwrl.agent.config import AgentConfig
     from kwrl.eval.run import EvalConfig, run_eval
     from kwrl.llm.engine import EngineConfig, shared_engine
     from kwrl.llm.packaged import resolve_model
@@ -76,13 +77,13 @@ def run_mode(a: argparse.Namespace, data: Path, continuous: bool, rep: int) -> d
     agent = {
         "tools": SMOKE_TOOLS, "max_steps": 3, "max_tokens_per_turn": 96, "context_window": 4096,
         "tool_prompt": "compact", "tool_result_max_chars": 1500, "temperature": 1.0,
-        "tokenizer": model, "policy_config": {"engine": {"continuous": continuous}},
     }  # fmt: skip
     out = a.out / f"eval-{'continuous' if continuous else 'static'}-{rep}"
     shutil.rmtree(out, ignore_errors=True)
     cfg = EvalConfig(
         dataset=data, model=f"engine:{model}", out=out, n_samples=1, concurrency=a.concurrency,
-        max_steps=3, agent_kwargs=agent, sample_seed=0,
+        agent=AgentConfig(**agent), tokenizer=model, policy={"engine": {"continuous": continuous}},
+        sample_seed=0,
     )  # fmt: skip
     # The engine the trials will share (one per distinct config in this process), loaded first.
     engine = shared_engine(EngineConfig(model=model, continuous=continuous))
