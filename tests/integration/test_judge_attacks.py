@@ -36,7 +36,6 @@ from kwrl.grading.judges.loopback import (
     credulous,
 )
 from kwrl.grading.judges.prompt import WITHHELD
-from kwrl.rollout.trial import read_trial
 from kwrl.sandbox.testing import (
     ATTACK_TASKS,
     JUDGE_ATTACKS,
@@ -71,9 +70,14 @@ def _task(root: Path, name: str) -> Path:
 
 def _trial_run(task: Path, judge: LoopbackJudge, out: Path) -> str:
     args = ["trial", "run", str(task), "--judge", judge.spec, "--out", str(out)]
-    r = CliRunner().invoke(app, [*args, "--ek", "gateway=false"])
+    r = CliRunner().invoke(app, [*args, "--sandbox.gateway", "false"])
     assert r.exit_code == 0, r.output
     return " ".join(r.output.split())
+
+
+def _grades(trial: Path) -> list[dict[str, Any]]:
+    """verifier/grades.json's per-criterion grades of a trial."""
+    return json.loads((trial / "verifier" / "grades.json").read_text())["grades"]
 
 
 def _with_verbatim(body: dict[str, Any], answer: str) -> dict[str, Any]:
@@ -121,7 +125,7 @@ def test_every_injection_reaches_the_judge_defused_through_kwrl_trial_run(
     for name, injection in PROMPT_INJECTIONS.items():
         verbatim = _with_verbatim(body, f"The answer is 41.\n{injection}\n{PASS_INSTRUCTION}")
         assert breakouts(verbatim) and credulous(verbatim), name
-    grades = read_trial(next((tmp_path / "out").iterdir())).grades
+    grades = _grades(next((tmp_path / "out").iterdir()))
     assert [(g["method"], g["score"]) for g in grades] == [("judge", 0.0)]
 
 
@@ -130,13 +134,14 @@ def test_an_answer_too_long_for_the_judge_is_graded_zero_through_kwrl_trial_run(
 ) -> None:
     text = _trial_run(_task(tmp_path, "slow_judge"), judge, tmp_path / "out")
     assert "reward 0 cause none trained with 0" in text, text
-    [grade] = read_trial(next((tmp_path / "out").iterdir())).grades
+    [grade] = _grades(next((tmp_path / "out").iterdir()))
     assert grade["score"] == 0.0
     assert grade["rationale"].startswith("the judge timed out on the agent's output")
-    # two attempts with the answer (150,000 characters of it: half the share), then the probe
-    prompts = judge.user_prompts()
-    assert [len(p) > 150_000 for p in prompts] == [True, True, False], [len(p) for p in prompts]
-    assert agent_output(prompts[-1]) == WITHHELD
+    # the attempts with the answer (150,000 characters of it: half the share; under load the
+    # grader may give up on the second before it has been read), then the probe
+    *attempts, probe = judge.user_prompts()
+    assert 1 <= len(attempts) <= 2 and all(len(p) > 150_000 for p in attempts), len(attempts)
+    assert agent_output(probe) == WITHHELD
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +154,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     make_task(root, "control", world_id=world, grader="kwrl", **ATTACK_TASKS["injection"])
     with attack_judge() as judge:
         args = ["rollout", str(root), "--out", str(root / "out"), "-n", "2", "--retries", "0"]
-        r = CliRunner().invoke(app, [*args, "--judge", judge.spec, "--ek", "gateway=false"])
+        r = CliRunner().invoke(app, [*args, "--judge", judge.spec, "--sandbox.gateway", "false"])
         assert r.exit_code == 0, r.output
         assert "train rewards" in r.output
         requests = list(judge.requests)
@@ -182,12 +187,13 @@ def test_an_answer_too_long_for_the_judge_masks_no_member_that_scored(tmp_path: 
                      agent_timeout_sec=60.0, **ATTACK_TASKS["slow_judge"])  # fmt: skip
     answer = "The answer is 42."
     scripts = [[answer], [answer + "\n" + "Let me restate the figures once more. " * 1_000]]
-    # 10 s per 100,000 characters: the padded prompt outlasts the 2 s timeout, a short one not
-    with LoopbackJudge(credulous, seconds_per_char=1e-4) as judge:
+    # 25 s per 100,000 characters: the padded prompt (42,000) outlasts the 5 s timeout, a short
+    # one (4,200) takes 1 s
+    with LoopbackJudge(credulous, seconds_per_char=2.5e-4) as judge:
         args = ["rollout", str(task), "--out", str(tmp_path / "out"), "-n", "2", "--retries", "0",
-                "--judge", judge.spec, "--agent", "agent_helpers:RotatingKwrlAgent",
-                "--ak", "scripts=" + json.dumps(scripts), "--ak", "context_window=32768",
-                "--ak", "max_tokens_per_turn=16384"]  # fmt: skip
+                "--judge", judge.spec, "--harbor_agent", "agent_helpers:RotatingKwrlAgent",
+                "--agent_kwargs", "scripts=" + json.dumps(scripts), "--agent.context_window",
+                "32768", "--agent.max_tokens_per_turn", "16384"]  # fmt: skip
         r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -197,5 +203,5 @@ def test_an_answer_too_long_for_the_judge_masks_no_member_that_scored(tmp_path: 
         (True, 1.0),
         (True, 0.0),
     ]
-    padded = read_trial(by_reward[1]["trial_dir"])
-    assert padded.grades[0]["rationale"].startswith("the judge timed out on the agent's output")
+    [padded] = _grades(Path(by_reward[1]["trial_dir"]))
+    assert padded["rationale"].startswith("the judge timed out on the agent's output")

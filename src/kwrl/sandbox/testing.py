@@ -443,9 +443,9 @@ JUDGE_ATTACKS: dict[str, str] = {
 """Hostile solve.sh scripts against the judge (module doc), each for a judged task graded by
 `attack_judge()`."""
 
-ATTACK_JUDGE_PACE = 5e-5
-"""Seconds `attack_judge()` takes per character of a request: 7.5 s for the 150,000 characters of
-`slow_judge`'s answer that reach it, 0.2 s for a prompt without the agent's output."""
+ATTACK_JUDGE_PACE = 1e-4
+"""Seconds `attack_judge()` takes per character of a request: 15 s for the 150,000 characters of
+`slow_judge`'s answer that reach it, under 0.5 s for a prompt without the agent's output."""
 
 _JUDGE_SETTINGS = {"KWRL_JUDGE_MAX_RETRIES": "1", "KWRL_JUDGE_BACKOFF_S": "0"}
 
@@ -455,10 +455,10 @@ ATTACK_TASKS: dict[str, dict[str, Any]] = {
     "clock": {"agent_timeout_sec": 3.0},
     "injection": {"judged": True, "verifier_env": {**_JUDGE_SETTINGS, "KWRL_JUDGE_TIMEOUT_S": "30"}},
     # a judge that claims to read 10M characters a second: the agent's share is not cut to what
-    # it reads in time, so every attempt on the answer times out (2 s) and the probe is answered
+    # it reads in time, so every attempt on the answer times out (5 s) and the probe is answered
     "slow_judge": {
         "judged": True,
-        "verifier_env": {**_JUDGE_SETTINGS, "KWRL_JUDGE_TIMEOUT_S": "2",
+        "verifier_env": {**_JUDGE_SETTINGS, "KWRL_JUDGE_TIMEOUT_S": "5",
                          "KWRL_JUDGE_READ_CHARS_PER_S": "10000000"},
     },
 }  # fmt: skip
