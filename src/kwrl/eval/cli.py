@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from kwrl.cli_config import Legacy, build_config, config_flags
-from kwrl.eval.run import EvalConfig
+from kwrl.eval.config import EvalConfig
 from kwrl.rollout.settings import TRIAL_LEGACY, trial_panel
 
 EVAL_SHORT = {"model": "-m", "n_samples": "-k", "concurrency": "-c"}
@@ -91,7 +91,7 @@ def eval_(
 ) -> None:
     """Evaluate a model on a dataset: Pass@1, mean score, pass@k/pass^k, per group, report.html.
 
-    Every flag is a field of the run's config (kwrl.eval.run.EvalConfig), written as its key in
+    Every flag is a field of the run's config (kwrl.eval.config.EvalConfig), written as its key in
     RUN_DIR/eval.toml; trial settings are the same in kwrl rollout, train and smoke.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

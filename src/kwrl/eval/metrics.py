@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kwrl.config import KwrlConfig
+from kwrl.eval.config import Bootstrap
 from kwrl.rollout.failures import INFRA
 
 INFRA_CAUSES = frozenset(str(c) for c in INFRA)
@@ -137,17 +137,6 @@ def bootstrap_mean(
 
 
 # ---------------------------------------------------------------- summaries
-
-
-class Bootstrap(KwrlConfig):
-    """Bootstrap settings of every interval in a report."""
-
-    n_boot: int = Field(default=2000, ge=1)
-    """Resamples per interval."""
-    seed: int = 0
-    """Seed of the resampling (the same seed gives the same intervals)."""
-    confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
-    """Coverage of the percentile interval."""
 
 
 def by_task(outcomes: Iterable[TrialOutcome]) -> dict[str, list[TrialOutcome]]:

@@ -33,13 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from kwrl.config import save_config
 from kwrl.errors import ConfigError
+from kwrl.eval.config import EvalConfig
 from kwrl.eval.metrics import (
     UNKNOWN_TOOL,
-    Bootstrap,
     CriterionResult,
     ToolUse,
     TrialOutcome,
@@ -52,7 +50,6 @@ from kwrl.rollout.runner import (
     KWRL_AGENT,
     RolloutConfig,
     TrialRecord,
-    TrialSettings,
     build_rollout_config,
     record_from_dir,
     run_with_retries,
@@ -61,27 +58,6 @@ from kwrl.rollout.trial import read_trial
 from kwrl.tasks.taskdir import META_JSON, read_meta
 
 OUTCOMES = "trials.jsonl"
-
-
-class EvalConfig(TrialSettings):
-    """One evaluation run (`kwrl eval`'s flags): which model, on which tasks, how many samples,
-    where the results go; how each trial runs (concurrency, agent, policy, judge, sandbox) comes
-    from `kwrl.rollout.settings.TrialSettings`, as in every verb's config."""
-
-    dataset: Path
-    """A dataset dir (tasks/*), a dir of task dirs, or one task dir."""
-    model: str
-    """`oracle`, `nop`, or a KwrlAgent policy spec (http://HOST:PORT/v1#NAME, litellm:..., engine:...)."""
-    out: Path = Path("runs/eval")
-    """Run dir: trials/, trials.jsonl, eval.json, report.html."""
-    n_samples: int = Field(default=1, ge=1)
-    """Trials per task (k of pass@k and pass^k goes up to this)."""
-    sample_seed: int | None = None
-    """Seeded sampling (KwrlAgent): trial (task, sample) samples with `trial_seed(sample_seed, task,
-    sample)`. Two models evaluated with the same seed draw the same random numbers (common random
-    numbers), so their paired comparison (`kwrl report --compare`) is less noisy. None: unseeded."""
-    bootstrap: Bootstrap = Field(default_factory=Bootstrap)
-    """Interval settings of the report."""
 
 
 def rollout_config(cfg: EvalConfig) -> RolloutConfig:

@@ -10,7 +10,7 @@ from typer.models import OptionInfo
 
 from kwrl.cli_config import defaults_of, shown_default
 from kwrl.eval.cli import eval_
-from kwrl.eval.run import EvalConfig
+from kwrl.eval.config import EvalConfig
 
 
 def test_every_eval_flag_is_a_config_field_and_shows_its_default() -> None:
