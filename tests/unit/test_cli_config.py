@@ -40,7 +40,8 @@ def _flags(rows: list[str]) -> dict[str, str]:
             out[flag] = re.sub(r"\s+-\w\s+", " ", row[len(flag) :])
         else:
             out[flag] += " " + row
-    return {k: " ".join(v.split()) for k, v in out.items()}
+    # eval, rollout and trial run read --judge from KWRL_JUDGE too; train and smoke never did
+    return {k: " ".join(re.sub(r"\[env var: \w+\]", "", v).split()) for k, v in out.items()}
 
 
 def test_every_verb_lists_the_same_trial_settings_from_one_model() -> None:

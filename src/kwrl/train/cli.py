@@ -21,7 +21,7 @@ from kwrl.rollout.settings import TrialSettings, trial_panel
 from kwrl.train.smoke import SmokeConfig
 
 
-@config_flags(TrialSettings, panel=trial_panel, envvar={"judge": "KWRL_JUDGE"})
+@config_flags(TrialSettings, panel=trial_panel)
 def train(
     args: Annotated[
         list[str],
@@ -70,7 +70,7 @@ def train(
     console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")
 
 
-@config_flags(SmokeConfig, panel=trial_panel, envvar={"judge": "KWRL_JUDGE"})
+@config_flags(SmokeConfig, panel=trial_panel)
 def smoke(
     old: Annotated[
         list[str] | None,
