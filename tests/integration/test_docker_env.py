@@ -17,8 +17,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from test_verifier_egress import _lines, _probe  # the same probe as the local sandbox's
 
+from kwrl.sandbox.docker import DockerEnvironment
 from kwrl.sandbox.docker.images import DockerImageConfig
+from kwrl.sandbox.testing import loopback_listener
 from kwrl.synth.generate import SynthConfig, generate
 from kwrl.tasks.taskdir import SANDBOX_UID, task_dirs
 
@@ -100,30 +103,34 @@ def test_harbor_run_as_typed_scores_the_oracle_1_and_nop_0(
     assert _harbor_run(overlay_task, "nop", tmp_path / "n") == 0.0
 
 
-async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_phase_ends(
-    overlay_task: Path, tmp_path: Path
-) -> None:
+def _environment(task_dir: Path, trial_dir: Path) -> DockerEnvironment:
+    """A `DockerEnvironment` outside a harbor trial, with harbor's /logs mounts."""
     from harbor.models.task.task import Task
     from harbor.models.trial.config import ServiceVolumeConfig
     from harbor.models.trial.paths import TrialPaths
 
-    from kwrl.sandbox.docker import DockerEnvironment
-
-    task = Task(overlay_task)
-    paths = TrialPaths(trial_dir=tmp_path / "trial")
+    task = Task(task_dir)
+    paths = TrialPaths(trial_dir=trial_dir)
     paths.mkdir()
     mounts = [
         ServiceVolumeConfig(type="bind", source=str(d.resolve()), target=f"/logs/{d.name}")
         for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)
     ]
-    env = DockerEnvironment(
+    return DockerEnvironment(
         environment_dir=task.paths.environment_dir,
         environment_name=task.short_name,
-        session_id="kwrl-docker-test__env",
+        session_id=f"{trial_dir.name}__env",
         trial_paths=paths,
         task_env_config=task.config.environment,
         mounts=mounts,
     )
+
+
+async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_phase_ends(
+    overlay_task: Path, tmp_path: Path
+) -> None:
+    env = _environment(overlay_task, tmp_path / "trial")
+    paths = env.trial_paths
     await env.start(force_build=False)
     try:
         assert env.mcp_url is not None
@@ -164,3 +171,26 @@ async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_
         await env.stop(delete=True)
     assert DockerEnvironment.leftovers() == []
     assert (paths.trial_dir / "gateway.log").read_text().startswith("kwrl-gateway ready")
+
+
+async def test_the_verifier_reaches_the_judge_on_the_hosts_loopback_and_nothing_else(
+    overlay_task: Path, tmp_path: Path
+) -> None:
+    """The container has no network; the grader's one way out is the egress proxy on
+    /kwrl/run/egress.sock, which admits the judge (`kwrl.sandbox.egress`, as the local sandbox)."""
+    with loopback_listener() as (judge, judge_hits), loopback_listener() as (other, other_hits):
+        env = _environment(overlay_task, tmp_path / "trial")
+        await env.start(force_build=False)
+        try:
+            await env.upload_dir(overlay_task / "tests", "/tests")
+            judged = {"KWRL_JUDGE": f"{judge}/v1#judge"}
+            for url, expected in ((judge, "404"), (other, "403")):
+                r = await env.exec(_probe(url), env=judged)
+                seen = _lines(r.stdout or "")
+                assert seen.get("via-proxy") == expected, r
+                assert seen.get("direct") in ("ConnectionRefusedError", "OSError"), r
+        finally:
+            await env.stop(delete=True)
+    assert judge_hits == ["/probe"] and other_hits == []
+    report = json.loads((tmp_path / "trial" / "sandbox.json").read_text())
+    assert report["egress"]["connected"] == [judge.removeprefix("http://")]

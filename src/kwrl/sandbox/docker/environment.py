@@ -10,9 +10,9 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   environment (compose, prebuilt image), with one more compose file of kwrl's: `network_mode: none`
   (unless task.toml sets `[environment] network_mode = "public"` itself), `init: true`,
   `no-new-privileges`, a process limit, and a private host dir bound at /kwrl/run.
-- The initial copy. The images hold the seed at /kwrl/initial/world and the overlay at
-  /kwrl/initial/overlay (an empty dir without one), root's: the agent's side, which runs as
-  `SANDBOX_UID`, reads them and cannot change them; the grader reads them in the verifier phase.
+- The initial copy. The host's world seed and task overlay (`initial_layers`: an empty dir for a
+  task without one) are bound read-only at /kwrl/initial/world and /kwrl/initial/overlay (over
+  the images' own copies, which the modal preset uses): not even the grader, root, writes there.
 - The gateway. The image's entry point (`kwrl.sandbox.docker.init`) binds the gateway's Unix
   socket in /kwrl/run as root and serves the world on it as `SANDBOX_UID`; the socket is reached
   from the host through that bound dir and relayed to `mcp_url` (`http://127.0.0.1:PORT/mcp/`,
@@ -20,14 +20,17 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   returns once `GET /health` answers. `gateway_fate()` tells a gateway ended by agent code
   (the socket refuses) from one that serves.
 - The agent phase. Commands run as `SANDBOX_UID` (an explicit `user` is kept); one past its
-  timeout raises `SandboxTimeoutError` after the agent's processes are killed.
+  timeout raises `SandboxTimeoutError` after the agent's processes are killed, one during which
+  the container's cgroups counted an OOM kill or a refused fork `SandboxLimitError`.
 - The verifier phase (harbor uploads /tests): every process of `SANDBOX_UID` is killed (the
-  gateway and whatever agent code left), /logs/verifier emptied, and later commands run as root.
-  The grader runs in the same container, so, as in the agent phase, it has no network there:
-  judge-graded criteria need `verifier_network` (docs/docker.md).
+  gateway and whatever agent code left), /logs/verifier emptied, and later commands run as root
+  in the same container. Its one way out is the local sandbox's egress proxy
+  (`kwrl.sandbox.egress`: the judge, the task's allowlist; none under `no-network`), whose socket
+  the host opens in /kwrl/run only now; each command runs under its relay.
 - Limits: cpus and memory_mb through harbor's compose resources, `pids_max` as the container's
-  pids limit; storage_mb is not enforced (Docker's overlay2 has no size quota without xfs
-  pquota) and `sandbox.json` lists it under `unenforced`.
+  pids limit, hits counted from the container's cgroups into `sandbox.json` `events`; storage_mb
+  is not enforced (Docker's overlay2 has no size quota without xfs pquota) and `sandbox.json`
+  lists it under `unenforced`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shlex
 import shutil
 import socket
 import subprocess
@@ -50,7 +54,9 @@ from harbor.models.task.config import NetworkMode, NetworkPolicy
 from pydantic import Field, ValidationError
 
 from kwrl.config import KwrlConfig, format_validation_error
-from kwrl.errors import ConfigError, SandboxError, SandboxTimeoutError
+from kwrl.errors import ConfigError, SandboxError, SandboxLimitError, SandboxTimeoutError
+from kwrl.sandbox import cgroups
+from kwrl.sandbox.cgroups import ResourceEvents
 from kwrl.sandbox.contract import (
     TESTS_DIR,
     VERIFIER_DIR,
@@ -59,11 +65,47 @@ from kwrl.sandbox.contract import (
     under,
 )
 from kwrl.sandbox.docker.images import DockerImageConfig, ensure_task_image
-from kwrl.sandbox.docker.init import GATEWAY_LOG, GATEWAY_SOCKET
+from kwrl.sandbox.docker.init import GATEWAY_LOG, GATEWAY_SOCKET, PYTHON
+from kwrl.sandbox.egress import (
+    SANDBOX_SOCKET,
+    Allowlist,
+    EgressProxy,
+    judge_endpoints,
+    relay_argv,
+)
 from kwrl.sandbox.forward import UnixForwarder
 from kwrl.tasks.taskdir import SANDBOX_UID
 
 TRIAL_LABEL = "kwrl.trial"
+
+
+def container_events(pid: int) -> ResourceEvents:
+    """Memory and process limit hits of the cgroups the host process `pid` is in (a container's
+    first process: docker's cgroup of the container), v1 or v2."""
+    try:
+        own = cgroups.parse_proc_cgroup(Path(f"/proc/{pid}/cgroup").read_text())
+    except OSError:
+        return ResourceEvents()
+    fs = cgroups.CGROUP_FS
+
+    def keyed(path: Path, key: str) -> int:
+        with contextlib.suppress(OSError):
+            return cgroups.parse_keyed(path.read_text()).get(key, 0)
+        return 0
+
+    if "memory" in own or "pids" in own:  # v1
+        return ResourceEvents(
+            pids_max=keyed(fs / "pids" / own.get("pids", "/-").lstrip("/") / "pids.events", "max"),
+            oom_kill=keyed(
+                fs / "memory" / own.get("memory", "/-").lstrip("/") / "memory.oom_control",
+                "oom_kill",
+            ),
+        )
+    unified = fs / own.get("", "/-").lstrip("/")
+    return ResourceEvents(
+        pids_max=keyed(unified / "pids.events", "max"),
+        oom_kill=keyed(unified / "memory.events", "oom_kill"),
+    )
 
 
 class DockerSandboxConfig(KwrlConfig):
@@ -75,9 +117,6 @@ class DockerSandboxConfig(KwrlConfig):
     """How long start() waits for the gateway's `/health` to answer."""
     pids_max: int = Field(default=512, gt=0)
     """Process limit of the container (threads count)."""
-    verifier_network: bool = False
-    """Run the task's container on the host's network (agent phase included): what a judge on
-    the host's loopback needs. Off, the container has no network unless the task asks for it."""
 
 
 class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
@@ -95,16 +134,20 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             raise ConfigError(format_validation_error("environment kwargs", e)) from e
         # harbor's docker environment enforces a non-public policy with a sidecar image from
         # Docker Hub; kwrl isolates the container itself (`_kwrl_compose`), so harbor sees public.
-        self._task_policy: NetworkPolicy | None = kwargs.pop("network_policy", None)
+        policy: NetworkPolicy | None = kwargs.pop("network_policy", None)
         kwargs.pop("phase_network_policies", None)
         self.mcp_url: str | None = None
-        self._run_dir: Path | None = None
-        self._compose_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: Path | None = None
+        """The trial's host dir: run/ (bound at /kwrl/run), empty/, the compose override."""
+        self._container_pid = 0
+        self._events = ResourceEvents()
         self._forwarder: UnixForwarder | None = None
+        self._egress: EgressProxy | None = None
         self._verifier_phase = False
         self._started = False
         self._stopped = False
         super().__init__(*args, **kwargs)
+        self._network_policy = policy or NetworkPolicy()
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
@@ -116,10 +159,9 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
 
     @property
     def agent_network(self) -> bool:
-        """The task's container has network: task.toml asks for it, or `verifier_network`."""
+        """The container has a network: task.toml sets `[environment] network_mode = "public"`."""
         explicit = "network_mode" in self.task_env_config.model_fields_set
-        public = explicit and self.task_env_config.network_mode == NetworkMode.PUBLIC
-        return public or self.settings.verifier_network
+        return explicit and self.task_env_config.network_mode == NetworkMode.PUBLIC
 
     @property
     def project(self) -> str:
@@ -128,13 +170,20 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         return _sanitize_docker_compose_project_name(self.session_id)
 
     @property
+    def _run_dir(self) -> Path | None:
+        """/kwrl/run as the host sees it (None before start)."""
+        return None if self._tmp is None else self._tmp / "run"
+
+    @property
     def gateway_socket(self) -> Path | None:
         """The gateway's socket as the host sees it (None before start)."""
-        return None if self._run_dir is None else self._run_dir / Path(GATEWAY_SOCKET).name
+        return None if self._tmp is None else self._tmp / "run" / Path(GATEWAY_SOCKET).name
 
     def _kwrl_compose(self, image: str) -> dict[str, Any]:
         """kwrl's compose override of the main service (module docstring)."""
-        assert self._run_dir is not None
+        assert self._tmp is not None
+        binds = [(self._tmp / "run", str(Path(GATEWAY_SOCKET).parent), False)]
+        binds += [(src, dst, True) for dst, src in self.initial_layers(self._tmp / "empty").items()]
         main: dict[str, Any] = {
             "image": image,
             "init": True,
@@ -142,16 +191,11 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             "pids_limit": self.settings.pids_max,
             "labels": {TRIAL_LABEL: self.project},
             "volumes": [
-                {
-                    "type": "bind",
-                    "source": str(self._run_dir),
-                    "target": str(Path(GATEWAY_SOCKET).parent),
-                }
+                {"type": "bind", "source": str(src), "target": dst, "read_only": ro}
+                for src, dst, ro in binds
             ],
         }
-        if self.settings.verifier_network:
-            main["network_mode"] = "host"
-        elif not self.agent_network:
+        if not self.agent_network:
             main["network_mode"] = "none"
         return {"services": {"main": main}}
 
@@ -160,15 +204,17 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self.task_env_config = self.task_env_config.model_copy(update={"docker_image": image})
         self._env_vars.prebuilt_image_name = image
         # A short path: a Unix socket's path holds at most 107 bytes.
-        self._run_dir = Path(tempfile.mkdtemp(prefix="kwrl-docker-"))
-        self._run_dir.chmod(0o755)
-        self._compose_dir = tempfile.TemporaryDirectory(prefix="kwrl-compose-")
-        override = Path(self._compose_dir.name) / "docker-compose-kwrl.json"
+        self._tmp = Path(tempfile.mkdtemp(prefix="kwrl-docker-"))
+        for d in (self._tmp, self._tmp / "run", self._tmp / "empty"):
+            d.mkdir(exist_ok=True)
+            d.chmod(0o755)
+        override = self._tmp / "docker-compose-kwrl.json"
         override.write_text(json.dumps(self._kwrl_compose(image), indent=2))
         self.extra_docker_compose_paths = [*self.extra_docker_compose_paths, override]
         DockerEnvironment._projects.add(self.project)
         self._started = True
         await HarborDockerEnvironment.start(self, force_build=False)
+        self._container_pid = await self._main_pid()
         await self._wait_gateway()
         self._forwarder = UnixForwarder(self.gateway_socket)  # type: ignore[arg-type]
         port = await self._forwarder.start()
@@ -223,14 +269,55 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
     ) -> ExecResult:
         if user is None and self.default_user is None and not self._verifier_phase:
             user = SANDBOX_UID
+        if self._verifier_phase and self._egress is not None and self._admit(env):
+            command = shlex.join(relay_argv(PYTHON, ["bash", "-c", command]))
+        before = self.limit_events()
         try:
-            return await super().exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec, user=user)
+            result = await super().exec(
+                command, cwd=cwd, env=env, timeout_sec=timeout_sec, user=user
+            )
         except RuntimeError as e:
             if "timed out" not in str(e):
                 raise
             if not self._verifier_phase:
                 await self._kill_agent()
             raise SandboxTimeoutError(f"command ran past its timeout of {timeout_sec} s") from e
+        if not self._verifier_phase:
+            self._check_limits(before)
+        return result
+
+    def limit_events(self) -> ResourceEvents:
+        """The container's limit hits so far, from its cgroups (zero before start)."""
+        if not self._container_pid:
+            return ResourceEvents()
+        return container_events(self._container_pid)
+
+    def _check_limits(self, before: ResourceEvents) -> None:
+        """`SandboxLimitError` when the agent's command hit the memory or process limit."""
+        hit = self.limit_events().minus(before)
+        self._events = ResourceEvents(
+            self._events.pids_max + hit.pids_max, self._events.oom_kill + hit.oom_kill
+        )
+        if hit.oom_kill:
+            mb = self.task_env_config.memory_mb
+            raise SandboxLimitError(
+                f"memory limit exceeded ({mb} MiB); the kernel killed a process"
+            )
+        if hit.pids_max:
+            raise SandboxLimitError(
+                f"process limit reached (pids.max={self.settings.pids_max}); a fork failed"
+            )
+
+    async def _main_pid(self) -> int:
+        """The host pid of the container's first process (its cgroups are the trial's)."""
+        r = await self._run_docker_compose_command(["ps", "-q", "main"], check=False)
+        cid = (r.stdout or "").strip().splitlines()[-1:] or [""]
+        proc = await asyncio.create_subprocess_exec(
+            "docker", "inspect", "-f", "{{.State.Pid}}", cid[0],
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        out, _ = await proc.communicate()
+        return int(out.strip() or 0) if out.strip().isdigit() else 0
 
     async def _root(self, script: str) -> ExecResult:
         return await self._run_docker_compose_command(
@@ -259,6 +346,24 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         )
         if result.return_code != 0:
             raise SandboxError(f"emptying {VERIFIER_DIR} failed: {result.stdout}")
+        if not self.agent_network:
+            # Its socket appears in /kwrl/run only now, once no agent process is left to use it.
+            assert self._run_dir is not None
+            self._egress = EgressProxy(self._run_dir / Path(SANDBOX_SOCKET).name, Allowlist())
+            await self._egress.start()
+
+    def _admit(self, env: dict[str, str] | None) -> bool:
+        """Point the egress proxy at what the verifier may reach now: the judge of `env` and
+        the phase's network policy; False under `no-network` (no way out at all)."""
+        assert self._egress is not None
+        policy = self.network_policy
+        if policy.network_mode == NetworkMode.NO_NETWORK:
+            return False
+        allow = self._egress.allow
+        allow.endpoints = judge_endpoints(self._merge_env(env) or {})
+        allow.hosts = list(policy.allowed_hosts or [])
+        allow.public = policy.network_mode == NetworkMode.PUBLIC
+        return True
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         if under(target_dir, TESTS_DIR):
@@ -277,17 +382,17 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         try:
             if self._forwarder is not None:
                 await self._forwarder.close()
+            if self._egress is not None:
+                await self._egress.close()
             await HarborDockerEnvironment.stop(self, delete)
         finally:
             self._write_report()
-            if self._run_dir is not None:
+            if self._tmp is not None:
                 with contextlib.suppress(OSError):
                     shutil.copyfile(
-                        self._run_dir / GATEWAY_LOG, self.trial_paths.trial_dir / GATEWAY_LOG
+                        self._tmp / "run" / GATEWAY_LOG, self.trial_paths.trial_dir / GATEWAY_LOG
                     )
-                shutil.rmtree(self._run_dir, ignore_errors=True)
-            if self._compose_dir is not None:
-                self._compose_dir.cleanup()
+                shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _write_report(self) -> None:
         env = self.task_env_config
@@ -298,7 +403,11 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                 "cpus": env.cpus,
                 "storage_mb": env.storage_mb,
             },
+            events=self._events.as_dict(),
             unenforced=["storage_mb"] if env.storage_mb else [],
+            egress=self._egress.report()
+            if self._egress is not None and (self._egress.connected or self._egress.denied)
+            else None,
         ).write(self.trial_paths.trial_dir)
 
     @classmethod

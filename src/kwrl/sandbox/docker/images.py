@@ -391,3 +391,26 @@ async def ensure_task_image(task_dir: Path, config: DockerImageConfig | None = N
     for spec in specs:
         await ensure_image(spec)
     return specs[-1].tag
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kwrl.sandbox.docker.images TASK_DIR...`: build each task's images (where
+    changed) and print their tags; what `harbor run -e docker` or a registry push needs first."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m kwrl.sandbox.docker.images")
+    parser.add_argument("task_dirs", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+
+    async def build() -> None:
+        for task_dir in args.task_dirs:
+            for spec in specs_for_task(task_dir):
+                built = await ensure_image(spec)
+                print(f"{spec.tag}\t{'built' if built else 'up to date'}", flush=True)
+
+    asyncio.run(build())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
