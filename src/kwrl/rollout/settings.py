@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from kwrl.agent.config import AgentConfig
 from kwrl.cli_config import Legacy, kv_items
-from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.config import KwrlConfig, format_validation_error, set_dotted
 from kwrl.sandbox.base import LocalSandboxConfig
 
 LOCAL = "local"
@@ -30,6 +30,8 @@ LOCAL = "local"
 MOVED = {"environment", "environment_kwargs", "agent_kwargs", "max_steps"}
 """Keys of the release before `TrialSettings` owned `[agent]` and `[sandbox]` (read one more
 release, with a FutureWarning)."""
+OLD_AGENT_KWARGS = {"tokenizer": "tokenizer", "policy_config": "policy"}
+"""KwrlAgent kwargs that were agent kwargs (`agent_kwargs.*`, `--ak`) and are settings of their own."""
 
 
 def table_of(value: Any) -> dict[str, Any]:
@@ -37,13 +39,6 @@ def table_of(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
         return value.model_dump(exclude_unset=True)
     return dict(value or {})
-
-
-def _put(table: dict[str, Any], key: str, value: Any) -> None:
-    *head, last = key.split(".")
-    for part in head:
-        table = table.setdefault(part, {})
-    table[last] = value
 
 
 def _moved(old: str, new: str) -> None:
@@ -155,14 +150,14 @@ class TrialSettings(TrialRun):
             sandbox["environment"] = data.pop("environment")
             _moved("environment", "sandbox.environment")
         for k, v in (data.pop("environment_kwargs", None) or {}).items():
-            _put(sandbox, f"kwargs.{k}", v)  # typed below where the sandbox is local
+            set_dotted(sandbox, f"kwargs.{k}", v)  # typed below where the sandbox is local
             _moved(f"environment_kwargs.{k}", f"sandbox.{k}")
         if "max_steps" in data and "max_steps" not in cls.model_fields:
             agent["max_steps"] = data.pop("max_steps")
             _moved("max_steps", "agent.max_steps")
         if "agent_kwargs" in data and "agent_kwargs" not in cls.model_fields:
             for k, v in (data.pop("agent_kwargs") or {}).items():
-                new = {"tokenizer": "tokenizer", "policy_config": "policy"}.get(k, f"agent.{k}")
+                new = OLD_AGENT_KWARGS.get(k, f"agent.{k}")
                 if new.startswith("agent."):
                     agent[k] = v
                 else:
@@ -179,7 +174,7 @@ def _agent_kwarg(key: str) -> str:
     """Where an old `--ak key=value` goes now."""
     if key in AgentConfig.model_fields:
         return f"agent.{key}"
-    return {"tokenizer": "tokenizer", "policy_config": "policy"}.get(key, f"agent_kwargs.{key}")
+    return OLD_AGENT_KWARGS.get(key, f"agent_kwargs.{key}")
 
 
 TRIAL_LEGACY = (
