@@ -17,9 +17,11 @@ import pytest
 
 from kwrl.sandbox.conformance import FAST_ATTACKS, conform
 from kwrl.sandbox.contract import INITIAL_OVERLAY, INITIAL_WORLD
+from kwrl.sandbox.docker.images import docker_missing
 from kwrl.sandbox.local import LocalEnvironment
 
 _LOCAL_OK = os.geteuid() == 0 and shutil.which("bwrap") is not None
+_DOCKER_MISSING = docker_missing()
 
 ENVIRONMENTS = [
     pytest.param(
@@ -27,6 +29,17 @@ ENVIRONMENTS = [
         {},
         marks=pytest.mark.skipif(not _LOCAL_OK, reason="needs root and bubblewrap"),
         id="local",
+    ),
+    pytest.param(
+        "kwrl.sandbox.docker:DockerEnvironment",
+        {},
+        # The fast suite takes ~3 min on 2 cores (docs/docker.md); CI starts no dockerd.
+        marks=[
+            pytest.mark.docker,
+            pytest.mark.slow,
+            pytest.mark.skipif(_DOCKER_MISSING is not None, reason=_DOCKER_MISSING or ""),
+        ],
+        id="docker",
     ),
 ]
 

