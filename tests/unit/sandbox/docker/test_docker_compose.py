@@ -1,0 +1,73 @@
+"""kwrl's compose override of the docker preset's main service, without a docker engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from harbor.models.task.task import Task
+from harbor.models.trial.paths import TrialPaths
+
+from kwrl.errors import ConfigError
+from kwrl.sandbox.docker import DockerEnvironment
+from kwrl.sandbox.testing import make_dataset
+
+
+def _environment(task_dir: Path, trial_dir: Path) -> DockerEnvironment:
+    task = Task(task_dir)
+    paths = TrialPaths(trial_dir=trial_dir)
+    paths.mkdir()
+    env = DockerEnvironment(
+        environment_dir=task.paths.environment_dir,
+        environment_name=task.short_name,
+        session_id="t__env",
+        trial_paths=paths,
+        task_env_config=task.config.environment,
+    )
+    env._tmp = trial_dir / "tmp"  # what start() makes
+    return env
+
+
+def test_the_main_service_has_no_network_no_new_privileges_and_read_only_initial_layers(
+    tmp_path: Path,
+) -> None:
+    task = make_dataset(tmp_path, 1)[0]
+    (task / "environment" / "overlay" / "filesystem").mkdir(parents=True)
+    env = _environment(task, tmp_path / "trial")
+    main = env._kwrl_compose("kwrl-task-x:1")["services"]["main"]
+    assert main["image"] == "kwrl-task-x:1"
+    assert main["network_mode"] == "none"
+    assert main["init"] is True and main["security_opt"] == ["no-new-privileges:true"]
+    assert main["pids_limit"] == env.settings.pids_max
+    binds = {v["target"]: (v["source"], v["read_only"]) for v in main["volumes"]}
+    assert binds["/kwrl/run"] == (str(tmp_path / "trial" / "tmp" / "run"), False)
+    assert binds["/kwrl/initial/world"] == (str(env.world.world_dir), True)
+    assert binds["/kwrl/initial/overlay"] == (str(task.resolve() / "environment" / "overlay"), True)
+
+
+def test_a_task_without_overlay_gets_an_empty_read_only_one_and_a_public_task_a_network(
+    tmp_path: Path,
+) -> None:
+    task = make_dataset(tmp_path, 1)[0]
+    toml = task / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[environment]\n", '[environment]\nnetwork_mode = "public"\n', 1)
+    )
+    env = _environment(task, tmp_path / "trial")
+    main = env._kwrl_compose("img")["services"]["main"]
+    assert "network_mode" not in main  # the task asked for the network itself
+    binds = {v["target"]: (v["source"], v["read_only"]) for v in main["volumes"]}
+    assert binds["/kwrl/initial/overlay"] == (str(tmp_path / "trial" / "tmp" / "empty"), True)
+
+
+def test_bad_environment_kwargs_are_config_errors(tmp_path: Path) -> None:
+    task = make_dataset(tmp_path, 1)[0]
+    with pytest.raises(ConfigError, match="pids_max"):
+        DockerEnvironment(
+            environment_dir=task / "environment",
+            environment_name="t",
+            session_id="t__env",
+            trial_paths=TrialPaths(trial_dir=tmp_path / "trial"),
+            task_env_config=Task(task).config.environment,
+            pids_max="many",
+        )
