@@ -145,6 +145,14 @@ def test_a_judged_apex_task_is_graded_by_the_judge_through_a_real_trial(
     assert (trial / "agent/judge_vars.txt").read_text().strip() == "0"
     assert (trial / "agent/path.txt").read_text().strip() == base_env(None)["PATH"]
 
+    # `kwrl grade` regrades in its sandbox (no network of its own): the judge, with its key, is
+    # reached through the egress proxy and gives the same verdicts
+    r = kwrl("grade", trial, "--judge", f"{judge.url}#m", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "reward 0.500" in r.stdout and "judge calls 2" in r.stdout, r.stdout[-3000:]
+    assert len(judge.requests) == 4
+    assert {q["auth"] for q in judge.requests} == {f"Bearer {KEY}"}
+
 
 async def test_a_failing_judge_makes_the_trial_an_error_without_reward(
     dataset: Path, tmp_path: Path

@@ -99,7 +99,11 @@ def _sandboxed(args: list[str], td: TaskDir, trial_dir: Path, judge: str | None)
     env = dict(os.environ)
     if judge:
         env["KWRL_JUDGE"] = judge
-    return subprocess.run([*argv, "--", *args], env=env, check=False).returncode
+    done = subprocess.run([*argv, "--", *args], env=env, check=False, capture_output=True)
+    # Through this process's streams: what prints the table decides where it goes.
+    sys.stdout.write(done.stdout.decode(errors="replace"))
+    sys.stderr.write(done.stderr.decode(errors="replace"))
+    return done.returncode
 
 
 def _task_dir_of(trial_dir: Path) -> Path:
@@ -168,6 +172,9 @@ def grade(
         Console(soft_wrap=True).print(refused, highlight=False, markup=False)
         raise typer.Exit(EXIT_NOT_REGRADABLE)
     td = load_task(task or _task_dir_of(trial_dir))
+    archive = trial_dir / "verifier" / "changes.tar.gz"
+    if archive.is_symlink() or archive.parent.is_symlink() or not archive.is_file():  # bad input
+        raise TaskFormatError(archive, None, "missing or not a regular file")
     if not in_sandbox and os.environ.get(ENV_SANDBOX, "").lower() != "off":
         args = [str(trial_dir), "--task", str(td.path.resolve()), "--scoring", scoring]
         args += ["--max-bytes", str(max_bytes)]
@@ -176,7 +183,6 @@ def grade(
         if write:
             args += ["--write", "--out", str(_made(out or trial_dir / "verifier"))]
         raise typer.Exit(_sandboxed(args, td, trial_dir, judge))
-    archive = trial_dir / "verifier" / "changes.tar.gz"
     answer_file = trial_dir / "agent" / "final_answer.txt"
     # Written by the agent: a link (to the tests, to a host file) or a FIFO is no answer.
     answer = "" if answer_file.parent.is_symlink() else read_answer(answer_file)

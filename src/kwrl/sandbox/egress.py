@@ -16,7 +16,7 @@ listener an agent's file names) or the host's networks directly. What it may rea
   address checked, so a name cannot rebind to another).
 
 Mode `no-network` starts no proxy. Inside, the verifier's command runs under this module as a
-program (`python -I -m kwrl.sandbox.egress --port P --socket S -- CMD...`, `relay_argv`): it listens
+program (`python -I -m kwrl.sandbox.egress_relay --port P --socket S -- CMD...`, `relay_argv`): it listens
 on 127.0.0.1:P in the phase's namespace, relays every connection to the socket, and runs CMD with
 HTTP_PROXY and HTTPS_PROXY (and the lower-case forms) naming that port and NO_PROXY empty, so the
 judge's HTTP client (httpx, under litellm too) goes through the proxy. A request the allowlist
@@ -24,53 +24,35 @@ refuses gets `403 Forbidden` and is recorded (`EgressProxy.denied`, sandbox.json
 
 Each request through the proxy opens its own upstream connection (`Connection: close` for plain
 HTTP, a tunnel for CONNECT), so every byte a connection carries goes to the one destination its
-first request was admitted for. The relay imports only the standard library: it starts once per
-verifier command.
+first request was admitted for. The relay (`kwrl.sandbox.egress_relay`) imports only the
+standard library, and not asyncio: it starts once per verifier command.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import fnmatch
 import ipaddress
 import os
-import signal
 import socket
-import subprocess
-import sys
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kwrl.sandbox.egress_relay import PROXY_PORT, SANDBOX_SOCKET
 from kwrl.sandbox.forward import close_relays, pump
 
-PROXY_PORT = 3128
-"""The relay's port on the verifier phase's own loopback."""
-SANDBOX_SOCKET = "/kwrl/run/egress.sock"
-"""The proxy's socket as the verifier phase sees it (the host's `<root>/run/egress.sock`)."""
 ENV_EGRESS = "KWRL_JUDGE_EGRESS"
 """Extra `host[:port]` destinations for the judge, comma-separated (port 443 when not written)."""
 
-_CHUNK = 256 * 1024
 _HEAD_MAX = 64 * 1024
 _RECORD_MAX = 100
 
 
-def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
-    """The variables that send a command's HTTP clients through the relay on `port`."""
-    url = f"http://127.0.0.1:{port}"
-    return {
-        "HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
-        "NO_PROXY": "", "no_proxy": "",
-    }  # fmt: skip
-
-
 def relay_argv(python: str, command: Sequence[str], port: int = PROXY_PORT) -> list[str]:
     """`command` run under the relay (inside the verifier phase's sandbox)."""
-    return [python, "-I", "-m", "kwrl.sandbox.egress", "--port", str(port),
+    return [python, "-I", "-m", "kwrl.sandbox.egress_relay", "--port", str(port),
             "--socket", SANDBOX_SOCKET, "--", *command]  # fmt: skip
 
 
@@ -255,63 +237,3 @@ class EgressProxy:
         self._server = None
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
-
-
-# ---------------------------------------------------------------------------- inside: relay
-
-
-def _copy(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(_CHUNK):
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
-
-
-def _serve(conn: socket.socket, path: str) -> None:
-    with conn:
-        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        with up:
-            try:
-                up.connect(path)
-            except OSError:
-                return
-            back = threading.Thread(target=_copy, args=(up, conn), daemon=True)
-            back.start()
-            _copy(conn, up)
-            back.join()
-
-
-def _accept(server: socket.socket, path: str) -> None:
-    while True:
-        try:
-            conn, _ = server.accept()
-        except OSError:
-            return
-        threading.Thread(target=_serve, args=(conn, path), daemon=True).start()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Relay 127.0.0.1:PORT to SOCKET while CMD runs with the proxy variables; CMD's exit status."""
-    ap = argparse.ArgumentParser(prog="python -m kwrl.sandbox.egress", description=main.__doc__)
-    ap.add_argument("--port", type=int, default=PROXY_PORT)
-    ap.add_argument("--socket", default=SANDBOX_SOCKET)
-    ap.add_argument("command", nargs=argparse.REMAINDER)
-    args = ap.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        ap.error("no command")
-    server = socket.create_server(("127.0.0.1", args.port))
-    threading.Thread(target=_accept, args=(server, args.socket), daemon=True).start()
-    proc = subprocess.Popen(command, env={**os.environ, **proxy_env(args.port)})
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f: proc.send_signal(s))
-    rc = proc.wait()
-    return 128 - rc if rc < 0 else rc
-
-
-if __name__ == "__main__":
-    sys.exit(main())
