@@ -67,11 +67,10 @@ class DockerImageConfig(KwrlConfig):
 
     base_image: str = "kwrl-base:bookworm"
     """The image everything is built on (scripts/docker/setup.sh makes it with debootstrap)."""
-    exclude: list[str] = Field(
-        default_factory=lambda: ["harbor", "litellm", "pyarrow", "huggingface-hub", "matplotlib"]
-    )
-    """kwrl requirements (and what only they need) left out of the image: nothing in a trial
-    imports them (a `litellm:` judge in the verifier needs `litellm` taken off this list)."""
+    exclude: list[str] = Field(default_factory=lambda: ["harbor", "pyarrow", "matplotlib"])
+    """kwrl requirements (and what only they need) left out of the image: no trial imports them
+    (harbor runs on the host; parquet bundles and report plots are the host's). litellm stays:
+    the grader's `litellm:` judges (~280 MB of the image with its own needs)."""
     world_image: str = TaskDirConfig().world_image
     """The world image's tag, `{world_id}` and `{world_short_name}` filled in."""
 
@@ -218,6 +217,9 @@ def python_spec(config: DockerImageConfig | None = None) -> ImageSpec:
         **_site_files(dependency_closure("kwrl", config.exclude)),
     }
     uid = SANDBOX_UID
+    # What the gateway's apps and the grader import, checked once the files are in.
+    imports = ["fastmcp", "openpyxl", "docx", "pptx", "pdfplumber", "litellm"]
+    imports = [m for m in imports if m not in {_norm(e) for e in config.exclude}]
     dockerfile = "\n".join(
         [
             "# kwrl python image (kwrl.sandbox.docker.images.python_spec)",
@@ -228,7 +230,8 @@ def python_spec(config: DockerImageConfig | None = None) -> ImageSpec:
             f" && ln -sf {PYTHON} /usr/local/bin/python3 && ln -sf {PYTHON} /usr/local/bin/python"
             f" && echo 'kwrl:x:{uid}:{uid}:kwrl sandbox:/tmp:/bin/bash' >> /etc/passwd"
             f" && echo 'kwrl:x:{uid}:' >> /etc/group"
-            " && mkdir -p -m 0755 /kwrl/run /kwrl/initial/world /kwrl/initial/overlay /logs",
+            " && mkdir -p -m 0755 /kwrl/run /kwrl/initial/world /kwrl/initial/overlay /logs"
+            f" && LITELLM_LOCAL_MODEL_COST_MAP=True {PYTHON} -c 'import {', '.join(imports)}'",
             "",
         ]
     )
@@ -382,7 +385,20 @@ async def ensure_image(spec: ImageSpec) -> bool:
             )
         if rc != 0:
             raise SandboxError(f"docker build of {spec.tag} failed ({rc}): {out[-3000:]}")
+        await _prune(spec.tag)
         return True
+
+
+async def _prune(tag: str) -> None:
+    """Untag the other builds of `tag`'s repository (a kwrl edit makes a new runtime tag, an
+    overlay edit a new task tag) and remove kwrl's images left without a tag; an image a
+    container still uses stays."""
+    repo = tag.rsplit(":", 1)[0]
+    _, out = await _run("docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repo)
+    old = [t for t in out.split() if t != tag and t.startswith(repo + ":")]
+    if old:
+        await _run("docker", "image", "rm", *old)
+    await _run("docker", "image", "prune", "-f", "--filter", f"label={KEY_LABEL}")
 
 
 async def ensure_task_image(task_dir: Path, config: DockerImageConfig | None = None) -> str:
