@@ -50,6 +50,11 @@ class SandboxTimeoutError(SandboxError):
     """A command ran past its `timeout_sec`; it and its process group were killed."""
 
 
+class TrialFormatError(KwrlError):
+    """A finished trial's record does not read as its type (result.json's agent metadata,
+    verifier/grades.json): the message names the file and the field."""
+
+
 class AgentError(KwrlError):
     """The agent loop failed for a reason outside the policy's control."""
 

@@ -76,7 +76,7 @@ def test_a_memory_fill_before_grading_is_graded_zero_and_trained(
         # what the agent left charged (448 MiB of tmpfs) plus memory_mb of the verifier's own
         assert report["verifier_memory_mb"] >= 512 + 448, report
         grades = read_trial(rec["trial_dir"]).grades
-        assert [g["score"] for g in grades] == [0.0, 0.0]
+        assert [g.score for g in grades] == [0.0, 0.0]
 
 
 def test_sleeping_past_the_clock_trains_as_zero_and_masks_no_one(
@@ -140,7 +140,8 @@ def test_two_clock_attacks_never_mask_a_member_that_scored(agent_group: dict[str
     for rec in by_cause["agent_timeout"]:
         assert rec["trained"] and rec["train_reward"] == 0.0
         files = read_trial(rec["trial_dir"])
-        assert files.agent_meta["cut_off"]["waiting_on"] == "tools"
+        cut = files.agent_meta.cut_off
+        assert cut is not None and cut.waiting_on == "tools"
         assert files.response_ids and 1 in files.loss_mask  # the call it sampled is trained
     assert agent_group["tasks"]["clock-group"]["trained"] == 3
 
@@ -158,5 +159,5 @@ def test_a_hung_policy_endpoint_masks_its_trial_as_infrastructure(tmp_path: Path
     text = " ".join(r.output.split())
     assert r.exit_code == 1 and "cause policy_timeout masked" in text, r.output
     [trial] = (tmp_path / "o").iterdir()
-    cut = read_trial(trial).agent_meta["cut_off"]
-    assert cut["waiting_on"] == "policy" and cut["max_tokens"] == 16, cut
+    cut = read_trial(trial).agent_meta.cut_off
+    assert cut is not None and cut.waiting_on == "policy" and cut.max_tokens == 16, cut

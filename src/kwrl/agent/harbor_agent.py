@@ -14,7 +14,8 @@ Inputs, in harbor's terms:
 
 Outputs: `/logs/agent/final_answer.txt` in the environment (docs/contracts.md); an ATIF
 `trajectory.json` and `tito_debug.txt` in the agent logs dir; `context.metadata` with the TITO
-arrays, stop reason, per-turn stats and the drift report (keys in docs/contracts.md); token counts.
+arrays, stop reason, per-turn stats and the drift report (`kwrl.agent.meta.AgentMeta`; keys in
+docs/contracts.md); token counts.
 Metadata is filled in a `finally`, so a trial cut by harbor's agent timeout keeps what was done:
 the trajectory so far (trained with reward 0 unless the policy endpoint ran out the clock) and
 `cut_off`, what the run was waiting on when cut (`kwrl.rollout.failures.policy_was_slow`).
@@ -33,7 +34,6 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from harbor.models.agent.context import AgentContext
 from kwrl.agent.config import AgentConfig
 from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
+from kwrl.agent.meta import AgentMeta, DriftValue
 from kwrl.config import load_config
 from kwrl.errors import AgentError, WorldError
 from kwrl.io import write_json, write_text
@@ -195,28 +196,14 @@ class KwrlAgent(BaseAgent):
     def _record(self, run: AgentRun, context: AgentContext, elapsed_s: float) -> None:
         context.n_input_tokens = run.n_input_tokens
         context.n_output_tokens = run.n_output_tokens
-        meta: dict[str, Any] = {
-            "session_id": run.session_id,
-            "stop_reason": str(run.stop_reason),
-            "error": run.error,
-            "final_answer": run.final_answer,
-            "n_turns": len(run.turns),
-            "elapsed_s": elapsed_s,
-            "turn_stats": [asdict(t) for t in run.turns],
-            "tool_prompt": run.tool_prompt,
-            "tool_prompt_reason": run.tool_prompt_reason,
-            "context_window": run.context_window,
-            "cut_off": asdict(run.cut_off) if run.cut_off is not None else None,
-        }
+        drift: dict[str, DriftValue] | None = None
         if run.tito is not None:
-            state = run.tito
-            meta.update(state.arrays())
             try:
-                meta["tito_drift"] = measure_drift(state, run.messages).to_dict()
+                drift = measure_drift(run.tito, run.messages).to_dict()
             except AgentError as e:
-                meta["tito_drift"] = {"error": str(e)}
-            write_text(self.logs_dir / "tito_debug.txt", state.debug_text())
-        context.metadata = meta
+                drift = {"error": str(e)}
+            write_text(self.logs_dir / "tito_debug.txt", run.tito.debug_text())
+        context.metadata = AgentMeta.from_run(run, elapsed_s, drift).to_metadata()
         from kwrl.agent.atif import build_trajectory
 
         traj = build_trajectory(

@@ -66,23 +66,27 @@ class StopReason(StrEnum):
     and trained, never masked, so a policy cannot trade a low reward for a mask this way."""
 
 
+# The records below have a default for every field: `kwrl.agent.meta.AgentMeta` reads them back
+# from trial dirs that an older kwrl (or a test) wrote with fewer keys.
+
+
 @dataclass
 class ToolStat:
-    name: str
-    ok: bool
-    outcome: str
+    name: str = ""
+    ok: bool = False
+    outcome: str = ""
     """ok, tool_error, timeout, unknown_tool."""
-    latency_s: float
+    latency_s: float = 0.0
 
 
 @dataclass
 class TurnStats:
-    step: int
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
+    step: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
     """Seconds the policy took for this turn."""
-    finish_reason: str
+    finish_reason: str = ""
     tool_calls: list[ToolStat] = field(default_factory=list)
     malformed: bool = False
     tool_latency_s: float = 0.0
@@ -94,9 +98,9 @@ class TurnStats:
 class CutOff:
     """What a cancelled run was waiting on (harbor's agent timeout cancels it mid-await)."""
 
-    waiting_on: str
+    waiting_on: str = ""
     """`policy` (a sample in flight) or `tools` (a turn's tool calls in flight)."""
-    seconds: float
+    seconds: float = 0.0
     """How long it had been waiting."""
     prompt_tokens: int = 0
     """The policy request's prompt tokens (0 for tools)."""

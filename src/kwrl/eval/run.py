@@ -43,6 +43,7 @@ from kwrl.eval.metrics import (
     TrialOutcome,
     compute_metrics,
 )
+from kwrl.grading.grade import CriterionGrade
 from kwrl.io import write_json
 from kwrl.llm.engine import unregister_engine
 from kwrl.rollout.masking import should_retry
@@ -68,17 +69,17 @@ def rollout_config(cfg: EvalConfig) -> RolloutConfig:
 # ---------------------------------------------------------------- reading a trial dir
 
 
-def _criteria(grades: list[dict[str, Any]], rewards: dict[str, float]) -> list[CriterionResult]:
+def _criteria(grades: list[CriterionGrade], rewards: dict[str, float]) -> list[CriterionResult]:
     if grades:
         return [
             CriterionResult(
-                verifier_id=str(g.get("verifier_id", "")),
-                criteria=str(g.get("criteria") or ""),
-                score=float(g.get("score") or 0.0),
-                passed=bool(g.get("passed", (g.get("score") or 0.0) >= 1.0)),
-                method=str(g.get("method") or ""),
-                rationale=str(g.get("rationale") or ""),
-                is_primary_objective=bool(g.get("is_primary_objective")),
+                verifier_id=g.verifier_id,
+                criteria=g.criteria,
+                score=g.score,
+                passed=g.passed,
+                method=g.method,
+                rationale=g.rationale,
+                is_primary_objective=g.is_primary_objective,
             )
             for g in grades
         ]
@@ -105,11 +106,11 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
     meta = files.agent_meta
     tools: dict[str, ToolUse] = {}
     for turn in files.turn_stats:
-        for call in turn.get("tool_calls") or []:
-            unknown = call.get("outcome") == "unknown_tool"
-            use = tools.setdefault(UNKNOWN_TOOL if unknown else str(call.get("name")), ToolUse())
+        for call in turn.tool_calls:
+            unknown = call.outcome == "unknown_tool"
+            use = tools.setdefault(UNKNOWN_TOOL if unknown else call.name, ToolUse())
             use.calls += 1
-            use.ok += int(bool(call.get("ok")))
+            use.ok += int(call.ok)
     criteria = _criteria(files.grades, rec.rewards)
     if "pass" in rec.rewards:
         passed = rec.rewards["pass"] == 1.0
@@ -124,8 +125,8 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
         task_name=labels.get("task_name") or "", domain=labels.get("domain"),
         expected_output=labels.get("expected_output"), difficulty=labels.get("difficulty"),
         cause=str(rec.cause), reward=rec.reward, passed=passed, error=rec.error,
-        criteria=criteria, turns=meta.get("n_turns"), input_tokens=files.n_input_tokens,
-        output_tokens=files.n_output_tokens, stop_reason=meta.get("stop_reason"),
+        criteria=criteria, turns=meta.n_turns, input_tokens=files.n_input_tokens,
+        output_tokens=files.n_output_tokens, stop_reason=meta.stop_reason,
         tools=tools, seconds=rec.seconds, attempts=rec.attempt + 1, final_answer=files.final_answer,
     )  # fmt: skip
 

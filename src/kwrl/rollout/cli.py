@@ -47,7 +47,7 @@ def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
 
     from kwrl.rollout.trial import read_trial
 
-    by_id = {str(g.get("verifier_id")): g for g in read_trial(trial_dir).grades}
+    by_id = {g.verifier_id: g for g in read_trial(trial_dir).grades}
     table = Table(title=f"criteria ({trial_dir.name})")
     for col in ("criterion", "score", "method", "criteria / rationale"):
         table.add_column(col)
@@ -55,11 +55,11 @@ def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
         if not key.startswith("criterion/"):
             continue
         vid = key.removeprefix("criterion/")
-        g = by_id.get(vid, {})
-        text = str(g.get("criteria", ""))
-        if g.get("rationale"):
-            text += f"\n[dim]{g['rationale']}[/dim]"
-        table.add_row(vid, f"{value:g}", str(g.get("method", "")), text)
+        g = by_id.get(vid)
+        text = g.criteria if g is not None else ""
+        if g is not None and g.rationale:
+            text += f"\n[dim]{g.rationale}[/dim]"
+        table.add_row(vid, f"{value:g}", g.method if g is not None else "", text)
     return table
 
 

@@ -34,6 +34,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kwrl.agent.meta import AgentMeta
+from kwrl.errors import TrialFormatError
+
 PHASE_FILE = "grader_phase.txt"
 """The grader's phase file in the verifier dir (`kwrl.grading.verify.PHASE_FILE`)."""
 
@@ -195,7 +198,7 @@ def classify(
     return FailureCause.NONE
 
 
-def policy_was_slow(agent_meta: Mapping[str, Any]) -> bool:
+def policy_was_slow(agent_meta: AgentMeta) -> bool:
     """Whether the policy endpoint, not the policy, ran the agent out of time, from KwrlAgent's turn
     statistics (`turn_stats`, and `cut_off`: what the run waited on when harbor's timeout cut it).
 
@@ -208,28 +211,22 @@ def policy_was_slow(agent_meta: Mapping[str, Any]) -> bool:
     (`agent_timeout`, trained 0), as does one that sleeps in a tool. No statistics (harbor's own
     agents) is never slow.
     """
-    turns = [t for t in agent_meta.get("turn_stats") or [] if isinstance(t, Mapping)]
-    cut = agent_meta.get("cut_off")
-    cut = cut if isinstance(cut, Mapping) else {}
-    requests = [(t.get("prompt_tokens"), t.get("completion_tokens")) for t in turns]
-    policy_s = sum(_num(t.get("latency_s")) for t in turns)
-    tools_s = sum(_num(t.get("tool_latency_s")) for t in turns)
-    waited = _num(cut.get("seconds"))
-    if cut.get("waiting_on") == "policy":
-        policy_s += waited
-        requests.append((cut.get("prompt_tokens"), cut.get("max_tokens")))
-    elif cut.get("waiting_on") == "tools":
-        tools_s += waited
-    due_s, cached = 0.0, 0.0
+    turns = agent_meta.turn_stats
+    requests = [(t.prompt_tokens, t.completion_tokens) for t in turns]
+    policy_s = sum(t.latency_s for t in turns)
+    tools_s = sum(t.tool_latency_s for t in turns)
+    cut = agent_meta.cut_off
+    if cut is not None and cut.waiting_on == "policy":
+        policy_s += cut.seconds
+        requests.append((cut.prompt_tokens, cut.max_tokens))
+    elif cut is not None and cut.waiting_on == "tools":
+        tools_s += cut.seconds
+    due_s, cached = 0.0, 0
     for prompt, written in requests:
-        new = _num(prompt) - cached if _num(prompt) >= cached else _num(prompt)
-        due_s += new / SLOW_PREFILL_TOKENS_PER_S + _num(written) / SLOW_DECODE_TOKENS_PER_S
-        cached = _num(prompt) + _num(written)
+        new = prompt - cached if prompt >= cached else prompt
+        due_s += new / SLOW_PREFILL_TOKENS_PER_S + written / SLOW_DECODE_TOKENS_PER_S
+        cached = prompt + written
     return policy_s > tools_s and policy_s > due_s
-
-
-def _num(x: Any) -> float:
-    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else 0.0
 
 
 def grader_phase(trial_dir: Path) -> str | None:
@@ -246,14 +243,18 @@ def classify_result(
     """`classify` applied to a harbor `TrialResult` (its agent metadata's turn statistics too), the
     trial's sandbox.json content and the grader's phase file in `trial_dir`."""
     info = result.exception_info
-    meta = (result.agent_result.metadata or {}) if result.agent_result is not None else {}
+    raw = result.agent_result.metadata if result.agent_result is not None else None
+    try:
+        meta = AgentMeta.read(raw, f"{trial_dir or 'trial'}/result.json")
+    except TrialFormatError:  # another agent's metadata (an import path): no kwrl statistics
+        meta = AgentMeta()
     rewards = result.verifier_result.rewards if result.verifier_result is not None else None
     report = sandbox_report or {}
     return classify(
         exception_type=info.exception_type if info else None,
         exception_message=info.exception_message if info else "",
         rewards=rewards,
-        stop_reason=meta.get("stop_reason"),
+        stop_reason=meta.stop_reason,
         sandbox_events=report.get("events"),
         verifier_events=report.get("verifier_events"),
         grader_phase=grader_phase(trial_dir) if trial_dir is not None else None,

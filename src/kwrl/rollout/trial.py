@@ -1,8 +1,9 @@
 """What a finished trial left in its dir, read once: `read_trial(trial_dir) -> TrialFiles`.
 
 harbor writes `result.json` when a trial ends; its `agent_result.metadata` is KwrlAgent's record
-(TITO arrays, per-turn stats, stop reason; docs/contracts.md). The grader writes
-`verifier/grades.json` (one entry per criterion) and the agent `agent/final_answer.txt`; harbor's
+(TITO arrays, per-turn stats, stop reason; docs/contracts.md), read as `kwrl.agent.meta.AgentMeta`.
+The grader writes `verifier/grades.json`, read as its own `kwrl.grading.grade.CriterionGrade`s (one
+per criterion), and the agent `agent/final_answer.txt`; harbor's
 phase timestamps (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`) read as
 seconds per phase. Every
 consumer of a finished trial (the local trainer and its disaggregated workers, the SkyRL generator,
@@ -10,7 +11,9 @@ evaluation) reads those files through here and never opens them itself; the caus
 retries of the same trial are in `kwrl.rollout.runner.TrialRecord`.
 
 A file that is missing or unreadable (a trial that crashed before its first turn) reads as empty:
-no tokens, no turns, no grades.
+no tokens, no turns, no grades. A record that is JSON but not of its type (a field of the wrong
+type) is an error naming the file and the field; a record an older kwrl wrote reads, its missing
+fields at their defaults.
 """
 
 from __future__ import annotations
@@ -20,6 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from kwrl.agent.loop import TurnStats
+from kwrl.agent.meta import AgentMeta
+from kwrl.errors import TrialFormatError
+from kwrl.grading.grade import CriterionGrade
 
 
 def read_json(path: Path) -> Any:
@@ -34,42 +44,40 @@ def read_json(path: Path) -> Any:
 class TrialFiles:
     """A finished trial's files: the agent's metadata, its token counts, grades, final answer."""
 
-    agent_meta: dict[str, Any] = field(default_factory=dict)
+    agent_meta: AgentMeta = field(default_factory=AgentMeta)
     """result.json `agent_result.metadata` (KwrlAgent's TITO arrays and turn stats)."""
     n_input_tokens: int | None = None
     n_output_tokens: int | None = None
-    grades: list[dict[str, Any]] = field(default_factory=list)
-    """verifier/grades.json `grades`: one entry per criterion."""
+    grades: list[CriterionGrade] = field(default_factory=list)
+    """verifier/grades.json `grades`: one per criterion."""
     final_answer: str = ""
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds of each harbor phase that started and ended (`PHASES`), from result.json."""
 
     @property
     def prompt_ids(self) -> list[int]:
-        return list(self.agent_meta.get("prompt_token_ids") or [])
+        return self.agent_meta.prompt_token_ids
 
     @property
     def response_ids(self) -> list[int]:
-        return list(self.agent_meta.get("response_ids") or [])
+        return self.agent_meta.response_ids
 
     @property
     def loss_mask(self) -> list[int]:
-        return list(self.agent_meta.get("loss_mask") or [])
+        return self.agent_meta.loss_mask
 
     @property
     def logprobs(self) -> list[float]:
-        return [float(x) for x in self.agent_meta.get("rollout_logprobs") or []]
+        return self.agent_meta.rollout_logprobs
 
     @property
-    def turn_stats(self) -> list[dict[str, Any]]:
-        return list(self.agent_meta.get("turn_stats") or [])
+    def turn_stats(self) -> list[TurnStats]:
+        return self.agent_meta.turn_stats
 
     @property
     def turn_versions(self) -> list[int]:
         """Weight version of every policy turn (that of the turn's first token)."""
-        return [
-            int(t["weight_version"]) for t in self.turn_stats if t.get("weight_version") is not None
-        ]
+        return [t.weight_version for t in self.turn_stats if t.weight_version is not None]
 
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
@@ -87,18 +95,32 @@ def phase_seconds(result: Any) -> dict[str, float]:
     return out
 
 
+_GRADES = TypeAdapter(list[CriterionGrade])
+
+
+def read_grades(entries: Any, source: Path) -> list[CriterionGrade]:
+    """grades.json's `grades` as the grader's own records (extra keys, e.g. `passed`, ignored)."""
+    try:
+        return _GRADES.validate_python(entries or [])
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise TrialFormatError(f"{source}: grades.{loc}: {first['msg']}") from e
+
+
 def read_trial(trial_dir: Path | str) -> TrialFiles:
     """The files of the finished trial in `trial_dir` (see the module doc)."""
     trial_dir = Path(trial_dir)
     result = read_json(trial_dir / "result.json")
     agent = (result.get("agent_result") if isinstance(result, dict) else None) or {}
-    grades = read_json(trial_dir / "verifier" / "grades.json")
+    grades_path = trial_dir / "verifier" / "grades.json"
+    grades = read_json(grades_path)
     answer = trial_dir / "agent" / "final_answer.txt"
     return TrialFiles(
-        agent_meta=agent.get("metadata") or {},
+        agent_meta=AgentMeta.read(agent.get("metadata"), str(trial_dir / "result.json")),
         n_input_tokens=agent.get("n_input_tokens"),
         n_output_tokens=agent.get("n_output_tokens"),
-        grades=list((grades.get("grades") if isinstance(grades, dict) else None) or []),
+        grades=read_grades(grades.get("grades") if isinstance(grades, dict) else None, grades_path),
         final_answer=(
             answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else ""
         ),

@@ -137,13 +137,17 @@ def test_a_limit_hit_in_the_verifier_phase_that_left_no_reward_is_the_agents() -
 
 def _turn(latency: float, tools: float, prompt: int = 1000, completion: int = 100) -> dict:
     return {
-        "latency_s": latency, "tool_latency_s": tools, "prompt_tokens": prompt,
-        "completion_tokens": completion,
+        "step": 0, "finish_reason": "stop", "latency_s": latency, "tool_latency_s": tools,
+        "prompt_tokens": prompt, "completion_tokens": completion,
     }  # fmt: skip
 
 
 def test_a_timeout_is_the_policys_unless_the_endpoint_was_slow() -> None:
-    from kwrl.rollout.failures import policy_was_slow
+    from kwrl.agent.meta import AgentMeta
+    from kwrl.rollout.failures import policy_was_slow as slow
+
+    def policy_was_slow(metadata: dict) -> bool:  # as result.json holds it
+        return slow(AgentMeta.read(metadata, "result.json"))
 
     # sleeping in a tool until the clock ran out
     sleeper = {"turn_stats": [_turn(2, 0.5)], "cut_off": {"waiting_on": "tools", "seconds": 300}}

@@ -50,9 +50,9 @@ def trial_split(trial_dirs: Iterable[Path | str]) -> dict[str, float]:
         for phase, secs in files.phase_seconds.items():
             out[TRIAL_PHASES[phase]] += secs
         for turn in files.turn_stats:
-            out["trial_policy_s"] += float(turn.get("latency_s") or 0.0)
-            out["trial_tools_s"] += float(turn.get("tool_latency_s") or 0.0)
-            out["completion_tokens"] += float(turn.get("completion_tokens") or 0)
+            out["trial_policy_s"] += turn.latency_s
+            out["trial_tools_s"] += turn.tool_latency_s
+            out["completion_tokens"] += turn.completion_tokens
     return {k: round(v, 3) for k, v in out.items()}
 
 

@@ -43,6 +43,7 @@ from skyrl.train.generators.base import (
     TrajectoryID,
 )
 
+from kwrl.agent.meta import AgentMeta
 from kwrl.errors import ConfigError
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.masking import group_decisions
@@ -242,7 +243,7 @@ class KwrlHarborGenerator(GeneratorInterface):
         self,
         trajs: list[Trajectory],
         records: list[TrialRecord],
-        metas: list[dict[str, Any]],
+        metas: list[AgentMeta],
         tids: list[TrajectoryID],
         seconds: list[float],
     ) -> GeneratorOutput:
@@ -261,7 +262,7 @@ class KwrlHarborGenerator(GeneratorInterface):
                 masks.append([int(x) for x in t.loss_mask])
                 logprobs.append(list(t.logprobs))
                 rewards.append(float(t.reward))
-                stops.append(str(m.get("stop_reason") or "stop"))
+                stops.append(m.stop_reason or "stop")
             else:
                 prompts.append([self.pad_token_id])
                 responses.append([self.pad_token_id])
@@ -292,7 +293,7 @@ class KwrlHarborGenerator(GeneratorInterface):
 
     @staticmethod
     def metrics(
-        finals: list[TrialRecord], history: list[TrialRecord], metas: list[dict[str, Any]]
+        finals: list[TrialRecord], history: list[TrialRecord], metas: list[AgentMeta]
     ) -> dict[str, float]:
         """kwrl rollout metrics: rewards, per-criterion pass rates, tools, failure causes."""
         m: dict[str, float] = {}
@@ -320,13 +321,13 @@ class KwrlHarborGenerator(GeneratorInterface):
         tools: Counter[str] = Counter()
         calls = ok = turns = malformed = 0
         for meta in metas:
-            for turn in meta.get("turn_stats") or []:
+            for turn in meta.turn_stats:
                 turns += 1
-                malformed += bool(turn.get("malformed"))
-                for call in turn.get("tool_calls") or []:
+                malformed += turn.malformed
+                for call in turn.tool_calls:
                     calls += 1
-                    ok += bool(call.get("ok"))
-                    tools[_server_of(str(call.get("name", "")))] += 1
+                    ok += call.ok
+                    tools[_server_of(call.name)] += 1
         m["kwrl/turns_per_trial"] = turns / n if n else 0.0
         m["kwrl/tool_calls"] = calls
         if turns:
