@@ -17,8 +17,19 @@ from pathlib import Path
 
 import httpx
 import pytest
+from test_judge_trial import (  # the local sandbox's judged task
+    GOLD,
+    KEY,
+    KEY_VAR,
+    answer_task,
+    host_env,
+    kwrl,
+    make_apex,
+    write_solve,
+)
 from test_verifier_egress import _lines, _probe  # the same probe as the local sandbox's
 
+from fake_judge import FakeJudge
 from kwrl.sandbox.docker import DockerEnvironment
 from kwrl.sandbox.docker.images import docker_missing
 from kwrl.sandbox.testing import loopback_listener
@@ -176,3 +187,29 @@ async def test_the_verifier_reaches_the_judge_on_the_hosts_loopback_and_nothing_
     assert judge_hits == ["/probe"] and other_hits == []
     report = json.loads((tmp_path / "trial" / "sandbox.json").read_text())
     assert report["egress"]["connected"] == [judge.removeprefix("http://")]
+
+
+def test_a_judged_apex_task_is_graded_through_the_loopback_judge(
+    tmp_path: Path, judge: FakeJudge
+) -> None:
+    """`kwrl trial run --sandbox.environment docker --judge URL` on an APEX-layout task: each
+    criterion's verdict is the loopback judge's, reached from the network-less container through
+    the egress proxy, with the judge's key; the same task and judge as test_judge_trial's local
+    run (reward 0.5)."""
+    env = host_env(KWRL_JUDGE_API_KEY_ENV=KEY_VAR, KWRL_JUDGE_MAX_RETRIES="1", **{KEY_VAR: KEY})
+    ds = tmp_path / "ds"
+    r = kwrl("data", "convert", "--from", "apex-hf", make_apex(tmp_path / "apex"), "--out", ds,
+             "--quiet", env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    task = answer_task(ds)
+    write_solve(task, f"echo '{GOLD}' > /logs/agent/final_answer.txt\n")
+    out = tmp_path / "trials"
+    r = kwrl("trial", "run", task, "--agent", "oracle", "--judge", f"{judge.url}#m",
+             "--sandbox.environment", "docker", "--out", out, env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "reward 0.5" in r.stdout, r.stdout[-3000:]
+    assert len(judge.requests) == 2
+    assert {q["auth"] for q in judge.requests} == {f"Bearer {KEY}"}
+    [trial] = out.iterdir()
+    report = json.loads((trial / "sandbox.json").read_text())
+    assert report["egress"]["connected"] == [judge.url.removeprefix("http://").split("/")[0]]
