@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,3 +149,15 @@ def test_a_text_flag_keeps_its_text() -> None:
     given, cfg, _ = _run("--sandbox.exec_user", "1000", "--tokenizer", "true")
     assert cfg.sandbox.exec_user == "1000" and cfg.tokenizer == "true"
     assert given["overrides"] == {"sandbox.exec_user": "1000", "tokenizer": "true"}
+
+
+def test_flags_apply_after_the_config_file_and_its_key_value_overrides(tmp_path: Path) -> None:
+    """What `kwrl train CONFIG k=v --flag v` does: file, then k=v, then the flags."""
+    from kwrl.config import load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text('concurrency = 1\n[agent]\nmax_steps = 9\ntools = ["mail_*"]\n')
+    cfg = load_config(
+        TrialSettings, path, ["concurrency=2"], {"concurrency": 3, "agent.max_steps": 5}
+    )
+    assert (cfg.concurrency, cfg.agent.max_steps, cfg.agent.tools) == (3, 5, ["mail_*"])
