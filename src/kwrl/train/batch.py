@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from kwrl.rollout.trial import read_trial
+from kwrl.rollout.trial import TrialFiles, read_trial
 
 if TYPE_CHECKING:
     from kwrl.rollout.runner import TrialRecord
@@ -49,21 +49,25 @@ class Trajectory:
             )
 
 
-def trajectories_from_records(records: Sequence[TrialRecord], version: int) -> list[Trajectory]:
-    """TITO trajectories of finished trials (their files through `kwrl.rollout.trial.read_trial`).
+def trajectories_from_records(
+    records: Sequence[TrialRecord], version: int, files: Sequence[TrialFiles] | None = None
+) -> list[Trajectory]:
+    """TITO trajectories of finished trials (their files through `kwrl.rollout.trial.read_trial`,
+    or `files`, the records' files in order, from a caller that reads them for more: each trial is
+    read once).
 
     A trial without token arrays (it crashed before its first turn) is kept as an untrainable
     placeholder so its group still sees it.
     """
+    read = list(files) if files is not None else [read_trial(r.trial_dir) for r in records]
     out: list[Trajectory] = []
-    for r in records:
-        files = read_trial(r.trial_dir)
-        resp = files.response_ids
+    for r, f in zip(records, read, strict=True):
+        resp = f.response_ids
         t = Trajectory(
-            prompt_ids=files.prompt_ids,
+            prompt_ids=f.prompt_ids,
             response_ids=resp,
-            loss_mask=files.loss_mask,
-            logprobs=files.logprobs,
+            loss_mask=f.loss_mask,
+            logprobs=f.logprobs,
             reward=float(r.train_reward or 0.0),
             group_id=r.task,
             trainable=bool(r.trained) and bool(resp),

@@ -99,16 +99,12 @@ def rollout_shard(
     if out.exists():  # left by a killed run: never reuse its trials
         shutil.rmtree(out)
     records = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))
-    oldest = min(_turn_versions([Path(r.trial_dir) for r in records]), default=version)
-    trajs = trajectories_from_records(records, oldest)
+    files = [read_trial(r.trial_dir) for r in records]
+    oldest = min((v for f in files for v in f.turn_versions), default=version)
+    trajs = trajectories_from_records(records, oldest, files)
     summary = json.loads((out / "summary.json").read_text())
     summary["oldest_version"] = oldest
     return trajs, summary
-
-
-def _turn_versions(trial_dirs: list[Path]) -> list[int]:
-    """Weight version of every policy turn of these trials (that of the turn's first token)."""
-    return [v for d in trial_dirs for v in read_trial(d).turn_versions]
 
 
 WORKER_ENGINE = "generation-worker"

@@ -215,8 +215,9 @@ class KwrlHarborGenerator(GeneratorInterface):
         history = [a for attempts, _ in results for a in attempts]
         seconds = [s for _, s in results]
         self.apply_decisions(finals, [t.instance_id for t in tids], train=phase == "train")
-        trajs = trajectories_from_records(finals, version or 0)
-        metas = [read_trial(r.trial_dir).agent_meta for r in finals]
+        files = [read_trial(r.trial_dir) for r in finals]
+        trajs = trajectories_from_records(finals, version or 0, files)
+        metas = [f.agent_meta for f in files]
         out = self.build_output(trajs, finals, metas, list(tids), seconds)
         out["rollout_metrics"] = {
             **self.metrics(finals, history, metas),
