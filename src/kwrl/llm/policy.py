@@ -95,7 +95,8 @@ To add one: a `PolicyClient` subclass in its own file beside `base.py` with `cha
 in every flag and config (`kwrl.llm.spec`). What else changes with it:
 - its settings, if any, as a sub-config field of `PolicyConfig` (as `engine` and `vllm` are);
 - for RL (token in, token out): `supports_tokens = True`, `complete(prompt_ids, ...)` returning
-  token ids and logprobs, and `context_window()` where the policy can tell;
+  token ids and logprobs, `context_window()` where the policy can tell, and `tokenizer()` where
+  it samples in this process;
 - as the trainer's rollout engine (weights pushed each step): a `rollout_engine` value in
   `kwrl.train.local.config` and its weight push in the trainer, as `vllm` has;
 - README's model specs and docs/contracts.md ("Policy").
