@@ -5,7 +5,7 @@ leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summa
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward), `kwrl rollout` when no
 trial was graded (it says how many failed on infrastructure when some did); both exit 2 before any
 trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
-Their flags are `kwrl.rollout.runner.RolloutRun`'s fields (`kwrl.cli_config`; `kwrl trial run`
+Their flags are `kwrl.rollout.config.RolloutRun`'s fields (`kwrl.cli_config`; `kwrl trial run`
 has neither `-n`, `--concurrency` nor retries), trial settings included: `--model oracle|nop|SPEC`,
 `--harbor_agent module:Class --agent_kwargs key=value`, `-n 4`, `--agent.max_steps 20`,
 `--sandbox.gateway false`, `--judge SPEC` (default env `KWRL_JUDGE`: it reaches the verifier with
@@ -24,8 +24,8 @@ from typing import Annotated, Any
 import typer
 
 from kwrl.cli_config import Legacy, build_config, config_flags
-from kwrl.rollout.runner import HARBOR_AGENTS, KWRL_AGENT, RolloutRun
-from kwrl.rollout.settings import TRIAL_LEGACY, trial_panel
+from kwrl.rollout.config import RolloutRun
+from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, TRIAL_LEGACY, trial_panel
 
 trial_app = typer.Typer(help="Run single trials.", no_args_is_help=True)
 

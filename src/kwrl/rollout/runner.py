@@ -30,13 +30,8 @@ from kwrl.errors import ConfigError
 from kwrl.io import write_json
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.masking import group_decisions, should_retry
-from kwrl.rollout.settings import LOCAL, TrialRun, TrialSettings
+from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
 from kwrl.rollout.trial import read_json
-
-KWRL_AGENT = "kwrl.agent:KwrlAgent"
-"""Import path of KwrlAgent, the agent of every policy spec."""
-HARBOR_AGENTS = ("oracle", "nop")
-"""harbor's own agents: named where a model goes, they run without a policy."""
 
 
 class RolloutConfig(TrialRun):
@@ -96,42 +91,6 @@ def build_rollout_config(
     return RolloutConfig(
         **shared, agent=agent, model=model, n_samples=n_samples, agent_kwargs=kwargs
     )  # fmt: skip
-
-
-class RolloutRun(TrialSettings):
-    """`kwrl rollout`'s config (its flags): which agent and model, how many trials per task, where
-    they go; how each trial runs comes from `TrialSettings`."""
-
-    dataset: Path
-    """A dataset dir (tasks/*), a dir of task dirs, or one task dir."""
-    model: str | None = None
-    """oracle, nop (harbor's agents), or a policy spec that KwrlAgent samples
-    (http://HOST:PORT/v1#NAME, litellm:..., engine:...); with `harbor_agent`, the model name
-    handed to that agent. None: oracle, or `harbor_agent` without a model name."""
-    harbor_agent: str | None = None
-    """Another harbor agent, module:Class, run instead of KwrlAgent (with `agent_kwargs`, and the
-    agent.* settings this config sets)."""
-    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Further keyword arguments of `harbor_agent`; for KwrlAgent only its own kwargs
-    (`kwrl.agent.config.KWRL_AGENT_KWARGS`)."""
-    n_samples: int = Field(default=1, ge=1)
-    """Trials per task (the group size)."""
-    out: Path = Path("runs/rollout")
-    """Output dir: trials/ and summary.json."""
-
-    def rollout_config(self) -> RolloutConfig:
-        """The RolloutConfig of this run (`build_rollout_config`); KwrlAgent's kwargs are
-        checked before any trial starts (ConfigError naming each key)."""
-        from kwrl.agent.config import check_agent_kwargs
-
-        agent = self.harbor_agent or KWRL_AGENT
-        model = self.model if self.model or self.harbor_agent else HARBOR_AGENTS[0]
-        cfg = build_rollout_config(
-            self, model, agent=agent, agent_kwargs=self.agent_kwargs, n_samples=self.n_samples
-        )
-        if cfg.agent == KWRL_AGENT:
-            check_agent_kwargs(cfg.agent_kwargs, "agent_kwargs")
-        return cfg
 
 
 @dataclass

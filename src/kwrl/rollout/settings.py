@@ -27,6 +27,10 @@ from kwrl.sandbox.base import LocalSandboxConfig
 
 LOCAL = "local"
 """The environment preset of the local (bubblewrap) sandbox."""
+KWRL_AGENT = "kwrl.agent:KwrlAgent"
+"""Import path of KwrlAgent, the agent of every policy spec."""
+HARBOR_AGENTS = ("oracle", "nop")
+"""harbor's own agents: named where a model goes, they run without a policy."""
 MOVED = {"environment", "environment_kwargs", "agent_kwargs", "max_steps"}
 """Keys of the release before `TrialSettings` owned `[agent]` and `[sandbox]` (read one more
 release, with a FutureWarning)."""
