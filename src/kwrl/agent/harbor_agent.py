@@ -44,7 +44,7 @@ from harbor.models.agent.context import AgentContext
 from kwrl.agent.config import AgentConfig
 from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
-from kwrl.agent.meta import AgentMeta, DriftValue
+from kwrl.agent.meta import DriftValue
 from kwrl.config import load_config
 from kwrl.errors import AgentError, WorldError
 from kwrl.io import write_json, write_text
@@ -203,7 +203,7 @@ class KwrlAgent(BaseAgent):
             except AgentError as e:
                 drift = {"error": str(e)}
             write_text(self.logs_dir / "tito_debug.txt", run.tito.debug_text())
-        context.metadata = AgentMeta.from_run(run, elapsed_s, drift).to_metadata()
+        context.metadata = run.to_meta(elapsed_s, drift).to_metadata()
         from kwrl.agent.atif import build_trajectory
 
         traj = build_trajectory(

@@ -36,6 +36,7 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 
 from kwrl.agent.config import AgentConfig
+from kwrl.agent.meta import AgentMeta, CutOff, DriftValue, ToolStat, TurnStats
 from kwrl.agent.parsers import ParsedToolCall, build_parser
 from kwrl.agent.tito import ChatTemplate, TitoState, Tokenizer
 from kwrl.agent.tools import ToolSession, openai_tools, result_text, truncate_middle
@@ -64,48 +65,6 @@ class StopReason(StrEnum):
     """Agent code ended or stopped the world gateway that serves its tools (`tools_check` said so
     after the session failed or a call timed out): the trial is graded on the world as it stands
     and trained, never masked, so a policy cannot trade a low reward for a mask this way."""
-
-
-# The records below have a default for every field: `kwrl.agent.meta.AgentMeta` reads them back
-# from trial dirs that an older kwrl (or a test) wrote with fewer keys.
-
-
-@dataclass
-class ToolStat:
-    name: str = ""
-    ok: bool = False
-    outcome: str = ""
-    """ok, tool_error, timeout, unknown_tool."""
-    latency_s: float = 0.0
-
-
-@dataclass
-class TurnStats:
-    step: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    """Seconds the policy took for this turn."""
-    finish_reason: str = ""
-    tool_calls: list[ToolStat] = field(default_factory=list)
-    malformed: bool = False
-    tool_latency_s: float = 0.0
-    weight_version: int | None = None
-    """Version of the weights that sampled this turn, when the policy reports it."""
-
-
-@dataclass
-class CutOff:
-    """What a cancelled run was waiting on (harbor's agent timeout cancels it mid-await)."""
-
-    waiting_on: str = ""
-    """`policy` (a sample in flight) or `tools` (a turn's tool calls in flight)."""
-    seconds: float = 0.0
-    """How long it had been waiting."""
-    prompt_tokens: int = 0
-    """The policy request's prompt tokens (0 for tools)."""
-    max_tokens: int = 0
-    """The most tokens the policy request could have written (0 for tools)."""
 
 
 @dataclass
@@ -138,6 +97,25 @@ class AgentRun:
     @property
     def n_output_tokens(self) -> int:
         return sum(t.completion_tokens for t in self.turns)
+
+    def to_meta(self, elapsed_s: float, tito_drift: dict[str, DriftValue] | None) -> AgentMeta:
+        """The run's record for harbor's metadata; the TITO arrays only where it kept token ids."""
+        fields: dict[str, Any] = {
+            "session_id": self.session_id,
+            "stop_reason": str(self.stop_reason),
+            "error": self.error,
+            "final_answer": self.final_answer,
+            "n_turns": len(self.turns),
+            "elapsed_s": elapsed_s,
+            "turn_stats": self.turns,
+            "tool_prompt": self.tool_prompt,
+            "tool_prompt_reason": self.tool_prompt_reason,
+            "context_window": self.context_window,
+            "cut_off": self.cut_off,
+        }
+        if self.tito is not None:
+            fields.update(self.tito.arrays(), tito_drift=tito_drift)
+        return AgentMeta(**fields)
 
 
 class AgentLoop:

@@ -1,24 +1,64 @@
 """`AgentMeta`: KwrlAgent's record of one run, as it travels in harbor's `agent_result.metadata`.
 
-The agent writes it (`AgentMeta.from_run`, in `kwrl.agent.harbor_agent`) and every stage that reads
-a finished trial validates it back (`AgentMeta.read`: `kwrl.rollout.trial.read_trial` for the
-trial's files, `kwrl.rollout.failures.classify_result` for harbor's in-memory result), so a
-consumer reads attributes, never `.get(...)` chains. The per-turn statistics and the cut-off are
-the loop's own types (`kwrl.agent.loop.TurnStats`, `ToolStat`, `CutOff`), not copies of them.
+The agent writes it (`kwrl.agent.loop.AgentRun.to_meta`, in `kwrl.agent.harbor_agent`) and every
+stage that reads a finished trial validates it back (`AgentMeta.read`: `kwrl.rollout.trial.read_trial`
+for the trial's files, `kwrl.rollout.failures.classify_result` for harbor's in-memory result), so
+a consumer reads attributes, never `.get(...)` chains. The per-turn statistics and the cut-off are the records the
+agent loop itself keeps (`TurnStats`, `ToolStat`, `CutOff`, defined here), not copies of them.
 
-Non-obvious choice: every field has a default and unknown keys are ignored, so a trial dir written
-by an older kwrl, or by another agent (harbor's oracle writes no metadata), still reads; the keys
-(docs/contracts.md, "Agent metadata") are what the JSON always held.
+Non-obvious choices: every field has a default and unknown keys are ignored, so a trial dir
+written by an older kwrl, or by another agent (harbor's oracle writes no metadata), still reads;
+the keys (docs/contracts.md) are what the JSON always held. This module imports no MCP and no
+harbor, so the rollout runner reads records without loading the agent loop.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kwrl.agent.loop import AgentRun, CutOff, TurnStats
 from kwrl.errors import TrialFormatError
+
+
+@dataclass
+class ToolStat:
+    name: str = ""
+    ok: bool = False
+    outcome: str = ""
+    """ok, tool_error, timeout, unknown_tool."""
+    latency_s: float = 0.0
+
+
+@dataclass
+class TurnStats:
+    step: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    """Seconds the policy took for this turn."""
+    finish_reason: str = ""
+    tool_calls: list[ToolStat] = field(default_factory=list)
+    malformed: bool = False
+    tool_latency_s: float = 0.0
+    weight_version: int | None = None
+    """Version of the weights that sampled this turn, when the policy reports it."""
+
+
+@dataclass
+class CutOff:
+    """What a cancelled run was waiting on (harbor's agent timeout cancels it mid-await)."""
+
+    waiting_on: str = ""
+    """`policy` (a sample in flight) or `tools` (a turn's tool calls in flight)."""
+    seconds: float = 0.0
+    """How long it had been waiting."""
+    prompt_tokens: int = 0
+    """The policy request's prompt tokens (0 for tools)."""
+    max_tokens: int = 0
+    """The most tokens the policy request could have written (0 for tools)."""
+
 
 DriftValue = int | float | str | None
 """A value of the TITO drift report (`kwrl.agent.drift.DriftReport.to_dict`, or `error`)."""
@@ -47,28 +87,6 @@ class AgentMeta(BaseModel):
     loss_mask: list[int] = Field(default_factory=list)
     rollout_logprobs: list[float] = Field(default_factory=list)
     tito_drift: dict[str, DriftValue] | None = None
-
-    @classmethod
-    def from_run(
-        cls, run: AgentRun, elapsed_s: float, tito_drift: dict[str, DriftValue] | None
-    ) -> AgentMeta:
-        """The record of `run`; the TITO arrays only where the run kept token ids."""
-        fields: dict[str, Any] = {
-            "session_id": run.session_id,
-            "stop_reason": str(run.stop_reason),
-            "error": run.error,
-            "final_answer": run.final_answer,
-            "n_turns": len(run.turns),
-            "elapsed_s": elapsed_s,
-            "turn_stats": run.turns,
-            "tool_prompt": run.tool_prompt,
-            "tool_prompt_reason": run.tool_prompt_reason,
-            "context_window": run.context_window,
-            "cut_off": run.cut_off,
-        }
-        if run.tito is not None:
-            fields.update(run.tito.arrays(), tito_drift=tito_drift)
-        return cls(**fields)
 
     def to_metadata(self) -> dict[str, Any]:
         """harbor's `context.metadata`: the fields the run set, as JSON."""

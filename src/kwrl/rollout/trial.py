@@ -26,8 +26,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from kwrl.agent.loop import TurnStats
-from kwrl.agent.meta import AgentMeta
+from kwrl.agent.meta import AgentMeta, TurnStats
 from kwrl.errors import TrialFormatError
 from kwrl.grading.grade import CriterionGrade
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kwrl.agent.loop import AgentRun, CutOff, StopReason, ToolStat, TurnStats
-from kwrl.agent.meta import AgentMeta
+from kwrl.agent.loop import AgentRun, StopReason
+from kwrl.agent.meta import AgentMeta, CutOff, ToolStat, TurnStats
 from kwrl.errors import TrialFormatError
 from kwrl.grading.grade import CriterionGrade, TrialGrades
 from kwrl.rollout.trial import read_trial
@@ -32,7 +32,7 @@ def test_what_the_agent_writes_reads_back_as_the_same_record(tmp_path: Path) -> 
     ]
     run = AgentRun(messages=[], tools=[], stop_reason=StopReason.LENGTH, turns=turns,
                    session_id="s", cut_off=CutOff("tools", 9.5))  # fmt: skip
-    written = AgentMeta.from_run(run, 12.0, None).to_metadata()
+    written = run.to_meta(12.0, None).to_metadata()
     assert "prompt_token_ids" not in written and written["cut_off"]["waiting_on"] == "tools"
     grade = CriterionGrade("c1", "holds 42", 1.0, "machine", "found 42")
     grades = TrialGrades([grade], "mean", 1.0, True).grades_json()
