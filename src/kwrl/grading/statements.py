@@ -198,7 +198,11 @@ def numbers_in(text: str) -> list[float]:
 
 
 def close(x: float, value: float, rel_tol: float, abs_tol: float = 0.0) -> bool:
-    return math.isclose(x, value, rel_tol=rel_tol, abs_tol=abs_tol)
+    """`x` within the tolerance of `value`, its edge included: a figure rounded to the tolerance
+    (1.25 written "1.2" against abs_tol 0.05) passes though 1.25 - 1.2 is 0.0500000000000000444 in
+    binary floating point (the slack is 1e-9 of the larger magnitude, far below any tolerance)."""
+    slack = 1e-9 * max(abs(x), abs(value), 1.0)
+    return math.isclose(x, value, rel_tol=rel_tol, abs_tol=abs_tol + slack)
 
 
 def _is_year(value: float, scale: float | None) -> bool:

@@ -162,3 +162,14 @@ def test_a_rival_the_task_names_is_a_restated_input() -> None:
     told = "Book it between 09:00 and 17:00."
     assert rivals_failure(text, ["10:00"], [], RIVAL, 0, told) is None
     assert text_stated(text, spans).passed
+
+
+def test_a_figure_rounded_to_the_tolerance_is_within_it() -> None:
+    """Gold "1.2%" of 1.25 (Python rounds half to even) against abs_tol 0.05: the edge counts,
+    though 1.25 - 1.2 is 0.0500000000000000444 in floating point (seed 0's
+    ib-w0000-008-file-fact-lookup failed its own oracle on this)."""
+    from kwrl.grading.statements import close
+
+    assert close(1.2, 1.25, 0.0, 0.05) and close(1.3, 1.25, 0.0, 0.05)
+    assert not close(1.19, 1.25, 0.0, 0.05) and not close(1.31, 1.25, 0.0, 0.05)
+    assert close(283.0, 283.0, 0.0) and not close(283.0001, 283.0, 0.0)
