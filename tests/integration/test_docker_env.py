@@ -81,7 +81,7 @@ def _harbor_run(task: Path, agent: str, cwd: Path) -> float:
     assert result.get("exception_info") is None, result["exception_info"]
     trial = results[0].parent
     report = json.loads((trial / "sandbox.json").read_text())
-    assert report["unenforced"] == ["storage_mb"]
+    assert report["events"] == {"pids_max": 0, "oom_kill": 0, "disk_full": 0}
     return result["verifier_result"]["rewards"]["reward"]
 
 

@@ -28,9 +28,11 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   (`kwrl.sandbox.egress`: the judge, the task's allowlist; none under `no-network`), whose socket
   the host opens in /kwrl/run only now; each command runs under its relay.
 - Limits: cpus and memory_mb through harbor's compose resources, `pids_max` as the container's
-  pids limit, hits counted from the container's cgroups into `sandbox.json` `events`; storage_mb
-  is not enforced (Docker's overlay2 has no size quota without xfs pquota) and `sandbox.json`
-  lists it under `unenforced`.
+  pids limit, hits counted from the container's cgroups into `sandbox.json` `events`. storage_mb
+  (Docker's overlay2 has no size quota without xfs pquota): /filesystem, /.apps_data and /tmp
+  are each a tmpfs of that size, which the entry point fills from the initial copy
+  (`KWRL_POPULATE_WORLD`), and a command after which one is full raises `SandboxLimitError`
+  (`disk_full` in `events`); /logs/agent, a host dir of harbor's, is not bounded.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import shutil
 import socket
@@ -60,12 +63,13 @@ from kwrl.sandbox.cgroups import ResourceEvents
 from kwrl.sandbox.contract import (
     TESTS_DIR,
     VERIFIER_DIR,
+    WORLD_ROOTS,
     KwrlEnvironment,
     LimitsReport,
     under,
 )
 from kwrl.sandbox.docker.images import DockerImageConfig, ensure_task_image
-from kwrl.sandbox.docker.init import GATEWAY_LOG, GATEWAY_SOCKET, PYTHON
+from kwrl.sandbox.docker.init import GATEWAY_LOG, GATEWAY_SOCKET, POPULATE_ENV, PYTHON
 from kwrl.sandbox.egress import (
     SANDBOX_SOCKET,
     Allowlist,
@@ -77,6 +81,8 @@ from kwrl.sandbox.forward import UnixForwarder
 from kwrl.tasks.taskdir import SANDBOX_UID
 
 TRIAL_LABEL = "kwrl.trial"
+STORAGE_MOUNTS: tuple[str, ...] = (*WORLD_ROOTS, "/tmp")
+"""Where the agent's side writes, each a tmpfs of the trial's storage_mb."""
 
 
 def container_events(pid: int) -> ResourceEvents:
@@ -117,6 +123,8 @@ class DockerSandboxConfig(KwrlConfig):
     """How long start() waits for the gateway's `/health` to answer."""
     pids_max: int = Field(default=512, gt=0)
     """Process limit of the container (threads count)."""
+    storage_mb: int = Field(default=10240, gt=0)
+    """Size of each of the world's two roots and /tmp (MiB) when task.toml sets none."""
 
 
 class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
@@ -141,6 +149,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         """The trial's host dir: run/ (bound at /kwrl/run), empty/, the compose override."""
         self._container_pid = 0
         self._events = ResourceEvents()
+        self._disk_events = 0
         self._forwarder: UnixForwarder | None = None
         self._egress: EgressProxy | None = None
         self._verifier_phase = False
@@ -191,9 +200,19 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             "pids_limit": self.settings.pids_max,
             "labels": {TRIAL_LABEL: self.project},
             "volumes": [
-                {"type": "bind", "source": str(src), "target": dst, "read_only": ro}
-                for src, dst, ro in binds
+                *(
+                    {"type": "bind", "source": str(src), "target": dst, "read_only": ro}
+                    for src, dst, ro in binds
+                ),
+                # The storage limit: the world's writes and /tmp each on a tmpfs of storage_mb
+                # (its pages count against the memory limit, as in the local sandbox); the entry
+                # point copies the initial copy into the world's two first.
+                *(
+                    {"type": "tmpfs", "target": t, "tmpfs": {"size": self._storage_mb() * 2**20}}
+                    for t in STORAGE_MOUNTS
+                ),
             ],
+            "environment": {POPULATE_ENV: "1"},
         }
         if not self.agent_network:
             main["network_mode"] = "none"
@@ -292,8 +311,27 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             return ResourceEvents()
         return container_events(self._container_pid)
 
+    def _storage_mb(self) -> int:
+        return self.task_env_config.storage_mb or self.settings.storage_mb
+
+    def _disk_full(self) -> list[str]:
+        """The storage mounts with no block left, read through the container's root."""
+        full = []
+        for mount in STORAGE_MOUNTS:
+            with contextlib.suppress(OSError):
+                st = os.statvfs(f"/proc/{self._container_pid}/root{mount}")
+                if st.f_bavail == 0:
+                    full.append(mount)
+        return full
+
     def _check_limits(self, before: ResourceEvents) -> None:
-        """`SandboxLimitError` when the agent's command hit the memory or process limit."""
+        """`SandboxLimitError` when the agent's command hit the memory, process or disk limit."""
+        full = self._disk_full() if self._container_pid else []
+        if full:
+            self._disk_events += 1
+            raise SandboxLimitError(
+                f"disk limit reached (storage_mb={self._storage_mb()}: {', '.join(full)})"
+            )
         hit = self.limit_events().minus(before)
         self._events = ResourceEvents(
             self._events.pids_max + hit.pids_max, self._events.oom_kill + hit.oom_kill
@@ -401,10 +439,9 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                 "memory_mb": env.memory_mb,
                 "pids": self.settings.pids_max,
                 "cpus": env.cpus,
-                "storage_mb": env.storage_mb,
+                "storage_mb": self._storage_mb(),
             },
-            events=self._events.as_dict(),
-            unenforced=["storage_mb"] if env.storage_mb else [],
+            events={**self._events.as_dict(), "disk_full": self._disk_events},
             egress=self._egress.report()
             if self._egress is not None and (self._egress.connected or self._egress.denied)
             else None,

@@ -385,20 +385,7 @@ async def ensure_image(spec: ImageSpec) -> bool:
             )
         if rc != 0:
             raise SandboxError(f"docker build of {spec.tag} failed ({rc}): {out[-3000:]}")
-        await _prune(spec.tag)
         return True
-
-
-async def _prune(tag: str) -> None:
-    """Untag the other builds of `tag`'s repository (a kwrl edit makes a new runtime tag, an
-    overlay edit a new task tag) and remove kwrl's images left without a tag; an image a
-    container still uses stays."""
-    repo = tag.rsplit(":", 1)[0]
-    _, out = await _run("docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repo)
-    old = [t for t in out.split() if t != tag and t.startswith(repo + ":")]
-    if old:
-        await _run("docker", "image", "rm", *old)
-    await _run("docker", "image", "prune", "-f", "--filter", f"label={KEY_LABEL}")
 
 
 async def ensure_task_image(task_dir: Path, config: DockerImageConfig | None = None) -> str:

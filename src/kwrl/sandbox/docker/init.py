@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -104,10 +105,38 @@ def kwrl_command() -> None:
 _STARTED = "KWRL_GATEWAY_STARTED"
 
 
+POPULATE_ENV = "KWRL_POPULATE_WORLD"
+"""Set (to 1) by a runtime that mounts empty, size-limited file systems at the world's roots:
+the entry point first copies the initial copy into them (the docker preset bounds storage so)."""
+INITIAL = "/kwrl/initial"
+
+
+def populate_world() -> None:
+    """Copy /kwrl/initial/world, then /kwrl/initial/overlay over it, into /filesystem and
+    /.apps_data (empty mounts), owned by `SANDBOX_UID`."""
+    from kwrl.tasks.layout import SUBSYSTEMS
+
+    for name in SUBSYSTEMS:
+        dest = Path("/") / name
+        for layer in ("world", "overlay"):
+            src = Path(INITIAL) / layer / name
+            if src.is_dir():
+                shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
+        if name == ".apps_data":
+            for app in ("mail", "calendar", "chat"):
+                (dest / app).mkdir(exist_ok=True)
+        for root, dirs, files in os.walk(dest):
+            for entry in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.lchown(entry, SANDBOX_UID, SANDBOX_UID)
+        dest.chmod(0o755)
+
+
 def main(argv: list[str]) -> None:
     # Once per container: an entry point that also runs as the command (a runtime that keeps the
     # image's ENTRYPOINT before its own command) starts no second gateway.
     if os.getuid() == 0 and os.environ.get(_STARTED) != "1":
+        if os.environ.get(POPULATE_ENV) == "1":
+            populate_world()
         start_gateway()
         os.environ[_STARTED] = "1"
     command = argv or ["sleep", "infinity"]

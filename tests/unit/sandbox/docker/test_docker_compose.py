@@ -28,7 +28,7 @@ def _environment(task_dir: Path, trial_dir: Path) -> DockerEnvironment:
     return env
 
 
-def test_the_main_service_has_no_network_no_new_privileges_and_read_only_initial_layers(
+def test_the_main_service_has_no_network_no_new_privileges_read_only_initial_layers_and_sized_disks(
     tmp_path: Path,
 ) -> None:
     task = make_dataset(tmp_path, 1)[0]
@@ -39,10 +39,15 @@ def test_the_main_service_has_no_network_no_new_privileges_and_read_only_initial
     assert main["network_mode"] == "none"
     assert main["init"] is True and main["security_opt"] == ["no-new-privileges:true"]
     assert main["pids_limit"] == env.settings.pids_max
-    binds = {v["target"]: (v["source"], v["read_only"]) for v in main["volumes"]}
+    binds = {v["target"]: (v["source"], v["read_only"]) for v in main["volumes"] if "source" in v}
     assert binds["/kwrl/run"] == (str(tmp_path / "trial" / "tmp" / "run"), False)
     assert binds["/kwrl/initial/world"] == (str(env.world.world_dir), True)
     assert binds["/kwrl/initial/overlay"] == (str(task.resolve() / "environment" / "overlay"), True)
+    # storage: the world's roots and /tmp on tmpfs of the task's storage_mb, filled at start
+    tmpfs = {v["target"]: v["tmpfs"]["size"] for v in main["volumes"] if v["type"] == "tmpfs"}
+    size = env.task_env_config.storage_mb * 2**20  # type: ignore[operator]
+    assert tmpfs == {"/filesystem": size, "/.apps_data": size, "/tmp": size}
+    assert main["environment"] == {"KWRL_POPULATE_WORLD": "1"}
 
 
 def test_a_task_without_overlay_gets_an_empty_read_only_one_and_a_public_task_a_network(
@@ -56,7 +61,7 @@ def test_a_task_without_overlay_gets_an_empty_read_only_one_and_a_public_task_a_
     env = _environment(task, tmp_path / "trial")
     main = env._kwrl_compose("img")["services"]["main"]
     assert "network_mode" not in main  # the task asked for the network itself
-    binds = {v["target"]: (v["source"], v["read_only"]) for v in main["volumes"]}
+    binds = {v["target"]: (v["source"], v["read_only"]) for v in main["volumes"] if "source" in v}
     assert binds["/kwrl/initial/overlay"] == (str(tmp_path / "trial" / "tmp" / "empty"), True)
 
 
