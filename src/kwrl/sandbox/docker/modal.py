@@ -7,8 +7,11 @@ image from (`images.task_spec`), on the world image `images.world_spec` builds (
 registry Modal pulls from: `docker tag` / `docker push` of `kwrl-world-<world_id>:latest`, its
 name in archipelago.json `ecr_image`), and `MODAL_KEEPALIVE` is the docker preset's entry point
 followed by the command harbor's docker environment runs (`START_COMMAND`), so the gateway
-starts the same way in both. `TaskImage` is what either preset runs for a task dir;
-`docker_task_image` and `modal_task_image` give it for each, and a CPU test holds them equal.
+starts the same way in both. (The docker preset also mounts size-limited file systems at the
+world's roots and sets `KWRL_POPULATE_WORLD`, so the same entry point first fills them from the
+initial copy at /kwrl/initial; on Modal the world is the image's own.) `TaskImage` is what either
+preset runs for a task dir; `docker_task_image` and `modal_task_image` give it for each, and a
+CPU test holds them equal.
 """
 
 from __future__ import annotations
