@@ -61,7 +61,8 @@ from kwrl.grading.judges import (
 from kwrl.grading.scoring import score
 from kwrl.tasks.models import Verifier
 
-Method = Literal["machine", "auto_fail", "judge"]
+Method = Literal["machine", "auto_fail", "judge", "unknown"]
+"""How a criterion was graded; `unknown`: a grades.json another grader wrote names none."""
 
 
 @dataclass

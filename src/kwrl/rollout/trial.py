@@ -98,7 +98,12 @@ _GRADES = TypeAdapter(list[CriterionGrade])
 
 
 def read_grades(entries: Any, source: Path) -> list[CriterionGrade]:
-    """grades.json's `grades` as the grader's own records (extra keys, e.g. `passed`, ignored)."""
+    """grades.json's `grades` as the grader's own records (extra keys, e.g. `passed`, ignored; a
+    record another grader wrote without kwrl's `method`, `rationale` or `criteria` gets `unknown`
+    and empty text)."""
+    if isinstance(entries, list):
+        missing = {"method": "unknown", "rationale": "", "criteria": ""}
+        entries = [{**missing, **e} if isinstance(e, dict) else e for e in entries]
     try:
         return _GRADES.validate_python(entries or [])
     except ValidationError as e:

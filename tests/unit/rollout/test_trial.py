@@ -63,3 +63,13 @@ def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path: Path) 
     bad = _trial(tmp_path / "b", {}, grades)
     with pytest.raises(TrialFormatError, match=r"b/verifier/grades\.json: grades\.0\.score"):
         read_trial(bad)
+
+
+def test_grades_another_grader_wrote_read_with_an_unknown_method(tmp_path: Path) -> None:
+    """A harbor task's own grader (the sandbox tests' shell verifier) writes only ids and scores."""
+    foreign = {"grades": [{"verifier_id": "c1", "score": 1}, {"verifier_id": "c2", "score": 0}]}
+    files = read_trial(_trial(tmp_path, None, foreign))
+    assert [(g.verifier_id, g.score, g.method, g.rationale) for g in files.grades] == [
+        ("c1", 1.0, "unknown", ""),
+        ("c2", 0.0, "unknown", ""),
+    ]
