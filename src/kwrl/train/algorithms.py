@@ -8,11 +8,14 @@ deterministic and side-effect free; the trainer composes them. Values match SkyR
 Conventions (as in SkyRL): advantages are outcome-level (one per sequence, broadcast over tokens);
 the loss reduction is applied as a per-token weight so that `sum(loss_B_T * weight_B_T)` is the
 reduced loss, which keeps micro-batching exact.
+
+The policy losses' configs, which name a loss and carry its settings to its function here, are
+`kwrl.train.losses` (torch-free); a new loss adds its function here and its class there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -211,17 +214,3 @@ def reduction_weights(
 
 def reduce_loss(loss_B_T: torch.Tensor, weights_B_T: torch.Tensor) -> torch.Tensor:
     return (loss_B_T * weights_B_T).sum()
-
-
-PolicyLoss = Callable[..., LossOutput]
-POLICY_LOSSES: dict[str, PolicyLoss] = {"ppo": ppo_clip_loss, "dppo": dppo_loss}
-"""Policy losses of the local learner by `LearnerConfig.loss`.
-
-To add one: a pure function here, `(logprobs_B_T, old_logprobs_B_T, advantages_B_T, mask_B_T,
-**settings) -> LossOutput` (per-token loss, clipped/masked tokens, the mask), registered here. What
-else changes with it: its name in `LearnerConfig.loss`'s Literal and its settings as `LearnerConfig`
-fields (kwrl.train.local.config); the settings passed where the learner builds `loss_kwargs`
-(kwrl.train.local.learner: any loss but dppo gets PPO's eps_low/eps_high). The SkyRL path does not
-use this registry (it takes SkyRL's `trainer.algorithm.policy_loss_type`). Tests:
-tests/unit/train/test_algorithms.py, by hand and against SkyRL's ppo_utils where SkyRL has the
-loss. docs/extending.md lists every extension point."""

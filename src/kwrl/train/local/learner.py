@@ -3,9 +3,10 @@
 One `step(batch)` = one optimizer step over the whole batch, split into micro-batches whose
 gradients accumulate. The loss reduction is computed over the whole batch first
 (`reduction_weights`), so micro-batching never changes the loss. Behaviour (old) logprobs are the
-sampler's own (`rollout_logprobs`): DPPO and PPO both correct against the policy that sampled, and
-no extra forward pass is needed. Logits are divided by the sampling temperature so the learner's
-logprobs are those of the distribution actually sampled from.
+sampler's own (`rollout_logprobs`): every policy loss (`LearnerConfig.loss`, `kwrl.train.losses`,
+applied through its `compute`) corrects against the policy that sampled, and no extra forward pass
+is needed. Logits are divided by the sampling temperature so the learner's logprobs are those of
+the distribution actually sampled from.
 """
 
 from __future__ import annotations
@@ -19,12 +20,7 @@ from typing import Any
 import torch
 
 from kwrl.errors import ConfigError
-from kwrl.train.algorithms import (
-    POLICY_LOSSES,
-    group_ids_to_boundaries,
-    kl_k3,
-    reduction_weights,
-)
+from kwrl.train.algorithms import group_ids_to_boundaries, kl_k3, reduction_weights
 from kwrl.train.batch import Batch
 from kwrl.train.local import prefix as prefix_pack
 from kwrl.train.local.config import LearnerConfig
@@ -355,12 +351,6 @@ class Learner:
         host = batch.mask_B_L.cpu()
         bounds = group_ids_to_boundaries(batch.group_ids)
         weights = reduction_weights(host, cfg.reduction, bounds)
-        loss_fn = POLICY_LOSSES[cfg.loss]
-        loss_kwargs: dict[str, float] = (
-            {"delta_low": cfg.delta_low, "delta_high": cfg.delta_high}
-            if cfg.loss == "dppo"
-            else {"eps_low": cfg.eps_low, "eps_high": cfg.eps_high}
-        )
         sums = torch.zeros(3, device=self.device)  # loss, clipped tokens, |logprob mismatch|
         trained = float(host.sum())
         attn = batch.attention_mask_B_L.cpu()
@@ -384,9 +374,7 @@ class Learner:
                     gpu_kernels=cfg.compile and cfg.gpu_kernels, prefix=packed,
                     **head,
                 )  # fmt: skip
-                out = loss_fn(
-                    lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L, **loss_kwargs
-                )
+                out = cfg.loss.compute(lp, mb.rollout_logprobs_B_L, mb.advantages_B_L, mb.mask_B_L)
                 loss = (out.loss_B_T * w).sum()
                 if cfg.kl_coef > 0 and self.ref_model is not None:
                     with torch.no_grad():

@@ -13,6 +13,7 @@ from kwrl.config import load_config
 from kwrl.errors import ConfigError
 from kwrl.train.local.config import TrainConfig
 from kwrl.train.local.sft import SFTConfig
+from kwrl.train.losses import DPPOLoss
 
 CONFIGS = Path(__file__).resolve().parents[4] / "configs"
 
@@ -20,6 +21,7 @@ CONFIGS = Path(__file__).resolve().parents[4] / "configs"
 @pytest.mark.parametrize(
     ("name", "cls"), [("train_smollm2.toml", TrainConfig), ("sft_smollm2.toml", SFTConfig)]
 )
+@pytest.mark.filterwarnings("error::FutureWarning")  # no deprecated spelling checked in
 def test_checked_in_config_parses(name: str, cls: type) -> None:
     cfg = load_config(cls, CONFIGS / name, ["dataset=/tmp/x"])
     assert cfg.dataset == Path("/tmp/x")
@@ -27,9 +29,9 @@ def test_checked_in_config_parses(name: str, cls: type) -> None:
 
 def test_train_defaults_are_the_recipes_algorithm() -> None:
     cfg = TrainConfig(dataset=Path("d"))
-    assert cfg.learner.loss == "dppo" and cfg.learner.reduction == "prompt_mean"
+    assert cfg.learner.loss == DPPOLoss(delta_low=0.15, delta_high=0.15, divergence="binary_tv")
+    assert cfg.learner.reduction == "prompt_mean"
     assert cfg.learner.kl_coef == 0.0 and cfg.rl.norm_adv_by_std is False
-    assert (cfg.learner.delta_low, cfg.learner.delta_high) == (0.15, 0.15)
 
 
 def test_train_trials_run_kwrl_agent_on_the_engine_graded_by_the_judge(

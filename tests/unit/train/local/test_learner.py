@@ -4,11 +4,14 @@ way the advantages say, and checkpoints resume exactly."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Literal
 
 import pytest
 import torch
+from pydantic import Field
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from kwrl.train.algorithms import LossOutput
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local.checkpoint import (
     TrainerState,
@@ -19,6 +22,7 @@ from kwrl.train.local.checkpoint import (
 )
 from kwrl.train.local.learner import Learner, LearnerConfig, token_logprobs
 from kwrl.train.local.sampler import PromptSampler
+from kwrl.train.losses import DPPOLoss, PolicyLoss, PPOLoss
 
 
 def tiny_model(seed: int = 0) -> LlamaForCausalLM:
@@ -114,7 +118,7 @@ def test_on_policy_logprobs_match_and_a_step_follows_the_advantage() -> None:
     model = tiny_model()
     trajs = trajectories(model)
     batch = collate(trajs, [1.0, -1.0, 1.0, -1.0])
-    learner = Learner(model, LearnerConfig(lr=1e-2, micro_batch_size=2, loss="ppo"))
+    learner = Learner(model, LearnerConfig(lr=1e-2, micro_batch_size=2, loss=PPOLoss()))
     with torch.no_grad():
         before = token_logprobs(model, batch)
     m = learner.step(batch)
@@ -125,6 +129,48 @@ def test_on_policy_logprobs_match_and_a_step_follows_the_advantage() -> None:
     assert delta[0] > 0 and delta[2] > 0  # positive advantage: more likely
     assert delta[1] < 0 and delta[3] < 0  # negative advantage: less likely
     assert learner.version == 1
+
+
+class ScaledPG(PolicyLoss):
+    """A loss the learner has never heard of: the plain policy gradient times `scale`."""
+
+    kind: Literal["scaled_pg"] = "scaled_pg"
+    scale: float = 1.0
+
+    def compute(
+        self,
+        logprobs_B_T: torch.Tensor,
+        old_logprobs_B_T: torch.Tensor,
+        advantages_B_T: torch.Tensor,
+        mask_B_T: torch.Tensor,
+    ) -> LossOutput:
+        loss_B_T = -self.scale * advantages_B_T * logprobs_B_T
+        return LossOutput(loss_B_T, torch.zeros_like(loss_B_T), mask_B_T)
+
+
+class WithScaledPG(LearnerConfig):
+    loss: Annotated[DPPOLoss | PPOLoss | ScaledPG, Field(discriminator="kind")] = Field(  # pyright: ignore[reportIncompatibleVariableOverride]
+        default_factory=DPPOLoss
+    )
+
+
+def test_a_loss_added_to_the_union_trains_without_a_learner_change() -> None:
+    """The learner only calls `cfg.loss.compute`: a new member of the union, loaded from its TOML
+    table, is what the step follows (scale -1 pushes against the advantage)."""
+    model = tiny_model()
+    batch = collate(trajectories(model), [1.0, -1.0, 1.0, -1.0])
+    cfg = WithScaledPG.model_validate(
+        {"lr": 1e-2, "micro_batch_size": 2, "loss": {"kind": "scaled_pg", "scale": -1.0}}
+    )
+    assert isinstance(cfg.loss, ScaledPG)
+    with torch.no_grad():
+        before = token_logprobs(model, batch)
+    Learner(model, cfg).step(batch)
+    with torch.no_grad():
+        after = token_logprobs(model, batch)
+    delta = ((after - before) * batch.mask_B_L).sum(-1)
+    assert delta[0] < 0 and delta[2] < 0  # positive advantage, negated loss: less likely
+    assert delta[1] > 0 and delta[3] > 0
 
 
 def test_masked_trajectories_get_no_gradient() -> None:
