@@ -62,7 +62,9 @@ class AgentConfig(KwrlConfig):
     min(max_tokens_per_turn, 256) tokens free. Chat-API policies get OpenAI `tools=`. SFT's gold
     replay decides `auto` on context_window alone: keep that at most the model's window."""
     tool_call_parser: str = "hermes"
-    """Format of tool calls in sampled text: hermes (Qwen2.5, SmolLM2), qwen3_xml, glm4."""
+    """Tool-call format (`kwrl.llm.formats.FORMATS`) the agent parses sampled text by and, where
+    the chat template does not render tools, lists tools and past calls in: hermes (Qwen2.5,
+    SmolLM2), qwen3_xml (Qwen3-Coder), glm4."""
     tool_call_timeout_s: float = Field(default=600.0, gt=0)
     """Seconds one tool call may take before the model is told it timed out."""
     tool_result_max_chars: int = Field(default=42000, ge=0)

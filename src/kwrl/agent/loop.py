@@ -196,7 +196,8 @@ class AgentLoop:
         setting = self.config.tool_prompt
         style: ToolPromptStyle = "compact" if setting == "compact" else "hermes"
         state = TitoState.start(
-            ChatTemplate(self.tokenizer, self.tool_schemas, style), self.messages
+            ChatTemplate(self.tokenizer, self.tool_schemas, style, self.config.tool_call_parser),
+            self.messages,
         )
         reason = None
         if setting == "auto" and self.tool_schemas and len(state.tokens) > self.window // 2:
@@ -205,7 +206,9 @@ class AgentLoop:
                 f"{len(state.tokens)}-token first prompt, over half the {self.window}-token "
                 "context window"
             )
-            compact = ChatTemplate(self.tokenizer, self.tool_schemas, "compact")
+            compact = ChatTemplate(
+                self.tokenizer, self.tool_schemas, "compact", self.config.tool_call_parser
+            )
             state = TitoState.start(compact, self.messages)
         free = self.window - len(state.tokens)
         need = min(self.config.max_tokens_per_turn, MIN_FREE_TOKENS)

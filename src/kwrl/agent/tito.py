@@ -20,7 +20,8 @@ template. `ChatTemplate.closing_ids` is found by rendering a marker assistant me
 
 Templates that ignore `tools=` (SmolLM2) get the tool schemas in the system prompt and tool
 results as `<tool_response>` user turns, rendered by `kwrl.llm.tool_prompt` exactly as the engine
-and `kwrl serve` render them, in the Hermes format the `hermes` parser reads.
+and `kwrl serve` render them, in the tool-call format the agent parses (`tool_format`, by name in
+`kwrl.llm.formats`; the engine and `kwrl serve` speak `hermes`).
 """
 
 from __future__ import annotations
@@ -73,8 +74,11 @@ class ChatTemplate:
         tokenizer: Tokenizer,
         tools: list[dict[str, Any]] | None = None,
         tool_prompt: ToolPromptStyle = "hermes",
+        tool_format: str = "hermes",
     ) -> None:
         self.tokenizer = tokenizer
+        self.tool_format = tool_format
+        """The tool-call format (`kwrl.llm.formats`) of the tool list this renders."""
         self._specials = ContentSpecials(tokenizer)
         self.tools = list(tools or [])
         self.tool_prompt: ToolPromptStyle = tool_prompt
@@ -115,8 +119,9 @@ class ChatTemplate:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool
     ) -> str:
         msgs, native = template_messages(
-            messages, tools, native_tools=not self.tools_in_system, style=self.tool_prompt
-        )
+            messages, tools, native_tools=not self.tools_in_system, style=self.tool_prompt,
+            fmt=self.tool_format,
+        )  # fmt: skip
         return self._render_raw(msgs, native, gen)
 
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:

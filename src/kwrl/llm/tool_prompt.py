@@ -1,20 +1,22 @@
-"""Tools in chat prompts, Hermes style: render schemas in, parse `<tool_call>` JSON out.
+"""Tools in chat prompts: render schemas in, parse `<tool_call>` blocks out, in one tool-call
+format (`kwrl.llm.formats`, by name: `hermes` unless a caller names another).
 
 Templates that render `tools=` themselves (Qwen2.5) get the tools and OpenAI-format messages
 passed through, with tool-call arguments decoded to objects (the template JSON-encodes them).
 Templates that ignore `tools=` (SmolLM2) get the schemas appended to the system prompt in the
-Hermes wording Qwen2.5 uses, assistant tool calls written back as `<tool_call>` blocks and tool
-results sent as user turns wrapped in `<tool_response>`, so the whole history stays visible.
+wording Qwen2.5 uses, with the format's call syntax (`ToolCallFormat.render_tools`), assistant
+tool calls written back as the format's `<tool_call>` blocks (`render_call`) and tool results sent
+as user turns wrapped in `<tool_response>`, so the whole history stays visible.
 
 Style `compact` (for small-context models) lists each tool as one line, `- name(arg: type,
 opt?: type): first sentence of the description`, about a tenth of the Hermes JSON (8 tools: ~190
-vs ~1650 SmolLM2 tokens); the call format stays Hermes `<tool_call>` JSON, so the parsers are the
-same. It always goes into the system prompt, whatever the template does with `tools=`.
+vs ~1650 SmolLM2 tokens); the call syntax is the format's, so the parsers are the same. It
+always goes into the system prompt, whatever the template does with `tools=`.
 
 `parse_tool_calls(text)` splits a sampled turn into plain content and OpenAI-format tool calls
-(`{"id", "type": "function", "function": {"name", "arguments": <json string>}}`) with
-`kwrl.llm.formats.hermes`, the agent's own parser: a block that does not parse, or is not closed,
-is not a call and stays in the content, so the caller sees what the model wrote.
+(`{"id", "type": "function", "function": {"name", "arguments": <json string>}}`) with the format
+the agent parses by: a block that does not parse, or is not closed, is not a call and stays in the
+content, so the caller sees what the model wrote.
 
 The agent's TITO path (kwrl.agent.tito) renders tool prompts through
 `render_tools_system_prompt`, so the engine, `kwrl serve` and the agent agree to the byte.
@@ -30,22 +32,24 @@ import json
 import re
 from typing import Any, Literal
 
-from kwrl.llm.formats import hermes
+from kwrl.llm.formats import get_format
 
 ToolPromptStyle = Literal["hermes", "compact"]
 
 
 def render_tools_system_prompt(
-    system: str, tools: list[dict[str, Any]], style: ToolPromptStyle = "hermes"
+    system: str,
+    tools: list[dict[str, Any]],
+    style: ToolPromptStyle = "hermes",
+    fmt: str = "hermes",
 ) -> str:
-    """Append tool signatures to a system prompt (for templates that drop `tools=`, or `compact`)."""
+    """Append tool signatures to a system prompt (for templates that drop `tools=`, or `compact`),
+    with the call syntax of tool-call format `fmt`."""
     if style == "compact":
         lines = "\n".join(_compact_signature(t) for t in tools)
-        return (
-            f"{system}\n\n# Tools\n{lines}\n\nTo call a tool, write:\n<tool_call>\n"
-            '{"name": <tool-name>, "arguments": <args-json-object>}\n</tool_call>'
-        )
-    return hermes.render_tools(system, tools)
+        example = get_format(fmt).example("tool")
+        return f"{system}\n\n# Tools\n{lines}\n\nTo call a tool, write:\n{example}"
+    return get_format(fmt).render_tools(system, tools)
 
 
 def _schema_type(schema: dict[str, Any]) -> str:
@@ -80,8 +84,10 @@ def template_messages(
     *,
     native_tools: bool,
     style: ToolPromptStyle = "hermes",
+    fmt: str = "hermes",
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """OpenAI-format chat -> (messages, tools) for `apply_chat_template` of this kind of template."""
+    """OpenAI-format chat -> (messages, tools) for `apply_chat_template` of this kind of template;
+    calls and tool lists the template does not render are written in tool-call format `fmt`."""
     if native_tools and style == "hermes":
         return [_native_message(m) for m in messages], (tools or None)
     out: list[dict[str, Any]] = []
@@ -89,7 +95,7 @@ def template_messages(
         role = m.get("role")
         content = _text(m.get("content"))
         if role == "assistant" and m.get("tool_calls"):
-            blocks = [_call_block(c) for c in m["tool_calls"]]
+            blocks = [_call_block(c, fmt) for c in m["tool_calls"]]
             content = "\n".join(x for x in [content, *blocks] if x)
             out.append({"role": "assistant", "content": content})
         elif role == "tool":
@@ -100,18 +106,22 @@ def template_messages(
         if out and out[0]["role"] == "system":
             out[0] = {
                 "role": "system",
-                "content": render_tools_system_prompt(out[0]["content"], tools, style),
+                "content": render_tools_system_prompt(out[0]["content"], tools, style, fmt),
             }
         else:
             out.insert(
-                0, {"role": "system", "content": render_tools_system_prompt("", tools, style)}
+                0,
+                {"role": "system", "content": render_tools_system_prompt("", tools, style, fmt)},
             )
     return out, None
 
 
-def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """Split a sampled turn into (content without tool-call blocks, OpenAI tool calls)."""
-    blocks = hermes.parse(text)
+def parse_tool_calls(
+    text: str, fmt: str = "hermes", tools: list[dict[str, Any]] | None = None
+) -> tuple[str, list[dict[str, Any]]]:
+    """Split a sampled turn into (content without tool-call blocks, OpenAI tool calls), reading
+    tool-call format `fmt` (`tools` type the XML formats' values)."""
+    blocks = get_format(fmt).parse(text, tools)
     calls = [
         {
             "id": f"call_{i}",
@@ -148,9 +158,9 @@ def _arguments(fn: dict[str, Any]) -> Any:
     return args
 
 
-def _call_block(call: dict[str, Any]) -> str:
+def _call_block(call: dict[str, Any], fmt: str) -> str:
     fn = call.get("function", call)
-    return hermes.render_call(fn.get("name"), _arguments(fn))
+    return get_format(fmt).render_call(fn.get("name"), _arguments(fn))
 
 
 def _native_message(m: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kwrl.agent.parsers import PARSERS, build_parser, coerce_value, split_reasoning
+from kwrl.agent.parsers import build_parser, split_reasoning
+from kwrl.llm.formats import FORMATS
+from kwrl.llm.formats.base import coerce_value
 
 TOOLS = [
     {
@@ -197,7 +199,7 @@ def test_coerce_value(raw: str, schema: object, expected: object) -> None:
 def test_unknown_parser_name_says_which_exist() -> None:
     with pytest.raises(ValueError, match="hermes"):
         build_parser("nope")
-    assert {"hermes", "qwen3_xml", "glm4"} <= set(PARSERS)
+    assert {"hermes", "qwen3_xml", "glm4"} <= set(FORMATS)
 
 
 # Sampled (greedy) from the packaged Qwen2.5-Coder-0.5B-Instruct with its own tool template,

@@ -32,7 +32,7 @@ from kwrl.config import KwrlConfig, save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_json
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
-from kwrl.llm.formats import hermes
+from kwrl.llm.formats import get_format
 from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local import prefix as prefix_pack
@@ -72,13 +72,17 @@ class SFTConfig(KwrlConfig):
 
 
 class GoldPolicy(PolicyClient):
-    """Replays a gold solution as policy turns: one tool call a turn, then the answer."""
+    """Replays a gold solution as policy turns: one tool call a turn, written in tool-call format
+    `fmt` (the agent's `tool_call_parser`, `kwrl.llm.formats`), then the answer."""
 
     supports_tokens = True
 
-    def __init__(self, tokenizer: Any, calls: list[dict[str, Any]], answer: str) -> None:
+    def __init__(
+        self, tokenizer: Any, calls: list[dict[str, Any]], answer: str, fmt: str = "hermes"
+    ) -> None:
         self.tokenizer = tokenizer
-        self.turns = [hermes.render_call(c["tool"], c["arguments"]) for c in calls] + [answer]
+        render = get_format(fmt).render_call
+        self.turns = [render(c["tool"], c["arguments"]) for c in calls] + [answer]
         end = tokenizer.convert_tokens_to_ids("<|im_end|>")
         self.end_id = (
             end
@@ -151,7 +155,7 @@ async def gold_trajectory(task_dir: Path, tokenizer: Any, agent: AgentConfig) ->
         server, _, _ = await asyncio.to_thread(build_server, roots)
         async with Client(server) as client:
             loop = AgentLoop(
-                GoldPolicy(tokenizer, calls, answer),
+                GoldPolicy(tokenizer, calls, answer, agent.tool_call_parser),
                 _InMemoryTools(client),
                 cfg,
                 tokenizer=tokenizer,

@@ -4,8 +4,10 @@ a block that does not parse or is not closed is an error, not a call, and stays 
 from __future__ import annotations
 
 from kwrl.agent.parsers import build_parser
-from kwrl.llm.formats import hermes
+from kwrl.llm.formats.hermes import Hermes
 from kwrl.llm.tool_prompt import parse_tool_calls
+
+hermes = Hermes()
 
 
 def test_a_rendered_call_parses_back() -> None:
@@ -38,7 +40,7 @@ def test_the_agent_and_the_chat_path_split_a_turn_alike() -> None:
 
 
 def test_arguments_may_be_a_json_string_parameters_or_missing() -> None:
-    assert hermes.parse_body('{"name": "a", "arguments": "{\\"y\\": 2}"}') == ("a", {"y": 2})
-    assert hermes.parse_body('{"name": "a", "parameters": {"z": 3}}') == ("a", {"z": 3})
-    assert hermes.parse_body('{"name": "a", "arguments": null}') == ("a", {})
-    assert hermes.parse_body('{"name": "a"}') == ("a", {})
+    assert hermes.parse_body('{"name": "a", "arguments": "{\\"y\\": 2}"}', {}) == ("a", {"y": 2})
+    assert hermes.parse_body('{"name": "a", "parameters": {"z": 3}}', {}) == ("a", {"z": 3})
+    assert hermes.parse_body('{"name": "a", "arguments": null}', {}) == ("a", {})
+    assert hermes.parse_body('{"name": "a"}', {}) == ("a", {})
