@@ -42,7 +42,7 @@ def serve(
 
     import uvicorn
 
-    from kwrl.llm.engine import Engine, EngineConfig
+    from kwrl.llm.engines.local import Engine, EngineConfig
     from kwrl.llm.server import build_app
 
     cfg = EngineConfig(

@@ -1,4 +1,9 @@
-"""`EngineClient`: the PolicyClient over an in-process `Engine` (token and chat paths).
+"""The policy clients over an engine in this process (`kwrl.llm.engines`): `engine:`, `vllm:`, `live:`.
+
+`EngineClient` samples from any `SamplingEngine` (token and chat paths); its subclasses differ
+only in how `from_spec` finds the engine: `engine:MODEL` and `vllm:MODEL` load it through the
+engine registry (`load_engine(kind, MODEL, PolicyConfig.<kind>)`, shared per process), `live:HANDLE`
+takes the one registered under HANDLE.
 
 `complete` hands token ids straight to the engine; `chat` renders the chat template (tools
 Hermes-style where the template ignores them, see `tool_prompt`), samples, and splits `<tool_call>`
@@ -11,22 +16,27 @@ from __future__ import annotations
 from typing import Any
 
 from kwrl.llm.base import Completion, PolicyClient, SamplingParams
-from kwrl.llm.engine import Engine, EngineOutput, live_engine, shared_engine
+from kwrl.llm.engines.base import EngineOutput, SamplingEngine
+from kwrl.llm.engines.registry import live_engine, load_engine
 from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
 
 
 class EngineClient(PolicyClient):
-    """Samples from an `Engine` in this process (see the module doc)."""
+    """Samples from an engine in this process (see the module doc); policy kind `engine`: the
+    in-process transformers engine over `engine:MODEL`."""
 
     supports_tokens = True
+    kind = "engine"
+    """The engine kind `from_spec` loads (`kwrl.llm.engines.ENGINES`); its settings are the
+    `PolicyConfig` field of that name."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: SamplingEngine) -> None:
         self.engine = engine
 
     @classmethod
     def from_spec(cls, target: str, cfg: Any) -> EngineClient:
-        """`target` is a model for `EngineConfig.model`; the engine is shared per process."""
-        return cls(shared_engine(cfg.engine.model_copy(update={"model": target})))
+        """`target` is the model; the engine is loaded once per process and settings."""
+        return cls(load_engine(cls.kind, target, getattr(cfg, cls.kind)))
 
     async def complete(
         self,
@@ -71,9 +81,16 @@ def _completion(out: EngineOutput) -> Completion:
     )
 
 
+class VLLMClient(EngineClient):
+    """Policy kind `vllm`: `vllm:MODEL` samples from a shared in-process vLLM engine
+    (`kwrl.llm.engines.vllm`, settings `PolicyConfig.vllm`)."""
+
+    kind = "vllm"
+
+
 class LiveEngineClient(EngineClient):
     """Policy kind `live`: `live:HANDLE` samples from the engine registered under HANDLE in this
-    process (`kwrl.llm.engine.register_engine`; the trainer registers the one it pushes weights
+    process (`kwrl.llm.engines.register_engine`; the trainer registers the one it pushes weights
     into). A handle nobody registered is an error; no model is loaded here."""
 
     @classmethod

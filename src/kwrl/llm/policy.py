@@ -10,10 +10,10 @@ a TOML line picks any of them:
 - `engine:smollm2-135m`: an in-process engine over a packaged name, a folder or a hub id
   (`engine`). Engines are shared per process and engine config: building the same policy twice
   loads the model once.
-- `vllm:smollm2-135m`: vLLM in this process on a GPU (`vllm`, `kwrl.llm.vllm_engine`; needs
+- `vllm:smollm2-135m`: vLLM in this process on a GPU (`vllm`, `kwrl.llm.engines.vllm`; needs
   the `gpu` extra), shared per process like `engine`.
 - `live:HANDLE`: the engine registered under HANDLE in this process (`live`,
-  `kwrl.llm.engine.register_engine`): how a run hands one engine to its trials' agents (the
+  `kwrl.llm.engines.register_engine`): how a run hands one engine to its trials' agents (the
   trainer its own; `kwrl eval` and smoke the one an `engine:`/`vllm:` spec names, `lend_engine`).
   Nothing is loaded; an unregistered handle is an error.
 
@@ -33,12 +33,13 @@ from pydantic import Field
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
 from kwrl.llm.base import PolicyClient
-from kwrl.llm.engine import EngineConfig, register_engine
-from kwrl.llm.engine_client import EngineClient, LiveEngineClient
+from kwrl.llm.engine_client import EngineClient, LiveEngineClient, VLLMClient
+from kwrl.llm.engines.local import EngineConfig
+from kwrl.llm.engines.registry import register_engine
+from kwrl.llm.engines.vllm import VLLMConfig
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.spec import split_spec as _split
-from kwrl.llm.vllm_engine import VLLMClient, VLLMConfig
 
 
 class PolicyConfig(KwrlConfig):

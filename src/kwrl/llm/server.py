@@ -1,4 +1,4 @@
-"""An OpenAI-compatible HTTP server over an in-process `Engine` (what `kwrl serve` runs).
+"""An OpenAI-compatible HTTP server over an in-process engine (`kwrl.llm.engines`) (what `kwrl serve` runs).
 
 Routes (vLLM's shapes, so the same client talks to `kwrl serve` and a vLLM fleet):
 - `POST /v1/completions`: `prompt` as text, token ids, or a list of either; `max_tokens`,
@@ -32,7 +32,7 @@ from starlette.routing import Route
 
 from kwrl.errors import KwrlError
 from kwrl.llm.base import FinishReason, SamplingParams
-from kwrl.llm.engine import Engine, EngineOutput
+from kwrl.llm.engines.base import EngineOutput, SamplingEngine
 from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
 
 
@@ -43,7 +43,7 @@ class BadRequest(Exception):
         self.code = code
 
 
-def build_app(engine: Engine, served_name: str | None = None) -> Starlette:
+def build_app(engine: SamplingEngine, served_name: str | None = None) -> Starlette:
     """The ASGI app serving `engine` under model name `served_name` (any requested name is accepted)."""
     name = served_name or engine.name
 
@@ -192,7 +192,7 @@ def _nth(params: SamplingParams, k: int) -> SamplingParams:
     return params.model_copy(update={"seed": params.seed + k})
 
 
-def _prompts(engine: Engine, prompt: Any) -> list[list[int]]:
+def _prompts(engine: SamplingEngine, prompt: Any) -> list[list[int]]:
     """vLLM's prompt forms: "text", [ids], ["text", ...], [[ids], ...]."""
     if isinstance(prompt, str):
         items: list[Any] = [prompt]
@@ -215,7 +215,7 @@ def _prompts(engine: Engine, prompt: Any) -> list[list[int]]:
     return out
 
 
-def _check_room(engine: Engine, ids: list[int]) -> None:
+def _check_room(engine: SamplingEngine, ids: list[int]) -> None:
     if len(ids) >= engine.max_context:
         raise BadRequest(
             f"This model's maximum context length is {engine.max_context} tokens. However, your "
@@ -225,7 +225,7 @@ def _check_room(engine: Engine, ids: list[int]) -> None:
 
 
 async def _generate_all(
-    engine: Engine, jobs: list[tuple[list[int], SamplingParams]]
+    engine: SamplingEngine, jobs: list[tuple[list[int], SamplingParams]]
 ) -> list[EngineOutput]:
     return list(await asyncio.gather(*(engine.generate(p, sp) for p, sp in jobs)))
 
@@ -236,11 +236,11 @@ def _finish(out: EngineOutput) -> dict[str, Any]:
     return {"finish_reason": out.finish_reason.value, "stop_reason": None}
 
 
-def _token_strings(engine: Engine, out: EngineOutput) -> list[str]:
+def _token_strings(engine: SamplingEngine, out: EngineOutput) -> list[str]:
     return [str(engine.tokenizer.decode([t])) for t in out.token_ids]
 
 
-def _completion_logprobs(engine: Engine, out: EngineOutput) -> dict[str, Any]:
+def _completion_logprobs(engine: SamplingEngine, out: EngineOutput) -> dict[str, Any]:
     tokens = _token_strings(engine, out)
     offsets, pos = [], 0
     for t in tokens:
@@ -254,7 +254,7 @@ def _completion_logprobs(engine: Engine, out: EngineOutput) -> dict[str, Any]:
     }
 
 
-def _chat_logprobs(engine: Engine, out: EngineOutput) -> list[dict[str, Any]]:
+def _chat_logprobs(engine: SamplingEngine, out: EngineOutput) -> list[dict[str, Any]]:
     tokens = _token_strings(engine, out)
     return [
         {
@@ -274,7 +274,7 @@ def _response(
     choices: list[dict[str, Any]],
     prompt_tokens: int,
     outs: list[EngineOutput],
-    engine: Engine,
+    engine: SamplingEngine,
 ) -> JSONResponse:
     completion_tokens = sum(len(o.token_ids) for o in outs)
     return JSONResponse(

@@ -222,3 +222,49 @@ def test_vllm_engine_aborts_a_cancelled_generate() -> None:  # pragma: no cover 
         assert eng.stats["requests"] == 1  # the cancelled one was aborted, never answered
     finally:
         eng.close()
+
+
+def test_staged_weights_land_between_two_steps_without_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`stage_weights` (the `SamplingEngine` path a disaggregated worker takes) returns at once;
+    the update lands on the worker between two engine steps with the version given, a request in
+    flight keeps the version it started with, the next one samples under the new one."""
+    import sys
+    import threading
+
+    import torch
+
+    from kwrl.llm import vllm_engine
+    from kwrl.llm.packaged import resolve_model
+
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=dict))
+    gate = threading.Event()  # holds the worker inside its first step()
+    added = threading.Event()
+    loaded: list[list[str]] = []
+
+    class Engine(vllm_engine.VLLMEngine):
+        def _build(self) -> None:
+            self._llm = _StepEngine(tokens=2)
+            add, step = self._llm.add_request, self._llm.step
+            self._llm.add_request = lambda *a: (add(*a), added.set())[0]  # type: ignore[method-assign]
+            self._llm.step = lambda: (gate.wait(10), step())[1]  # type: ignore[method-assign]
+            self._llm.collective_rpc = lambda name, kwargs: loaded.append(  # type: ignore[attr-defined]
+                [k for k, _ in kwargs["weights_iterator"]]
+            )
+            self._llm.reset_prefix_cache = lambda: None  # type: ignore[attr-defined]
+            self.max_context, self.vocab_size, self.eos_ids = 4096, 49152, [0]
+
+    eng = Engine(resolve_model("smollm2-135m"), VLLMConfig())
+    try:
+        running = eng.submit([1, 2, 3], SamplingParams(max_tokens=8))
+        assert added.wait(10)  # admitted: the worker's next call is step(), which waits
+        staged = eng.stage_weights({"w": torch.zeros(2)}, version=7)
+        assert not staged.done() and eng.weight_version == 0  # returned without waiting
+        gate.set()
+        assert staged.result(10) == 7 and loaded == [["w"]]
+        assert running.result(10).weight_version == 0
+        assert eng.generate_sync([4], SamplingParams(max_tokens=8)).weight_version == 7
+        assert eng.update_weights({"w": torch.ones(2)}) == 8
+    finally:
+        eng.close()
