@@ -27,6 +27,7 @@ from kwrl.synth.render import apps_files, plan_files
 from kwrl.synth.rng import ZIP_DATE_TIME
 from kwrl.synth.tasks import Task, plan_tasks
 from kwrl.synth.world import World, plan_world
+from kwrl.tasks.apps import APPS as APP_TABLE
 from kwrl.tasks.models import (
     ApexApp,
     ApexRubricItem,
@@ -36,10 +37,9 @@ from kwrl.tasks.models import (
     GoldenResponse,
 )
 
-APPS = [
-    ("calendar", "Calendar"), ("chat", "Chat"), ("code_execution", "Code Execution"), ("excel", "Excel"),
-    ("filesystem", "Filesystem"), ("mail", "Mail"), ("pdfs", "PDFs"), ("powerpoint", "Powerpoint"), ("word", "Word"),
-]  # fmt: skip
+APPS = [(name, app.title) for name, app in sorted(APP_TABLE.items())]
+"""(server name, title) of every app a generated world lists, sorted by name (from the one app
+table, `kwrl.tasks.apps.APPS`)."""
 
 OUTPUTS_README = b"Put new deliverables (memos, workbooks, decks) in this folder.\n"
 

@@ -1,7 +1,8 @@
 """One MCP server per app. Each module `kwrl.worlds.apps.<name>` exports `build(roots) -> FastMCP`.
 
-`APPS` maps the app (server) name to its module path; the gateway mounts each server so the
-model sees tools as `<server>_<tool>` (DESIGN §4).
+`APPS` maps the app (server) name to its module path, derived from the one app table
+(`kwrl.tasks.apps.APPS`); the gateway mounts each server so the model sees tools as
+`<server>_<tool>` (DESIGN §4).
 
 The apps import their document libraries (openpyxl, python-docx, python-pptx, the PDF libraries,
 icalendar, Pillow) inside the tools, never at module level, so that a gateway starts without them
@@ -13,17 +14,11 @@ from __future__ import annotations
 
 import importlib
 
-APPS: dict[str, str] = {
-    "filesystem": "kwrl.worlds.apps.filesystem",
-    "code_execution": "kwrl.worlds.apps.code_execution",
-    "word": "kwrl.worlds.apps.word",
-    "excel": "kwrl.worlds.apps.excel",
-    "powerpoint": "kwrl.worlds.apps.powerpoint",
-    "pdfs": "kwrl.worlds.apps.pdfs",
-    "mail": "kwrl.worlds.apps.mail",
-    "calendar": "kwrl.worlds.apps.calendar",
-    "chat": "kwrl.worlds.apps.chat",
-}
+from kwrl.tasks.apps import APPS as APP_TABLE
+
+APPS: dict[str, str] = {name: app.module for name, app in APP_TABLE.items()}
+"""App (server) name -> its module, from the one app table (`kwrl.tasks.apps.APPS`: add an app
+there)."""
 
 LAZY_IMPORTS: tuple[str, ...] = (
     "openpyxl",

@@ -34,20 +34,12 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools import Tool, ToolResult
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
 
+from kwrl.tasks.apps import APPS
 from kwrl.worlds.client import envelope_key
 
-# kwrl server name (the gateway's `<server>_` prefix, DESIGN §4) -> upstream server.
-UPSTREAM_SERVER: dict[str, str] = {
-    "filesystem": "filesystem_server",
-    "code_execution": "code_execution_server",
-    "word": "docs_server",
-    "excel": "sheets_server",
-    "powerpoint": "slides_server",
-    "pdfs": "pdf_server",
-    "mail": "mail_server",
-    "calendar": "calendar_server",
-    "chat": "chat_server",
-}
+# kwrl server name (the gateway's `<server>_` prefix, DESIGN §4) -> upstream server, from the one
+# app table (kwrl.tasks.apps.APPS).
+UPSTREAM_SERVER: dict[str, str] = {name: app.upstream for name, app in APPS.items()}
 
 
 @functools.cache
