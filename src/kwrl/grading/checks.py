@@ -558,6 +558,13 @@ CHECKS: dict[type, Callable[[Any, Evidence, str | None, tuple[float, ...]], Chec
     EventExistsCheck: check_event_exists,
     ChatPostedCheck: check_chat_posted,
 }
+"""Machine checks by their model; `run_check` looks a criterion's check up here.
+
+To add one: its model in `MachineCheck` (`kwrl.tasks.models`, with its `kind`) and a function here
+`(check, evidence, expected_file_type, figures) -> CheckResult` keeping the judge's semantics
+(asserted values, rivals, the criterion's view; docs/contracts.md), registered above. Tests:
+tests/unit/grading/test_checks.py; a task family that uses it is guarded by
+tests/integration/test_grading_gaming.py. docs/extending.md ("A task family")."""
 
 
 def run_check(

@@ -36,6 +36,14 @@ FAMILIES: dict[str, Family] = {
     "new_deck": outputs.new_deck,
     "edit_deck": outputs.edit_deck,
 }
+"""Task families by name: each a `Family` (`families/base.py`), `(world, project, rng) -> TaskDraft
+| None`.
+
+To add one: the function in `families/<group>.py` (prompt, criteria with machine checks, the
+first the primary objective, gold calls and answer, overlay) and its name here. Tests:
+tests/integration/test_grading_gaming.py (its attacks score 0, gold 1.0),
+tests/integration/test_synth_oracle.py, tests/unit/synth/test_tasks.py. docs/extending.md
+("A task family")."""
 
 DOMAIN_ABBR = {"Investment Banking": "ib", "Law": "law", "Management Consulting": "mc"}
 
