@@ -61,7 +61,7 @@ def split_url(target: str, *, field: str) -> tuple[str, str]:
 
 LIVE = "live"
 """The policy kind of an engine registered in this process under a handle
-(`kwrl.llm.engine.register_engine`): how a run lends one engine to all its trials."""
+(`kwrl.llm.engines.register_engine`): how a run lends one engine to all its trials."""
 
 
 def make_spec(kind: str, target: str) -> str:
