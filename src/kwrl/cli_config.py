@@ -253,7 +253,8 @@ def config_flags(
                     continue
                 mapped = old.to(value if old.many else _parse(value))
                 new = ", ".join(f"--{k}" for k in mapped)
-                print(f"deprecated: {old.decls[0]}: use {new}", file=sys.stderr)
+                hint = f"use {new}" if new else "leave it out (what it named is the default)"
+                print(f"deprecated: {old.decls[0]}: {hint}", file=sys.stderr)
                 overrides.update(mapped)
             overrides.update(collect(flags, given))  # a new flag wins over an old one
             return fn(*args, overrides=overrides, **kwargs)

@@ -86,9 +86,10 @@ def kwrl_command() -> None:
     """The image's `kwrl` command. `kwrl world ...` (what solve.sh and agent code call) loads the
     world stage alone: the image leaves out what other stages import (`DockerImageConfig.exclude`)."""
     if sys.argv[1:2] != ["world"]:
-        from kwrl.cli import main as kwrl_main
+        # The command table by module name (it sits above every stage: no import arrow back up).
+        import runpy
 
-        kwrl_main()
+        runpy.run_module("kwrl.cli", run_name="__main__", alter_sys=True)
         return
     from rich.console import Console
 

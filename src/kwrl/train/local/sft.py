@@ -80,7 +80,7 @@ class GoldPolicy(PolicyClient):
     def __init__(
         self, tokenizer: Any, calls: list[dict[str, Any]], answer: str, fmt: str = "hermes"
     ) -> None:
-        self.tokenizer = tokenizer
+        self._tokenizer = tokenizer
         render = get_format(fmt).render_call
         self.turns = [render(c["tool"], c["arguments"]) for c in calls] + [answer]
         end = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -90,11 +90,14 @@ class GoldPolicy(PolicyClient):
             else tokenizer.eos_token_id
         )
 
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
     async def complete(
         self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
     ) -> Completion:
         text = self.turns.pop(0) if self.turns else ""
-        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.end_id]
+        ids = [*self._tokenizer.encode(text, add_special_tokens=False), self.end_id]
         return Completion(
             text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=FinishReason.STOP
         )

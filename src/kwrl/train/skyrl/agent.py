@@ -48,6 +48,7 @@ class SkyRLKwrlAgent(KwrlAgent):
 
     def _build_policy(self) -> Any:
         policy = super()._build_policy()
-        if self.weight_version is not None and hasattr(policy, "set_weight_version"):
-            policy.set_weight_version(self.weight_version)
+        set_version = getattr(policy, "set_weight_version", None)  # token clients over HTTP
+        if self.weight_version is not None and set_version is not None:
+            set_version(self.weight_version)
         return policy
