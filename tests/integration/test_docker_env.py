@@ -32,7 +32,7 @@ from test_verifier_egress import _lines, _probe  # the same probe as the local s
 from fake_judge import FakeJudge
 from kwrl.sandbox.docker import DockerEnvironment
 from kwrl.sandbox.docker.images import docker_missing
-from kwrl.sandbox.testing import loopback_listener
+from kwrl.sandbox.testing import loopback_listener, make_environment
 from kwrl.synth.generate import SynthConfig, generate
 from kwrl.tasks.taskdir import SANDBOX_UID, task_dirs
 
@@ -98,25 +98,9 @@ def test_harbor_run_as_typed_scores_the_oracle_1_and_nop_0(
 
 def _environment(task_dir: Path, trial_dir: Path) -> DockerEnvironment:
     """A `DockerEnvironment` outside a harbor trial, with harbor's /logs mounts."""
-    from harbor.models.task.task import Task
-    from harbor.models.trial.config import ServiceVolumeConfig
-    from harbor.models.trial.paths import TrialPaths
-
-    task = Task(task_dir)
-    paths = TrialPaths(trial_dir=trial_dir)
-    paths.mkdir()
-    mounts = [
-        ServiceVolumeConfig(type="bind", source=str(d.resolve()), target=f"/logs/{d.name}")
-        for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)
-    ]
-    return DockerEnvironment(
-        environment_dir=task.paths.environment_dir,
-        environment_name=task.short_name,
-        session_id=f"{trial_dir.name}__env",
-        trial_paths=paths,
-        task_env_config=task.config.environment,
-        mounts=mounts,
-    )
+    env = make_environment(task_dir, trial_dir, cls=DockerEnvironment)
+    assert isinstance(env, DockerEnvironment)
+    return env
 
 
 async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_phase_ends(

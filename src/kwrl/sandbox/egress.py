@@ -40,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harbor.models.task.config import NetworkMode, NetworkPolicy
+
 from kwrl.sandbox.egress_relay import PROXY_PORT, SANDBOX_SOCKET
 from kwrl.sandbox.forward import close_relays, pump
 
@@ -109,6 +111,17 @@ class Allowlist:
         if nets and all(any(ip in n for n in nets) for ip in ips):
             return True
         return self.public and all(ip.is_global for ip in ips)
+
+    def follow(self, policy: NetworkPolicy, env: Mapping[str, str]) -> bool:
+        """Admit what a verifier command may reach now: the judge its `env` names and harbor's
+        network `policy` for the phase (it may change between commands); False under
+        `no-network`, where the command gets no way out at all."""
+        if policy.network_mode == NetworkMode.NO_NETWORK:
+            return False
+        self.endpoints = judge_endpoints(env)
+        self.hosts = list(getattr(policy, "allowed_hosts", None) or [])
+        self.public = policy.network_mode == NetworkMode.PUBLIC
+        return True
 
     async def destination(self, host: str, port: int) -> tuple[str, int] | None:
         """Where to connect for `host:port`, or None when it is not allowed."""

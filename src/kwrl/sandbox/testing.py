@@ -612,8 +612,11 @@ def make_dataset(
     ]
 
 
-def make_environment(task_dir: Path, trial_dir: Path, **settings: Any) -> LocalEnvironment:
-    """A `LocalEnvironment` for `task_dir` outside a harbor trial, with harbor's /logs mounts."""
+def make_environment(
+    task_dir: Path, trial_dir: Path, *, cls: type[Any] | None = None, **settings: Any
+) -> LocalEnvironment:
+    """A `LocalEnvironment` (or another environment class, `cls`) for `task_dir` outside a
+    harbor trial, with harbor's /logs mounts."""
     from harbor.models.task.task import Task
     from harbor.models.trial.config import ServiceVolumeConfig
     from harbor.models.trial.paths import TrialPaths
@@ -627,7 +630,7 @@ def make_environment(task_dir: Path, trial_dir: Path, **settings: Any) -> LocalE
         ServiceVolumeConfig(type="bind", source=str(d.resolve()), target=f"/logs/{d.name}")
         for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)
     ]
-    return LocalEnvironment(
+    return (cls or LocalEnvironment)(
         environment_dir=task.paths.environment_dir,
         environment_name=task.short_name,
         session_id=f"{trial_dir.name}__env",

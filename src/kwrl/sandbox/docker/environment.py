@@ -74,7 +74,6 @@ from kwrl.sandbox.egress import (
     SANDBOX_SOCKET,
     Allowlist,
     EgressProxy,
-    judge_endpoints,
     relay_argv,
 )
 from kwrl.sandbox.forward import UnixForwarder
@@ -288,7 +287,11 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
     ) -> ExecResult:
         if user is None and self.default_user is None and not self._verifier_phase:
             user = SANDBOX_UID
-        if self._verifier_phase and self._egress is not None and self._admit(env):
+        if (
+            self._verifier_phase
+            and self._egress is not None
+            and self._egress.allow.follow(self.network_policy, self._merge_env(env) or {})
+        ):
             command = shlex.join(relay_argv(PYTHON, ["bash", "-c", command]))
         before = self.limit_events()
         try:
@@ -389,19 +392,6 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             assert self._run_dir is not None
             self._egress = EgressProxy(self._run_dir / Path(SANDBOX_SOCKET).name, Allowlist())
             await self._egress.start()
-
-    def _admit(self, env: dict[str, str] | None) -> bool:
-        """Point the egress proxy at what the verifier may reach now: the judge of `env` and
-        the phase's network policy; False under `no-network` (no way out at all)."""
-        assert self._egress is not None
-        policy = self.network_policy
-        if policy.network_mode == NetworkMode.NO_NETWORK:
-            return False
-        allow = self._egress.allow
-        allow.endpoints = judge_endpoints(self._merge_env(env) or {})
-        allow.hosts = list(policy.allowed_hosts or [])
-        allow.public = policy.network_mode == NetworkMode.PUBLIC
-        return True
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         if under(target_dir, TESTS_DIR):

@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harbor.models.task.config import NetworkMode
-
 from kwrl.errors import SandboxError, SandboxLimitError, SandboxTimeoutError
 from kwrl.sandbox import cgroups, host, outputs
 from kwrl.sandbox.base import (
@@ -40,7 +38,7 @@ from kwrl.sandbox.base import (
     sandbox_python,
 )
 from kwrl.sandbox.contract import AGENT_OUTPUTS, TESTS_DIR, VERIFIER_DIR, under
-from kwrl.sandbox.egress import judge_endpoints, relay_argv
+from kwrl.sandbox.egress import relay_argv
 from kwrl.sandbox.local.state import DROP_CAPS, LocalState
 
 _WATCH_S = 0.05
@@ -140,7 +138,7 @@ class Commands(LocalState):
         # reaches the grader; the sandbox's own variables win.
         spec.env = {**(self._merge_env(env) or {}), **spec.env}
         inner = [*DROP_CAPS, *ids, "--", *shell] if ids else shell
-        if self._egress is not None and self._admit(spec.env):
+        if self._egress is not None and self._egress.allow.follow(self._network_policy, spec.env):
             inner = relay_argv(sandbox_python(), inner)
         return [
             *self._join("exec"),
@@ -287,19 +285,6 @@ class Commands(LocalState):
                 return
             if self._cg is not None:
                 await asyncio.to_thread(self._cg.kill, "exec")
-
-    def _admit(self, env: dict[str, str]) -> bool:
-        """Point the egress proxy at what the verifier may reach now (harbor may change the
-        phase's network policy between commands); False: no way out at all (`no-network`)."""
-        assert self._egress is not None
-        policy = self._network_policy
-        if policy.network_mode == NetworkMode.NO_NETWORK:
-            return False
-        allow = self._egress.allow
-        allow.endpoints = judge_endpoints(env)
-        allow.hosts = list(getattr(policy, "allowed_hosts", None) or [])
-        allow.public = policy.network_mode == NetworkMode.PUBLIC
-        return True
 
 
 def _breach(
