@@ -209,6 +209,52 @@ PY
   python3 -c "import json,sys,collections; r=json.load(open('$OUT/skyrl_trials.json')); print(len(r),'trials', collections.Counter((x['batch'].split('-')[0], x['reward'], x['exception']) for x in r))"
 }
 
+# SkyRL's trainer on what `learn` built (run `learn` first, on the same warm machine): the SFT
+# warm start's model, the learn run's training tasks and agent settings (the tools its gold
+# solutions call, compact listing, 6 turns of 320 tokens, 6,144-token context), 8 prompts x 8
+# samples a step, SKYRL_STEPS steps (default 10); the per-step reward and time split land in
+# $OUT/skyrl_learn_steps.json. Knobs: SKYRL_STEPS, SKYRL_LR, SKYRL_TIMEOUT (s), SKYRL_OVERRIDES.
+skyrl_learn() {
+  local model root t0 tools
+  model=$(ls -d /root/kwrl-learn/sft/checkpoints/step-*/model 2>/dev/null | sort -V | tail -1)
+  [ -n "$model" ] || { echo "no SFT model under /root/kwrl-learn: run learn first"; exit 6; }
+  root=$SKYRL_ROOT
+  rm -rf "$root" /tmp/ray
+  mkdir -p "$root/learn"
+  python3 -m kwrl.train.skyrl.data /root/kwrl-learn/data-train "$root/learn/train.parquet" || exit 6
+  tools=$(python3 - <<'PY'
+import json
+from pathlib import Path
+from kwrl.train.smoke import SMOKE_TOOLS
+tools = set(SMOKE_TOOLS)
+for f in sorted(Path("/root/kwrl-learn/data-train/tasks").glob("*/solution/gold_calls.json")):
+    tools.update(str(c["tool"]) for c in json.loads(f.read_text()))
+print("[" + ",".join(sorted(tools)) + "]")
+PY
+) || exit 6
+  skyrl_env
+  export MODEL=$model RUN=learn MAX_MODEL_LEN=6144 DATASET=/root/kwrl-learn/data-train
+  t0=$SECONDS
+  # shellcheck disable=SC2086
+  timeout "${SKYRL_TIMEOUT:-540}" bash scripts/skyrl/smoke_1gpu.sh \
+    trainer.max_training_steps="${SKYRL_STEPS:-10}" \
+    trainer.train_batch_size=8 trainer.policy_mini_batch_size=8 \
+    generator.n_samples_per_prompt=8 \
+    trainer.micro_train_batch_size_per_gpu=4 trainer.micro_forward_batch_size_per_gpu=4 \
+    trainer.policy.optimizer_config.lr="${SKYRL_LR:-1e-6}" \
+    generator.sampling_params.max_generate_length=320 \
+    trainer.max_prompt_length=6144 generator.max_input_length=6144 \
+    trainer.ckpt_interval=1000 trainer.hf_save_interval=1000 \
+    kwrl.concurrency=64 kwrl.agent.max_steps=6 kwrl.agent.max_tokens_per_turn=320 \
+    kwrl.agent.tool_prompt=compact kwrl.agent.tool_result_max_chars=3000 \
+    "kwrl.agent.tools=$tools" \
+    kwrl.sandbox.allow_missing_limits=true \
+    ${SKYRL_OVERRIDES:-} > "$OUT/skyrl_learn.log" 2>&1
+  echo "skyrl learn exit $? wall $((SECONDS - t0)) s"
+  python3 benchmarks/skyrl_steps.py "$OUT/skyrl_learn.log" --json "$OUT/skyrl_learn_steps.json"
+  grep -v "^\(INFO\|DEBUG\)" "$OUT/skyrl_learn.log" | grep -i -E "error|Traceback|exception" | tail -20
+}
+
 # main_eval on the smoke's last HF export (a separate call: smoke + eval can pass one call's limit)
 skyrl_eval() {
   local root=$SKYRL_ROOT policy t0
@@ -249,5 +295,6 @@ case "${1:-all}" in
   gpu-tests) stash; install; python3 -m pytest -q -m gpu tests/unit/llm 2>&1 | tail -15 ;;
   skyrl-install) stash; install_skyrl ;;
   learn) stash; install; learn ;;
+  skyrl-learn) stash; install_skyrl; skyrl_learn ;;
   *) echo "usage: $0 stash|install|all|bench|train|learn|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
 esac
