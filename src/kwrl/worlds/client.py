@@ -17,7 +17,9 @@ never an exception; only transport failures raise (`WorldError` naming the URL).
 
 from __future__ import annotations
 
+import functools
 import os
+import ssl
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
@@ -63,15 +65,22 @@ def _connect_error(url: str, e: Exception) -> WorldError:
     return WorldError(f"gateway {url}: cannot connect: {text}")
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context, made once per process: making it loads the CA bundle (~30 ms,
+    most of a session's start against a local gateway), which every client would otherwise repeat."""
+    return httpx2.create_ssl_context()
+
+
 def _split(url: str, timeout_s: float) -> tuple[str, httpx2.AsyncClient]:
     timeout = httpx2.Timeout(30.0, read=timeout_s)
     if url.startswith("unix://"):
         sock, _, path = url.removeprefix("unix://").partition("#")
-        transport = httpx2.AsyncHTTPTransport(uds=sock)
+        transport = httpx2.AsyncHTTPTransport(uds=sock, verify=_tls())
         return f"http://localhost{path or '/mcp/'}", httpx2.AsyncClient(
             transport=transport, timeout=timeout
         )
-    return url, httpx2.AsyncClient(timeout=timeout)
+    return url, httpx2.AsyncClient(timeout=timeout, verify=_tls())
 
 
 def envelope_key(schema: dict[str, Any]) -> str | None:
