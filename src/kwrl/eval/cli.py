@@ -7,7 +7,8 @@ command after an interruption runs only what is missing. Its flags are `EvalConf
 `--sandbox.gateway false`, `--judge SPEC` (env KWRL_JUDGE). The flags of the release before
 (`--ak`, `--ek`, `--env`, `--max-steps`, `--max-tokens`, `--tools`, `--n-samples`, ...) still work
 for one release and print their new spelling. `kwrl report` re-renders a run's report from its
-trials, or with `--compare OTHER` writes compare.json/compare.html (run - other, paired on shared
+trials and prints the run's manifest (`kwrl.rollout.manifest`: kwrl version and commit, config
+hash, seeds, judge and prompt hash; each trial's world digest is in its row), or with `--compare OTHER` writes compare.json/compare.html (run - other, paired on shared
 tasks).
 
 Both exit 1 when no trial of the run was graded (the run has no score: the table shows "-" and the
@@ -46,6 +47,8 @@ def _print_summary(run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from kwrl.rollout.manifest import RunManifest
+
     data = json.loads((run_dir / "eval.json").read_text())
     m = data["metrics"]
 
@@ -64,6 +67,8 @@ def _print_summary(run_dir: Path) -> None:
     console.print(table)
     overall, causes = m["overall"], m["trials"]["causes"]
     console.print(f"causes {causes}  report {run_dir / 'report.html'}", highlight=False)
+    for manifest in data.get("manifests", []):
+        console.print(f"manifest {RunManifest.model_validate(manifest).line()}", highlight=False)
     if not overall.get("n_graded"):
         console.print(
             f"[red]no trial graded[/red]: {overall['n_trials']} trials, causes {causes}; this run "

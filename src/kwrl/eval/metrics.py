@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from kwrl.eval.config import Bootstrap
 from kwrl.rollout.failures import INFRA
+from kwrl.rollout.manifest import RunManifest
 
 INFRA_CAUSES = frozenset(str(c) for c in INFRA)
 """The failure causes (as written in trials.jsonl) outside the policy's control."""
@@ -84,6 +85,8 @@ class TrialOutcome(BaseModel):
     final_answer: str = ""
     seconds: float = 0.0
     attempts: int = 1
+    manifest: RunManifest | None = None
+    """What reproduces this score (`kwrl.rollout.manifest`); None for a line an older kwrl wrote."""
 
     @property
     def score(self) -> float:

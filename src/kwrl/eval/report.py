@@ -37,7 +37,7 @@ from kwrl.eval.metrics import (
     compute_metrics,
     paired_diff,
 )
-from kwrl.eval.run import EvalConfig, load_run, write_eval_json
+from kwrl.eval.run import EvalConfig, load_run, run_manifests, write_eval_json
 from kwrl.io import write_json, write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -320,7 +320,7 @@ def render_report(
         "difficulty": metrics.by_difficulty,
     }
     return _env().get_template("report.html.j2").render(
-        cfg=cfg, m=metrics, plots=plots, groups=groups,
+        cfg=cfg, m=metrics, plots=plots, groups=groups, manifests=run_manifests(list(outcomes)),
         trials=[_trial_view(run_dir, o) for o in outcomes],
     )  # fmt: skip
 

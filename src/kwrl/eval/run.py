@@ -4,8 +4,9 @@
 
     RUN_DIR/eval.toml       the resolved EvalConfig (a rerun must name the same model and sample seed)
     RUN_DIR/trials/         harbor trial dirs (`<task>__s<k>`, retries `__r<n>`), by kwrl.rollout
-    RUN_DIR/trials.jsonl    append-only: one `TrialOutcome` per finished sample (fsync'd)
-    RUN_DIR/eval.json       config, metrics (kwrl.eval.metrics) and every outcome
+    RUN_DIR/trials.jsonl    append-only: one `TrialOutcome` per finished sample (fsync'd), with
+                            the trial's run manifest (kwrl.rollout.manifest)
+    RUN_DIR/eval.json       config, the run's manifests, metrics (kwrl.eval.metrics), every outcome
     RUN_DIR/report.html     kwrl.eval.report.write_report (by `kwrl eval` after the run)
 
 The model is `oracle` or `nop` (harbor's agents) or a KwrlAgent policy spec
@@ -46,6 +47,7 @@ from kwrl.eval.metrics import (
 from kwrl.grading.grade import CriterionGrade
 from kwrl.io import write_json
 from kwrl.llm.engine import unregister_engine
+from kwrl.rollout.manifest import RunManifest
 from kwrl.rollout.masking import should_retry
 from kwrl.rollout.runner import (
     KWRL_AGENT,
@@ -128,6 +130,7 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
         criteria=criteria, turns=meta.n_turns, input_tokens=files.n_input_tokens,
         output_tokens=files.n_output_tokens, stop_reason=meta.stop_reason,
         tools=tools, seconds=rec.seconds, attempts=rec.attempt + 1, final_answer=files.final_answer,
+        manifest=rec.manifest or files.manifest,
     )  # fmt: skip
 
 
@@ -297,10 +300,22 @@ async def run_eval(
     return outcomes
 
 
+def run_manifests(outcomes: list[TrialOutcome]) -> list[RunManifest]:
+    """The distinct run-level manifests of `outcomes` (`RunManifest.run_part`), in order of first
+    appearance: one for a run made in one go, more when a resumed run changed code or settings."""
+    seen: dict[str, RunManifest] = {}
+    for o in outcomes:
+        if o.manifest is not None:
+            part = o.manifest.run_part()
+            seen.setdefault(part.model_dump_json(), part)
+    return list(seen.values())
+
+
 def write_eval_json(run_dir: Path, cfg: EvalConfig, outcomes: list[TrialOutcome]) -> dict[str, Any]:
     """eval.json: the config, every metric, every trial."""
     data = {
         "config": cfg.model_dump(mode="json"),
+        "manifests": [m.model_dump(mode="json") for m in run_manifests(outcomes)],
         "metrics": compute_metrics(outcomes, cfg.bootstrap).model_dump(mode="json"),
         "trials": [o.model_dump(mode="json") for o in outcomes],
     }

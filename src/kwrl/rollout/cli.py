@@ -1,7 +1,8 @@
 """`kwrl trial run` (one trial, rewards per criterion) and `kwrl rollout` (a batch with a summary).
 
 Both run harbor trials in the chosen environment (default: the local bubblewrap sandbox) and
-leave harbor's trial dirs under `--out`; `kwrl rollout` also writes `<out>/summary.json`.
+leave harbor's trial dirs under `--out`, each with its run manifest (`manifest.json`,
+`kwrl.rollout.manifest`); `kwrl rollout` also writes `<out>/summary.json` (the manifest in each row).
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward), `kwrl rollout` when no
 trial was graded (it says how many failed on infrastructure when some did); both exit 2 before any
 trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
@@ -164,6 +165,8 @@ def rollout(
         f"mean reward {'-' if mean is None else f'{mean:.3f}'}  graded {summary['graded']}/{summary['trials']}"
         f"  retries {summary['retries']}  causes {summary['causes']}  summary {out / 'summary.json'}"
     )
+    if cfg.manifest is not None:
+        console.print(f"manifest {cfg.manifest.line()}", highlight=False)
     infra = sum(n for c, n in summary["causes"].items() if FailureCause(c) in INFRA)
     if not summary["graded"]:
         console.print(

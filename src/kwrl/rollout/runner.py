@@ -7,7 +7,8 @@ finished trial becomes a `TrialRecord`: its reward and per-criterion scores (rew
 `FailureCause` (kwrl.rollout.failures) and the training decision of its group
 (kwrl.rollout.masking). Infrastructure failures are retried up to `retries` times under a new
 trial name; earlier attempts' dirs stay for inspection. Harbor's trial dirs go to `<out>/trials/`,
-`summary.json` to `<out>/`. `build_rollout_config(settings, model, ...)` is how every verb makes
+`summary.json` to `<out>/`. Each trial dir and each record (summary.json's rows) carries the
+trial's run manifest (`kwrl.rollout.manifest`: code, config hash, seeds, world, judge). `build_rollout_config(settings, model, ...)` is how every verb makes
 a `RolloutConfig` from the settings their configs share (`kwrl.rollout.settings.TrialSettings`).
 
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
@@ -29,6 +30,7 @@ from pydantic import Field
 from kwrl.errors import ConfigError
 from kwrl.io import write_json
 from kwrl.rollout.failures import FailureCause, classify_result
+from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
 from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
 from kwrl.rollout.trial import read_json
@@ -52,6 +54,8 @@ class RolloutConfig(TrialRun):
     """Keyword arguments of the environment (LocalSandboxConfig fields for local)."""
     verifier_env: dict[str, str] = Field(default_factory=dict)
     """Environment of the verifier (e.g. KWRL_JUDGE_* settings)."""
+    manifest: RunManifest | None = None
+    """The run's manifest (`kwrl.rollout.manifest`); each trial writes its own from it."""
 
 
 def build_rollout_config(
@@ -70,6 +74,7 @@ def build_rollout_config(
     settings `settings` sets, its `tokenizer` and `policy`, then `agent_kwargs` over them. The
     environment's kwargs are `settings.sandbox`'s; the verifier's environment is the judge's
     (`judge_env`, read from this process's environment now) with `settings.verifier_env` over it.
+    Its `manifest` is the run's, of `settings` (the verb's whole config) and the judge.
     """
     from kwrl.grading.judges import judge_env
 
@@ -80,6 +85,7 @@ def build_rollout_config(
         **(judge_env(settings.judge) if settings.judge else {}),
         **settings.verifier_env,
     }
+    shared["manifest"] = run_manifest(settings, settings.judge)
     if model in HARBOR_AGENTS:
         return RolloutConfig(**shared, agent=model, n_samples=n_samples)
     kwargs: dict[str, Any] = settings.agent.model_dump(mode="json", exclude_unset=True)
@@ -109,10 +115,13 @@ class TrialRecord:
     seconds: float = 0.0
     trained: bool = False
     train_reward: float | None = None
+    manifest: RunManifest | None = None
+    """The trial's manifest (`kwrl.rollout.manifest`), as written to its dir."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["cause"] = str(self.cause)
+        d["manifest"] = self.manifest.model_dump(mode="json") if self.manifest else None
         return d
 
 
@@ -189,6 +198,7 @@ def record_from_dir(trial_dir: Path, task: str, sample: int, attempt: int) -> Tr
         trial_dir=str(trial_dir), cause=FailureCause.SANDBOX,
     )  # fmt: skip
     _record_result(rec, result, trial_dir)
+    rec.manifest = read_manifest(trial_dir)
     if result.finished_at is not None and result.started_at is not None:
         rec.seconds = (result.finished_at - result.started_at).total_seconds()
     return rec
@@ -203,14 +213,18 @@ async def run_trial(
     sample: int = 0,
     attempt: int = 0,
 ) -> TrialRecord:
-    """Run one harbor trial and record it; never raises for a failed trial."""
+    """Run one harbor trial and record it; never raises for a failed trial. The trial's manifest
+    (`cfg.manifest` for this task and the agent's `seed`) goes on the record and, once harbor
+    made the trial dir, into it (`manifest.json`)."""
     from harbor.trial.trial import Trial
 
     start = time.monotonic()
     trial_dir = trials_dir / name
+    seed = cfg.agent_kwargs.get("seed") if cfg.agent not in HARBOR_AGENTS else None
     record = TrialRecord(
         task=Path(task_dir).name, sample=sample, attempt=attempt, trial_name=name,
         trial_dir=str(trial_dir), cause=FailureCause.SANDBOX,
+        manifest=cfg.manifest.for_trial(task_dir, seed) if cfg.manifest else None,
     )  # fmt: skip
     try:
         trial = await Trial.create(trial_config(task_dir, cfg, trials_dir, name))
@@ -219,9 +233,10 @@ async def run_trial(
         record.error = f"{type(e).__name__}: {e}"
         if isinstance(e, ConfigError):  # the task's own config: reported, never retried
             record.cause = FailureCause.CONFIG
-        record.seconds = time.monotonic() - start
-        return record
-    _record_result(record, result, trial_dir)
+    else:
+        _record_result(record, result, trial_dir)
+    if record.manifest is not None and trial_dir.is_dir():
+        write_manifest(trial_dir, record.manifest)
     record.seconds = time.monotonic() - start
     return record
 
@@ -298,6 +313,7 @@ def summarize(
         t["train_rewards"].append(r.train_reward if r.trained else None)
     return {
         "config": cfg.model_dump(mode="json"),
+        "manifest": cfg.manifest.model_dump(mode="json") if cfg.manifest else None,
         "trials": len(finals),
         "attempts": len(history),
         "retries": len(history) - len(finals),

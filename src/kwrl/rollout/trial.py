@@ -2,13 +2,13 @@
 
 harbor writes `result.json` when a trial ends; its `agent_result.metadata` is KwrlAgent's record
 (TITO arrays, per-turn stats, stop reason; docs/contracts.md), read as `kwrl.agent.meta.AgentMeta`.
-The grader writes `verifier/grades.json`, read as its own `kwrl.grading.grade.CriterionGrade`s (one
-per criterion), and the agent `agent/final_answer.txt`; harbor's
-phase timestamps (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`) read as
-seconds per phase. Every
-consumer of a finished trial (the local trainer and its disaggregated workers, the SkyRL generator,
-evaluation) reads those files through here and never opens them itself; the cause, reward and
-retries of the same trial are in `kwrl.rollout.runner.TrialRecord`.
+kwrl's runner writes the trial's run manifest, `manifest.json` (`kwrl.rollout.manifest`). The
+grader writes `verifier/grades.json`, read as its own `kwrl.grading.grade.CriterionGrade`s (one per
+criterion), and the agent `agent/final_answer.txt`; harbor's phase timestamps
+(`environment_setup`, `agent_setup`, `agent_execution`, `verifier`) read as seconds per phase.
+Every consumer of a finished trial (the local trainer and its disaggregated workers, the SkyRL
+generator, evaluation) reads those files through here and never opens them itself; the cause,
+reward and retries of the same trial are in `kwrl.rollout.runner.TrialRecord`.
 
 A file that is missing or unreadable (a trial that crashed before its first turn) reads as empty:
 no tokens, no turns, no grades. A record that is JSON but not of its type (a field of the wrong
@@ -29,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from kwrl.agent.meta import AgentMeta, TurnStats
 from kwrl.errors import TrialFormatError
 from kwrl.grading.grade import CriterionGrade
+from kwrl.rollout.manifest import RunManifest, read_manifest
 
 
 def read_json(path: Path) -> Any:
@@ -52,6 +53,8 @@ class TrialFiles:
     final_answer: str = ""
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds of each harbor phase that started and ended (`PHASES`), from result.json."""
+    manifest: RunManifest | None = None
+    """manifest.json: what reproduces the trial's score; None for a trial without one."""
 
     @property
     def prompt_ids(self) -> list[int]:
@@ -129,4 +132,5 @@ def read_trial(trial_dir: Path | str) -> TrialFiles:
             answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else ""
         ),
         phase_seconds=phase_seconds(result),
+        manifest=read_manifest(trial_dir),
     )
