@@ -9,7 +9,9 @@ config (`build_config`). A field's default, name and text thus live once, in the
 
 Values are parsed as TOML, else kept a string (`true`, `20`, `1e-6`, `"[1, 2]"`), and validated by
 the model. A list field's flag repeats (`--agent.tools a --agent.tools b`), or takes one TOML
-array; a dict field's flag repeats `key=value` (`--sandbox.kwargs app_name=x`).
+array; a dict field's flag repeats `key=value` (`--sandbox.kwargs app_name=x`). A bool field a
+command names in `switches` is a `--key/--no-key` switch instead (`kwrl data synth --overwrite`,
+`--no-control`), for verbs whose switches predate generated flags.
 
 Deprecated flags (`Legacy`) stay hidden from `--help`, print "deprecated: use --x.y" once used,
 and become the override of their new key; they live one release.
@@ -150,9 +152,11 @@ def _leaf_type(flag: Flag) -> Any:
     return (get_args(ann) or [str])[0] if flag.kind == "list" else ann
 
 
-def _value(flag: Flag, raw: str) -> Any:
+def _value(flag: Flag, raw: str | bool) -> Any:
     """A flag's text as its field takes it: text fields keep it (`--agent.exec_user 1000`), others
-    parse it as TOML (`true`, `20`, `[1, 2]`), else keep it."""
+    parse it as TOML (`true`, `20`, `[1, 2]`), else keep it; a switch gives its bool."""
+    if isinstance(raw, bool):
+        return raw
     return raw if _leaf_type(flag) in (str, Path) else _parse(raw)
 
 
@@ -195,6 +199,7 @@ def config_flags(
     legacy: Collection[Legacy] = (),
     panel: str | Callable[[str], str | None] | None = None,
     envvar: Mapping[str, str] | None = None,
+    switches: Collection[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Give a typer command one option per field of `cls` (see the module doc).
 
@@ -202,8 +207,12 @@ def config_flags(
     given, deprecated ones mapped to their new keys. `exclude`: dotted keys left to the command
     (e.g. a positional argument); `short`: extra spellings, {key: "-c"}; `panel`: the `--help`
     section of each flag (a name, or a function of the key); `envvar`: {key: variable} read when
-    the flag is not given."""
+    the flag is not given; `switches`: keys of bool fields whose flag is `--key/--no-key`."""
     flags = fields_of(cls, exclude)
+    by_key = {f.key: f for f in flags}
+    for key in switches:
+        if key not in by_key or by_key[key].field.annotation is not bool:
+            raise TypeError(f"switches: {key} is not a bool field of {cls.__name__}")
     defaults = defaults_of(cls)
     legacy = list(legacy)
 
@@ -215,16 +224,20 @@ def config_flags(
         params = [p for p in sig.parameters.values() if p.name != OVERRIDES]
         hints = {p.name: p.annotation for p in params}
         for flag in flags:
-            decls = [f"--{flag.key}", *([short[flag.key]] if short and flag.key in short else [])]
+            switch = flag.key in switches
+            name = f"--{flag.key}/--no-{flag.key}" if switch else f"--{flag.key}"
+            decls = [name, *([short[flag.key]] if short and flag.key in short else [])]
             option = typer.Option(
                 *decls,
                 help=escape(flag.field.description or ""),
                 show_default=shown_default(defaults[flag.key]),
-                metavar=_metavar(flag),
+                metavar=None if switch else _metavar(flag),
                 rich_help_panel=panel_of(flag.key),
                 envvar=(envvar or {}).get(flag.key),
             )
-            ann = str | None if flag.kind == "value" else list[str] | None
+            ann = (
+                bool | None if switch else str | None if flag.kind == "value" else list[str] | None
+            )
             hints[flag.param] = Annotated[ann, option]
             params.append(
                 inspect.Parameter(

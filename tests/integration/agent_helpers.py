@@ -142,7 +142,7 @@ def synth_prompts(root: Path) -> tuple[Path, Path]:
 
     data = root / "data"
     synth = [sys.executable, "-m", "kwrl.cli", "data", "synth", "--out", str(data)]
-    synth += ["--worlds", "1", "--tasks-per-world", "2", "--seed", "0"]
+    synth += ["--worlds", "1", "--tasks_per_world", "2", "--seed", "0"]
     subprocess.run(synth, check=True, capture_output=True)
     parquet = root / "train.parquet"
     assert write_prompts(data, parquet) == 2

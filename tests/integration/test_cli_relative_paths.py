@@ -36,7 +36,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh working directory holding a generated dataset `D` (2 tasks), made by `kwrl data
     synth --out D`."""
     cwd = tmp_path_factory.mktemp("user")
-    r = sh(cwd, "kwrl", "data", "synth", "--out", "D", "--worlds", "1", "--tasks-per-world", "2",
+    r = sh(cwd, "kwrl", "data", "synth", "--out", "D", "--worlds", "1", "--tasks_per_world", "2",
            "--seed", "3")  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     return cwd

@@ -70,7 +70,7 @@ def test_synth_and_validate_run_the_no_op_control(tmp_path: Path) -> None:
     """Generated tasks pass the control when made; one edited to reward doing nothing is flagged
     by `kwrl data validate`, naming the task, verifiers.json and the criterion."""
     ds = tmp_path / "ds"
-    r = _kwrl("synth", "--out", ds, "--worlds", "1", "--tasks-per-world", "3", "--seed", "5")
+    r = _kwrl("synth", "--out", ds, "--worlds", "1", "--tasks_per_world", "3", "--seed", "5")
     assert r.returncode == 0, r.stderr
     assert "no-op control: all" in r.stdout
     r = _kwrl("validate", ds)

@@ -34,7 +34,7 @@ def kwrl(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("eval-data") / "ds"
     kwrl(
-        "data", "synth", "--out", str(out), "--worlds", "1", "--tasks-per-world", "2", "--seed", "0"
+        "data", "synth", "--out", str(out), "--worlds", "1", "--tasks_per_world", "2", "--seed", "0"
     )
     return out
 

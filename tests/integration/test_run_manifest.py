@@ -33,7 +33,7 @@ def kwrl_cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A working directory holding `D`, a synthesized dataset of 2 tasks in one world."""
     cwd = tmp_path_factory.mktemp("manifest")
-    r = kwrl_cli(cwd, "data", "synth", "--out", "D", "--worlds", "1", "--tasks-per-world", "2")
+    r = kwrl_cli(cwd, "data", "synth", "--out", "D", "--worlds", "1", "--tasks_per_world", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     return cwd
 

@@ -26,7 +26,7 @@ ENV = {
 
 def synth_dataset(out: Path, *, worlds: int = 1, tasks_per_world: int = 3) -> Path:
     argv = ["data", "synth", "--out", str(out), "--worlds", str(worlds)]
-    argv += ["--tasks-per-world", str(tasks_per_world)]
+    argv += ["--tasks_per_world", str(tasks_per_world)]
     proc = subprocess.run([*KWRL, *argv], capture_output=True, text=True, env=ENV, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from kwrl.cli import app
 from kwrl.cli_config import build_config, config_flags
+from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
 from kwrl.rollout.settings import TRIAL_LEGACY, TRIAL_PANEL, TrialSettings, trial_panel
 
@@ -161,3 +162,36 @@ def test_flags_apply_after_the_config_file_and_its_key_value_overrides(tmp_path:
         TrialSettings, path, ["concurrency=2"], {"concurrency": 3, "agent.max_steps": 5}
     )
     assert (cfg.concurrency, cfg.agent.max_steps, cfg.agent.tools) == (3, 5, ["mail_*"])
+
+
+class _Switched(KwrlConfig):
+    overwrite: bool = False
+    """Write over."""
+    control: bool = True
+    """Run the control."""
+    n: int = 1
+    """A number."""
+
+
+switched = typer.Typer()
+
+
+@switched.command()
+@config_flags(_Switched, switches={"overwrite", "control"})
+def show_switched(overrides: dict[str, Any]) -> None:
+    typer.echo(json.dumps(overrides))
+
+
+def test_a_switch_is_a_bool_field_s_key_and_no_key_and_only_a_given_one_overrides() -> None:
+    def given(*args: str) -> dict[str, Any]:
+        r = CliRunner().invoke(switched, list(args))
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout.splitlines()[-1])
+
+    assert given() == {}
+    assert given("--overwrite", "--no-control", "--n", "2") == {
+        "overwrite": True, "control": False, "n": 2,
+    }  # fmt: skip
+    assert given("--control") == {"control": True}
+    with pytest.raises(TypeError, match="n is not a bool field"):
+        config_flags(_Switched, switches={"n"})

@@ -29,7 +29,7 @@ Layout = Literal["task-dirs", "apex-hf"]
 
 
 class SynthConfig(KwrlConfig):
-    """Settings of `kwrl data synth`."""
+    """Settings of `kwrl data synth` (its flags: `kwrl.cli_config`)."""
 
     out: Path
     """Output dataset dir (created; must be empty or absent unless overwrite)."""
@@ -40,7 +40,7 @@ class SynthConfig(KwrlConfig):
     seed: int = 0
     """Root seed: same seed, same bytes."""
     domains: list[str] = Field(default_factory=lambda: list(DOMAINS))
-    """APEX domains, assigned to worlds round-robin."""
+    """APEX domains, assigned to worlds round-robin: Investment Banking, Law, Management Consulting."""
     layout: Layout = "task-dirs"
     """'task-dirs' (kwrl training layout) or 'apex-hf' (APEX-Agents HF layout)."""
     workers: int = Field(default=2, ge=1)
@@ -48,7 +48,18 @@ class SynthConfig(KwrlConfig):
     overwrite: bool = False
     """Allow writing into a non-empty output dir."""
     control: bool = True
-    """Run the no-op control on every task dir written (module doc); fail when a criterion passes."""
+    """Run the no-op control on every task dir written: fail when a criterion passes on its
+    untouched world with an empty answer."""
+
+    @field_validator("domains", mode="before")
+    @classmethod
+    def _comma_joined(cls, v: Any) -> Any:
+        """`--domains 'Law,Tax'` (one item naming several) is those domains."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            return [d.strip() for item in v for d in str(item).split(",") if d.strip()]
+        return v
 
     @field_validator("domains")
     @classmethod

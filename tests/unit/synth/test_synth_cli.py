@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from kwrl.cli import app
 from kwrl.errors import TaskFormatError
+from kwrl.synth.generate import SynthConfig
 from kwrl.synth.tasks import Task
 from kwrl.tasks.apex import convert_apex, load_apex
 from kwrl.tasks.models import ContainsCheck, Verifier
@@ -27,7 +28,7 @@ def synth(out: Path, *extra: str) -> None:
         str(out),
         "--worlds",
         "2",
-        "--tasks-per-world",
+        "--tasks_per_world",
         "3",
         "--seed",
         "4",
@@ -94,9 +95,27 @@ def test_a_family_whose_criterion_passes_when_nothing_is_done_stops_synth(
     args = ["data", "synth", "--out", str(out), "--worlds", "1", "--tasks-per-world", "2",
             "--workers", "1"]  # fmt: skip
     res = runner.invoke(app, args)
+    assert "deprecated: --tasks-per-world: use --tasks_per_world" in res.output
     assert isinstance(res.exception, TaskFormatError), res.output
     first = sorted(p.name for p in (out / "tasks").iterdir())[0]
     assert res.exception.path == str(out / "tasks" / first / "tests" / "verifiers.json")
     assert res.exception.field == "0.verifier_values"
     assert "2 criteria fail the no-op control" in res.exception.message
     assert runner.invoke(app, [*args, "--overwrite", "--no-control"]).exit_code == 0
+
+
+def test_synth_s_flags_are_its_config_s_fields_with_their_docstrings_and_defaults() -> None:
+    res = runner.invoke(app, ["data", "synth", "--help"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    for name, field in SynthConfig.model_fields.items():
+        flag = f"--{name}/--no-{name}" if field.annotation is bool else f"--{name}"
+        row = next(line for line in res.output.splitlines() if flag.split("/")[0] + " " in line)
+        assert (field.description or "").split("\n")[0][:40] in row, name
+    assert "[default: (10)]" in res.output and "--no-control" in res.output
+
+
+def test_domains_repeat_or_join_with_commas() -> None:
+    joined = SynthConfig.model_validate({"out": "x", "domains": "Law, Management Consulting"})
+    assert joined.domains == ["Law", "Management Consulting"]
+    both = SynthConfig.model_validate({"out": "x", "domains": ["Law", "Investment Banking,Law"]})
+    assert both.domains == ["Law", "Investment Banking", "Law"]
