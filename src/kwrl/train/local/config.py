@@ -50,7 +50,8 @@ class LearnerConfig(KwrlConfig):
     """torch device of the trained model (batches are moved there per micro-batch)."""
     temperature: float = Field(default=1.0, gt=0.0)
     """Sampling temperature of the rollouts (logits are scaled by it); must equal the agent's
-    (`agent.temperature`), which samples them: `TrainConfig` refuses a mismatch."""
+    (`agent.temperature`), which samples them: `TrainConfig` refuses a mismatch, and an
+    `agent.top_p` below 1 (the learner models no truncation)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Parameter dtype of the trained model."""
     compile: bool = False
@@ -295,5 +296,18 @@ class TrainConfig(TrialSettings):
                 f"agent.temperature = {self.agent.temperature} but learner.temperature = "
                 f"{self.learner.temperature}: the learner would score the rollouts at another "
                 "temperature than they were sampled at (off-policy); set both to the same value"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _on_policy_top_p(self) -> TrainConfig:
+        """The learner scores each sampled token under the whole distribution at
+        `learner.temperature` (it has no top_p); rollouts sampled with `agent.top_p` < 1 came from
+        the nucleus alone, a policy the learner never scores: off-policy without an error."""
+        if self.agent.top_p != 1.0:
+            raise ValueError(
+                f"agent.top_p = {self.agent.top_p} but the learner scores the whole distribution "
+                "at learner.temperature (it models no top_p): the rollouts would be sampled from "
+                "a truncated distribution it never scores (off-policy); set agent.top_p = 1.0"
             )
         return self

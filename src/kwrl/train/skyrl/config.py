@@ -159,6 +159,34 @@ def check_temperature(cfg: Any) -> None:
             )
 
 
+UNTRUNCATED = {"top_p": 1.0, "top_k": -1, "min_p": 0.0}
+"""`generator.sampling_params` values that leave the distribution whole (SkyRL's defaults)."""
+
+
+def check_truncation(cfg: Any) -> None:
+    """The rollouts sample the whole distribution, as SkyRL's trainer scores them. Raises ConfigError.
+
+    The trainer scores each token under the full softmax at `trainer.algorithm.temperature`; a
+    `top_p` below 1 (the generator hands it to every trial's agent) samples from a nucleus the
+    trainer never scores (off-policy), and kwrl's agent samples with no `top_k` or `min_p`, so
+    either set would be ignored without a word. Checked before Ray starts.
+    """
+    sp = cfg.generator.sampling_params
+    agent = kwrl_section(cfg).agent
+    pairs = [
+        (f"generator.sampling_params.{k}", getattr(sp, k, v), v) for k, v in UNTRUNCATED.items()
+    ]
+    if "top_p" in agent.model_fields_set:
+        pairs.append(("kwrl.agent.top_p", agent.top_p, 1.0))
+    for key, value, whole in pairs:
+        if value is not None and value != whole:
+            raise ConfigError(
+                f"{key} = {value} but trainer.algorithm.temperature scores the whole distribution "
+                f"(kwrl's agent and SkyRL's trainer model no truncation): training would go "
+                f"off-policy or the setting be ignored; set {key} = {whole}"
+            )
+
+
 def check_fully_async(cfg: Any) -> None:
     """SkyRL's FullyAsyncRayPPOTrainer constructor checks, run before Ray starts.
 

@@ -20,6 +20,7 @@ from kwrl.train.skyrl.config import (
     KwrlSkyRLConfig,
     check_policy_model,
     check_temperature,
+    check_truncation,
     parse_overrides,
 )
 
@@ -38,6 +39,7 @@ def load(args: list[str]) -> KwrlSkyRLConfig:
     cfg = parse_overrides(args)
     check_policy_model(cfg)
     check_temperature(cfg)
+    check_truncation(cfg)
     validate_cfg(cfg)
     return cfg
 

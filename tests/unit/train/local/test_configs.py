@@ -98,15 +98,22 @@ def test_trials_get_only_the_agent_fields_the_config_sets() -> None:
     assert (default["max_steps"], default["max_tokens_per_turn"]) == (6, 256)
 
 
-def test_an_agent_sampling_at_another_temperature_than_the_learner_scores_is_refused(
-    tmp_path: Path,
-) -> None:
+def _refused_agent(tmp_path: Path, agent: str) -> tuple[Path, str]:
+    """(the config, `kwrl train`'s output) of a train.toml whose `[agent]` holds `agent`, which
+    `kwrl train` refuses (exit 2, the file named)."""
     cfg = tmp_path / "train.toml"
-    cfg.write_text('dataset = "/nonexistent"\n\n[agent]\ntemperature = 0.7\n')
+    cfg.write_text(f'dataset = "/nonexistent"\n\n[agent]\n{agent}\n')
     refused = _kwrl("train", str(cfg))
     out = refused.stderr + refused.stdout
     assert refused.returncode == 2, out
     assert f"{cfg}: invalid config" in out
+    return cfg, out
+
+
+def test_an_agent_sampling_at_another_temperature_than_the_learner_scores_is_refused(
+    tmp_path: Path,
+) -> None:
+    cfg, out = _refused_agent(tmp_path, "temperature = 0.7")
     assert "agent.temperature = 0.7 but learner.temperature = 1.0" in out
     with pytest.raises(ConfigError, match=r"agent\.temperature = 0\.7 but learner\.temperature"):
         load_config(TrainConfig, CONFIGS / "train_smollm2.toml", ["agent.temperature=0.7"])
@@ -115,3 +122,15 @@ def test_an_agent_sampling_at_another_temperature_than_the_learner_scores_is_ref
     # greedy rollouts (temperature 0) have no logprobs a learner could score them by
     with pytest.raises(ConfigError, match=r"learner\.temperature"):
         load_config(TrainConfig, cfg, ["agent.temperature=0", "learner.temperature=0"])
+
+
+def test_an_agent_sampling_a_top_p_nucleus_the_learner_never_scores_is_refused(
+    tmp_path: Path,
+) -> None:
+    _, out = _refused_agent(tmp_path, "top_p = 0.9")
+    assert "agent.top_p = 0.9 but the learner scores the whole distribution at" in out
+    assert "learner.temperature" in out
+    with pytest.raises(ConfigError, match=r"agent\.top_p = 0\.95 .* learner\.temperature"):
+        load_config(TrainConfig, CONFIGS / "train_smollm2.toml", ["agent.top_p=0.95"])
+    whole = load_config(TrainConfig, CONFIGS / "train_smollm2.toml", ["agent.top_p=1.0"])
+    assert whole.agent.top_p == 1.0

@@ -178,6 +178,21 @@ def test_a_temperature_unlike_the_generators_is_refused_before_ray(tmp_path: Pat
     assert load(both).trainer.algorithm.temperature == 0.7
 
 
+def test_a_truncated_sampling_distribution_is_refused_before_ray(tmp_path: Path) -> None:
+    """SkyRL's trainer scores the whole softmax: a top_p below 1 (the agent samples with it) is
+    off-policy, and a top_k or min_p (the agent has none) would be ignored; each is an error
+    naming its key and the trainer's temperature key."""
+    from kwrl.train.skyrl.main_train import load
+
+    args = script_args("smoke_1gpu.sh", tmp_path)
+    for setting in ("generator.sampling_params.top_p=0.9", "generator.sampling_params.top_k=20",
+                    "generator.sampling_params.min_p=0.05", "kwrl.agent.top_p=0.9"):  # fmt: skip
+        key = setting.split("=")[0]
+        with pytest.raises(ConfigError, match=rf"{re.escape(key)} = .* but trainer\.algorithm\."):
+            load([*args, setting])
+    assert load([*args, "kwrl.agent.top_p=1.0"]).generator.sampling_params.top_p == 1.0
+
+
 def test_the_refused_pair_is_the_one_skyrls_model_wrapper_asserts_on() -> None:
     """SkyRL's own wrapper (with kwrl's flash-attn stand-in where flash-attn is missing): SDPA with
     packing fails its assertion; SDPA without packing builds (around no model: None)."""
