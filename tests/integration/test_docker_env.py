@@ -30,9 +30,11 @@ from test_judge_trial import (  # the local sandbox's judged task
 from test_verifier_egress import _lines, _probe  # the same probe as the local sandbox's
 
 from fake_judge import FakeJudge
+from kwrl.errors import SandboxLimitError
 from kwrl.sandbox.docker import DockerEnvironment
+from kwrl.sandbox.docker.environment import STORAGE_MOUNTS
 from kwrl.sandbox.docker.images import docker_missing
-from kwrl.sandbox.testing import loopback_listener, make_environment
+from kwrl.sandbox.testing import loopback_listener, make_environment, make_task, make_world
 from kwrl.synth.generate import SynthConfig, generate
 from kwrl.tasks.taskdir import SANDBOX_UID, task_dirs
 
@@ -148,6 +150,58 @@ async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_
         await env.stop(delete=True)
     assert DockerEnvironment.leftovers() == []
     assert (paths.trial_dir / "gateway.log").read_text().startswith("kwrl-gateway ready")
+
+
+async def test_what_the_agent_writes_is_bounded_and_reaches_the_host_and_the_grader_as_files(
+    tmp_path: Path,
+) -> None:
+    """Every dir the agent may write is a tmpfs of storage_mb (once /logs/agent, /logs/artifacts
+    and /logs/verifier were harbor's host dirs, /var/tmp the container's layer: unbounded on the
+    host's disk); the agent's outputs reach harbor's dir as plain files, and the grader finds
+    there what the host wrote (kwrl's agent writes the final answer on the host)."""
+    root = tmp_path / "hand"
+    task = make_task(root, "outputs", world_id=make_world(root).name, storage_mb=64)
+    env = _environment(task, tmp_path / "trial")
+    host = env.trial_paths.agent_dir
+    await env.start(force_build=False)
+    try:
+        kinds = await env.exec(f"stat -f -c %T {' '.join(STORAGE_MOUNTS)}")
+        assert (kinds.stdout or "").split() == ["tmpfs"] * len(STORAGE_MOUNTS), kinds
+        closed = await env.exec("touch /logs/verifier/x")
+        assert closed.return_code != 0
+        fsize = await env.exec(
+            f"grep 'Max file size' /proc/$(pgrep -o -u {SANDBOX_UID})/limits", user="root"
+        )
+        assert (fsize.stdout or "").split()[3:5] == [str(64 * 2**20)] * 2, fsize  # the gateway
+        await env.exec(
+            "echo mine > /logs/agent/note.txt; echo agent > /logs/agent/final_answer.txt; "
+            "ln -s /kwrl/initial /logs/agent/link; mkdir /logs/artifacts/a; echo x > /logs/artifacts/a/f"
+        )
+        (host / "final_answer.txt").write_text("host\n")  # as kwrl's agent writes it
+        await env.prepare_logs_for_host()
+        assert (host / "note.txt").read_text() == "mine\n"
+        assert (host / "final_answer.txt").read_text() == "host\n"
+        assert not (host / "link").exists() and not (host / "link").is_symlink()
+        [artifact] = env.trial_paths.artifacts_dir.rglob("f")
+        assert artifact.read_text() == "x\n"
+        with pytest.raises(SandboxLimitError, match=r"disk limit.*/logs/agent"):
+            await env.exec("head -c 100M /dev/zero > /logs/agent/big")
+        await env.exec("rm /logs/agent/big")
+
+        tests = tmp_path / "tests"
+        tests.mkdir()
+        (tests / "probe.txt").write_text("x\n")
+        await env.upload_dir(tests, "/tests")  # the verifier phase starts
+        seen = await env.exec(
+            "cat /logs/agent/final_answer.txt /logs/agent/note.txt; "
+            "[ -e /logs/agent/link ] || echo no-link; touch /logs/verifier/x && echo writable"
+        )
+        assert (seen.stdout or "").split() == ["host", "mine", "no-link", "writable"], seen
+    finally:
+        await env.stop(delete=True)
+    report = json.loads((env.trial_paths.trial_dir / "sandbox.json").read_text())
+    assert report["dropped"] == ["/logs/agent/link"]
+    assert report["events"]["disk_full"] == 1
 
 
 async def test_the_verifier_reaches_the_judge_on_the_hosts_loopback_and_nothing_else(

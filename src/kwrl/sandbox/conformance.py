@@ -12,7 +12,8 @@ point (`kwrl.sandbox.contract`):
   solution and 0.0 doing nothing;
 - `attack:<name>`: the hostile solutions of `kwrl.sandbox.testing.ATTACKS` (a fast few, all with
   `full`), each on the task settings it is meant for, score below 0.5, or end on the agent's
-  own limit (`SandboxLimitError`);
+  own limit (`SandboxLimitError`); one run on a small storage_mb also leaves no file of more than
+  that in any dir it wrote (`disk_anywhere`'s report) and the trial dir on the host under twice it;
 - `verifier_phase`: a probe (its own test.sh) finds, in the verifier phase, the initial copy
   read-only and right at `/kwrl/initial/*`, the agent's changes in the world, a reward the agent
   planted gone, no agent process alive, and `/tests` absent in the agent phase;
@@ -31,8 +32,10 @@ each trial's dir stays under `work/trials` for a look when a check fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import stat
 import tarfile
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -42,7 +45,9 @@ from typing import Any
 
 from kwrl.sandbox.testing import ATTACK_TASKS, ATTACKS, make_task, make_world
 
-FAST_ATTACKS: tuple[str, ...] = ("hijack", "gold_link", "kill_all", "daemons", "disk")
+FAST_ATTACKS: tuple[str, ...] = (
+    "hijack", "gold_link", "kill_all", "daemons", "disk", "disk_anywhere",
+)  # fmt: skip
 """The attacks of the default run: each tests one duty (grader isolation, links, signals, the end
 of the agent phase, storage); `full` runs every one of ATTACKS."""
 FAST_SYNTH_TASKS = 3
@@ -388,11 +393,38 @@ def _cmdline(pid: int) -> str:
 
 async def _attack(suite: _Suite, name: str, task: Path) -> tuple[bool, str]:
     got = await suite.trial(task, "oracle", f"attack-{name}")
+    storage_mb = ATTACK_TASKS.get(name, {}).get("storage_mb")
+    breach = _storage_breach(got.trial_dir, storage_mb) if storage_mb else ""
+    if breach:
+        return False, f"{breach} (storage_mb = {storage_mb}); {got.describe()}"
     if got.reward is not None:
         return got.reward < 0.5, got.describe()
     # No reward: only the agent's own limit hit may end a hostile trial (a 0 that trains);
     # anything else would be an infrastructure error, which masks the trial.
     return got.error_type == "SandboxLimitError", got.describe()
+
+
+def _storage_breach(trial_dir: Path, storage_mb: int) -> str:
+    """What an attack on a task of `storage_mb` wrote past it: a dir that took a bigger file
+    (`disk_anywhere`'s agent/disk.txt: "<bytes> <dir>" lines), or the trial dir on the host grown
+    past twice it (the agent's two output dirs, each bounded apart)."""
+    limit = storage_mb * 2**20
+    found: list[str] = []
+    report = trial_dir / "agent" / "disk.txt"
+    if report.is_file() and not report.is_symlink():
+        for line in report.read_text(errors="replace").splitlines():
+            size, _, where = line.partition(" ")
+            if size.isdigit() and int(size) > limit:
+                found.append(f"{where} took a file of {int(size) >> 20} MiB")
+    total = 0
+    for root, _, files in os.walk(trial_dir):
+        for f in files:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(root, f))
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    if total > 2 * limit:
+        found.append(f"the trial dir on the host holds {total >> 20} MiB")
+    return "; ".join(found)
 
 
 async def _probe(suite: _Suite, task: Path) -> tuple[bool, str]:

@@ -6,7 +6,8 @@
 - `copy_out(src, dst, ours)`: the agent's `/logs/agent` and `/logs/artifacts` (private dirs on the
   trial's disk) copied into harbor's trial dir: regular files and dirs only, every open relative
   to a dir fd and refusing links, so a link planted by agent code never makes a host-side read or
-  write follow it; what was left out is returned (sandbox.json `dropped`).
+  write follow it; what was left out is returned (sandbox.json `dropped`); `sync_out` does it for
+  one output dir of an environment, naming what it left out as paths inside.
 - `empty_dir(d)`: the verifier's output dir emptied without following links, so the only reward
   file harbor can read afterwards is the grader's own.
 """
@@ -130,6 +131,17 @@ def copy_out(src: Path, dst: Path, ours: set[str]) -> list[str]:
     finally:
         os.close(top)
     return dropped
+
+
+def sync_out(src: Path, dst: Path, target: str, ours: set[str], dropped: list[str]) -> None:
+    """`copy_out` of the agent's output dir `target` (seen by the host at `src`) into harbor's
+    `dst`; what it left out is added to `dropped` once each as a path inside (`target/...`; the
+    dir itself, `target/.`, when it could not be read)."""
+    try:
+        left = copy_out(src, dst, ours)
+    except OSError:
+        left = ["."]
+    dropped += [p for p in (f"{target}/{r}" for r in left) if p not in dropped]
 
 
 def _copy_file(f: io.BufferedReader, dest: Path, mode: int) -> None:

@@ -22,6 +22,11 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   /proc/*/environ and readable process memory; the gateway's socket replaced by a link;
 - `gold_link`: final_answer.txt and answer.txt as links to /tests/verifiers.json (which holds 42);
 - `disk`: 200 MB into /filesystem (meant for a task with a small storage_mb);
+- `disk_anywhere`: 200 MB into one file of each dir it may write at the top of a file system
+  (`find -writable` outside /proc, /sys and /dev), each removed after its size went into
+  /logs/agent/disk.txt, then 200 MB into /logs/agent left there: a dir that took more than
+  storage_mb, or a trial dir on the host grown past twice that, is the host's disk in the agent's
+  reach (the docker preset's /logs/agent and /var/tmp once were);
 - `kill_all`: `kill -9 -1` (every process it may signal: the gateway, and before the sandbox's
   init was pid 1 the whole sandbox, so the trial became an infrastructure error), then signals
   to the init itself;
@@ -382,6 +387,22 @@ ATTACKS: dict[str, str] = {
         "ln -sf /tests/verifiers.json /filesystem/answer.txt\n"
     ),
     "disk": "#!/usr/bin/env bash\nhead -c 200M /dev/zero > /filesystem/big\n" + _WRONG,
+    "disk_anywhere": (
+        "#!/usr/bin/env bash\n"
+        + _WRONG
+        + ": > /logs/agent/disk.txt\n"
+        + "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type d -writable "
+        + "-print 2>/dev/null > /tmp/.dirs\n"
+        + "while read -r d; do\n"
+        + '  p=$(dirname "$d")\n'
+        + '  [ "$d" != / ] && [ -w "$p" ] && [ "$(stat -c %d "$d")" = "$(stat -c %d "$p")" ] && continue\n'
+        + '  head -c 200M /dev/zero > "$d/.fill" 2>/dev/null\n'
+        + '  n=$(stat -c %s "$d/.fill" 2>/dev/null || echo 0)\n'
+        + '  rm -f "$d/.fill"\n'
+        + '  echo "$n $d" >> /logs/agent/disk.txt\n'
+        + "done < /tmp/.dirs\n"
+        + "head -c 200M /dev/zero > /logs/agent/.fill\n"
+    ),
     "kill_all": (
         "#!/usr/bin/env bash\n"
         + _WRONG
@@ -451,6 +472,7 @@ _JUDGE_SETTINGS = {"KWRL_JUDGE_MAX_RETRIES": "1", "KWRL_JUDGE_BACKOFF_S": "0"}
 
 ATTACK_TASKS: dict[str, dict[str, Any]] = {
     "disk": {"storage_mb": 64},
+    "disk_anywhere": {"storage_mb": 64},
     "memory_fill": {"memory_mb": 512},
     "clock": {"agent_timeout_sec": 3.0},
     "injection": {"judged": True, "verifier_env": {**_JUDGE_SETTINGS, "KWRL_JUDGE_TIMEOUT_S": "30"}},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.outputs import capped, copy_out, empty_dir
+from kwrl.sandbox.outputs import capped, copy_out, empty_dir, sync_out
 
 
 async def _read(data: bytes, cap: int) -> bytes:
@@ -69,3 +69,19 @@ def test_copy_out_copies_files_and_dirs_only_and_keeps_host_files(tmp_path: Path
     copy_out(private, host, ours)
     assert (host / "sub" / "ok.txt").read_text() == "changed"
     assert not [p for p in host.rglob("*") if p.is_symlink() or p.name.startswith(".kwrl-")]
+
+
+def test_sync_out_names_what_it_left_out_once_as_paths_inside(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    (src / "a.txt").write_text("a")
+    os.symlink("/etc/passwd", src / "link")
+    copied: set[str] = set()
+    dropped = ["/logs/agent/link"]
+    sync_out(src, dst, "/logs/agent", copied, dropped)
+    sync_out(src, dst, "/logs/agent", copied, dropped)
+    assert (dst / "a.txt").read_text() == "a" and copied == {"a.txt"}
+    assert dropped == ["/logs/agent/link"]
+    sync_out(tmp_path / "gone", dst, "/logs/artifacts", set(), dropped)
+    assert dropped == ["/logs/agent/link", "/logs/artifacts/."]

@@ -32,7 +32,17 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   (Docker's overlay2 has no size quota without xfs pquota): /filesystem, /.apps_data and /tmp
   are each a tmpfs of that size, which the entry point fills from the initial copy
   (`KWRL_POPULATE_WORLD`), and a command after which one is full raises `SandboxLimitError`
-  (`disk_full` in `events`); /logs/agent, a host dir of harbor's, is not bounded.
+  (`disk_full` in `events`).
+- Nothing the agent writes reaches the host's disk unbounded. /var/tmp and /run/lock (writable by
+  every user in the image, on the container's layer otherwise) and the agent's output dirs
+  /logs/agent and /logs/artifacts (harbor's host dirs otherwise) are tmpfs of storage_mb too; the
+  outputs are copied into harbor's dirs (`kwrl.sandbox.outputs.sync_out`: plain files and dirs,
+  links left out, through the container's root at /proc/PID/root) when harbor asks
+  (`prepare_logs_for_host`) and when the agent phase ends, and the verifier phase then finds in
+  them what harbor's dirs hold (the copies beside what the host wrote: the final answer), as in the
+  local sandbox. /logs/verifier, harbor's host dir, is root's (0755) until then. The gateway, whose
+  `code_execution` runs agent code, writes its log (/kwrl/run, a host dir) under RLIMIT_FSIZE of
+  storage_mb (`FSIZE_ENV`); the container's own log is capped (`LOG_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -58,9 +68,10 @@ from pydantic import Field, ValidationError
 
 from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError, SandboxError, SandboxLimitError, SandboxTimeoutError
-from kwrl.sandbox import cgroups
+from kwrl.sandbox import cgroups, outputs
 from kwrl.sandbox.cgroups import ResourceEvents
 from kwrl.sandbox.contract import (
+    AGENT_OUTPUTS,
     TESTS_DIR,
     VERIFIER_DIR,
     WORLD_ROOTS,
@@ -69,7 +80,13 @@ from kwrl.sandbox.contract import (
     under,
 )
 from kwrl.sandbox.docker.images import DockerImageConfig, ensure_task_image
-from kwrl.sandbox.docker.init import GATEWAY_LOG, GATEWAY_SOCKET, POPULATE_ENV, PYTHON
+from kwrl.sandbox.docker.init import (
+    FSIZE_ENV,
+    GATEWAY_LOG,
+    GATEWAY_SOCKET,
+    POPULATE_ENV,
+    PYTHON,
+)
 from kwrl.sandbox.egress import (
     SANDBOX_SOCKET,
     Allowlist,
@@ -80,8 +97,11 @@ from kwrl.sandbox.forward import UnixForwarder
 from kwrl.tasks.taskdir import SANDBOX_UID
 
 TRIAL_LABEL = "kwrl.trial"
-STORAGE_MOUNTS: tuple[str, ...] = (*WORLD_ROOTS, "/tmp")
-"""Where the agent's side writes, each a tmpfs of the trial's storage_mb."""
+STORAGE_MOUNTS: tuple[str, ...] = (*WORLD_ROOTS, "/tmp", "/var/tmp", "/run/lock", *AGENT_OUTPUTS)
+"""Where the agent's side writes, each a tmpfs of the trial's storage_mb (docker's default mode
+1777 but for the world's roots, which the entry point fills and gives to `SANDBOX_UID`)."""
+LOG_OPTIONS: dict[str, str] = {"max-size": "1m", "max-file": "1"}
+"""The container's own log (its first process's output, json-file): at most 1 MiB on the host."""
 
 
 def container_events(pid: int) -> ResourceEvents:
@@ -149,6 +169,10 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._container_pid = 0
         self._events = ResourceEvents()
         self._disk_events = 0
+        self._host_outputs: dict[str, Path] = {}
+        """harbor's host dir of each of `AGENT_OUTPUTS` (a tmpfs inside instead of harbor's bind)."""
+        self._copied: dict[str, set[str]] = {}
+        self._dropped: list[str] = []
         self._forwarder: UnixForwarder | None = None
         self._egress: EgressProxy | None = None
         self._verifier_phase = False
@@ -198,6 +222,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             "security_opt": ["no-new-privileges:true"],
             "pids_limit": self.settings.pids_max,
             "labels": {TRIAL_LABEL: self.project},
+            "logging": {"driver": "json-file", "options": LOG_OPTIONS},
             "volumes": [
                 *(
                     {"type": "bind", "source": str(src), "target": dst, "read_only": ro}
@@ -211,7 +236,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                     for t in STORAGE_MOUNTS
                 ),
             ],
-            "environment": {POPULATE_ENV: "1"},
+            "environment": {POPULATE_ENV: "1", FSIZE_ENV: str(self._storage_mb() * 2**20)},
         }
         if not self.agent_network:
             main["network_mode"] = "none"
@@ -221,6 +246,13 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         image = await ensure_task_image(self.environment_dir.parent, self.settings.image)
         self.task_env_config = self.task_env_config.model_copy(update={"docker_image": image})
         self._env_vars.prebuilt_image_name = image
+        # The agent's outputs go on tmpfs mounts (`_kwrl_compose`), not harbor's binds.
+        self._host_outputs = {
+            m["target"]: Path(m["source"])
+            for m in self._mounts
+            if m["target"] in AGENT_OUTPUTS and m["type"] == "bind"
+        }
+        self._mounts = [m for m in self._mounts if m["target"] not in AGENT_OUTPUTS]
         # A short path: a Unix socket's path holds at most 107 bytes.
         self._tmp = Path(tempfile.mkdtemp(prefix="kwrl-docker-"))
         for d in (self._tmp, self._tmp / "run", self._tmp / "empty"):
@@ -233,6 +265,11 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._started = True
         await HarborDockerEnvironment.start(self, force_build=False)
         self._container_pid = await self._main_pid()
+        # harbor made /logs/verifier (its host dir) writable by every user: root's until the
+        # verifier phase, so agent code neither plants a reward nor fills the host's disk there.
+        done = await self._root(f"chown 0:0 {VERIFIER_DIR} && chmod 0755 {VERIFIER_DIR}")
+        if done.return_code != 0:
+            raise SandboxError(f"closing {VERIFIER_DIR} failed: {done.stdout}")
         await self._wait_gateway()
         self._forwarder = UnixForwarder(self.gateway_socket)  # type: ignore[arg-type]
         port = await self._forwarder.start()
@@ -317,12 +354,16 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
     def _storage_mb(self) -> int:
         return self.task_env_config.storage_mb or self.settings.storage_mb
 
+    def _inside(self, path: str) -> Path:
+        """`path` in the container as the host reaches it (its first process's root)."""
+        return Path(f"/proc/{self._container_pid}/root{path}")
+
     def _disk_full(self) -> list[str]:
         """The storage mounts with no block left, read through the container's root."""
         full = []
         for mount in STORAGE_MOUNTS:
             with contextlib.suppress(OSError):
-                st = os.statvfs(f"/proc/{self._container_pid}/root{mount}")
+                st = os.statvfs(self._inside(mount))
                 if st.f_bavail == 0:
                     full.append(mount)
         return full
@@ -382,6 +423,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             return
         self._verifier_phase = True
         await self._kill_agent()
+        await asyncio.to_thread(self._swap_outputs)
         result = await self._root(
             f"find {VERIFIER_DIR} -mindepth 1 -delete; mkdir -p {VERIFIER_DIR}"
         )
@@ -392,6 +434,32 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             assert self._run_dir is not None
             self._egress = EgressProxy(self._run_dir / Path(SANDBOX_SOCKET).name, Allowlist())
             await self._egress.start()
+
+    def _sync_outputs(self) -> None:
+        """Copy the agent's outputs (tmpfs inside) into harbor's dirs (module docstring)."""
+        if not self._container_pid:
+            return
+        for target, host in self._host_outputs.items():
+            copied = self._copied.setdefault(target, set())
+            outputs.sync_out(self._inside(target), host, target, copied, self._dropped)
+
+    def _swap_outputs(self) -> None:
+        """When the agent phase ends (its processes gone): its outputs copied out, then the
+        container's output dirs hold what harbor's do, the copies and what the host wrote there."""
+        self._sync_outputs()
+        for target, host in self._host_outputs.items():
+            inside = self._inside(target)
+            try:
+                outputs.empty_dir(inside)
+            except OSError as e:
+                raise SandboxError(f"emptying {target} for the verifier phase failed: {e}") from e
+            outputs.sync_out(host, inside, target, set(), self._dropped)
+
+    async def prepare_logs_for_host(self) -> None:
+        # harbor's stop() asks too, before the container goes.
+        if not self._verifier_phase:
+            await asyncio.to_thread(self._sync_outputs)
+        await super().prepare_logs_for_host()
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         if under(target_dir, TESTS_DIR):
@@ -432,6 +500,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                 "storage_mb": self._storage_mb(),
             },
             events={**self._events.as_dict(), "disk_full": self._disk_events},
+            dropped=self._dropped,
             egress=self._egress.report()
             if self._egress is not None and (self._egress.connected or self._egress.denied)
             else None,

@@ -6,7 +6,8 @@ run the container's command.
 As root it makes `/kwrl/run` (root's, mode 0755), binds the gateway's Unix socket there
 (`GATEWAY_SOCKET`, mode 0666: the agent's side may connect, never replace it), forks the world
 gateway, which drops to `SANDBOX_UID` (no supplementary groups, non-dumpable, the environment
-`IMAGE_ENV` only, stdout and stderr to `/kwrl/run/gateway.log`) and serves the world at
+`IMAGE_ENV` only, stdout and stderr to `/kwrl/run/gateway.log`, no file over `FSIZE_ENV` bytes
+where the runtime sets it: agent code runs in it through `code_execution`) and serves the world at
 /filesystem and /.apps_data on that socket, and execs the command. The socket listens before the
 fork, so a client that connects early waits for the gateway instead of failing. Run as another
 user, or again inside the same process tree (`KWRL_GATEWAY_STARTED` set), it only execs the
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -43,6 +46,9 @@ IMAGE_ENV: dict[str, str] = {
 }
 """Every command's environment inside (the local sandbox's `base_env`, with the gateway's URL)."""
 GATEWAY_LOG = "gateway.log"
+FSIZE_ENV = "KWRL_GATEWAY_FSIZE"
+"""Set by a runtime to the largest file (bytes) the gateway and its children may write
+(RLIMIT_FSIZE, SIGXFSZ ignored: a write past it fails): its log is a host file."""
 
 
 def start_gateway() -> int:
@@ -66,6 +72,9 @@ def start_gateway() -> int:
             os.dup2(null, 0)
             os.dup2(log, 1)
             os.dup2(log, 2)
+            if fsize := int(os.environ.get(FSIZE_ENV) or 0):
+                resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             os.setgroups([])
             os.setgid(SANDBOX_UID)
             os.setuid(SANDBOX_UID)

@@ -136,15 +136,9 @@ class Phases(Commands):
             private = self._in_mounts(str(self._private(target).relative_to(self.root or "/")))
             if host is None or private is None:
                 continue
-            try:
-                dropped = outputs.copy_out(
-                    Path(private), host, self._copied.setdefault(target, set())
-                )
-            except OSError:
-                dropped = ["."]
-            self._dropped += [
-                f"{target}/{r}" for r in dropped if f"{target}/{r}" not in self._dropped
-            ]
+            outputs.sync_out(
+                Path(private), host, target, self._copied.setdefault(target, set()), self._dropped
+            )
 
     def _tests_host_path(self, target: str) -> Path:
         assert self.root is not None

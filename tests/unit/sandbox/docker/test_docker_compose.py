@@ -43,11 +43,14 @@ def test_the_main_service_has_no_network_no_new_privileges_read_only_initial_lay
     assert binds["/kwrl/run"] == (str(tmp_path / "trial" / "tmp" / "run"), False)
     assert binds["/kwrl/initial/world"] == (str(env.world.world_dir), True)
     assert binds["/kwrl/initial/overlay"] == (str(task.resolve() / "environment" / "overlay"), True)
-    # storage: the world's roots and /tmp on tmpfs of the task's storage_mb, filled at start
+    # storage: every dir the agent may write on tmpfs of the task's storage_mb (the world's roots
+    # filled at start); the gateway's files and the container's log capped
     tmpfs = {v["target"]: v["tmpfs"]["size"] for v in main["volumes"] if v["type"] == "tmpfs"}
     size = env.task_env_config.storage_mb * 2**20  # type: ignore[operator]
-    assert tmpfs == {"/filesystem": size, "/.apps_data": size, "/tmp": size}
-    assert main["environment"] == {"KWRL_POPULATE_WORLD": "1"}
+    writable = ("/filesystem", "/.apps_data", "/tmp", "/var/tmp", "/run/lock")
+    assert tmpfs == dict.fromkeys((*writable, "/logs/agent", "/logs/artifacts"), size)
+    assert main["environment"] == {"KWRL_POPULATE_WORLD": "1", "KWRL_GATEWAY_FSIZE": str(size)}
+    assert main["logging"]["options"]["max-size"] == "1m"
 
 
 def test_a_task_without_overlay_gets_an_empty_read_only_one_and_a_public_task_a_network(
