@@ -16,6 +16,7 @@ from kwrl.agent.loop import AgentLoop, StopReason, run_agent
 from kwrl.agent.tito import ChatTemplate
 from kwrl.agent.tools import openai_tools
 from kwrl.errors import AgentError
+from kwrl.llm.base import Completion, SamplingParams
 from kwrl.worlds.client import GatewayClient
 
 NOTES = "Q3 revenue: 1,204,000 EUR\nHeadcount: 41\n"
@@ -140,6 +141,34 @@ class _SmallModel(ScriptedPolicy):
         return self.window
 
 
+class _Budgeted(_SmallModel):
+    """A `_SmallModel` that records each turn's token budget."""
+
+    budgets: list[int]
+
+    async def complete(
+        self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
+    ) -> Completion:
+        self.budgets = [*getattr(self, "budgets", []), params.max_tokens]
+        return await super().complete(prompt_ids, params, session_id=session_id)
+
+
+async def test_a_turn_s_default_budget_is_an_eighth_of_the_model_s_window(
+    gateway_url: str, qwen_tokenizer: Any
+) -> None:
+    """The packaged SmolLM2-135M attends to 8192 tokens: a default turn samples at most 1024 of
+    them, not 4096 (a rambling turn took 6.5 minutes on 2 cores); a set budget is kept."""
+    async with GatewayClient(gateway_url) as gw:
+        default = _Budgeted(qwen_tokenizer, [TURNS[0], "done"], window=8192)
+        config = AgentConfig(tools=["filesystem_*"])
+        await run_agent(default, gw, "Read the notes.", config, tokenizer=qwen_tokenizer)
+        set_ = _Budgeted(qwen_tokenizer, ["done"], window=8192)
+        config = AgentConfig(tools=["filesystem_*"], max_tokens_per_turn=300)
+        await run_agent(set_, gw, "Read the notes.", config, tokenizer=qwen_tokenizer)
+    assert default.budgets[0] == 1024 and all(b <= 1024 for b in default.budgets)
+    assert set_.budgets == [300]
+
+
 async def test_a_tool_list_too_long_for_the_models_window_is_listed_compactly(
     gateway_url: str, qwen_tokenizer: Any
 ) -> None:
@@ -163,7 +192,7 @@ async def test_a_tool_list_too_long_for_the_models_window_is_listed_compactly(
     assert small.tool_prompt_reason is not None and "over half" in small.tool_prompt_reason
     assert small.tito is not None and small.tito.prompt_len < full // 2
     assert small.stop_reason == StopReason.FINAL and len(small.turns) == 2
-    assert "filesystem_read_text_file(" in policy.tokenizer.decode(policy.prompts[0])
+    assert "filesystem_read_text_file(" in qwen_tokenizer.decode(policy.prompts[0])
 
 
 async def test_a_prompt_that_leaves_no_room_refuses_to_start_naming_the_settings(
@@ -238,7 +267,7 @@ async def test_a_run_cut_by_the_clock_keeps_its_turns_and_says_it_waited_on_the_
     run = loop.run_
     assert run is not None and run.cut_off is not None
     assert run.cut_off.waiting_on == "policy" and run.cut_off.seconds > 0
-    assert run.cut_off.max_tokens == AgentConfig().max_tokens_per_turn
+    assert run.cut_off.max_tokens == AgentConfig().turn_tokens(loop.window) == 4096
     assert run.cut_off.prompt_tokens == len(policy.prompts[-1])
     assert len(run.turns) == 1 and run.turns[0].tool_latency_s > 0
     assert run.tito is not None and run.tito.tokens == policy.prompts[-1]

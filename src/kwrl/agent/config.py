@@ -30,6 +30,12 @@ DEFAULT_REPAIR_MESSAGE = (
 )
 
 
+TURN_SHARE = 8
+"""A turn's default token budget is the context window over this: 4096 tokens of a 32k window,
+as before the budget followed the window; 1024 of the packaged SmolLM2-135M's 8192, whose
+4096-token rambles took 6.5 minutes a turn on 2 CPU cores."""
+
+
 class AgentConfig(KwrlConfig):
     """How the agent runs one trial: prompts, limits, sampling and the tool-call format."""
 
@@ -42,8 +48,10 @@ class AgentConfig(KwrlConfig):
     context_window: int = Field(default=32768, ge=256)
     """Tokens the policy can attend to; a turn's max_tokens is capped by what is left. A token
     policy that knows its model's window (engine:, kwrl serve, vLLM) lowers it to that window."""
-    max_tokens_per_turn: int = Field(default=4096, ge=1)
-    """Most tokens sampled in one turn; a turn cut here without a tool call ends the trial."""
+    max_tokens_per_turn: int | None = Field(default=None, ge=1)
+    """Most tokens sampled in one turn; a turn cut here without a tool call ends the trial. None:
+    an eighth of the context window (`turn_tokens`): 4096 of the default 32768, 1024 of the
+    packaged SmolLM2-135M's 8192 (a token policy lowers the window to its model's)."""
     temperature: float = Field(default=1.0, ge=0.0)
     """Sampling temperature (1.0 for RL: logprobs then match the sampling policy)."""
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
@@ -59,7 +67,7 @@ class AgentConfig(KwrlConfig):
     ~10x fewer tokens, for small models on small budgets; `auto` takes hermes while the first
     prompt fits in half the context window, else compact (the choice is in the agent's metadata).
     The agent refuses to start when the first prompt leaves less than
-    min(max_tokens_per_turn, 256) tokens free. Chat-API policies get OpenAI `tools=`. SFT's gold
+    min(its turn budget, 256) tokens free. Chat-API policies get OpenAI `tools=`. SFT's gold
     replay decides `auto` on context_window alone: keep that at most the model's window."""
     tool_call_parser: str = "hermes"
     """Tool-call format (`kwrl.llm.formats.FORMATS`) the agent parses sampled text by and, where
@@ -78,6 +86,11 @@ class AgentConfig(KwrlConfig):
     """The notice; `{pct}` is replaced by the percent of the window left."""
     repair_message: str = DEFAULT_REPAIR_MESSAGE
     """The corrective message; `{errors}` is replaced by what the parser found wrong."""
+
+    def turn_tokens(self, window: int) -> int:
+        """The most tokens one turn samples under a `window`-token context: `max_tokens_per_turn`,
+        else `window // TURN_SHARE`, so a small model's turn stays a small part of its window."""
+        return self.max_tokens_per_turn or max(1, window // TURN_SHARE)
 
 
 KWRL_AGENT_KWARGS = frozenset({"policy", "policy_config", "tokenizer", "mcp_url", "agent_config"})

@@ -45,14 +45,15 @@ from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
 from kwrl.llm.tool_prompt import ToolPromptStyle
 
 MIN_FREE_TOKENS = 256
-"""A first prompt must leave at least min(max_tokens_per_turn, this) tokens of the window free."""
+"""A first prompt must leave at least min(the turn's token budget, this) tokens of the window free."""
 
 
 class StopReason(StrEnum):
     FINAL = "stop"
     """A turn without tool calls: its text is the final answer."""
     LENGTH = "length"
-    """The last turn was cut at max_tokens_per_turn without a tool call (reward 0, trained)."""
+    """The last turn was cut at its token budget (`AgentConfig.turn_tokens`) without a tool call
+    (reward 0, trained)."""
     CONTEXT = "context_overflow"
     """The context window is full (reward 0, trained)."""
     MAX_STEPS = "max_steps"
@@ -211,7 +212,7 @@ class AgentLoop:
             )
             state = TitoState.start(compact, self.messages)
         free = self.window - len(state.tokens)
-        need = min(self.config.max_tokens_per_turn, MIN_FREE_TOKENS)
+        need = min(self.config.turn_tokens(self.window), MIN_FREE_TOKENS)
         if free < need:
             raise AgentError(
                 f"the first prompt ({len(state.tokens)} tokens: system, task and "
@@ -224,7 +225,7 @@ class AgentLoop:
         return state, reason
 
     def _params(self, remaining: int | None) -> SamplingParams:
-        max_tokens = self.config.max_tokens_per_turn
+        max_tokens = self.config.turn_tokens(self.window)
         if remaining is not None:
             max_tokens = min(max_tokens, remaining)
         return SamplingParams(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kwrl.agent.config import KWRL_AGENT_KWARGS, check_agent_kwargs
+from kwrl.agent.config import KWRL_AGENT_KWARGS, AgentConfig, check_agent_kwargs
 from kwrl.errors import ConfigError
 
 
@@ -44,3 +44,10 @@ def test_the_listed_kwargs_are_kwrl_agents_own() -> None:
 
     params = inspect.signature(KwrlAgent.__init__).parameters.values()
     assert {p.name for p in params if p.kind is p.KEYWORD_ONLY} == KWRL_AGENT_KWARGS
+
+
+def test_a_turn_s_budget_follows_the_window_unless_set() -> None:
+    assert AgentConfig().turn_tokens(32768) == 4096  # the default window: as it always was
+    assert AgentConfig().turn_tokens(8192) == 1024  # the packaged SmolLM2-135M's
+    assert AgentConfig(max_tokens_per_turn=300).turn_tokens(8192) == 300
+    assert AgentConfig().turn_tokens(4) == 1
