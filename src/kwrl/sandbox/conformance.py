@@ -368,6 +368,7 @@ async def conform(
 
             cls = import_class(cfg.import_path, label="environment")
             if issubclass(cls, KwrlEnvironment):
+                await cls.drain()  # what it keeps between trials (spares) is no trial's
                 found += cls.leftovers()
         # Other processes of the host mount and unmount meanwhile: only mounts naming the suite's
         # work dir or this process's own dirs (`<pid>-...`, as kwrl names sandbox roots) count.

@@ -172,6 +172,12 @@ class KwrlEnvironment(BaseEnvironment):
         of `TESTS_DIR`, before the files land."""
 
     @classmethod
+    async def drain(cls) -> None:
+        """End what this process keeps between trials (pre-started spares); none by default.
+        `leftovers()` after `drain()` counts everything the environment started."""
+        return None
+
+    @classmethod
     def leftovers(cls) -> list[str]:
         """What trials of this process still hold on the host (processes, mounts, cgroups, dirs,
         containers), one line each; empty when every trial has stopped."""

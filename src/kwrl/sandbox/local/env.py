@@ -33,6 +33,7 @@ from kwrl.errors import ConfigError, SandboxError
 from kwrl.sandbox import cgroups, host
 from kwrl.sandbox.base import LocalSandboxConfig, bwrap_argv, sandbox_python
 from kwrl.sandbox.contract import LimitsReport
+from kwrl.sandbox.local import pool
 from kwrl.sandbox.local.gateway import WorldGateway, listen
 from kwrl.sandbox.local.phases import Phases
 from kwrl.sandbox.local.state import default_sandbox_dir
@@ -136,7 +137,12 @@ class LocalEnvironment(Phases, WorldGateway):
         self._verifier_memory_mb = None
         self._egress = None
         self._stopped = False
-        super().__init__(*args, **_absolute_paths(kwargs))
+        self._spare_dir = None
+        self._spare_linked = ()
+        kwargs = _absolute_paths(kwargs)
+        self._ctor = (args, kwargs)  # what a spare of this trial's world is built from (`pool`)
+        self._ctor_settings = settings
+        super().__init__(*args, **kwargs)
 
     # ------------------------------------------------------------------ harbor interface
 
@@ -193,6 +199,12 @@ class LocalEnvironment(Phases, WorldGateway):
             logging.getLogger(__name__).warning(
                 "sandbox without %s (allow_missing_limits): %s", self._unenforced, sup.describe()
             )
+        if self.settings.pool:
+            spare = await pool.claim(self)
+            pool.refill(self)
+            if spare is not None:
+                pool.adopt(self, spare)
+                return
         await host.sweep_stale_once(self._sandbox_dir())
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         self.root = root = self._sandbox_dir() / name
@@ -305,6 +317,7 @@ class LocalEnvironment(Phases, WorldGateway):
             report.write(self.trial_paths.trial_dir)
         if self.root is not None and not self.settings.keep_root:
             await asyncio.to_thread(shutil.rmtree, self.root, True)
+        await asyncio.to_thread(pool.release, self)
 
     async def exec(
         self,
@@ -321,14 +334,24 @@ class LocalEnvironment(Phases, WorldGateway):
         )
 
     @classmethod
+    async def drain(cls) -> None:
+        """End the pooled spares (`pool`; they end by themselves when the event loop ends)."""
+        await pool.drain()
+
+    @classmethod
     def leftovers(cls) -> list[str]:
         """This process's trial cgroups and sandbox roots (under the default sandbox dir) still
         on the host."""
         pid = os.getpid()
-        left = [f"cgroup {d}" for d in cgroups.leftovers(pid)]
+        pooled = pool.pooled_names()  # spares the pool holds are no trial's
+        left = [f"cgroup {d}" for d in cgroups.leftovers(pid) if d.name not in pooled]
         roots = default_sandbox_dir()
         mine = roots.glob(f"{pid}-*") if roots.is_dir() else []
-        left += [f"sandbox root {d}" for d in mine if not d.name.endswith("-zygote")]
+        left += [
+            f"sandbox root {d}"
+            for d in mine
+            if not d.name.endswith(("-zygote", "-pool")) and d.name not in pooled
+        ]
         return left
 
 

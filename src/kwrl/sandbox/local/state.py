@@ -15,6 +15,7 @@ import os
 import socket
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kwrl.sandbox import cgroups, host
 from kwrl.sandbox.base import LocalSandboxConfig
@@ -57,6 +58,12 @@ class LocalState(KwrlEnvironment):
     _egress: EgressProxy | None
     """The verifier phase's way out: the judge, and nothing else on the host (`sandbox.egress`)."""
     _stopped: bool
+    _spare_dir: Path | None
+    """The trial dir of the pooled spare this trial took (`pool`), removed at stop()."""
+    _spare_linked: tuple[str, ...]
+    """Its log files hard-linked into this trial's dir (the others are copied at stop())."""
+    _ctor: tuple[tuple[Any, ...], dict[str, Any]]
+    _ctor_settings: dict[str, Any]
 
     @property
     def cgroups(self) -> cgroups.Cgroups | None:
