@@ -163,17 +163,21 @@ def run_manifest(settings: BaseModel, judge: str | None) -> RunManifest:
     )  # fmt: skip
 
 
-def _files(root: Path) -> Iterator[Path]:
+@functools.lru_cache(maxsize=1024)
+def tree_digest(root: Path) -> str:
+    """sha256 of every file under `root`: its path relative to `root` and its bytes (a symlink:
+    its target). Once per dir and process: a world seed many tasks share is read once."""
+    h = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if path.is_symlink() or path.is_file():
-            yield path
-
-
-def _tree_digest(h: Any, label: str, root: Path) -> None:
-    for path in _files(root):
+        if path.is_symlink():
+            data = f"link:{path.readlink()}".encode()
+        elif path.is_file():
+            data = path.read_bytes()
+        else:
+            continue
         rel = path.relative_to(root).as_posix()
-        data = f"link:{path.readlink()}".encode() if path.is_symlink() else path.read_bytes()
-        h.update(f"{label}\0{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+        h.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -185,13 +189,8 @@ def _world_digest(task_dir: Path) -> str | None:
         with contextlib.suppress(TaskFormatError):  # the trial itself reports the task's fault
             roots.append(("world", world_dir_of(task_dir, read_meta(task_dir))))
     roots.append(("overlay", task_dir / OVERLAY_DIR))
-    roots = [(label, root) for label, root in roots if root.is_dir()]
-    if not roots:
-        return None
-    h = hashlib.sha256()
-    for label, root in roots:
-        _tree_digest(h, label, root)
-    return h.hexdigest()[:16]
+    parts = [f"{label}:{tree_digest(root)}" for label, root in roots if root.is_dir()]
+    return short_hash("\n".join(parts).encode()) if parts else None
 
 
 def world_digest(task_dir: Path) -> str | None:
