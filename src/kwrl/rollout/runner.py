@@ -312,7 +312,7 @@ def summarize(
         t["trained"] += int(r.trained)
         t["train_rewards"].append(r.train_reward if r.trained else None)
     return {
-        "config": cfg.model_dump(mode="json"),
+        "config": cfg.model_dump(mode="json", exclude={"manifest"}),
         "manifest": cfg.manifest.model_dump(mode="json") if cfg.manifest else None,
         "trials": len(finals),
         "attempts": len(history),
