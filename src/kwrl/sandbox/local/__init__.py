@@ -6,6 +6,9 @@ conformance suite (`kwrl sandbox conform`). The package, by seam:
 - `commands`: processes under limits (each command's argv, its run, what ends it);
 - `phases`: the verifier phase's start and what leaves the sandbox (outputs, files in and out);
 - `gateway`: the world gateway's side (started inside, relayed to `mcp_url`, `gateway_fate`);
+- `init`: the sandbox's pid 1 (a small C program where the host compiles one, else Python);
+- `pool`: pre-started spare sandboxes a trial's start() takes (`LocalSandboxConfig.pool`, off by
+  default);
 - `state`: the fields and helpers they share. The gateway's starters (`kwrl.sandbox.gateway`,
   `kwrl.sandbox.zygote`) take a `GatewayLaunch`, not the environment.
 
@@ -19,7 +22,7 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
   (loopback only), no capabilities, the host read-only or absent, and kwrl's init as the pid
-  namespace's pid 1 (`_INIT`: agent code's signals cannot end the sandbox, nor can it ptrace the
+  namespace's pid 1 (`init`: agent code's signals cannot end the sandbox, nor can it ptrace the
   init or write through its fds into the host's sandbox.log); `/logs/{agent,artifacts}` bound
   from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
   harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a

@@ -31,10 +31,11 @@ from pydantic import ValidationError
 from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, SandboxError
 from kwrl.sandbox import cgroups, host
-from kwrl.sandbox.base import LocalSandboxConfig, bwrap_argv, sandbox_python
+from kwrl.sandbox.base import LocalSandboxConfig, bwrap_argv
 from kwrl.sandbox.contract import LimitsReport
 from kwrl.sandbox.local import pool
 from kwrl.sandbox.local.gateway import WorldGateway, listen
+from kwrl.sandbox.local.init import READY, init_argv
 from kwrl.sandbox.local.phases import Phases
 from kwrl.sandbox.local.state import default_sandbox_dir
 
@@ -46,34 +47,6 @@ _MOUNT = (
     "mkdir -p upper/filesystem upper/.apps_data/mail upper/.apps_data/calendar "
     "upper/.apps_data/chat work out-logs-agent out-logs-artifacts && "
     'mount -t overlay overlay -o "$3" "$4" && shift 4 && exec "$@"'
-)
-# The sandbox's init (bwrap --as-pid-1): its line says bwrap finished building the namespaces; it
-# then reaps whatever is orphaned inside. As pid 1 of the sandbox's pid namespace it receives no
-# signal sent from inside unless it handles that signal, and it handles none (SIGINT back to the
-# default; SIGCHLD is only blocked and waited for): agent code's `kill -9 -1` cannot end the sandbox.
-# With bwrap's own reaper as pid 1, a shell keeper as pid 2 was killable, and bwrap ended the whole
-# sandbox (world, /logs, gateway) with it. It is non-dumpable, so agent code (same uid, no
-# capabilities) can neither ptrace it nor open its /proc/1/{fd,mem,environ}, and once ready its
-# stdout and stderr are /dev/null: through /proc/1/fd/2, agent code wrote 2 GiB and forged lines
-# into the host file sandbox.log (bwrap's own messages, outside, still go there), and a write to
-# /proc/1/fd/1 (a pipe the host stops reading) blocked it until the agent timeout.
-_INIT = (
-    "import ctypes, os, signal\n"
-    "if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE\n"
-    "    raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DUMPABLE, 0)')\n"
-    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
-    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
-    "os.write(1, b'kwrl-sandbox-ready\\n')\n"
-    "null = os.open('/dev/null', os.O_RDWR)\n"
-    "os.dup2(null, 1)\n"
-    "os.dup2(null, 2)\n"
-    "while True:\n"
-    "    try:\n"
-    "        while os.waitpid(-1, os.WNOHANG)[0]:\n"
-    "            pass\n"
-    "    except ChildProcessError:\n"
-    "        pass\n"
-    "    signal.sigwait({signal.SIGCHLD})\n"
 )
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _WATCH_S = 0.05
@@ -224,8 +197,10 @@ class LocalEnvironment(Phases, WorldGateway):
         opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={disk / 'upper'},workdir={disk / 'work'}"
         if host.rootless():
             opts += ",userxattr"  # overlayfs in a user namespace keeps its marks in user.* xattrs
+        init, init_binds = await asyncio.to_thread(init_argv, self._sandbox_dir())
         read_fd, write_fd = os.pipe()
         spec = self._spec(share_net=False, verifier=False)
+        spec.binds += init_binds
         argv = [
             *self._join("sandbox"),
             "unshare",
@@ -243,9 +218,7 @@ class LocalEnvironment(Phases, WorldGateway):
             str(disk),
             opts,
             str(root / "merged"),
-            *bwrap_argv(
-                spec, [sandbox_python(), "-I", "-S", "-c", _INIT], info_fd=write_fd, init=True
-            ),
+            *bwrap_argv(spec, init, info_fd=write_fd, init=True),
         ]
         log = open(self.trial_paths.trial_dir / "sandbox.log", "ab")  # noqa: SIM115
         try:
@@ -264,7 +237,7 @@ class LocalEnvironment(Phases, WorldGateway):
         assert self._proc.stdout is not None
         info = await asyncio.to_thread(_read_all, read_fd)
         line = await self._proc.stdout.readline() if info else b""
-        if not line.startswith(b"kwrl-sandbox-ready"):
+        if not line.startswith(READY):
             self._close_listener()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
