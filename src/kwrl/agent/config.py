@@ -33,7 +33,8 @@ DEFAULT_REPAIR_MESSAGE = (
 TURN_SHARE = 8
 """A turn's default token budget is the context window over this: 4096 tokens of a 32k window,
 as before the budget followed the window; 1024 of the packaged SmolLM2-135M's 8192, whose
-4096-token rambles took 6.5 minutes a turn on 2 CPU cores."""
+4096-token rambles took 6.5 minutes a turn on 2 CPU cores (a 1024-token one: 131 s after a
+3.5k-token prompt, `kwrl trial run` against `kwrl serve`)."""
 
 
 class AgentConfig(KwrlConfig):
