@@ -52,7 +52,9 @@ _CHUNK = 1024 * 1024
 
 def build_server(roots: WorldRoots) -> tuple[FastMCP, list[str], list[str]]:
     """The composed MCP server, the mounted app names, and the names of app modules not found."""
-    server = FastMCP("kwrl-world")
+    # Each app's listing is dereferenced already (`_tools_of`): walking all 73 schemas again on
+    # every tools/list cost ~10 ms of a session's ~22 (benchmarks/sandbox.py's ready figure).
+    server = FastMCP("kwrl-world", dereference_schemas=False)
     apps: dict[str, FastMCP] = {}
     missing: list[str] = []
     for name, module_path in APPS.items():

@@ -47,6 +47,18 @@ async def test_tools_are_named_server_underscore_tool_with_upstreams_schemas(
         )
 
 
+async def test_every_listed_schema_is_self_contained(tmp_path: Path) -> None:
+    """No $ref or $defs in any tool's schemas: the composed server lists them as the apps made
+    them, without dereferencing them again on every tools/list."""
+    server, _, _ = gateway.build_server(WorldRoots.of_dir(tmp_path))
+    async with Client(server) as c:
+        tools = await c.list_tools()
+    assert len(tools) >= 73
+    for tool in tools:
+        text = str(tool.input_schema) + str(tool.output_schema)
+        assert "$ref" not in text and "$defs" not in text, tool.name
+
+
 def test_a_missing_app_module_is_skipped_with_a_warning(
     tmp_path: Path, monkeypatch, caplog
 ) -> None:
