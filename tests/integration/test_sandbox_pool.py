@@ -46,10 +46,10 @@ async def test_a_trial_takes_a_fresh_spare_of_its_world_and_nothing_is_left(tmp_
         )
 
     first = env(0)
-    await first.start(force_build=False)  # cold: starts a spare in the background
+    await first.start(force_build=False)  # cold
     r = await first.exec("echo secret > /filesystem/planted && echo agent > /logs/agent/a.txt")
     assert r.return_code == 0, r.stderr
-    await first.stop(delete=True)
+    await first.stop(delete=True)  # a spare of its world starts in the background
 
     second = env(1)
     await second.start(force_build=False)
@@ -90,14 +90,15 @@ async def test_concurrent_trials_never_share_a_spare(tmp_path: Path) -> None:
     task = make_dataset(tmp_path / "ds", 1)[0]
     envs = [
         make_environment(task, tmp_path / f"t{i}", sandbox_dir=str(tmp_path / "sbx"), pool=2)
-        for i in range(5)
+        for i in range(6)
     ]
     await envs[0].start(force_build=False)
+    await envs[0].stop(delete=True)  # two spares take its place
     await asyncio.gather(*(e.start(force_build=False) for e in envs[1:]))
     try:
         roots = {e.root for e in envs}
         assert len(roots) == len(envs)
-        assert sum(e._spare_dir is not None for e in envs) >= 2
+        assert sum(e._spare_dir is not None for e in envs) == 2
     finally:
         await asyncio.gather(*(e.stop(delete=True) for e in envs))
         await pool.drain()

@@ -174,7 +174,6 @@ class LocalEnvironment(Phases, WorldGateway):
             )
         if self.settings.pool:
             spare = await pool.claim(self)
-            pool.refill(self)
             if spare is not None:
                 pool.adopt(self, spare)
                 return
@@ -291,6 +290,8 @@ class LocalEnvironment(Phases, WorldGateway):
         if self.root is not None and not self.settings.keep_root:
             await asyncio.to_thread(shutil.rmtree, self.root, True)
         await asyncio.to_thread(pool.release, self)
+        if self.settings.pool:  # a spare takes this trial's place
+            pool.refill(self)
 
     async def exec(
         self,

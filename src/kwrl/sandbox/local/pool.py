@@ -1,10 +1,12 @@
 """Pre-started spare sandboxes (`LocalSandboxConfig.pool`): `start()` takes one instead of building one.
 
 A trial's start() builds a sandbox root, the trial's cgroups, the bwrap sandbox and the world
-gateway (~100 ms on a loaded 2-core box, `benchmarks/sandbox.py`). With `pool: N`, each start()
-tops up, in the background, N spares of the same world; the next start() of a trial of that world
-takes one, so its start() does only what is per trial: the host checks, the spare's logs linked
-into its trial dir, and `mcp_url` set.
+gateway (~100 ms on a loaded 2-core box, `benchmarks/sandbox.py`). With `pool: N`, each trial's
+stop() tops up, in the background, N spares of its world; the next start() of a trial of that
+world takes one, so its start() does only what is per trial: the host checks, the spare's logs
+linked into its trial dir, and `mcp_url` set. Refilled at stop(), not at start(): a spare then
+replaces a trial that ended, and its start-up does not compete for the CPU with the new trial's
+first moments (on a busy 2-core box, refilling at start() doubled the claimant's first MCP session).
 
 A spare is started exactly as a trial's sandbox (the same `LocalEnvironment.start()`) by an
 environment built from the trial's own constructor arguments but a spare dir under
@@ -156,7 +158,8 @@ def pooled_names() -> set[str]:
 
 async def drain() -> None:
     """End every spare in the pool (of the running loop; others' are ended at once)."""
-    await _bind_loop()
+    if _POOL.loop is not None:
+        await _bind_loop()
     tasks = [t for q in _POOL.spares.values() for t in q]
     _POOL.spares.clear()
     for t in tasks:
@@ -214,6 +217,7 @@ async def _until_loop_ends() -> AsyncGenerator[None]:
         yield
     finally:
         if _POOL.loop is asyncio.get_running_loop():
+            _POOL.loop = None  # no refill from here on: the loop is closing
             await drain()
 
 
