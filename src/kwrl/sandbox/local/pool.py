@@ -60,6 +60,8 @@ class _Pool:
         self.spares: dict[Hashable, deque[asyncio.Task[LocalState]]] = {}
         self.held: set[LocalState] = set()
         """Spares built and not yet taken by a trial (started, starting or stopping)."""
+        self.dirs: set[Path] = set()
+        """The pool dirs made (`pool_dir`), removed once empty when the pool is drained."""
         self.keeper: AsyncGenerator[None] | None = None
         """Registered with the loop: drains the pool when the loop shuts down (`_until_loop_ends`)."""
 
@@ -74,6 +76,8 @@ def pool_dir(env: LocalState) -> Path:
 def key(env: LocalState) -> Hashable | None:
     """What a spare must share with `env` to serve it; None where `env` cannot use a spare."""
     mounts = env._mounts
+    if env._ctor[0]:  # built with positional arguments: a spare could not replace its trial dir
+        return None
     if any(m.get("type", "bind") != "bind" or m.get("target") not in _LOGS for m in mounts):
         return None
     targets = tuple(sorted((str(m["target"]), bool(m.get("read_only"))) for m in mounts))
@@ -168,20 +172,29 @@ async def drain() -> None:
         with contextlib.suppress(BaseException):
             spare = await t
             await _stop(spare)
+    _remove_empty_dirs()
+
+
+def _remove_empty_dirs() -> None:
+    for d in _POOL.dirs:
+        with contextlib.suppress(OSError):  # not empty: a trial still holds its spare's dir
+            d.rmdir()
 
 
 async def _start_spare(env: LocalState) -> LocalState:
     from harbor.models.trial.paths import TrialPaths
 
+    _POOL.dirs.add(pool_dir(env))
     d = pool_dir(env) / secrets.token_hex(4)
     paths = TrialPaths(trial_dir=d)
     paths.mkdir()
     mounts = [
         {**m, "source": str(d / "logs" / str(m["target"]).rsplit("/", 1)[-1])} for m in env._mounts
     ]
-    args, kwargs = env._ctor
+    kwargs = {
+        k: v for k, v in env._ctor[1].items() if k != "logger"
+    }  # the trial's, not the spare's
     spare = type(env)(
-        *args,
         **{**kwargs, "trial_paths": paths, "mounts": mounts, "session_id": f"spare-{d.name}"},
         **{**env._ctor_settings, "pool": 0},
     )
@@ -244,6 +257,7 @@ def _discard_all() -> None:
             shutil.rmtree(spare.root, ignore_errors=True)
         shutil.rmtree(spare.trial_paths.trial_dir, ignore_errors=True)
         _POOL.held.discard(spare)
+    _remove_empty_dirs()
 
 
 atexit.register(_discard_all)
