@@ -37,6 +37,7 @@ import re
 import sys
 import tarfile
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -340,7 +341,16 @@ def _json_list(items: Iterable[str]) -> str:
     return json.dumps(list(items))
 
 
-_LOCKS: dict[str, asyncio.Lock] = {}
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def build_lock(tag: str) -> asyncio.Lock:
+    """This event loop's lock on building `tag`. Per loop: an asyncio.Lock is bound to the loop it
+    first waits in, and one shared by all refused a second `asyncio.run`'s trials (the
+    conformance suite's second run in one pytest process: "bound to a different event loop")."""
+    return _LOCKS.setdefault(asyncio.get_running_loop(), {}).setdefault(tag, asyncio.Lock())
 
 
 async def _run(*argv: str, stdin: int | None = None) -> tuple[int, str]:
@@ -364,8 +374,7 @@ async def image_key(tag: str) -> str | None:
 
 async def ensure_image(spec: ImageSpec) -> bool:
     """Build `spec` unless an image of its tag carries its key; True when it built."""
-    lock = _LOCKS.setdefault(spec.tag, asyncio.Lock())
-    async with lock:
+    async with build_lock(spec.tag):
         key = spec.key
         if await image_key(spec.tag) == key:
             return False

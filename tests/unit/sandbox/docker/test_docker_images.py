@@ -3,6 +3,7 @@ holds, when it is rebuilt, and that the modal preset builds and starts what the 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import tarfile
@@ -124,3 +125,19 @@ def test_modal_builds_and_starts_what_docker_does(dataset: Path) -> None:
         docker = docker_task_image(task)
         assert docker.command[: len(START_ARGV)] == START_ARGV
         assert modal_task_image(task) == docker, task.name
+
+
+def test_image_builds_wait_on_a_lock_in_one_event_loop_after_another() -> None:
+    """Trials of a second `asyncio.run` (a second conformance run in one process) wait on the
+    build lock too; one lock for all loops raised "bound to a different event loop"."""
+
+    async def contended() -> None:
+        async with images.build_lock("kwrl-task-x:1"):
+            waiter = asyncio.create_task(images.build_lock("kwrl-task-x:1").acquire())
+            await asyncio.sleep(0)
+            assert not waiter.done()
+        assert await waiter
+        images.build_lock("kwrl-task-x:1").release()
+
+    asyncio.run(contended())
+    asyncio.run(contended())
