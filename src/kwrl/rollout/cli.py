@@ -44,6 +44,7 @@ ROLLOUT_LEGACY = (*TRIAL_LEGACY, Legacy(("--agent", "-a"), _old_agent))
 
 
 def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     from kwrl.rollout.trial import read_trial
@@ -57,10 +58,11 @@ def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
             continue
         vid = key.removeprefix("criterion/")
         g = by_id.get(vid)
-        text = g.criteria if g is not None else ""
+        # The text quotes the agent's output (a rationale, a criterion on its answer): never markup.
+        text = escape(g.criteria) if g is not None else ""
         if g is not None and g.rationale:
-            text += f"\n[dim]{g.rationale}[/dim]"
-        table.add_row(vid, f"{value:g}", g.method if g is not None else "", text)
+            text += f"\n[dim]{escape(g.rationale)}[/dim]"
+        table.add_row(escape(vid), f"{value:g}", escape(g.method) if g is not None else "", text)
     return table
 
 
