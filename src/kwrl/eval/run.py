@@ -1,4 +1,4 @@
-"""Resumable evaluation runs: trials through kwrl's rollout runner, one outcome line per trial.
+"""Resumable evaluation runs: trials through kwrl's batch runner, one outcome line per trial.
 
 `run_eval(cfg)` evaluates `cfg.model` on every task of `cfg.dataset`, `n_samples` times each:
 
@@ -19,13 +19,13 @@ goes to the verifier as `KWRL_JUDGE`, with its settings and key variable
 Resuming: a sample already in trials.jsonl is done. A sample whose last attempt dir holds harbor's
 `result.json` (written only when a trial ends) with a final cause is adopted without rerunning (the
 run was killed between the trial's end and its jsonl line). Any other dir of a pending sample is
-what an interrupted trial left: it is deleted and the sample runs again. A truncated last jsonl
+what an interrupted trial left: it is deleted and the sample runs again (`recover_or_clear`,
+the batch runner's `recover` hook, in the sample's slot). A truncated last jsonl
 line (killed mid-write) is ignored.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import shutil
@@ -51,11 +51,13 @@ from kwrl.rollout.manifest import RunManifest
 from kwrl.rollout.masking import should_retry
 from kwrl.rollout.runner import (
     KWRL_AGENT,
+    BatchJob,
+    JobResult,
     RolloutConfig,
     TrialRecord,
     build_rollout_config,
     record_from_dir,
-    run_with_retries,
+    run_batch,
 )
 from kwrl.rollout.trial import read_trial
 from kwrl.tasks.taskdir import META_JSON, read_meta
@@ -268,30 +270,33 @@ async def run_eval(
         rcfg, handle = lend_policy(rcfg, f"eval-{uuid.uuid4().hex[:8]}")
     if on_start is not None:
         on_start(len(pending) + len(outcomes), len(outcomes))
-    sem = asyncio.Semaphore(cfg.concurrency)
     labels: dict[str, dict[str, str | None]] = {}
 
-    async def one(task_dir: Path, sample: int) -> None:
-        async with sem:
-            rec = recover_or_clear(trials_dir, task_dir.name, sample, cfg.retries)
-            if rec is None:
-                rc = rcfg
-                if cfg.sample_seed is not None and rcfg.agent == KWRL_AGENT:
-                    seed = trial_seed(cfg.sample_seed, task_dir.name, sample)
-                    rc = rcfg.model_copy(
-                        update={"agent_kwargs": {**rcfg.agent_kwargs, "seed": seed}}
-                    )
-                rec = (await run_with_retries(task_dir, rc, trials_dir, sample))[-1]
+    def job(task_dir: Path, sample: int) -> BatchJob:
+        if cfg.sample_seed is None or rcfg.agent != KWRL_AGENT:
+            return BatchJob(task_dir, sample)
+        seed = trial_seed(cfg.sample_seed, task_dir.name, sample)
+        kwargs = {**rcfg.agent_kwargs, "seed": seed}
+        return BatchJob(task_dir, sample, rcfg.model_copy(update={"agent_kwargs": kwargs}))
+
+    def recover(task_dir: Path, sample: int) -> TrialRecord | None:
+        return recover_or_clear(trials_dir, task_dir.name, sample, cfg.retries)
+
+    def done(result: JobResult) -> None:
+        task_dir = result.job.task_dir
         if task_dir.name not in labels:
             labels[task_dir.name] = task_labels(task_dir)
-        outcome = outcome_from_record(rec, labels[task_dir.name], cfg.out)
+        outcome = outcome_from_record(result.final, labels[task_dir.name], cfg.out)
         append_outcome(cfg.out, outcome)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
 
     try:
-        await asyncio.gather(*(one(t, s) for t, s in pending))
+        await run_batch(
+            [job(t, s) for t, s in pending], trials_dir, concurrency=cfg.concurrency,
+            config=rcfg, recover=recover, on_done=done,
+        )  # fmt: skip
     finally:
         if handle is not None:
             unregister_engine(handle)

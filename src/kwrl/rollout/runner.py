@@ -1,15 +1,19 @@
 """Batches of harbor trials: run, classify, retry, summarise.
 
-`run_rollout(task_dirs, config, out)` runs `n_samples` trials per task through harbor
-(`await Trial.create(cfg)` then `.run()`), at most `concurrency` at a time (an asyncio
-semaphore), each in the configured environment (default: the local bubblewrap sandbox). Every
-finished trial becomes a `TrialRecord`: its reward and per-criterion scores (reward.json), its
-`FailureCause` (kwrl.rollout.failures) and the training decision of its group
+`run_batch(jobs, trials_dir, concurrency=...)` is the one batch loop (rollout, eval and SkyRL's
+generator run their trials through it): each job (a task dir and sample, optionally its own config
+and group) runs through harbor (`await Trial.create(cfg)` then `.run()`), at most `concurrency` at
+a time (an asyncio semaphore, or one the caller shares), each in the configured environment
+(default: the local bubblewrap sandbox). Every finished trial becomes a `TrialRecord`: its reward
+and per-criterion scores (reward.json), its `FailureCause` (kwrl.rollout.failures) and, applied
+once per batch by `apply_group_decisions`, the training decision of its group
 (kwrl.rollout.masking). Infrastructure failures are retried up to `retries` times under a new
-trial name; earlier attempts' dirs stay for inspection. Harbor's trial dirs go to `<out>/trials/`,
-`summary.json` to `<out>/`. Each trial dir and each record (summary.json's rows) carries the
-trial's run manifest (`kwrl.rollout.manifest`: code, config hash, seeds, world, judge). `build_rollout_config(settings, model, ...)` is how every verb makes
-a `RolloutConfig` from the settings their configs share (`kwrl.rollout.settings.TrialSettings`).
+trial name; earlier attempts' dirs stay for inspection. `run_rollout(task_dirs, config, out)` runs
+`n_samples` trials per task: harbor's trial dirs go to `<out>/trials/`, `summary.json` to
+`<out>/`. Each trial dir and each record (summary.json's rows) carries the trial's run manifest
+(`kwrl.rollout.manifest`: code, config hash, seeds, world, judge).
+`build_rollout_config(settings, model, ...)` is how every verb makes a `RolloutConfig` from the
+settings their configs share (`kwrl.rollout.settings.TrialSettings`).
 
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
 (`sandbox`; `config` for a `ConfigError`, e.g. bad task.toml limits, which is not retried), so one
@@ -255,40 +259,122 @@ async def run_with_retries(
     return attempts
 
 
+@dataclass
+class BatchJob:
+    """One sample of one task in a batch (`run_batch`)."""
+
+    task_dir: Path
+    sample: int
+    config: RolloutConfig | None = None
+    """This job's config, over the batch's (e.g. a per-trial seed or session id)."""
+    group: str | None = None
+    """Its group for the training decisions (default: the task's name)."""
+
+
+@dataclass
+class JobResult:
+    """What `run_batch` made of one job: its attempts (the last one counts) and wall seconds."""
+
+    job: BatchJob
+    attempts: list[TrialRecord]
+    seconds: float
+    """From the job's start to its last attempt's end, its wait for a slot included."""
+
+    @property
+    def final(self) -> TrialRecord:
+        return self.attempts[-1]
+
+
+async def run_batch(
+    jobs: Sequence[BatchJob],
+    trials_dir: Path,
+    *,
+    concurrency: int | asyncio.Semaphore,
+    config: RolloutConfig | None = None,
+    recover: Callable[[Path, int], TrialRecord | None] | None = None,
+    on_done: Callable[[JobResult], None] | None = None,
+    train: bool | None = None,
+) -> list[JobResult]:
+    """Run `jobs` (each with retries, `run_with_retries`, under its own config or `config`), at
+    most `concurrency` at a time (an int, or a semaphore the caller shares across batches); one
+    result per job, in order. The batch runner of rollout, eval and SkyRL's generator.
+
+    `recover(task_dir, sample)`, called in the job's slot before it runs, may return the record of
+    a trial already finished (eval's resume): the job is then that record, nothing runs.
+    `on_done(result)` is called as each job ends, in the order they end. `train` True or False
+    applies `apply_group_decisions` to the final attempts once all ended (groups: each job's
+    `group`, else its task); None leaves the records as they ran.
+    """
+    sem = asyncio.Semaphore(concurrency) if isinstance(concurrency, int) else concurrency
+    configs: list[RolloutConfig] = []
+    for job in jobs:
+        cfg = job.config or config
+        if cfg is None:
+            raise ValueError(f"run_batch: job {job.task_dir.name} s{job.sample}: no config")
+        configs.append(cfg)
+
+    async def one(job: BatchJob, cfg: RolloutConfig) -> JobResult:
+        start = time.monotonic()
+        async with sem:
+            rec = recover(job.task_dir, job.sample) if recover is not None else None
+            if rec is not None:
+                attempts = [rec]
+            else:
+                attempts = await run_with_retries(job.task_dir, cfg, trials_dir, job.sample)
+        result = JobResult(job, attempts, time.monotonic() - start)
+        if on_done is not None:
+            on_done(result)
+        return result
+
+    results = list(await asyncio.gather(*map(one, jobs, configs)))
+    if train is not None:
+        groups = [r.job.group or r.final.task for r in results]
+        apply_group_decisions([r.final for r in results], groups, train=train)
+    return results
+
+
 async def run_rollout(
     task_dirs: Sequence[Path],
     cfg: RolloutConfig,
     out: Path,
     on_done: Callable[[TrialRecord], None] | None = None,
 ) -> list[TrialRecord]:
-    """Every sample of every task; returns the final attempt of each (group decisions applied)."""
+    """Every sample of every task (`run_batch`); returns the final attempt of each, group
+    decisions applied, and writes summary.json."""
     trials_dir = out / "trials"
     trials_dir.mkdir(parents=True, exist_ok=True)
-    sem = asyncio.Semaphore(cfg.concurrency)
     history: list[TrialRecord] = []
 
-    async def one(task_dir: Path, sample: int) -> TrialRecord:
-        async with sem:
-            attempts = await run_with_retries(task_dir, cfg, trials_dir, sample)
-        history.extend(attempts)
+    def done(result: JobResult) -> None:
+        history.extend(result.attempts)
         if on_done is not None:
-            on_done(attempts[-1])
-        return attempts[-1]
+            on_done(result.final)
 
-    jobs = [one(Path(t), s) for t in task_dirs for s in range(cfg.n_samples)]
-    finals = list(await asyncio.gather(*jobs))
-    apply_group_decisions(finals)
+    jobs = [BatchJob(Path(t), s) for t in task_dirs for s in range(cfg.n_samples)]
+    results = await run_batch(
+        jobs, trials_dir, concurrency=cfg.concurrency, config=cfg, on_done=done, train=True
+    )
+    finals = [r.final for r in results]
     write_json(out / "summary.json", summarize(finals, history, cfg))
     return finals
 
 
-def apply_group_decisions(records: list[TrialRecord]) -> None:
-    """Set each record's `trained` and `train_reward` by its group's decisions (a group: one
-    task's samples; `kwrl.rollout.masking.group_decisions`)."""
-    groups: dict[str, list[TrialRecord]] = {}
-    for r in records:
-        groups.setdefault(r.task, []).append(r)
-    for recs in groups.values():
+def apply_group_decisions(
+    records: list[TrialRecord], groups: Sequence[str] | None = None, *, train: bool = True
+) -> None:
+    """Set each record's `trained` and `train_reward`: with `train`, by its group's decisions
+    (`kwrl.rollout.masking.group_decisions`; `groups[i]` is `records[i]`'s group, default its
+    task: one task's samples); without, every record trains on its raw reward, 0 if ungraded (an
+    eval phase: nothing masked)."""
+    if not train:
+        for r in records:
+            r.trained, r.train_reward = True, r.reward if r.reward is not None else 0.0
+        return
+    keys = [r.task for r in records] if groups is None else groups
+    by_group: dict[str, list[TrialRecord]] = {}
+    for r, g in zip(records, keys, strict=True):
+        by_group.setdefault(g, []).append(r)
+    for recs in by_group.values():
         decisions = group_decisions([r.cause for r in recs], [r.reward for r in recs])
         for r, d in zip(recs, decisions, strict=True):
             r.trained, r.train_reward = d.trained, d.reward

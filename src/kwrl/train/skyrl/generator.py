@@ -2,8 +2,9 @@
 
 `await generate(GeneratorInput) -> GeneratorOutput`, one output row per input row, same order.
 Each row's env extras name a task dir (`task_path`, written by `kwrl.train.skyrl.data`); the row
-runs as one harbor trial (`kwrl.rollout.runner.run_with_retries`: KwrlAgent, the configured
-sandbox preset, the task's grader), retried on infrastructure failures. The agent samples from
+runs as one harbor trial (a job of `kwrl.rollout.runner.run_batch`: KwrlAgent, the configured
+sandbox preset, the task's grader), retried on infrastructure failures, at most the section's `concurrency`
+at a time across the generator's concurrent batches (one semaphore shared by them). The agent samples from
 SkyRL's inference endpoint (the router URL + `/v1`, spec `URL#MODEL`) over TITO completions, with a
 per-attempt session id (sticky routing) and the batch's weight version as cache salt.
 
@@ -12,8 +13,9 @@ from the trial dir by `kwrl.train.batch.trajectories_from_records`), not step-wi
 `prompt_token_ids` = the first prompt, `response_ids` = everything after it (tool observations
 included, loss mask 0 on them), `rollout_logprobs` aligned with `response_ids`.
 
-Masking (DESIGN §7, `kwrl.rollout.masking`), applied per prompt group (`instance_id`) in the
-training phase: a masked trial becomes a one-token placeholder row with loss mask [0] (the row
+Masking (DESIGN §7, `kwrl.rollout.masking`), applied by the batch runner
+(`kwrl.rollout.runner.apply_group_decisions`) per prompt group (`instance_id`) in the training
+phase: a masked trial becomes a one-token placeholder row with loss mask [0] (the row
 stays so SkyRL's group sizes hold, it carries no gradient) whose reward is the mean of its group's
 trained members (0 when none is). SkyRL's GRPO (`compute_grpo_outcome_advantage`) puts every row of
 a prompt's uid in the baseline, and the uids come from the prompts, not from this output; at the
@@ -30,7 +32,6 @@ masked: a failed trial scores its reward or 0, and its cause is counted in the m
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -46,12 +47,12 @@ from skyrl.train.generators.base import (
 from kwrl.agent.meta import AgentMeta
 from kwrl.errors import ConfigError
 from kwrl.rollout.failures import FailureCause
-from kwrl.rollout.masking import group_decisions
 from kwrl.rollout.runner import (
+    BatchJob,
     RolloutConfig,
     TrialRecord,
     build_rollout_config,
-    run_with_retries,
+    run_batch,
 )
 from kwrl.rollout.trial import read_trial
 from kwrl.train.batch import Trajectory, trajectories_from_records
@@ -161,21 +162,6 @@ class KwrlHarborGenerator(GeneratorInterface):
             trials, self.policy_spec, agent=s.harbor_agent, agent_kwargs=kwargs
         )
 
-    async def _run_one(
-        self,
-        task_dir: Path,
-        tid: TrajectoryID,
-        trials_dir: Path,
-        tag: str,
-        version: int | None,
-        sampling: dict[str, Any] | None,
-    ) -> tuple[list[TrialRecord], float]:
-        cfg = self.rollout_config(f"{tag}-{tid.to_string()}", version, sampling)
-        start = time.monotonic()
-        async with self._semaphore():
-            attempts = await run_with_retries(task_dir, cfg, trials_dir, tid.repetition_id)
-        return attempts, time.monotonic() - start
-
     # ------------------------------------------------------------------ generate
 
     async def generate(
@@ -205,16 +191,20 @@ class KwrlHarborGenerator(GeneratorInterface):
         version = self.weight_version()
         sampling = input_batch.get("sampling_params")
 
-        results = await asyncio.gather(
-            *(
-                self._run_one(t, tid, trials_dir, tag, version, sampling)
-                for t, tid in zip(task_dirs, tids, strict=True)
+        jobs = [
+            BatchJob(
+                t, tid.repetition_id,
+                self.rollout_config(f"{tag}-{tid.to_string()}", version, sampling),
+                tid.instance_id,
             )
+            for t, tid in zip(task_dirs, tids, strict=True)
+        ]  # fmt: skip
+        results = await run_batch(
+            jobs, trials_dir, concurrency=self._semaphore(), train=phase == "train"
         )
-        finals = [attempts[-1] for attempts, _ in results]
-        history = [a for attempts, _ in results for a in attempts]
-        seconds = [s for _, s in results]
-        self.apply_decisions(finals, [t.instance_id for t in tids], train=phase == "train")
+        finals = [r.final for r in results]
+        history = [a for r in results for a in r.attempts]
+        seconds = [r.seconds for r in results]
         files = [read_trial(r.trial_dir) for r in finals]
         trajs = trajectories_from_records(finals, version or 0, files)
         metas = [f.agent_meta for f in files]
@@ -224,21 +214,6 @@ class KwrlHarborGenerator(GeneratorInterface):
             **_skyrl_metrics(out),
         }
         return out
-
-    @staticmethod
-    def apply_decisions(records: list[TrialRecord], groups: list[str], *, train: bool) -> None:
-        """DESIGN §7 per prompt group (training), or raw rewards (eval)."""
-        if not train:
-            for r in records:
-                r.trained, r.train_reward = True, r.reward if r.reward is not None else 0.0
-            return
-        by_group: dict[str, list[TrialRecord]] = defaultdict(list)
-        for r, g in zip(records, groups, strict=True):
-            by_group[g].append(r)
-        for recs in by_group.values():
-            decisions = group_decisions([r.cause for r in recs], [r.reward for r in recs])
-            for r, d in zip(recs, decisions, strict=True):
-                r.trained, r.train_reward = d.trained, d.reward
 
     def build_output(
         self,

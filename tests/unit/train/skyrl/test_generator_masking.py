@@ -1,8 +1,8 @@
 """KwrlHarborGenerator's masking (DESIGN §7) and its output through SkyRL's own consumers.
 
-The trial seam is faked (`run_with_retries` writes a harbor-shaped result.json per trial with the
-agent's TITO metadata); the generator, kwrl's masking and SkyRL's validation / zero-variance
-filter / tensor conversion / GRPO advantages are the real code.
+The trial seam is faked (the batch runner's `run_with_retries` writes a harbor-shaped result.json
+per trial with the agent's TITO metadata); the generator, kwrl's batch runner and masking, and
+SkyRL's validation / zero-variance filter / tensor conversion / GRPO advantages are the real code.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
+from kwrl.rollout import runner as runner_mod
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, TrialRecord
-from kwrl.train.skyrl import generator as gen_mod
 from kwrl.train.skyrl.config import KwrlSection
 from kwrl.train.skyrl.generator import KwrlHarborGenerator
 
@@ -123,7 +123,7 @@ async def test_an_infra_error_in_a_group_zeroes_the_whole_groups_loss_masks(
         "b": [(OK, 0.5, _meta(5, 6))],
         "b:1": [(FailureCause.SANDBOX, None, {})],  # every attempt fails: 2 retries, group masked
     })  # fmt: skip
-    monkeypatch.setattr(gen_mod, "run_with_retries", fake)
+    monkeypatch.setattr(runner_mod, "run_with_retries", fake)
     out = await generator.generate(_input(["a", "b"], tmp_path, 2))  # type: ignore[arg-type]
 
     assert out["loss_masks"][0] == _meta(4, 9)["loss_mask"]
@@ -147,7 +147,7 @@ async def test_failures_the_policy_causes_train_with_reward_zero_and_no_timeout_
         "hung:1": [(FailureCause.POLICY_TIMEOUT, None, _meta(2, 2))],
     }
     fake = FakeTrials(outcomes)
-    monkeypatch.setattr(gen_mod, "run_with_retries", fake)
+    monkeypatch.setattr(runner_mod, "run_with_retries", fake)
     out = await generator.generate(_input(["cut", "slow", "hung"], tmp_path, 2))  # type: ignore[arg-type]
 
     assert out["rewards"][:4] == [0.0, 0.0, 0.0, 0.0]
@@ -169,7 +169,7 @@ async def test_eval_phase_masks_nothing(
     generator: KwrlHarborGenerator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeTrials({"x": [(FailureCause.AGENT_TIMEOUT, 0.25, _meta(3, 4))]})
-    monkeypatch.setattr(gen_mod, "run_with_retries", fake)
+    monkeypatch.setattr(runner_mod, "run_with_retries", fake)
     out = await generator.generate(_input(["x"], tmp_path, 2, phase="eval"))  # type: ignore[arg-type]
     assert out["rewards"] == [0.25, 0.25]
     assert out["loss_masks"][0] == _meta(3, 4)["loss_mask"]
@@ -189,7 +189,7 @@ async def test_output_passes_skyrls_validation_filter_conversion_and_grpo(
         "flat": [(OK, 0.5, _meta(6, 3))],
         "bad": [(FailureCause.VERIFIER, None, {})],
     })  # fmt: skip
-    monkeypatch.setattr(gen_mod, "run_with_retries", fake)
+    monkeypatch.setattr(runner_mod, "run_with_retries", fake)
     batch = _input(["var", "flat", "bad"], tmp_path, 2)
     out = await generator.generate(batch)  # type: ignore[arg-type]
     out.pop("rollout_metrics")
@@ -238,7 +238,7 @@ async def test_a_masked_member_does_not_move_its_groups_grpo_advantages(
         "g:1": [(FailureCause.POLICY_TIMEOUT, None, _meta(2, 2))],
         "g:2": [(OK, 0.0, _meta(3, 5))],
     })  # fmt: skip
-    monkeypatch.setattr(gen_mod, "run_with_retries", fake)
+    monkeypatch.setattr(runner_mod, "run_with_retries", fake)
     batch = _input(["g"], tmp_path, 3)
     out = await generator.generate(batch)  # type: ignore[arg-type]
     assert out["loss_masks"][1] == [0]
