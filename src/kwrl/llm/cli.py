@@ -31,6 +31,12 @@ def serve(
     ),
     max_context: int | None = typer.Option(None, help="Context window (default: the model's)."),
     threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's choice)."),
+    tool_call_parser: str = typer.Option(
+        "hermes",
+        help="Tool-call format of chat completions (vLLM's flag): hermes (Qwen2.5, SmolLM2), "
+        "qwen3_xml (Qwen3-Coder, Qwen3.5) or glm4; tools a model's template does not render are "
+        "written in it, and calls in it come back as OpenAI tool_calls.",
+    ),
 ) -> None:
     """Serve MODEL over HTTP: /v1/completions, /v1/chat/completions, /v1/models, /health."""
     import os
@@ -43,8 +49,13 @@ def serve(
     import uvicorn
 
     from kwrl.llm.engines.local import Engine, EngineConfig
+    from kwrl.llm.formats import get_format
     from kwrl.llm.server import build_app
 
+    try:
+        get_format(tool_call_parser)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--tool-call-parser") from None
     cfg = EngineConfig(
         model=model,
         dtype=dtype,  # type: ignore[arg-type]
@@ -56,7 +67,7 @@ def serve(
         threads=threads,
     )
     engine = Engine.from_config(cfg)
-    app = build_app(engine, served_name or model)
+    app = build_app(engine, served_name or model, tool_call_parser)
     from kwrl.net import bind_tcp
 
     sock = bind_tcp(host, port)

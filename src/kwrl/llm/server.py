@@ -6,8 +6,10 @@ Routes (vLLM's shapes, so the same client talks to `kwrl serve` and a vLLM fleet
   `top_logprobs` holds only that token), vLLM's `return_token_ids` (the choice then carries
   `prompt_token_ids` and `token_ids`). `session_id`, `cache_salt` and `user` are accepted and
   ignored: one process has one cache and no routing.
-- `POST /v1/chat/completions`: `messages`, `tools` (rendered into the template; `<tool_call>` JSON
-  in the answer comes back as OpenAI `tool_calls`, finish reason `tool_calls`), `logprobs`,
+- `POST /v1/chat/completions`: `messages`, `tools` (rendered into the template; calls written in
+  the server's tool-call format, `kwrl serve --tool-call-parser` as vLLM names it: Hermes'
+  `<tool_call>` JSON by default, `qwen3_xml` or `glm4` for those models, come back as OpenAI
+  `tool_calls`, finish reason `tool_calls`), `logprobs`,
   `return_token_ids`. Message contents are tokenized with special tokens split
   (`tool_prompt.chat_prompt_ids`): a `<|im_end|>` written in a message is text, never a turn.
 - `GET /v1/models`, `GET /health`; `POST /kwrl/load_weights {"path"}` loads safetensors weights
@@ -33,6 +35,7 @@ from starlette.routing import Route
 from kwrl.errors import KwrlError
 from kwrl.llm.base import FinishReason, SamplingParams
 from kwrl.llm.engines.base import EngineOutput, SamplingEngine
+from kwrl.llm.formats import get_format
 from kwrl.llm.tool_prompt import chat_prompt_ids, parse_tool_calls
 
 
@@ -43,9 +46,14 @@ class BadRequest(Exception):
         self.code = code
 
 
-def build_app(engine: SamplingEngine, served_name: str | None = None) -> Starlette:
-    """The ASGI app serving `engine` under model name `served_name` (any requested name is accepted)."""
+def build_app(
+    engine: SamplingEngine, served_name: str | None = None, tool_call_parser: str = "hermes"
+) -> Starlette:
+    """The ASGI app serving `engine` under model name `served_name` (any requested name is
+    accepted); chat tool calls are rendered and parsed in format `tool_call_parser`
+    (`kwrl.llm.formats`; a ValueError naming the known ones otherwise)."""
     name = served_name or engine.name
+    fmt = get_format(tool_call_parser).name
 
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "weight_version": engine.weight_version})
@@ -95,7 +103,7 @@ def build_app(engine: SamplingEngine, served_name: str | None = None) -> Starlet
         if "max_completion_tokens" in body and "max_tokens" not in body:
             body["max_tokens"] = body["max_completion_tokens"]
         params = _params(body, default_max=engine.max_context)
-        prompt = chat_prompt_ids(engine.tokenizer, messages, tools)
+        prompt = chat_prompt_ids(engine.tokenizer, messages, tools, fmt=fmt)
         _check_room(engine, prompt)
         n = _int(body, "n", 1)
         jobs = [(prompt, _nth(params, k)) for k in range(n)]
@@ -103,14 +111,7 @@ def build_app(engine: SamplingEngine, served_name: str | None = None) -> Starlet
         ids = bool(body.get("return_token_ids"))
         choices = []
         for i, out in enumerate(outs):
-            content, calls = parse_tool_calls(out.text) if tools else (out.text, [])
-            message: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                message["content"] = content or None
-                message["tool_calls"] = calls
-            choice: dict[str, Any] = {"index": i, "message": message, **_finish(out)}
-            if calls and out.finish_reason == FinishReason.STOP:
-                choice["finish_reason"] = "tool_calls"
+            choice = chat_choice(i, out, tools, fmt)
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": _chat_logprobs(engine, out)}
             if ids:
@@ -222,6 +223,22 @@ def _check_room(engine: SamplingEngine, ids: list[int]) -> None:
             f"request has {len(ids)} input tokens. Please reduce the length of the input messages.",
             code="context_length_exceeded",
         )
+
+
+def chat_choice(
+    index: int, out: EngineOutput, tools: list[dict[str, Any]] | None, fmt: str = "hermes"
+) -> dict[str, Any]:
+    """One chat completion choice: the sampled text, its tool calls in format `fmt` split out as
+    OpenAI `tool_calls` when the request offered tools (finish reason `tool_calls` then)."""
+    content, calls = parse_tool_calls(out.text, fmt, tools) if tools else (out.text, [])
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["content"] = content or None
+        message["tool_calls"] = calls
+    choice: dict[str, Any] = {"index": index, "message": message, **_finish(out)}
+    if calls and out.finish_reason == FinishReason.STOP:
+        choice["finish_reason"] = "tool_calls"
+    return choice
 
 
 async def _generate_all(

@@ -279,14 +279,19 @@ class ContentSpecials:
 
 
 def chat_prompt_ids(
-    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    fmt: str = "hermes",
 ) -> list[int]:
     """Token ids of `chat_prompt_text`: the template's own special tokens as special ids, none
     added, and a special token's text inside a message's content as plain text (split), as the
     tokenizer's `split_special_tokens` reads it (`ContentSpecials`). Content without such text
-    tokenizes as the whole prompt always did."""
+    tokenizes as the whole prompt always did. Tools and calls a template does not render itself
+    are written in tool-call format `fmt`."""
     msgs, native = template_messages(
-        messages, tools, native_tools=template_renders_tools(tokenizer)
+        messages, tools, native_tools=template_renders_tools(tokenizer), fmt=fmt
     )
     specials = ContentSpecials(tokenizer)
     marked, any_marked = specials.mark(msgs)

@@ -5,8 +5,9 @@ the chat rendering of `kwrl.llm.tool_prompt` look a format up in by name.
 Every format kwrl speaks wraps a call in `<tool_call>...</tool_call>`; `blocks` splits sampled
 text into calls, errors and content with one contract for all of them (see its docstring); `base`
 is the interface (`ToolCallFormat`) and the schema typing the XML formats share. `hermes` is the
-JSON format (Qwen2.5, SmolLM2; the engine's chat path and `kwrl serve` speak it); `qwen3_xml`
-(Qwen3-Coder, Qwen3.5) and `glm4` (GLM 4.5-4.7) are XML.
+JSON format (Qwen2.5, SmolLM2; the engine's chat path speaks it, and `kwrl serve` unless its
+`--tool-call-parser` names another); `qwen3_xml` (Qwen3-Coder, Qwen3.5) and `glm4` (GLM 4.5-4.7)
+are XML.
 """
 
 from __future__ import annotations
