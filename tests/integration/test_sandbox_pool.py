@@ -92,14 +92,27 @@ async def test_concurrent_trials_never_share_a_spare(tmp_path: Path) -> None:
         make_environment(task, tmp_path / f"t{i}", sandbox_dir=str(tmp_path / "sbx"), pool=2)
         for i in range(6)
     ]
-    await envs[0].start(force_build=False)
-    await envs[0].stop(delete=True)  # two spares take its place
-    await asyncio.gather(*(e.start(force_build=False) for e in envs[1:]))
+    await asyncio.gather(*(e.start(force_build=False) for e in envs[:2]))
+    await asyncio.gather(*(e.stop(delete=True) for e in envs[:2]))  # a spare takes each one's place
+    await asyncio.gather(*(e.start(force_build=False) for e in envs[2:]))
     try:
         roots = {e.root for e in envs}
         assert len(roots) == len(envs)
-        assert sum(e._spare_dir is not None for e in envs) == 2
+        assert sum(e._spare_dir is not None for e in envs[2:]) == 2
     finally:
         await asyncio.gather(*(e.stop(delete=True) for e in envs))
         await pool.drain()
     assert LocalEnvironment.leftovers() == []
+
+
+async def test_the_pool_holds_at_most_its_size_in_all_worlds(tmp_path: Path) -> None:
+    task = make_dataset(tmp_path / "ds", 1)[0]
+    for i, pids in enumerate((300, 301, 302)):  # three worlds (keys), one after the other
+        env = make_environment(
+            task, tmp_path / f"t{i}", sandbox_dir=str(tmp_path / "sbx"), pool=1, pids_max=pids
+        )
+        await env.start(force_build=False)
+        await env.stop(delete=True)
+        assert pool.pooled() == 1  # the last world's spare; the older one is being ended
+    await pool.drain()
+    assert pool.pooled() == 0 and LocalEnvironment.leftovers() == []

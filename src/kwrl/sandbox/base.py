@@ -77,9 +77,10 @@ class LocalSandboxConfig(KwrlConfig):
     gateway_mode: Literal["fork", "exec"] = "fork"
     """fork: fork the gateway from a warm process that has imported it (fast); exec: cold start."""
     pool: int = Field(default=0, ge=0)
-    """Spare sandboxes kept started per world (`kwrl.sandbox.local.pool`): a trial's start() takes
-    one (~1 ms instead of ~60-100 ms) and each trial's stop() starts one in the background. Each
-    idle spare holds a sandbox and a gateway (~5 MB); 0 (the default) starts every trial cold."""
+    """Spare sandboxes kept started (`kwrl.sandbox.local.pool`): a trial's start() takes one of its
+    world (~1 ms instead of ~60-100 ms); each trial's stop() starts one of its world (up to this
+    many), ending older spares of other worlds beyond this many in all. Each idle spare holds a
+    sandbox and a gateway (~5 MB); 0 (the default) starts every trial cold."""
     memory_mb: int = Field(default=4096, gt=0)
     """Memory limit of the whole trial when task.toml sets none (MiB)."""
     pids_max: int = Field(default=512, gt=0)

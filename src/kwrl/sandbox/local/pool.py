@@ -2,8 +2,9 @@
 
 A trial's start() builds a sandbox root, the trial's cgroups, the bwrap sandbox and the world
 gateway (~100 ms on a loaded 2-core box, `benchmarks/sandbox.py`). With `pool: N`, each trial's
-stop() tops up, in the background, N spares of its world; the next start() of a trial of that
-world takes one, so its start() does only what is per trial: the host checks, the spare's logs
+stop() starts, in the background, a spare of its world (up to N of it), and ends the oldest
+spares of other worlds while more than N are pooled in all (the pool's memory stays bounded however many worlds
+a run has); the next start() of a trial of that world takes one, so its start() does only what is per trial: the host checks, the spare's logs
 linked into its trial dir, and `mcp_url` set. Refilled at stop(), not at start(): a spare then
 replaces a trial that ended, and its start-up does not compete for the CPU with the new trial's
 first moments (on a busy 2-core box, refilling at start() doubled the claimant's first MCP session).
@@ -60,6 +61,8 @@ class _Pool:
         self.spares: dict[Hashable, deque[asyncio.Task[LocalState]]] = {}
         self.held: set[LocalState] = set()
         """Spares built and not yet taken by a trial (started, starting or stopping)."""
+        self.retiring: set[asyncio.Task[None]] = set()
+        """Spares being ended (`_retire`)."""
         self.dirs: set[Path] = set()
         """The pool dirs made (`pool_dir`), removed once empty when the pool is drained."""
         self.keeper: AsyncGenerator[None] | None = None
@@ -115,13 +118,40 @@ async def claim(env: LocalState) -> LocalState | None:
 
 
 def refill(env: LocalState) -> None:
-    """Start spares for `env`'s world in the background until `settings.pool` are pooled."""
+    """Start a spare of `env`'s world in the background (one per stopped trial) unless it has
+    `settings.pool`; then end the oldest spares of other worlds while the pool holds more than
+    `settings.pool` in all."""
     k = key(env)
-    if k is None or env.settings.pool <= 0 or _POOL.loop is not asyncio.get_running_loop():
+    n = env.settings.pool
+    if k is None or n <= 0 or _POOL.loop is not asyncio.get_running_loop():
         return  # `claim` binds the loop first
-    q = _POOL.spares.setdefault(k, deque())
-    while len(q) < env.settings.pool:
+    q = _POOL.spares.pop(k, None) or deque()
+    _POOL.spares[k] = q  # the most recent world last
+    if len(q) < n:
         q.append(asyncio.create_task(_start_spare(env)))
+    for other in list(_POOL.spares):
+        while other != k and _POOL.spares[other] and pooled() > n:
+            _retire(_POOL.spares[other].popleft())
+        if not _POOL.spares[other]:
+            del _POOL.spares[other]
+
+
+def pooled() -> int:
+    """How many spares the pool holds now (started or starting), all worlds."""
+    return sum(len(q) for q in _POOL.spares.values())
+
+
+def _retire(task: asyncio.Task[LocalState]) -> None:
+    """End a spare taken out of the pool, in the background (`drain` waits for it)."""
+    ending = asyncio.create_task(_end(task))
+    _POOL.retiring.add(ending)
+    ending.add_done_callback(_POOL.retiring.discard)
+
+
+async def _end(task: asyncio.Task[LocalState]) -> None:
+    task.cancel()  # one still starting stops itself (`_start_spare`)
+    with contextlib.suppress(BaseException):
+        await _stop(await task)
 
 
 def adopt(env: LocalState, spare: LocalState) -> None:
@@ -166,12 +196,7 @@ async def drain() -> None:
         await _bind_loop()
     tasks = [t for q in _POOL.spares.values() for t in q]
     _POOL.spares.clear()
-    for t in tasks:
-        t.cancel()  # one still starting stops itself (`_start_spare`)
-    for t in tasks:
-        with contextlib.suppress(BaseException):
-            spare = await t
-            await _stop(spare)
+    await asyncio.gather(*(_end(t) for t in tasks), *list(_POOL.retiring))
     _remove_empty_dirs()
 
 
