@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,8 +29,14 @@ def _ready_then_quiet(argv: list[str]) -> None:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith(READY)
-        for fd in (1, 2):
-            assert os.readlink(f"/proc/{proc.pid}/fd/{fd}") == "/dev/null"
+        deadline = time.monotonic() + 30  # it swaps its fds right after the line
+        links: list[str] = []
+        while time.monotonic() < deadline:
+            links = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in (1, 2)]
+            if links == ["/dev/null", "/dev/null"]:
+                break
+            time.sleep(0.01)
+        assert links == ["/dev/null", "/dev/null"]
         assert proc.poll() is None  # it waits for orphans to reap
     finally:
         proc.kill()
