@@ -72,7 +72,7 @@ _ensure_pydantic()
 import torch  # noqa: E402
 
 from kwrl.llm.base import SamplingParams  # noqa: E402
-from kwrl.llm.engine import Engine  # noqa: E402
+from kwrl.llm.engines import Engine  # noqa: E402
 from kwrl.train.algorithms import grpo_advantages  # noqa: E402
 from kwrl.train.batch import Trajectory, collate  # noqa: E402
 from kwrl.train.local.learner import Learner, LearnerConfig  # noqa: E402

@@ -69,7 +69,7 @@ def dataset(a: argparse.Namespace) -> Path:
 def run_mode(a: argparse.Namespace, data: Path, continuous: bool, rep: int) -> dict[str, Any]:
     from kwrl.agent.config import AgentConfig
     from kwrl.eval.run import EvalConfig, run_eval
-    from kwrl.llm.engine import EngineConfig, shared_engine
+    from kwrl.llm.engines import EngineConfig, shared_engine
     from kwrl.llm.packaged import resolve_model
     from kwrl.train.smoke import SMOKE_TOOLS
 

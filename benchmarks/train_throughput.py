@@ -287,7 +287,7 @@ def bench_rollout(model: torch.nn.Module, n: int, p_len: int, new: int) -> dict[
     prompts = [torch.randint(10, 150000, (p_len,)).tolist() for _ in range(n)]
     try:
         from kwrl.llm.base import SamplingParams
-        from kwrl.llm.engine import Engine
+        from kwrl.llm.engines import Engine
 
         engine = Engine(model, _tiny_tokenizer(), max_batch_size=n)  # type: ignore[arg-type]
         params = SamplingParams(max_tokens=new, temperature=1.0)

@@ -115,9 +115,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
 
-    from kwrl.llm.engine import EngineConfig, shared_engine
+    from kwrl.llm.engines import EngineConfig, VLLMConfig, VLLMEngine, shared_engine
     from kwrl.llm.packaged import resolve_model
-    from kwrl.llm.vllm_engine import VLLMConfig, VLLMEngine
 
     path = resolve_model(a.model)
     res: dict[str, Any] = {"model": a.model, "prompt_len": a.prompt_len, "new": a.new}

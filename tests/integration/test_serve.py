@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from kwrl.llm.base import FinishReason, SamplingParams
-from kwrl.llm.engine import Engine, EngineConfig
+from kwrl.llm.engines import Engine, EngineConfig
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.tool_prompt import chat_prompt_ids
 

@@ -46,7 +46,7 @@ from kwrl.eval.metrics import (
 )
 from kwrl.grading.grade import CriterionGrade
 from kwrl.io import write_json
-from kwrl.llm.engine import unregister_engine
+from kwrl.llm.engines import unregister_engine
 from kwrl.rollout.manifest import RunManifest
 from kwrl.rollout.masking import should_retry
 from kwrl.rollout.runner import (

@@ -2,17 +2,15 @@
 
 The engine family lives in `kwrl.llm.engines` (protocol, registry, the in-process engine split
 into batching, decode and weights, vLLM). This module keeps the import paths callers use
-(`from kwrl.llm.engine import Engine, EngineConfig, shared_engine, register_engine`); new code
-imports from `kwrl.llm.engines`.
+(`from kwrl.llm.engine import Engine, EngineConfig, shared_engine, register_engine`); kwrl itself
+imports from `kwrl.llm.engines`; these paths stay for code outside kwrl for one release.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
 from kwrl.llm.engines.base import EngineOutput, SamplingEngine
 from kwrl.llm.engines.local import Engine, EngineConfig
-from kwrl.llm.engines.registry import live_engine, load_engine, register_engine, unregister_engine
+from kwrl.llm.engines.registry import live_engine, register_engine, shared_engine, unregister_engine
 
 __all__ = [
     "Engine",
@@ -24,9 +22,3 @@ __all__ = [
     "shared_engine",
     "unregister_engine",
 ]
-
-
-def shared_engine(cfg: EngineConfig) -> Engine:
-    """The in-process engine `cfg` names, one per distinct config in this process
-    (`kwrl.llm.engines.load_engine("engine", cfg.model, cfg)`)."""
-    return cast(Engine, load_engine("engine", cfg.model, cfg))

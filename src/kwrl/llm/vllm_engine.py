@@ -7,10 +7,8 @@ client (`vllm:MODEL`) in `kwrl.llm.engine_client`. This module keeps the import 
 
 from __future__ import annotations
 
-from typing import cast
-
 from kwrl.llm.engine_client import VLLMClient
-from kwrl.llm.engines.registry import load_engine
+from kwrl.llm.engines.registry import shared_vllm_engine
 from kwrl.llm.engines.vllm import (
     VLLMConfig,
     VLLMEngine,
@@ -30,9 +28,3 @@ __all__ = [
     "shared_vllm_engine",
     "vllm_sampling",
 ]
-
-
-def shared_vllm_engine(model: str, cfg: VLLMConfig) -> VLLMEngine:
-    """One vLLM engine per (model, config) in this process: the trainer and every trial's agent
-    sample from (and the trainer pushes weights into) the same one."""
-    return cast(VLLMEngine, load_engine("vllm", model, cfg))

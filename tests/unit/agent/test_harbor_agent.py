@@ -41,7 +41,7 @@ def test_tokenizer_is_the_named_one_else_the_policys_own_else_the_served_names(
     tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kwrl.agent.tokenizer import load_tokenizer
-    from kwrl.llm.engine import EngineConfig
+    from kwrl.llm.engines import EngineConfig
     from kwrl.llm.policy import PolicyConfig, build_policy
 
     monkeypatch.delenv("KWRL_TOKENIZER", raising=False)

@@ -23,7 +23,7 @@ from kwrl.eval.run import (
     task_labels,
     trial_seed,
 )
-from kwrl.llm.engine import live_engine, unregister_engine
+from kwrl.llm.engines import live_engine, unregister_engine
 from kwrl.llm.policy import PolicyConfig, build_policy
 from kwrl.rollout.failures import FailureCause
 

@@ -33,7 +33,7 @@ def smollm2_tokenizer(smollm2_dir: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def engine(smollm2_dir: Path) -> Iterator[Any]:
-    from kwrl.llm.engine import Engine, EngineConfig
+    from kwrl.llm.engines import Engine, EngineConfig
 
     # One torch thread: if torch was imported before this conftest, OMP_WAIT_POLICY came too late,
     # and two spinning workers on a shared 2-core box cost far more than they bring.

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from kwrl.llm.base import FinishReason, SamplingParams
-from kwrl.llm.engine import Engine
 from kwrl.llm.engine_client import EngineClient
+from kwrl.llm.engines import Engine
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.server import build_app
 from kwrl.llm.tool_prompt import chat_prompt_ids

@@ -11,7 +11,7 @@ import torch
 
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.base import FinishReason, SamplingParams
-from kwrl.llm.engine import Engine
+from kwrl.llm.engines import Engine
 
 
 def forward_logprobs(
@@ -174,7 +174,7 @@ def test_the_process_exits_cleanly_while_the_engine_decodes(smollm2_dir: Path) -
     code = f"""
         import time
         from kwrl.llm.base import SamplingParams
-        from kwrl.llm.engine import Engine, EngineConfig
+        from kwrl.llm.engines import Engine, EngineConfig
         e = Engine.from_config(EngineConfig(model={str(smollm2_dir)!r}, threads=1))
         fut = e.submit(list(range(10, 200)), SamplingParams(max_tokens=4000))
         while e.stats["decode_steps"] < 3:

@@ -18,7 +18,7 @@ from transformers import LlamaForCausalLM
 
 from kwrl.errors import PolicyError
 from kwrl.llm.base import SamplingParams
-from kwrl.llm.engine import Engine
+from kwrl.llm.engines import Engine
 
 GREEDY = SamplingParams(max_tokens=16, temperature=0.0)
 

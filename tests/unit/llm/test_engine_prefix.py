@@ -15,7 +15,7 @@ from tiny_models import fresh_logprobs, tiny_llama
 from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig
 
 from kwrl.llm.base import SamplingParams
-from kwrl.llm.engine import Engine
+from kwrl.llm.engines import Engine
 from kwrl.llm.kv_cache import PrefixStore, common_prefix_len, reusable_layers
 
 

@@ -14,7 +14,7 @@ from transformers import LlamaForCausalLM
 
 from kwrl.errors import ConfigError
 from kwrl.llm.base import SamplingParams
-from kwrl.llm.engine import Engine
+from kwrl.llm.engines import Engine
 
 
 @pytest.fixture(scope="module")

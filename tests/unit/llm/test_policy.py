@@ -10,8 +10,8 @@ import pytest
 from kwrl.config import load_config
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.base import SamplingParams
-from kwrl.llm.engine import live_engine, register_engine, unregister_engine
 from kwrl.llm.engine_client import EngineClient, LiveEngineClient
+from kwrl.llm.engines import live_engine, register_engine, unregister_engine
 from kwrl.llm.litellm_chat import LiteLLMChatClient
 from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.policy import POLICIES, PolicyConfig, build_policy, lend_engine, split_spec

@@ -15,15 +15,15 @@ import pytest
 from gpu_helpers import cuda_and_vllm
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.base import FinishReason, SamplingParams
-from kwrl.llm.policy import POLICIES, PolicyConfig, split_spec
-from kwrl.llm.vllm_engine import (
-    VLLMClient,
+from kwrl.llm.engine_client import VLLMClient
+from kwrl.llm.engines.vllm import (
     VLLMConfig,
     engine_args,
     finish_reason,
     sampled_logprobs,
     vllm_sampling,
 )
+from kwrl.llm.policy import POLICIES, PolicyConfig, split_spec
 
 
 def test_vllm_spec_names_the_vllm_client() -> None:
@@ -88,8 +88,8 @@ def test_vllm_engine_tito_and_weight_push() -> None:  # pragma: no cover - GPU o
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
+    from kwrl.llm.engines import VLLMEngine
     from kwrl.llm.packaged import resolve_model
-    from kwrl.llm.vllm_engine import VLLMEngine
 
     path = resolve_model("smollm2-135m")
     eng = VLLMEngine(path, VLLMConfig(gpu_memory_utilization=0.2))
@@ -199,8 +199,8 @@ def test_a_cancelled_generate_is_aborted_and_the_worker_serves_on(
 def test_vllm_engine_aborts_a_cancelled_generate() -> None:  # pragma: no cover - GPU only
     import asyncio
 
+    from kwrl.llm.engines import VLLMEngine
     from kwrl.llm.packaged import resolve_model
-    from kwrl.llm.vllm_engine import VLLMEngine
 
     eng = VLLMEngine(resolve_model("smollm2-135m"), VLLMConfig(gpu_memory_utilization=0.2))
     prompt = eng.tokenizer("The capital of France is")["input_ids"]

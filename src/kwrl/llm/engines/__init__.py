@@ -20,6 +20,8 @@ from kwrl.llm.engines.registry import (
     live_engine,
     load_engine,
     register_engine,
+    shared_engine,
+    shared_vllm_engine,
     unregister_engine,
 )
 from kwrl.llm.engines.vllm import VLLMConfig, VLLMEngine
@@ -35,5 +37,7 @@ __all__ = [
     "live_engine",
     "load_engine",
     "register_engine",
+    "shared_engine",
+    "shared_vllm_engine",
     "unregister_engine",
 ]

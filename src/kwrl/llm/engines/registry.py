@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.engines.base import SamplingEngine
 from kwrl.llm.spec import live_spec
+
+if TYPE_CHECKING:
+    from kwrl.llm.engines.local import Engine, EngineConfig
+    from kwrl.llm.engines.vllm import VLLMConfig, VLLMEngine
 
 
 def _load_local(model: str, cfg: Any) -> SamplingEngine:
@@ -71,6 +75,18 @@ def load_engine(kind: str, model: str, settings: KwrlConfig) -> SamplingEngine:
         if key not in _LOADED:
             _LOADED[key] = loader(model, settings)
         return _LOADED[key]
+
+
+def shared_engine(cfg: EngineConfig) -> Engine:
+    """The in-process engine `cfg` names, one per distinct config in this process
+    (`load_engine("engine", cfg.model, cfg)`)."""
+    return cast("Engine", load_engine("engine", cfg.model, cfg))
+
+
+def shared_vllm_engine(model: str, cfg: VLLMConfig) -> VLLMEngine:
+    """One vLLM engine per (model, config) in this process: the trainer and every trial's agent
+    sample from (and the trainer pushes weights into) the same one."""
+    return cast("VLLMEngine", load_engine("vllm", model, cfg))
 
 
 def register_engine(handle: str, engine: SamplingEngine) -> str:

@@ -16,9 +16,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig
-from kwrl.llm.engine import EngineConfig
+from kwrl.llm.engines import EngineConfig, VLLMConfig
 from kwrl.llm.spec import live_spec, make_spec
-from kwrl.llm.vllm_engine import VLLMConfig
 from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
 from kwrl.train.losses import POLICY_LOSSES, DPPOLoss, PolicyLossConfig
 
@@ -257,7 +256,7 @@ class TrainConfig(TrialSettings):
     ) -> RolloutConfig:
         """How a batch's trials run: KwrlAgent on the `rollout_engine` over `policy_dir`, graded by
         `judge`. With `handle`, the agents sample from the engine the trainer registered under it
-        (`live:HANDLE`, `kwrl.llm.engine.register_engine`) and never load one of their own."""
+        (`live:HANDLE`, `kwrl.llm.engines.register_engine`) and never load one of their own."""
         model = live_spec(handle) if handle else make_spec(self.rollout_engine, str(policy_dir))
         policy = {
             "engine": engine.model_dump(mode="json"),

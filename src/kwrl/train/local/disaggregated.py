@@ -118,7 +118,7 @@ def worker_main(
     """A generation worker: engine + weight receiver + rollouts of the shards it is sent."""
     import torch
 
-    from kwrl.llm.engine import register_engine, shared_engine
+    from kwrl.llm.engines import register_engine, shared_engine
 
     cfg = TrainConfig.model_validate(cfg_json)
     dcfg = cfg.disaggregated

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.io import write_json, write_text
-from kwrl.llm.engine import register_engine, unregister_engine
+from kwrl.llm.engines import register_engine, unregister_engine
 from kwrl.llm.spec import live_spec
 from kwrl.rollout.settings import TrialSettings
 from kwrl.train.local.config import TrainConfig

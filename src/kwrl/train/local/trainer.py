@@ -3,7 +3,7 @@
 Rollouts go through exactly the path evaluation uses: `kwrl.rollout.run_rollout` runs harbor
 trials in the configured environment (the local sandbox by default) with `KwrlAgent`, whose policy
 is `live:<handle>`: the trainer loads its engine (`engine` or `vllm` over the model dir) and
-registers it under its own handle (`kwrl.llm.engine.register_engine`), so the agents sample from
+registers it under its own handle (`kwrl.llm.engines.register_engine`), so the agents sample from
 the very object the trainer pushes the learner's weights into after every step (a handle no one
 registered is an error, never a second model); the engine applies them between batches.
 
@@ -54,7 +54,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kwrl.config import save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_text
-from kwrl.llm.engine import register_engine
+from kwrl.llm.engines import register_engine
 from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
 from kwrl.train.batch import Trajectory, collate, trajectories_from_records
@@ -185,12 +185,12 @@ class RLTrainer:
     @property
     def engine(self) -> Any:
         if self._engine is None and self.cfg.rollout_engine == "vllm":
-            from kwrl.llm.vllm_engine import shared_vllm_engine
+            from kwrl.llm.engines import shared_vllm_engine
 
             self._engine = shared_vllm_engine(str(self.policy_dir), self.cfg.vllm)
             self._engine.weight_version = self.learner.version
         if self._engine is None:
-            from kwrl.llm.engine import shared_engine
+            from kwrl.llm.engines import shared_engine
 
             self._engine = shared_engine(self.engine_cfg)
             self._engine.weight_version = self.learner.version

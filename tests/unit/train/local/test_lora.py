@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from kwrl.errors import ConfigError
 from kwrl.llm.base import SamplingParams
-from kwrl.llm.engine import Engine
+from kwrl.llm.engines import Engine
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
 from kwrl.train.local.config import LoRAConfig, TrainConfig

@@ -12,7 +12,7 @@ def engine_process(model_dir: str, port: int, to_parent: Any, requests: Any, out
     import torch
 
     from kwrl.llm.base import SamplingParams
-    from kwrl.llm.engine import Engine
+    from kwrl.llm.engines import Engine
     from kwrl.train.local.weight_sync import WeightReceiver, close_groups, init_groups
 
     torch.set_num_threads(1)
