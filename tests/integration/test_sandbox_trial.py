@@ -76,7 +76,8 @@ async def test_failing_agents_are_classified_and_the_others_go_on(tmp_path: Path
     assert summary["retries"] == 0
     assert not leftovers(os.getpid())
     sandboxes = Path("/tmp/kwrl-sandboxes")
-    assert not list(sandboxes.glob(f"{os.getpid()}-*"))
+    # the gateway zygote's dir is the process's, not a trial's (an earlier test may have started it)
+    assert not [d for d in sandboxes.glob(f"{os.getpid()}-*") if not d.name.endswith("-zygote")]
 
 
 def test_the_stock_harbor_cli_runs_the_local_environment(tmp_path: Path) -> None:

@@ -224,10 +224,16 @@ async def _start_spare(env: LocalState) -> LocalState:
         **{**env._ctor_settings, "pool": 0},
     )
     _POOL.held.add(spare)
+    # start() is never cancelled midway: its cgroups are made in a worker thread that a
+    # cancellation does not stop, so a stop() meanwhile could remove them before they exist (a
+    # cgroup left behind). Cancelled, this waits for the start to end, then stops the spare.
+    starting = asyncio.ensure_future(spare.start(force_build=False))
     try:
-        await spare.start(force_build=False)
+        await asyncio.shield(starting)
     except BaseException:
-        await asyncio.shield(_stop(spare))
+        with contextlib.suppress(BaseException):
+            await starting
+        await _stop(spare)
         raise
     return spare
 
