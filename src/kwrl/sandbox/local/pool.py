@@ -1,13 +1,14 @@
 """Pre-started spare sandboxes (`LocalSandboxConfig.pool`): `start()` takes one instead of building one.
 
 A trial's start() builds a sandbox root, the trial's cgroups, the bwrap sandbox and the world
-gateway (~100 ms on a loaded 2-core box, `benchmarks/sandbox.py`). With `pool: N`, each trial's
-stop() starts, in the background, a spare of its world (up to N of it), and ends the oldest
-spares of other worlds while more than N are pooled in all (the pool's memory stays bounded however many worlds
-a run has); the next start() of a trial of that world takes one, so its start() does only what is per trial: the host checks, the spare's logs
-linked into its trial dir, and `mcp_url` set. Refilled at stop(), not at start(): a spare then
-replaces a trial that ended, and its start-up does not compete for the CPU with the new trial's
-first moments (on a busy 2-core box, refilling at start() doubled the claimant's first MCP session).
+gateway (~60-100 ms on a loaded 2-core box, `benchmarks/sandbox.py`). With `pool: N`, each
+trial's stop() starts, in the background, a spare of its world (up to N of it), and ends the
+oldest spares of other worlds while more than N are pooled in all (the pool's memory stays
+bounded however many worlds a run has). The next start() of a trial of that world takes one
+(~1 ms): it does only what is per trial, the host checks, the spare's logs linked into its trial
+dir, and `mcp_url` set. Refilled at stop(), not at start(): a spare then replaces a trial that
+ended, and its start-up does not compete for the CPU with the new trial's first moments (on a busy
+2-core box, refilling at start() doubled the claimant's first MCP session).
 
 A spare is started exactly as a trial's sandbox (the same `LocalEnvironment.start()`) by an
 environment built from the trial's own constructor arguments but a spare dir under
@@ -26,8 +27,8 @@ world's layers, the limits and storage, the mount targets; a trial with mounts o
 Spares belong to the event loop that started them and end with it (`asyncio.run` closing it, or
 a start() on another loop first), or at exit (`atexit`); `await drain()`
 (`LocalEnvironment.drain()`) ends them now. `pooled_names()` lets `LocalEnvironment.leftovers()`
-leave out what the pool holds (no trial's). Not a default: a dataset whose tasks each run once
-would start a spare per world that no trial takes.
+leave out what the pool holds (no trial's). Not a default: where each task runs once, every
+trial's stop() starts a spare that no trial takes.
 """
 
 from __future__ import annotations
