@@ -190,7 +190,7 @@ def _headline(ev: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-RL_STEP_KEYS = ("step", "trials", "trainable_trials", "reward_mean", "loss", "skipped")
+RL_STEP_KEYS = ("step", "trials", "trainable_trials", "reward_mean", "loss", "skipped", "causes")
 """What `rl_steps` keeps of a metrics line by default."""
 
 
@@ -213,7 +213,10 @@ def rl_steps(metrics: Path, keys: tuple[str, ...] = RL_STEP_KEYS) -> list[dict[s
 
 
 def _step_line(m: dict[str, Any]) -> str:
-    head = f"step {m['step']}: reward {m.get('reward_mean', 0.0):.3f}"
+    reward = m.get("reward_mean")  # None: no trial of the step was trained (all masked)
+    head = f"step {m['step']}: reward " + (f"{reward:.3f}" if reward is not None else "none")
+    if reward is None and m.get("causes"):  # why nothing was trained
+        head += f" (causes: {', '.join(f'{k} {v}' for k, v in sorted(m['causes'].items()))})"
     if "skipped" in m:
         return f"{head}, skipped ({m['skipped']})"
     trained = f"{m.get('trainable_trials')}/{m.get('trials')} trials trained"

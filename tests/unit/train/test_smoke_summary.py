@@ -28,6 +28,15 @@ def test_rl_steps_keep_the_last_line_of_a_redone_step(tmp_path: Path) -> None:
     assert rl_steps(tmp_path / "missing.jsonl") == []
 
 
+def test_a_step_with_nothing_trained_says_why_instead_of_failing() -> None:
+    # every trial of the step failed on infrastructure: the trainer logs reward_mean null
+    m = {"step": 1, "trials": 16, "trainable_trials": 0, "reward_mean": None,
+         "causes": {"verifier": 15, "max_tokens": 1}, "skipped": "no trainable trajectory"}  # fmt: skip
+    assert _step_line(m) == (
+        "step 1: reward none (causes: max_tokens 1, verifier 15), skipped (no trainable trajectory)"
+    )
+
+
 def test_rl_steps_leave_out_stale_batch_lines(tmp_path: Path) -> None:
     # The async trainer logs a dropped stale batch under the last trained step's number.
     lines = [
