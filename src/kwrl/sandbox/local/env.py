@@ -289,7 +289,8 @@ class LocalEnvironment(Phases, WorldGateway):
             report.write(self.trial_paths.trial_dir)
         if self.root is not None and not self.settings.keep_root:
             await asyncio.to_thread(shutil.rmtree, self.root, True)
-        await asyncio.to_thread(pool.release, self)
+        if self._spare_dir is not None:  # it took a pooled spare: its logs and dir
+            await asyncio.to_thread(pool.release, self)
         if self.settings.pool:  # a spare takes this trial's place
             pool.refill(self)
 

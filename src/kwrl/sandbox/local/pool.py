@@ -175,7 +175,7 @@ def release(env: LocalState) -> None:
     """At `env.stop()`: the logs of its spare that could not be linked appended to its trial dir's,
     and the spare dir removed."""
     src = env._spare_dir
-    if src is None:
+    if src is None:  # `LocalEnvironment.stop()` calls it only for a trial that took a spare
         return
     for name in _LOG_FILES:
         if name in env._spare_linked or not (src / name).is_file():
