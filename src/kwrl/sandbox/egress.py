@@ -11,9 +11,14 @@ listener an agent's file names) or the host's networks directly. What it may rea
   `host[:port]` listed in `KWRL_JUDGE_EGRESS` (comma-separated: a provider kwrl does not know);
 - under harbor's verifier network mode `allowlist`, the task's `allowed_hosts` (names, `*.`
   wildcards, addresses, networks; any port);
-- under mode `public` (harbor's default), also any host whose every address is global: never a
-  loopback, private, link-local or other special-purpose address (the connection goes to the
-  address checked, so a name cannot rebind to another).
+- under mode `public` (harbor's default), also any host whose every address is public
+  (`is_public`): never a loopback, private, link-local, multicast or other special-purpose
+  address (every block of IANA's IPv4 and IPv6 special-purpose registries, `SPECIAL_V4` and
+  `SPECIAL_V6`, those Python's `is_global` admits included: 192.0.0.0/24, 192.88.99.0/24,
+  5f00::/16, ...), and an IPv6 address that embeds an IPv4 one (IPv4-mapped, IPv4-compatible,
+  SIIT, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4, Teredo: `embedded_ipv4`) is judged by
+  the IPv4 address it embeds, so `[64:ff9b::7f00:1]` is 127.0.0.1 on a cluster with NAT64. The
+  connection goes to the address checked, so a name cannot rebind to another.
 
 Mode `no-network` starts no proxy. Inside, the verifier's command runs under this module as a
 program (`python -I -m kwrl.sandbox.egress_relay --port P --socket S -- CMD...`, `relay_argv`): it listens
@@ -107,10 +112,17 @@ class Allowlist:
 
     def _addressed(self, addrs: list[str]) -> bool:
         nets = [n for n in map(_network, self.hosts) if n is not None]
-        ips = [ipaddress.ip_address(a) for a in addrs]
-        if nets and all(any(ip in n for n in nets) for ip in ips):
+        ips = [ipaddress.ip_address(a.partition("%")[0]) for a in addrs]
+
+        def listed(ip: IPAddress) -> bool:  # itself, or every IPv4 address it embeds
+            embedded = embedded_ipv4(ip)
+            if any(ip in n for n in nets):
+                return True
+            return bool(embedded) and all(any(a in n for n in nets) for a in embedded)
+
+        if nets and all(listed(ip) for ip in ips):
             return True
-        return self.public and all(ip.is_global for ip in ips)
+        return self.public and all(is_public(ip) for ip in ips)
 
     def follow(self, policy: NetworkPolicy, env: Mapping[str, str]) -> bool:
         """Admit what a verifier command may reach now: the judge its `env` names and harbor's
@@ -139,6 +151,92 @@ class Allowlist:
         if not addrs or not self._addressed(addrs):
             return None
         return addrs[0], port
+
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _nets(*cidrs: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(c) for c in cidrs)
+
+
+SPECIAL_V4 = _nets(
+    "0.0.0.0/8",  # "this network"
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",  # private
+    "100.64.0.0/10",  # shared address space (carrier-grade NAT)
+    "127.0.0.0/8",  # loopback
+    "169.254.0.0/16",  # link-local (cloud metadata: 169.254.169.254)
+    "192.0.0.0/24",  # IETF protocol assignments (192.0.0.8 dummy, 192.0.0.170 NAT64 discovery, ...)
+    "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",  # documentation
+    "192.31.196.0/24", "192.175.48.0/24",  # AS112
+    "192.52.193.0/24",  # AMT
+    "192.88.99.0/24",  # 6to4 relay anycast (deprecated): relays into an embedded address
+    "198.18.0.0/15",  # benchmarking
+    "224.0.0.0/4",  # multicast
+    "240.0.0.0/4",  # reserved, 255.255.255.255 limited broadcast
+)  # fmt: skip
+"""Every block of IANA's IPv4 Special-Purpose Address Registry (globally reachable or not: no judge
+sits in one), and multicast."""
+
+SPECIAL_V6 = _nets(
+    "::/8",  # unspecified, loopback, IPv4-compatible and -translated (these judged by the IPv4)
+    "64:ff9b::/96", "64:ff9b:1::/48",  # NAT64 (judged by the IPv4 they embed)
+    "100::/64", "100:0:0:1::/64",  # discard-only, dummy prefix
+    "2001::/23",  # IETF protocol assignments: Teredo (judged by its IPv4s), ORCHID, AMT, AS112...
+    "2001:db8::/32", "3fff::/20",  # documentation
+    "2002::/16",  # 6to4 (judged by the IPv4 it embeds)
+    "2620:4f:8000::/48",  # AS112 direct delegation
+    "5f00::/16",  # SRv6 SIDs
+    "fc00::/7",  # unique local
+    "fe80::/10", "fec0::/10",  # link-local, site-local (deprecated)
+    "ff00::/8",  # multicast
+)  # fmt: skip
+"""Every block of IANA's IPv6 Special-Purpose Address Registry, and the rest of what is not
+global unicast."""
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def _rfc6052(ip: ipaddress.IPv6Address, prefix_len: int) -> ipaddress.IPv4Address:
+    """The IPv4 address in `ip` as RFC 6052 places it after a prefix of `prefix_len` bits (bits
+    64-71, the "u" octet, skipped below /96)."""
+    b = ip.packed
+    if prefix_len == 96:
+        return ipaddress.IPv4Address(b[12:])
+    b = b[:8] + b[9:]
+    return ipaddress.IPv4Address(b[prefix_len // 8 : prefix_len // 8 + 4])
+
+
+def embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for (empty for one that embeds none): IPv4-mapped
+    (::ffff:a.b.c.d) and -translated (::ffff:0:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64
+    (64:ff9b::a.b.c.d; 64:ff9b:1::/48 under every prefix length RFC 6052 allows there), 6to4
+    (2002:AABB:CCDD::) and Teredo (its server and its client)."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    high = int(ip) >> 32
+    if high in (0, 0xFFFF0000) or ip in _NAT64:  # compatible, translated, NAT64 /96
+        return [_rfc6052(ip, 96)]
+    if ip in _NAT64_LOCAL:
+        return [_rfc6052(ip, n) for n in (48, 56, 64, 96)]
+    return []
+
+
+def is_public(ip: IPAddress) -> bool:
+    """`ip` is global unicast outside every special-purpose block (`SPECIAL_V4`, `SPECIAL_V6`);
+    an IPv6 address that embeds IPv4 is public when every IPv4 address it embeds is."""
+    embedded = embedded_ipv4(ip)
+    if embedded:
+        return all(is_public(a) for a in embedded)
+    special = SPECIAL_V4 if isinstance(ip, ipaddress.IPv4Address) else SPECIAL_V6
+    return ip.is_global and not any(ip in n for n in special)
 
 
 def _network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
