@@ -5,7 +5,8 @@ loopback-only network, its pid namespace, the trial's `sandbox` cgroup, no capab
 environment) serving the listening socket `listen_fd`, which the host made at
 `<root>/run/gateway.sock` (`/kwrl/run/gateway.sock` inside, read-only there), and returns once the
 gateway prints `kwrl-gateway ready` (docs/contracts.md), i.e. once its tools are listable. stdout is
-drained afterwards; stderr goes to `<trial>/gateway.log`. `launch` (`kwrl.sandbox.base.GatewayLaunch`)
+drained afterwards; stderr is a pipe the host copies into `<trial>/gateway.log`, at most
+`kwrl.sandbox.outputs.LOG_CAP` bytes of it (`pump_log`), so nothing inside grows a host file. `launch` (`kwrl.sandbox.base.GatewayLaunch`)
 holds what the sandbox tells its gateway: its init's pid, its cgroups, the argv that enters it, the
 log; the starter never sees the environment object.
 
@@ -23,13 +24,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import os
 import socket
 import sys
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kwrl.errors import SandboxError
 from kwrl.sandbox.base import GATEWAY_READY, GatewayLaunch, base_env, sandbox_python
+from kwrl.sandbox.outputs import pump_log
 
 
 @dataclass(frozen=True)
@@ -111,12 +115,39 @@ async def start_gateway(
     launch: GatewayLaunch, listen_fd: int
 ) -> tuple[asyncio.subprocess.Process | None, asyncio.Task[None] | None, ProcRef | None]:
     """Start the gateway serving `listen_fd` in `launch`'s sandbox; returns (launcher process,
-    stdout drain task, the gateway process itself) once it is ready. Fork mode has no launcher."""
-    if launch.mode == "fork":
-        from kwrl.sandbox.zygote import fork_gateway
+    one task draining its stdout and pumping its stderr into the log, the gateway process
+    itself) once it is ready. Fork mode has no launcher."""
+    log_r, log_w = os.pipe()
+    log = asyncio.create_task(pump_log(log_r, launch.log))
+    try:
+        if launch.mode == "fork":
+            from kwrl.sandbox.zygote import fork_gateway
 
-        pid, drain = await fork_gateway(launch, listen_fd)
-        return None, drain, proc_ref(pid)
+            pid, drain = await fork_gateway(launch, listen_fd, log_w)
+            os.close(log_w)
+            return None, asyncio.create_task(_both(drain, log)), proc_ref(pid)
+        proc = await _exec_gateway(launch, listen_fd, log_w)
+        os.close(log_w)
+        assert proc.stdout is not None
+        return proc, asyncio.create_task(_both(_drain(proc.stdout), log)), _inner_process(proc.pid)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.close(log_w)
+        if not isinstance(e, SandboxError):
+            log.cancel()
+            raise
+        with contextlib.suppress(TimeoutError):  # the gateway has exited: its log ends soon
+            await asyncio.wait_for(asyncio.shield(log), 5)
+        log.cancel()
+        tail = launch.log.read_text(errors="replace")[-2000:]
+        raise SandboxError(f"{e}: {tail}") from e
+
+
+async def _exec_gateway(
+    launch: GatewayLaunch, listen_fd: int, log_fd: int
+) -> asyncio.subprocess.Process:
+    """exec mode: a cold gateway entering the sandbox through `launch.enter_argv`; returns once
+    it is ready."""
     argv = [
         *launch.enter_argv,
         sandbox_python(),
@@ -125,19 +156,15 @@ async def start_gateway(
         "kwrl.sandbox.gateway",
         str(listen_fd),
     ]
-    log = open(launch.log, "ab")  # noqa: SIM115
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log,
-            start_new_session=True,
-            env=base_env(None),
-            pass_fds=(listen_fd,),
-        )
-    finally:
-        log.close()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log_fd,
+        start_new_session=True,
+        env=base_env(None),
+        pass_fds=(listen_fd,),
+    )
     assert proc.stdout is not None
     try:
         async with asyncio.timeout(launch.timeout_s):
@@ -145,15 +172,16 @@ async def start_gateway(
                 line = await proc.stdout.readline()
                 if not line:
                     rc = await proc.wait()
-                    tail = launch.log.read_text(errors="replace")[-2000:]
-                    raise SandboxError(f"world gateway exited ({rc}) before it was ready: {tail}")
+                    raise SandboxError(f"world gateway exited ({rc}) before it was ready")
                 if line.startswith(GATEWAY_READY):
-                    break
+                    return proc
     except TimeoutError as e:
-        raise SandboxError(
-            f"world gateway not ready after {launch.timeout_s} s (see {launch.log})"
-        ) from e
-    return proc, asyncio.create_task(_drain(proc.stdout)), _inner_process(proc.pid)
+        raise SandboxError(f"world gateway not ready after {launch.timeout_s} s") from e
+
+
+async def _both(*waits: Awaitable[None]) -> None:
+    """One task over a gateway's stdout drain and its log pump (cancelling it ends both)."""
+    await asyncio.gather(*waits)
 
 
 def serve_fd(fd: int) -> None:

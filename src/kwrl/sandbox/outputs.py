@@ -10,6 +10,10 @@
   one output dir of an environment, naming what it left out as paths inside.
 - `empty_dir(d)`: the verifier's output dir emptied without following links, so the only reward
   file harbor can read afterwards is the grader's own.
+- `pump_log(stream, path)`: a log the sandbox writes (the world gateway's stderr, a pipe) into a
+  host file, at most `LOG_CAP` bytes of it; the rest is read and counted, never written, so
+  neither a flood of tool errors nor malformed HTTP on the gateway's socket grows the host's disk
+  (a file-size limit would have the kernel kill the writer with SIGXFSZ, or fail its writes).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from kwrl.errors import SandboxError
 
 OUTPUT_CAP = 16 * 2**20
 """Bytes of stdout (and of stderr) an `exec` keeps: the head and tail, with a marker between."""
+LOG_CAP = 2**20
+"""Bytes of a sandbox's log (the world gateway's) kept in the host's trial dir: its head."""
 _MAX_DEPTH = 32  # dirs nested deeper in the agent's outputs are left out
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -77,6 +83,34 @@ async def communicate(proc: asyncio.subprocess.Process, stdin: bytes | None) -> 
     )
     await proc.wait()
     return out, err
+
+
+async def read_pipe(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    """A stream over the read end `fd` of a pipe (closed with the transport)."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0)
+    )
+    return reader, transport
+
+
+async def pump_log(fd: int, path: Path, cap: int = LOG_CAP) -> None:
+    """Append what the pipe `fd` carries to the host file `path` until `cap` bytes of it are
+    written; read and count the rest. At its end (EOF, or cancelled) a last line says how many
+    bytes were dropped, if any, and `fd` is closed. The writer never sees a failed write."""
+    room, dropped = cap, 0
+    reader, transport = await read_pipe(fd)
+    with open(path, "ab", buffering=0) as f:
+        try:
+            while chunk := await reader.read(1 << 16):
+                if room > 0:
+                    f.write(chunk[:room])
+                dropped += max(0, len(chunk) - room)
+                room -= min(room, len(chunk))
+        finally:
+            transport.close()
+            if dropped:
+                f.write(f"\n[kwrl: log capped at {cap} bytes; {dropped} more dropped]\n".encode())
 
 
 def empty_dir(d: Path) -> None:

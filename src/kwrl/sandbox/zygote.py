@@ -5,20 +5,22 @@ that has already imported it costs milliseconds, and the child shares those page
 One zygote runs per host process (`python -m kwrl.sandbox.zygote SOCKET`, a child that dies with
 its parent). For each request it forks; the child
 
-1. joins the trial's `sandbox` cgroups and opens the gateway's log (host paths, before entering);
+1. joins the trial's `sandbox` cgroups (host paths, before entering);
 2. `setns` into the sandbox init's ipc, uts, net, pid and mount namespaces, then chroots to the
    sandbox root; forks again so the server is inside the sandbox's pid namespace (it dies with it);
 3. drops every capability (bounding set, permitted, effective), sets no_new_privs, so the
    gateway and the code it runs (`code_execution`) have the same rights as agent commands, and
    makes itself non-dumpable, so agent code cannot read its memory or environ through /proc;
 4. serves the gateway app on the listening socket the host made at `/kwrl/run/gateway.sock`;
-   its ready line goes to a pipe. Both fds come with the request (SCM_RIGHTS).
+   its ready line goes to a pipe, its stderr to another, which the host copies into the trial's
+   gateway.log up to a cap (`kwrl.sandbox.outputs.pump_log`). The three fds come with the request
+   (SCM_RIGHTS); the gateway logs each record on one short line (`serve_app`).
 
 The zygote starts from a minimal environment (`base_env`), never the host's, so no API key is in
 its memory or in what its children inherit.
 
-The request protocol is one JSON object per connection, with two fds attached (the ready pipe,
-the listening socket); the answer is `{"pid": <gateway pid on the host>}` or `{"error": "..."}`.
+The request protocol is one JSON object per connection, with three fds attached (the ready pipe,
+the listening socket, the log pipe); the answer is `{"pid": <gateway pid on the host>}` or `{"error": "..."}`.
 A malformed request gets an error answer; the zygote goes on serving.
 """
 
@@ -30,6 +32,7 @@ import contextlib
 import ctypes
 import gc
 import json
+import logging
 import os
 import select
 import shutil
@@ -44,6 +47,7 @@ from typing import Any
 
 from kwrl.errors import SandboxError
 from kwrl.sandbox.base import GATEWAY_READY, SANDBOX_GATEWAY_SOCKET, GatewayLaunch, base_env
+from kwrl.sandbox.outputs import read_pipe
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -80,21 +84,54 @@ def _drop_capabilities(libc: ctypes.CDLL) -> None:
         raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
 
 
+LOG_LINE_MAX = 1000
+"""Characters of one gateway log record (its message and its exception's), on one line."""
+
+
+class BriefRecords(logging.Filter):
+    """Every record on one line of at most `LOG_LINE_MAX` characters, its traceback reduced to the
+    exception's type and message: a tool error's message holds the agent's argument, and fastmcp
+    printed its traceback whole (a 1 MiB path made 1.4 MB of gateway.log per call)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            text += f" [{type(exc).__name__}: {str(exc)[: LOG_LINE_MAX * 2]}]"
+        text = text.replace("\n", "\\n")
+        if len(text) > LOG_LINE_MAX:
+            text = f"{text[:LOG_LINE_MAX]}... [{len(text) - LOG_LINE_MAX} characters cut]"
+        record.msg, record.args = text, None
+        record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+def log_briefly() -> None:
+    """Every handler this process has (uvicorn's, the root's) takes `BriefRecords`; fastmcp's own
+    (rich, a traceback handler) are dropped for the root's."""
+    fastmcp = logging.getLogger("fastmcp")
+    fastmcp.handlers.clear()
+    fastmcp.propagate = True
+    brief = BriefRecords()
+    loggers = [logging.getLogger(), *logging.root.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            handler.addFilter(brief)
+
+
 def serve_app(app: Any, sock: socket.socket) -> None:
     """Serve a gateway app on a listening socket; print the gateway's ready line once serving."""
-    import logging
-
     import uvicorn
 
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s"
     )
     uds = SANDBOX_GATEWAY_SOCKET
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    log_briefly()  # after uvicorn's Config, which installs its handlers
 
     async def run() -> None:
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-        )
+        server = uvicorn.Server(config)
         task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started:
             if task.done():
@@ -107,14 +144,13 @@ def serve_app(app: Any, sock: socket.socket) -> None:
     asyncio.run(run())
 
 
-def _child(
-    req: _Request, out_fd: int, listen_fd: int, report_fd: int, libc: ctypes.CDLL, app: Any
-) -> None:
-    """Runs in the forked child: enter the sandbox, fork the server, report its pid, exit."""
+def _child(req: _Request, fds: list[int], report_fd: int, libc: ctypes.CDLL, app: Any) -> None:
+    """Runs in the forked child: enter the sandbox, fork the server, report its pid, exit.
+    `fds`: the ready pipe, the listening socket, the log pipe."""
+    out_fd, listen_fd, log_fd = fds
     os.setsid()
     for f in req["cgroup_procs"]:
         Path(f).write_text(str(os.getpid()))
-    log_fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     ns_pid = int(req["ns_pid"])
     ns_fds = [os.open(f"/proc/{ns_pid}/ns/{ns}", os.O_RDONLY) for ns in _NAMESPACES]
     root_fd = os.open(f"/proc/{ns_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
@@ -154,12 +190,12 @@ class _Request(dict[str, Any]):
 
 def _parse_request(msg: bytes, fds: list[int]) -> _Request:
     """The request in `msg`, checked; ValueError on anything else (the zygote answers an error)."""
-    if len(fds) != 2:
-        raise ValueError(f"expected 2 fds (ready pipe, listening socket), got {len(fds)}")
+    if len(fds) != 3:
+        raise ValueError(f"expected 3 fds (ready pipe, listening socket, log pipe), got {len(fds)}")
     req = json.loads(msg)
     if not isinstance(req, dict):
         raise ValueError("request is not a JSON object")
-    ns_pid, procs, log = req.get("ns_pid"), req.get("cgroup_procs"), req.get("log")
+    ns_pid, procs = req.get("ns_pid"), req.get("cgroup_procs")
     if not isinstance(ns_pid, int) or isinstance(ns_pid, bool) or ns_pid <= 1:
         raise ValueError("ns_pid: expected a pid")
     if not isinstance(procs, list) or not all(
@@ -167,8 +203,6 @@ def _parse_request(msg: bytes, fds: list[int]) -> _Request:
         for f in procs
     ):
         raise ValueError("cgroup_procs: expected cgroup.procs paths under /sys/fs/cgroup")
-    if not isinstance(log, str) or not log.startswith("/"):
-        raise ValueError("log: expected an absolute path")
     return _Request(req)
 
 
@@ -250,7 +284,7 @@ def serve_zygote(path: str) -> None:
             conn.settimeout(_REQUEST_TIMEOUT_S)
             fds: list[int] = []
             try:
-                msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 2)
+                msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
                 answer = _handle(srv, _parse_request(msg, fds), fds, libc, app)
             except (OSError, ValueError) as e:  # a malformed request must not end the zygote
                 answer = {"error": f"bad request: {e}"}
@@ -271,7 +305,7 @@ def _handle(
         try:
             srv.close()
             os.close(r)
-            _child(req, fds[0], fds[1], w, libc, app)
+            _child(req, fds, w, libc, app)
         except BaseException as e:  # the child must never return into the loop
             with contextlib.suppress(Exception):
                 os.write(2, f"kwrl-zygote child: {e!r}\n".encode())
@@ -351,38 +385,34 @@ def _request(path: str, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
     return json.loads(data)
 
 
-async def fork_gateway(launch: GatewayLaunch, listen_fd: int) -> tuple[int, asyncio.Task[None]]:
-    """Fork a gateway serving `listen_fd` into `launch`'s sandbox; returns (host pid, stdout drain
-    task) once ready."""
+async def fork_gateway(
+    launch: GatewayLaunch, listen_fd: int, log_fd: int
+) -> tuple[int, asyncio.Task[None]]:
+    """Fork a gateway serving `listen_fd` into `launch`'s sandbox, its stderr the pipe `log_fd`;
+    returns (host pid, stdout drain task) once ready."""
     timeout = launch.timeout_s
     path = await asyncio.to_thread(_ZYGOTE.ensure, timeout)
     r, w = os.pipe()
-    req = {
-        "ns_pid": launch.ns_pid,
-        "cgroup_procs": list(launch.cgroup_procs),
-        "log": str(launch.log),
-    }
+    req = {"ns_pid": launch.ns_pid, "cgroup_procs": list(launch.cgroup_procs)}
     try:
-        answer = await asyncio.to_thread(_request, path, req, [w, listen_fd])
+        answer = await asyncio.to_thread(_request, path, req, [w, listen_fd, log_fd])
     finally:
         os.close(w)
     if "pid" not in answer:
         os.close(r)
-        raise SandboxError(f"gateway zygote: {answer.get('error')} (see gateway.log)")
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(r, "rb", 0)
-    )
+        raise SandboxError(f"gateway zygote: {answer.get('error')}")
+    reader, transport = await read_pipe(r)
     try:
         async with asyncio.timeout(timeout):
             while True:
                 line = await reader.readline()
                 if not line:
-                    log = launch.log.read_text(errors="replace")
-                    raise SandboxError(f"world gateway exited before it was ready: {log[-2000:]}")
+                    raise SandboxError("world gateway exited before it was ready")
                 if line.startswith(GATEWAY_READY):
                     break
+    except TimeoutError as e:
+        transport.close()
+        raise SandboxError(f"world gateway not ready after {timeout} s") from e
     except BaseException:
         transport.close()
         raise

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.outputs import capped, copy_out, empty_dir, sync_out
+from kwrl.sandbox.outputs import capped, copy_out, empty_dir, pump_log, sync_out
 
 
 async def _read(data: bytes, cap: int) -> bytes:
@@ -85,3 +85,41 @@ def test_sync_out_names_what_it_left_out_once_as_paths_inside(tmp_path: Path) ->
     assert dropped == ["/logs/agent/link"]
     sync_out(tmp_path / "gone", dst, "/logs/artifacts", set(), dropped)
     assert dropped == ["/logs/agent/link", "/logs/artifacts/."]
+
+
+async def test_a_log_pumped_from_a_pipe_keeps_its_head_up_to_the_cap(tmp_path: Path) -> None:
+    log = tmp_path / "gateway.log"
+    log.write_bytes(b"before\n")
+    r, w = os.pipe()
+    pump = asyncio.create_task(pump_log(r, log, cap=1000))
+    for _ in range(50):  # the writer is never refused: 50 KB through a cap of 1000 bytes
+        os.write(w, b"x" * 999 + b"\n")
+        await asyncio.sleep(0)
+    os.close(w)
+    await pump
+    head, _, marker = log.read_bytes().partition(b"\n[kwrl: ")
+    assert head == b"before\n" + (b"x" * 999 + b"\n")[:1000]
+    assert marker == b"log capped at 1000 bytes; 49000 more dropped]\n"
+
+
+async def test_a_cancelled_pump_says_what_it_dropped_and_a_short_log_is_kept_whole(
+    tmp_path: Path,
+) -> None:
+    r, w = os.pipe()
+    pump = asyncio.create_task(pump_log(r, tmp_path / "a.log", cap=10))
+    os.write(w, b"0123456789abc")
+    for _ in range(100_000):  # yield to the loop (no sleep) until the pump has read it
+        if (tmp_path / "a.log").is_file() and (tmp_path / "a.log").stat().st_size:
+            break
+        await asyncio.sleep(0)
+    pump.cancel()
+    await asyncio.gather(pump, return_exceptions=True)
+    os.close(w)
+    assert (
+        tmp_path / "a.log"
+    ).read_bytes() == b"0123456789\n[kwrl: log capped at 10 bytes; 3 more dropped]\n"
+    r, w = os.pipe()
+    os.write(w, b"short\n")
+    os.close(w)
+    await pump_log(r, tmp_path / "b.log", cap=10)
+    assert (tmp_path / "b.log").read_bytes() == b"short\n"

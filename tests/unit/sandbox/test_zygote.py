@@ -4,10 +4,13 @@ interpreter: immortal objects are never freed."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 
 import pytest
+
+from kwrl.sandbox.zygote import LOG_LINE_MAX, BriefRecords
 
 _CHILD = """
 import gc, sys
@@ -31,3 +34,23 @@ def test_immortal_objects_keep_their_count_and_work() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["changed", "100"]
+
+
+def test_a_tool_error_is_logged_on_one_short_line_without_its_argument_whole() -> None:
+    """fastmcp logs a tool's exception with its traceback: the agent's 1 MiB argument, whole."""
+    big = "A" * (1 << 20)
+    try:
+        open(f"/nonexistent/{big}")  # noqa: SIM115
+    except OSError:
+        record = logging.LogRecord(
+            "fastmcp.server", logging.ERROR, __file__, 1, "Error calling tool %r", ("x",),
+            sys.exc_info(),
+        )  # fmt: skip
+    handler = logging.StreamHandler()
+    handler.addFilter(BriefRecords())
+    assert handler.filter(record)
+    line = handler.format(record)
+    assert "\n" not in line and len(line) < LOG_LINE_MAX + 50
+    assert (
+        line.startswith("Error calling tool 'x' [OSError: [Errno 36]") and "characters cut" in line
+    )

@@ -41,8 +41,9 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   (`prepare_logs_for_host`) and when the agent phase ends, and the verifier phase then finds in
   them what harbor's dirs hold (the copies beside what the host wrote: the final answer), as in the
   local sandbox. /logs/verifier, harbor's host dir, is root's (0755) until then. The gateway, whose
-  `code_execution` runs agent code, writes its log (/kwrl/run, a host dir) under RLIMIT_FSIZE of
-  storage_mb (`FSIZE_ENV`); the container's own log is capped (`LOG_OPTIONS`).
+  `code_execution` runs agent code, writes no file over storage_mb (RLIMIT_FSIZE, `FSIZE_ENV`), and
+  its log goes through a FIFO in /kwrl/run that the host copies into the trial's gateway.log, at
+  most `outputs.LOG_CAP` bytes; the container's own log is capped (`LOG_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -174,6 +175,9 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._copied: dict[str, set[str]] = {}
         self._dropped: list[str] = []
         self._forwarder: UnixForwarder | None = None
+        self._log_pump: asyncio.Task[None] | None = None
+        """Copies the gateway's log (a FIFO in /kwrl/run) into the trial dir, capped."""
+        self._log_writer: int | None = None
         self._egress: EgressProxy | None = None
         self._verifier_phase = False
         self._started = False
@@ -258,6 +262,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         for d in (self._tmp, self._tmp / "run", self._tmp / "empty"):
             d.mkdir(exist_ok=True)
             d.chmod(0o755)
+        self._open_gateway_log()
         override = self._tmp / "docker-compose-kwrl.json"
         override.write_text(json.dumps(self._kwrl_compose(image), indent=2))
         self.extra_docker_compose_paths = [*self.extra_docker_compose_paths, override]
@@ -271,6 +276,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         if done.return_code != 0:
             raise SandboxError(f"closing {VERIFIER_DIR} failed: {done.stdout}")
         await self._wait_gateway()
+        self._close_log_writer()  # the gateway holds the pipe now: its end is the log's EOF
         self._forwarder = UnixForwarder(self.gateway_socket)  # type: ignore[arg-type]
         port = await self._forwarder.start()
         self.mcp_url = f"http://127.0.0.1:{port}/mcp/"
@@ -291,11 +297,38 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                     f"{self._gateway_log_tail()}"
                 ) from e
 
+    def _open_gateway_log(self) -> None:
+        """/kwrl/run/gateway.log is a FIFO (root's, 0600) the entry point gives the gateway as its
+        stdout and stderr; the host copies it into the trial's gateway.log, at most
+        `outputs.LOG_CAP` bytes (`outputs.pump_log`). The host holds a writer of its own until
+        the gateway serves, so the pipe neither reads as ended nor blocks the entry point."""
+        assert self._run_dir is not None
+        fifo = self._run_dir / GATEWAY_LOG
+        os.mkfifo(fifo, 0o600)
+        read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self._log_writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        self._log_pump = asyncio.create_task(
+            outputs.pump_log(read_fd, self.trial_paths.trial_dir / GATEWAY_LOG)
+        )
+
+    def _close_log_writer(self) -> None:
+        if self._log_writer is not None:
+            os.close(self._log_writer)
+            self._log_writer = None
+
+    async def _end_log_pump(self) -> None:
+        """The gateway's log copied to its end (the container is gone), within a few seconds."""
+        self._close_log_writer()
+        if self._log_pump is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._log_pump), 5)
+            self._log_pump.cancel()
+            await asyncio.gather(self._log_pump, return_exceptions=True)
+
     def _gateway_log_tail(self) -> str:
-        if self._run_dir is None:
-            return ""
         with contextlib.suppress(OSError):
-            return (self._run_dir / GATEWAY_LOG).read_text(errors="replace")[-2000:]
+            log = self.trial_paths.trial_dir / GATEWAY_LOG
+            return log.read_text(errors="replace")[-2000:]
         return ""
 
     def gateway_fate(self) -> str | None:
@@ -482,12 +515,9 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                 await self._egress.close()
             await HarborDockerEnvironment.stop(self, delete)
         finally:
+            await self._end_log_pump()
             self._write_report()
             if self._tmp is not None:
-                with contextlib.suppress(OSError):
-                    shutil.copyfile(
-                        self._tmp / "run" / GATEWAY_LOG, self.trial_paths.trial_dir / GATEWAY_LOG
-                    )
                 shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _write_report(self) -> None:

@@ -6,8 +6,9 @@ run the container's command.
 As root it makes `/kwrl/run` (root's, mode 0755), binds the gateway's Unix socket there
 (`GATEWAY_SOCKET`, mode 0666: the agent's side may connect, never replace it), forks the world
 gateway, which drops to `SANDBOX_UID` (no supplementary groups, non-dumpable, the environment
-`IMAGE_ENV` only, stdout and stderr to `/kwrl/run/gateway.log`, no file over `FSIZE_ENV` bytes
-where the runtime sets it: agent code runs in it through `code_execution`) and serves the world at
+`IMAGE_ENV` only, stdout and stderr to `/kwrl/run/gateway.log`, a FIFO the docker preset's host
+copies into the trial dir up to a cap (a plain file where a runtime made none), no file over
+`FSIZE_ENV` bytes where the runtime sets it: agent code runs in it through `code_execution`) and serves the world at
 /filesystem and /.apps_data on that socket, and execs the command. The socket listens before the
 fork, so a client that connects early waits for the gateway instead of failing. Run as another
 user, or again inside the same process tree (`KWRL_GATEWAY_STARTED` set), it only execs the
