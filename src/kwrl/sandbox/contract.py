@@ -92,7 +92,9 @@ class LimitsReport:
     unenforced: list[str] = field(default_factory=list)
     """Limits the environment ran without (only where its settings allowed it)."""
     dropped: list[str] = field(default_factory=list)
-    """Agent outputs left out of the copy (links, fifos, sockets)."""
+    """Agent outputs left out of the copy (links, fifos, sockets, past the caps): the first 100."""
+    dropped_total: int = 0
+    """How many agent outputs were left out in all (a dir left out counts once)."""
     egress: dict[str, Any] | None = None
     """What the verifier phase reached or was denied on its way out (`kwrl.sandbox.egress`)."""
 
@@ -108,6 +110,7 @@ class LimitsReport:
             out["unenforced"] = self.unenforced
         if self.dropped:
             out["dropped"] = self.dropped[:100]
+            out["dropped_total"] = max(self.dropped_total, len(self.dropped))
         if self.egress is not None:
             out["egress"] = self.egress
         return out

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox.outputs import capped, copy_out, empty_dir, pump_log, sync_out
+from kwrl.sandbox.outputs import (
+    DROPPED_LISTED,
+    Copied,
+    Dropped,
+    capped,
+    copy_out,
+    empty_dir,
+    pump_log,
+    sync_out,
+)
 
 
 async def _read(data: bytes, cap: int) -> bytes:
@@ -59,9 +68,10 @@ def test_copy_out_copies_files_and_dirs_only_and_keeps_host_files(tmp_path: Path
     (host / "trajectory.json").write_text("written by the host")
     deep = private.joinpath(*["d"] * 40)
     deep.mkdir(parents=True)
-    ours: set[str] = set()
-    dropped = copy_out(private, host, ours)
+    ours = Copied()
+    dropped, count = copy_out(private, host, ours)
     assert set(dropped) == {"d/" * 32 + "d", "final_answer.txt", "sub/pipe", "sub/up"}
+    assert count == 4
     assert (host / "sub" / "ok.txt").read_text() == "kept"
     assert (host / "trajectory.json").read_text() == "written by the host"
     assert not (host / "final_answer.txt").exists() and host_file.read_text() == "host file"
@@ -77,14 +87,51 @@ def test_sync_out_names_what_it_left_out_once_as_paths_inside(tmp_path: Path) ->
     dst.mkdir()
     (src / "a.txt").write_text("a")
     os.symlink("/etc/passwd", src / "link")
-    copied: set[str] = set()
-    dropped = ["/logs/agent/link"]
+    copied = Copied()
+    dropped = Dropped(["/logs/agent/link"])
     sync_out(src, dst, "/logs/agent", copied, dropped)
     sync_out(src, dst, "/logs/agent", copied, dropped)
-    assert (dst / "a.txt").read_text() == "a" and copied == {"a.txt"}
-    assert dropped == ["/logs/agent/link"]
-    sync_out(tmp_path / "gone", dst, "/logs/artifacts", set(), dropped)
-    assert dropped == ["/logs/agent/link", "/logs/artifacts/."]
+    assert (dst / "a.txt").read_text() == "a" and copied == Copied({"a.txt": 1}, 1)
+    assert dropped == Dropped(["/logs/agent/link"], {"/logs/agent": 1})
+    sync_out(tmp_path / "gone", dst, "/logs/artifacts", Copied(), dropped)
+    assert dropped.listed == ["/logs/agent/link", "/logs/artifacts/."] and dropped.total == 2
+
+
+def test_a_flood_of_files_lands_on_the_host_up_to_the_caps_and_is_counted(tmp_path: Path) -> None:
+    """Every empty file an agent made in /logs/agent (300,000 in 0.9 s) once landed in the
+    trial dir: at most `max_entries` do, over every copy of the dir, and the rest are counted."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "d").mkdir(parents=True)
+    dst.mkdir()
+    for i in range(500):
+        (src / "d" / f"f{i:03d}").touch()
+    copied, dropped = Copied(), Dropped()
+    sync_out(src, dst, "/logs/agent", copied, dropped, max_entries=100)
+    assert sum(1 for _ in dst.rglob("*")) == 100 and len(copied.sizes) == 100
+    assert dropped.total == 401 and len(dropped.listed) == DROPPED_LISTED
+    for i in range(500):  # a second copy after the agent swapped its files for others
+        (src / "d" / f"f{i:03d}").unlink()
+        (src / "d" / f"g{i:03d}").touch()
+    sync_out(src, dst, "/logs/agent", copied, dropped, max_entries=100)
+    assert sum(1 for _ in dst.rglob("*")) == 100 and dropped.total == 500
+
+
+def test_files_past_the_byte_cap_are_left_out_and_a_rewrite_counts_its_own_size(
+    tmp_path: Path,
+) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    (src / "a").write_bytes(b"a" * 600)
+    (src / "b").write_bytes(b"b" * 600)
+    (src / "c").write_bytes(b"c" * 300)
+    copied = Copied()
+    left, count = copy_out(src, dst, copied, max_bytes=1000)
+    assert (left, count) == (["b"], 1) and sorted(p.name for p in dst.iterdir()) == ["a", "c"]
+    assert copied.bytes == 900
+    (src / "a").write_bytes(b"a" * 700)  # rewritten: 700 of its own, 1000 in all
+    assert copy_out(src, dst, copied, max_bytes=1000) == (["b"], 1)
+    assert (dst / "a").stat().st_size == 700 and copied.bytes == 1000
 
 
 async def test_a_log_pumped_from_a_pipe_keeps_its_head_up_to_the_cap(tmp_path: Path) -> None:

@@ -39,13 +39,12 @@ def test_immortal_objects_keep_their_count_and_work() -> None:
 def test_a_tool_error_is_logged_on_one_short_line_without_its_argument_whole() -> None:
     """fastmcp logs a tool's exception with its traceback: the agent's 1 MiB argument, whole."""
     big = "A" * (1 << 20)
-    try:
+    with pytest.raises(OSError) as caught:
         open(f"/nonexistent/{big}")  # noqa: SIM115
-    except OSError:
-        record = logging.LogRecord(
-            "fastmcp.server", logging.ERROR, __file__, 1, "Error calling tool %r", ("x",),
-            sys.exc_info(),
-        )  # fmt: skip
+    exc_info = (caught.type, caught.value, caught.tb)
+    record = logging.LogRecord(
+        "fastmcp.server", logging.ERROR, __file__, 1, "Error calling tool %r", ("x",), exc_info
+    )
     handler = logging.StreamHandler()
     handler.addFilter(BriefRecords())
     assert handler.filter(record)

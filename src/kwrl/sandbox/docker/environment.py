@@ -172,8 +172,8 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._disk_events = 0
         self._host_outputs: dict[str, Path] = {}
         """harbor's host dir of each of `AGENT_OUTPUTS` (a tmpfs inside instead of harbor's bind)."""
-        self._copied: dict[str, set[str]] = {}
-        self._dropped: list[str] = []
+        self._copied: dict[str, outputs.Copied] = {}
+        self._dropped = outputs.Dropped()
         self._forwarder: UnixForwarder | None = None
         self._log_pump: asyncio.Task[None] | None = None
         """Copies the gateway's log (a FIFO in /kwrl/run) into the trial dir, capped."""
@@ -473,7 +473,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         if not self._container_pid:
             return
         for target, host in self._host_outputs.items():
-            copied = self._copied.setdefault(target, set())
+            copied = self._copied.setdefault(target, outputs.Copied())
             outputs.sync_out(self._inside(target), host, target, copied, self._dropped)
 
     def _swap_outputs(self) -> None:
@@ -486,7 +486,8 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                 outputs.empty_dir(inside)
             except OSError as e:
                 raise SandboxError(f"emptying {target} for the verifier phase failed: {e}") from e
-            outputs.sync_out(host, inside, target, set(), self._dropped)
+            # back in: the copies and the host's own files (not the agent's: nothing counted)
+            outputs.sync_out(host, inside, target, outputs.Copied(), outputs.Dropped())
 
     async def prepare_logs_for_host(self) -> None:
         # harbor's stop() asks too, before the container goes.
@@ -530,7 +531,8 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                 "storage_mb": self._storage_mb(),
             },
             events={**self._events.as_dict(), "disk_full": self._disk_events},
-            dropped=self._dropped,
+            dropped=self._dropped.listed,
+            dropped_total=self._dropped.total,
             egress=self._egress.report()
             if self._egress is not None and (self._egress.connected or self._egress.denied)
             else None,

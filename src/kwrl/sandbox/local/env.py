@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, SandboxError
-from kwrl.sandbox import cgroups, host
+from kwrl.sandbox import cgroups, host, outputs
 from kwrl.sandbox.base import LocalSandboxConfig, bwrap_argv
 from kwrl.sandbox.contract import LimitsReport
 from kwrl.sandbox.local import pool
@@ -103,7 +103,7 @@ class LocalEnvironment(Phases, WorldGateway):
         self._init_pid = 0
         self._listener = None
         self._disk_events = 0
-        self._dropped = []
+        self._dropped = outputs.Dropped()
         self._copied = {}
         self._verifier_phase = False
         self._agent_events = None
@@ -271,7 +271,8 @@ class LocalEnvironment(Phases, WorldGateway):
         report = LimitsReport(
             limits={**vars(self._limits()), "storage_mb": self._storage_mb()},
             unenforced=self._unenforced,
-            dropped=self._dropped,
+            dropped=self._dropped.listed,
+            dropped_total=self._dropped.total,
         )
         if self._cg is not None:
             events = self._cg.events()

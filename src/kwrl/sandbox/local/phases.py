@@ -136,9 +136,8 @@ class Phases(Commands):
             private = self._in_mounts(str(self._private(target).relative_to(self.root or "/")))
             if host is None or private is None:
                 continue
-            outputs.sync_out(
-                Path(private), host, target, self._copied.setdefault(target, set()), self._dropped
-            )
+            copied = self._copied.setdefault(target, outputs.Copied())
+            outputs.sync_out(Path(private), host, target, copied, self._dropped)
 
     def _tests_host_path(self, target: str) -> Path:
         assert self.root is not None

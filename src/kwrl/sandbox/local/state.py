@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kwrl.sandbox import cgroups, host
+from kwrl.sandbox import cgroups, host, outputs
 from kwrl.sandbox.base import LocalSandboxConfig
 from kwrl.sandbox.contract import KwrlEnvironment
 from kwrl.sandbox.egress import EgressProxy
@@ -48,8 +48,8 @@ class LocalState(KwrlEnvironment):
     _holder: asyncio.subprocess.Process | None
     """Keeps the sandbox's mount namespace in the verifier phase (its init is gone)."""
     _disk_events: int
-    _dropped: list[str]
-    _copied: dict[str, set[str]]
+    _dropped: outputs.Dropped
+    _copied: dict[str, outputs.Copied]
     _verifier_phase: bool
     _agent_events: cgroups.ResourceEvents | None
     """The limit hits of the agent phase (set when the verifier phase starts)."""
