@@ -63,6 +63,17 @@ SANDBOX_GATEWAY_SOCKET = "/kwrl/run/gateway.sock"
 
 # The line a gateway prints once it serves (a forked or an exec'd one); its starter waits for it.
 GATEWAY_READY = b"kwrl-gateway ready"
+INODES_PER_MB = 64
+"""Files and dirs a trial's storage holds per MiB of storage_mb unless `storage_inodes` says."""
+MIN_INODES = 4096
+
+
+def storage_inodes(storage_mb: int, setting: int | None) -> int:
+    """The nr_inodes of a trial's tmpfs: `setting`, else `INODES_PER_MB` per MiB of `storage_mb`
+    (at least `MIN_INODES`). A tmpfs without it allows one inode per two pages of the host's
+    memory whatever its size (3 million on a 24 GB host): each costs kernel memory, and each
+    file in /logs/agent once became a host inode."""
+    return setting or max(MIN_INODES, storage_mb * INODES_PER_MB)
 
 
 class LocalSandboxConfig(KwrlConfig):
@@ -90,6 +101,9 @@ class LocalSandboxConfig(KwrlConfig):
     storage_mb: int = Field(default=10240, gt=0)
     """Disk for the trial's writes (world changes and /logs/agent) when task.toml sets none (MiB).
     The world's writes live on a tmpfs, so they also count against the trial's memory limit."""
+    storage_inodes: int | None = Field(default=None, gt=0)
+    """Files and dirs the trial's writes may hold (the nr_inodes of its tmpfs); None: 64 per MiB
+    of storage_mb, at least 4,096 (655,360 for the default 10 GiB)."""
     keep_root: bool = False
     """Keep the sandbox root after stop() (debugging only)."""
     exec_user: str | None = None

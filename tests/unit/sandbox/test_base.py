@@ -8,7 +8,7 @@ import pytest
 from harbor.models.trial.config import TaskConfig, TrialConfig
 
 from kwrl.errors import ConfigError, TaskFormatError
-from kwrl.sandbox.base import SandboxSpec, base_env, bwrap_argv, resolve_world
+from kwrl.sandbox.base import SandboxSpec, base_env, bwrap_argv, resolve_world, storage_inodes
 from kwrl.sandbox.presets import DOCKER_IMPORT_PATH, LOCAL_IMPORT_PATH, environment_config
 from kwrl.sandbox.testing import make_dataset
 
@@ -107,3 +107,9 @@ def test_bad_environment_kwargs_are_config_errors(tmp_path: Path) -> None:
     task = make_dataset(tmp_path, 1)[0]
     with pytest.raises(ConfigError, match="pids_max"):
         make_environment(task, tmp_path / "trial", pids_max="many")
+
+
+def test_a_trials_inode_bound_follows_its_storage_unless_set() -> None:
+    assert storage_inodes(10240, None) == 655_360
+    assert storage_inodes(16, None) == 4096  # the floor: a small task still copies up a world
+    assert storage_inodes(16, 100) == 100

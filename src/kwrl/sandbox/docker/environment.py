@@ -392,12 +392,12 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         return Path(f"/proc/{self._container_pid}/root{path}")
 
     def _disk_full(self) -> list[str]:
-        """The storage mounts with no block left, read through the container's root."""
+        """The storage mounts with no block or inode left, read through the container's root."""
         full = []
         for mount in STORAGE_MOUNTS:
             with contextlib.suppress(OSError):
                 st = os.statvfs(self._inside(mount))
-                if st.f_bavail == 0:
+                if st.f_bavail == 0 or st.f_favail == 0:
                     full.append(mount)
         return full
 

@@ -18,15 +18,15 @@ Use it by import path: `harbor run -p TASK -a oracle -e kwrl.sandbox.local:Local
 Lifecycle (harbor's `BaseEnvironment` contract):
 - `start()`: a sandbox root `<sandbox_dir>/<pid>-<token>/` (mode 0700) with `disk/ merged/ run/
   tests/`; a private mount namespace (`unshare --mount`) in which `disk/` is a tmpfs of the trial's
-  `storage_mb` and the world an overlayfs (lower = task overlay over world seed, upper on that
+  `storage_mb` and `storage_inodes` (files and dirs) and the world an overlayfs (lower = task overlay over world seed, upper on that
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
   (loopback only), no capabilities, the host read-only or absent, and kwrl's init as the pid
   namespace's pid 1 (`init`: agent code's signals cannot end the sandbox, nor can it ptrace the
   init or write through its fds into the host's sandbox.log); `/logs/{agent,artifacts}` bound
   from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
-  harbor asks, `prepare_logs_for_host`, and when the agent phase ends: agent code never touches a
-  dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
+  harbor asks, `prepare_logs_for_host`, and when the agent phase ends, up to the caps of
+  `outputs.copy_out`: agent code never touches a dir the host writes or reads), `/logs/verifier` (harbor's) read-only; per-trial cgroups bound
   memory, process count and CPU (task.toml `[environment]`, checked positive); the world gateway
   started inside on a listening socket the host made at `run/gateway.sock` (`/kwrl/run` is
   read-only inside), relayed to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.

@@ -44,6 +44,7 @@ from kwrl.sandbox.local.state import DROP_CAPS, LocalState
 _WATCH_S = 0.05
 REAP_S = 5.0
 _DISK_SLACK = 64 * 1024  # a world tmpfs with less free is full
+_INODE_SLACK = 8  # or with fewer free inodes
 
 
 async def _group_gone(pgid: int, deadline_s: float) -> bool:
@@ -245,17 +246,24 @@ class Commands(LocalState):
 
     def _disk_breach(self) -> str:
         """Non-empty when the trial's writes (world, /logs/agent, /logs/artifacts: one tmpfs of
-        `storage_mb`, which refuses writes past it) filled its storage."""
+        `storage_mb` and `storage_inodes`, which refuses writes past them) filled its storage."""
         disk = self._in_mounts("disk")
         try:
             st = os.statvfs(disk) if disk is not None else None
         except OSError:
             return ""  # the sandbox is ending
-        if st is None or st.f_bavail * st.f_frsize >= _DISK_SLACK:
+        if st is None:
+            return ""
+        if st.f_bavail * st.f_frsize >= _DISK_SLACK and st.f_favail >= _INODE_SLACK:
             return ""
         self._disk_events += 1
+        limit = (
+            f"storage_mb={self._storage_mb()}"
+            if st.f_bavail * st.f_frsize < _DISK_SLACK
+            else f"storage_inodes={self._storage_inodes()}"
+        )
         return (
-            f"disk limit reached (storage_mb={self._storage_mb()}: the world's writes, "
+            f"disk limit reached ({limit}: the world's writes, "
             "/logs/agent and /logs/artifacts); the trial's commands were killed"
         )
 

@@ -40,8 +40,8 @@ from kwrl.sandbox.local.phases import Phases
 from kwrl.sandbox.local.state import default_sandbox_dir
 
 # $1 = tmpfs options, $2 = the disk dir, $3 = overlay options, $4 = the merged dir. The trial's
-# writes (overlay upper and work, /logs/agent and /logs/artifacts) live on a size-limited tmpfs
-# private to this mount namespace.
+# writes (overlay upper and work, /logs/agent and /logs/artifacts) live on a tmpfs limited in
+# size and inodes, private to this mount namespace.
 _MOUNT = (
     'mount -t tmpfs -o "$1" kwrl-disk "$2" && cd "$2" && '
     "mkdir -p upper/filesystem upper/.apps_data/mail upper/.apps_data/calendar "
@@ -213,7 +213,7 @@ class LocalEnvironment(Phases, WorldGateway):
             "-c",
             _MOUNT,
             "sh",
-            f"size={self._storage_mb()}m,mode=0755",
+            f"size={self._storage_mb()}m,nr_inodes={self._storage_inodes()},mode=0755",
             str(disk),
             opts,
             str(root / "merged"),
@@ -269,7 +269,11 @@ class LocalEnvironment(Phases, WorldGateway):
             self._drain.cancel()
             await asyncio.gather(self._drain, return_exceptions=True)
         report = LimitsReport(
-            limits={**vars(self._limits()), "storage_mb": self._storage_mb()},
+            limits={
+                **vars(self._limits()),
+                "storage_mb": self._storage_mb(),
+                "storage_inodes": self._storage_inodes(),
+            },
             unenforced=self._unenforced,
             dropped=self._dropped.listed,
             dropped_total=self._dropped.total,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.sandbox import cgroups, host, outputs
-from kwrl.sandbox.base import LocalSandboxConfig
+from kwrl.sandbox.base import LocalSandboxConfig, storage_inodes
 from kwrl.sandbox.contract import KwrlEnvironment
 from kwrl.sandbox.egress import EgressProxy
 from kwrl.sandbox.forward import UnixForwarder
@@ -103,6 +103,10 @@ class LocalState(KwrlEnvironment):
     def _storage_mb(self) -> int:
         """task.toml's [environment] storage_mb, else the settings' default."""
         return self._effective_storage_mb or self.settings.storage_mb
+
+    def _storage_inodes(self) -> int:
+        """The nr_inodes of the trial's tmpfs (`base.storage_inodes`)."""
+        return storage_inodes(self._storage_mb(), self.settings.storage_inodes)
 
     def _join(self, child: str) -> list[str]:
         """Prefix that puts a command in the trial's cgroup `child` (or, without cgroups, under rlimits)."""
