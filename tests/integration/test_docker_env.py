@@ -123,6 +123,18 @@ async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_
         for path in ("/kwrl/initial/world/x", "/kwrl/initial/overlay/x", "/kwrl/run/x", "/usr/x"):
             r = await env.exec(f"touch {path}")
             assert r.return_code != 0, path
+        # The root is read-only, even to root; agent commands hold no capability and cannot
+        # gain one (no_new_privs), and root inside holds only `CAPABILITIES`.
+        for path in ("/x", "/etc/ld.so.preload", "/var/tmp/x", "/run/lock/x", "/usr/local/bin/x"):
+            r = await env.exec(f"touch {path}", user="root")
+            assert r.return_code != 0 and "Read-only file system" in (r.stdout or ""), path
+        caps = await env.exec("grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
+        assert (caps.stdout or "").split() == [
+            "CapEff:", "0000000000000000", "CapBnd:", "00000000000000c5", "NoNewPrivs:", "1"
+        ], caps  # fmt: skip
+        absent = await env.exec("[ -e /tests ] || echo absent")
+        assert (absent.stdout or "").strip() == "absent"
+        await env.exec("touch /tmp/.bashrc /tmp/planted")
         net = await env.exec(
             "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\""
         )
@@ -145,6 +157,9 @@ async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_
         await env.upload_dir(tests, "/tests")  # the verifier phase starts
         left = await env.exec(f"ps -o pid= -u {SANDBOX_UID} | wc -l; id -u")
         assert (left.stdout or "").split() == ["0", "0"]
+        # The grader's /tmp holds nothing of the agent's; /tests came from the host.
+        seen = await env.exec("ls -A /tmp; cat /tests/probe.txt")
+        assert (seen.stdout or "").split() == ["x"], seen
         assert env.gateway_fate() is None  # kwrl ended it, not the agent
     finally:
         await env.stop(delete=True)

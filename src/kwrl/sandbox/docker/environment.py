@@ -8,8 +8,10 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   (`kwrl.sandbox.docker.images`: the world seed and the task overlay at /filesystem and
   /.apps_data, owned by `SANDBOX_UID`) and runs the task image through harbor's own docker
   environment (compose, prebuilt image), with one more compose file of kwrl's: `network_mode: none`
-  (unless task.toml sets `[environment] network_mode = "public"` itself), `init: true`,
-  `no-new-privileges`, a process limit, and a private host dir bound at /kwrl/run.
+  (unless task.toml sets `[environment] network_mode = "public"` itself), `init: true`, a
+  read-only root (writable only the tmpfs mounts of `STORAGE_MOUNTS`, and /logs/verifier in the
+  verifier phase), every capability dropped but `CAPABILITIES`, `no-new-privileges`, a process
+  limit, and a private host dir bound at /kwrl/run.
 - The initial copy. The host's world seed and task overlay (`initial_layers`: an empty dir for a
   task without one) are bound read-only at /kwrl/initial/world and /kwrl/initial/overlay (over
   the images' own copies, which the modal preset uses): not even the grader, root, writes there.
@@ -19,25 +21,31 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   `kwrl.sandbox.forward.UnixForwarder`), so the container needs no network at all. `start()`
   returns once `GET /health` answers. `gateway_fate()` tells a gateway ended by agent code
   (the socket refuses) from one that serves.
-- The agent phase. Commands run as `SANDBOX_UID` (an explicit `user` is kept); one past its
-  timeout raises `SandboxTimeoutError` after the agent's processes are killed, one during which
-  the container's cgroups counted an OOM kill or a refused fork `SandboxLimitError`.
+- The agent phase. Commands run as `SANDBOX_UID` (an explicit `user` is kept), with no capability
+  and no way to gain one; one past its timeout raises `SandboxTimeoutError` after the agent's
+  processes are killed (counted by the host from the container's cgroup: nothing runs as root
+  inside meanwhile), one during which the container's cgroups counted an OOM kill or a refused
+  fork `SandboxLimitError`. Nothing privileged runs in the container while agent code may: a file
+  harbor uploads is put in by the host (/tests, /solution: `HOST_UPLOADS`) or extracted as
+  `SANDBOX_UID` (harbor's own fallback extracts as root), and the root it could plant a loader
+  configuration or a binary on PATH in is read-only.
 - The verifier phase (harbor uploads /tests): every process of `SANDBOX_UID` is killed (the
-  gateway and whatever agent code left), /logs/verifier emptied, and later commands run as root
-  in the same container. Its one way out is the local sandbox's egress proxy
+  gateway and whatever agent code left), /tmp and /logs/verifier emptied, and later commands run
+  as root in the same container. Its one way out is the local sandbox's egress proxy
   (`kwrl.sandbox.egress`: the judge, the task's allowlist; none under `no-network`), whose socket
   the host opens in /kwrl/run only now; each command runs under its relay.
 - Limits: cpus and memory_mb through harbor's compose resources, `pids_max` as the container's
   pids limit, hits counted from the container's cgroups into `sandbox.json` `events`. storage_mb
   (Docker's overlay2 has no size quota without xfs pquota): /filesystem, /.apps_data and /tmp
-  are each a tmpfs of that size, which the entry point fills from the initial copy
-  (`KWRL_POPULATE_WORLD`), and a command after which one is full raises `SandboxLimitError`
-  (`disk_full` in `events`).
-- Nothing the agent writes reaches the host's disk unbounded. /var/tmp and /run/lock (writable by
-  every user in the image, on the container's layer otherwise) and the agent's output dirs
-  /logs/agent and /logs/artifacts (harbor's host dirs otherwise) are tmpfs of storage_mb too; the
+  are each a tmpfs of that size and of `storage_inodes` files and dirs (the world's own beyond),
+  which the entry point fills from the initial copy (`KWRL_POPULATE_WORLD`), and a command after
+  which one is full raises `SandboxLimitError` (`disk_full` in `events`).
+- Nothing the agent writes reaches the host's disk unbounded. /var/tmp and /run/lock are on the
+  read-only root, and the agent's output dirs /logs/agent and /logs/artifacts (harbor's host dirs
+  otherwise) are tmpfs of storage_mb and storage_inodes too; the
   outputs are copied into harbor's dirs (`kwrl.sandbox.outputs.sync_out`: plain files and dirs,
-  links left out, through the container's root at /proc/PID/root) when harbor asks
+  links left out, at most `outputs.OUTPUT_MAX_ENTRIES` and `OUTPUT_MAX_BYTES` each, through
+  the container's root at /proc/PID/root) when harbor asks
   (`prepare_logs_for_host`) and when the agent phase ends, and the verifier phase then finds in
   them what harbor's dirs hold (the copies beside what the host wrote: the final answer), as in the
   local sandbox. /logs/verifier, harbor's host dir, is root's (0755) until then. The gateway, whose
@@ -50,14 +58,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import shlex
 import shutil
 import socket
 import subprocess
+import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 import httpx
@@ -70,6 +80,7 @@ from pydantic import Field, ValidationError
 from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError, SandboxError, SandboxLimitError, SandboxTimeoutError
 from kwrl.sandbox import cgroups, outputs
+from kwrl.sandbox.base import storage_inodes
 from kwrl.sandbox.cgroups import ResourceEvents
 from kwrl.sandbox.contract import (
     AGENT_OUTPUTS,
@@ -98,9 +109,19 @@ from kwrl.sandbox.forward import UnixForwarder
 from kwrl.tasks.taskdir import SANDBOX_UID
 
 TRIAL_LABEL = "kwrl.trial"
-STORAGE_MOUNTS: tuple[str, ...] = (*WORLD_ROOTS, "/tmp", "/var/tmp", "/run/lock", *AGENT_OUTPUTS)
-"""Where the agent's side writes, each a tmpfs of the trial's storage_mb (docker's default mode
-1777 but for the world's roots, which the entry point fills and gives to `SANDBOX_UID`)."""
+STORAGE_MOUNTS: tuple[str, ...] = (*WORLD_ROOTS, "/tmp", *AGENT_OUTPUTS)
+"""Where the agent's side writes, each a tmpfs of the trial's storage_mb and storage_inodes (mode
+1777 but for the world's roots, which the entry point fills and gives to `SANDBOX_UID`); the
+rest of the container's root is read-only."""
+CAPABILITIES: tuple[str, ...] = ("CHOWN", "SETUID", "SETGID", "DAC_READ_SEARCH")
+"""The container's bounding set (every other capability dropped): the entry point gives the
+world to `SANDBOX_UID` and becomes it for the gateway, `docker exec -u` switches user, and the
+grader, root in the verifier phase, reads what agent code made unreadable, as the local
+sandbox's verifier does. Agent commands, as `SANDBOX_UID` with no_new_privs, hold none."""
+HOST_UPLOADS: dict[str, str] = {TESTS_DIR: "tests", "/solution": "solution"}
+"""Upload targets the host writes itself, into its dir bound at /kwrl/run (the images link
+/tests and /solution there: `images.runtime_spec`): nothing runs inside the container to put
+them there, and /tests exists only once the verifier phase made it."""
 LOG_OPTIONS: dict[str, str] = {"max-size": "1m", "max-file": "1"}
 """The container's own log (its first process's output, json-file): at most 1 MiB on the host."""
 
@@ -145,6 +166,9 @@ class DockerSandboxConfig(KwrlConfig):
     """Process limit of the container (threads count)."""
     storage_mb: int = Field(default=10240, gt=0)
     """Size of each of the world's two roots and /tmp (MiB) when task.toml sets none."""
+    storage_inodes: int | None = Field(default=None, gt=0)
+    """Files and dirs each of those may hold beyond the world's own (nr_inodes); None: 64 per MiB
+    of storage_mb, at least 4,096."""
 
 
 class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
@@ -220,9 +244,14 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         assert self._tmp is not None
         binds = [(self._tmp / "run", str(Path(GATEWAY_SOCKET).parent), False)]
         binds += [(src, dst, True) for dst, src in self.initial_layers(self._tmp / "empty").items()]
+        inodes = storage_inodes(self._storage_mb(), self.settings.storage_inodes)
+        world = _entries(self.world.lowers)
         main: dict[str, Any] = {
             "image": image,
             "init": True,
+            "read_only": True,
+            "cap_drop": ["ALL"],
+            "cap_add": list(CAPABILITIES),
             "security_opt": ["no-new-privileges:true"],
             "pids_limit": self.settings.pids_max,
             "labels": {TRIAL_LABEL: self.project},
@@ -232,13 +261,14 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
                     {"type": "bind", "source": str(src), "target": dst, "read_only": ro}
                     for src, dst, ro in binds
                 ),
-                # The storage limit: the world's writes and /tmp each on a tmpfs of storage_mb
-                # (its pages count against the memory limit, as in the local sandbox); the entry
-                # point copies the initial copy into the world's two first.
-                *(
-                    {"type": "tmpfs", "target": t, "tmpfs": {"size": self._storage_mb() * 2**20}}
-                    for t in STORAGE_MOUNTS
-                ),
+            ],
+            # The storage limit: each dir the agent writes a tmpfs of storage_mb and
+            # storage_inodes (its pages count against the memory limit, as in the local
+            # sandbox); the entry point copies the initial copy into the world's two first.
+            "tmpfs": [
+                f"{t}:rw,nosuid,nodev,noexec,mode=1777,size={self._storage_mb() * 2**20},"
+                f"nr_inodes={inodes + (world if t in WORLD_ROOTS else 0)}"
+                for t in STORAGE_MOUNTS
             ],
             "environment": {POPULATE_ENV: "1", FSIZE_ENV: str(self._storage_mb() * 2**20)},
         }
@@ -387,6 +417,26 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
     def _storage_mb(self) -> int:
         return self.task_env_config.storage_mb or self.settings.storage_mb
 
+    def _agent_pids(self) -> list[int]:
+        """Processes of `SANDBOX_UID` in the container, read by the host from its cgroup."""
+        try:
+            own = cgroups.parse_proc_cgroup(Path(f"/proc/{self._container_pid}/cgroup").read_text())
+        except OSError:
+            return []
+        where = own.get("pids", own.get(""))
+        fs = cgroups.CGROUP_FS / ("pids" if "pids" in own else "")
+        if where is None:
+            return []
+        pids = []
+        with contextlib.suppress(OSError):
+            for pid in (fs / where.lstrip("/") / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    uid = next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Uid:"))
+                    if uid == str(SANDBOX_UID):
+                        pids.append(int(pid))
+        return pids
+
     def _inside(self, path: str) -> Path:
         """`path` in the container as the host reaches it (its first process's root)."""
         return Path(f"/proc/{self._container_pid}/root{path}")
@@ -440,14 +490,14 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         )
 
     async def _kill_agent(self) -> None:
-        """SIGKILL every process of `SANDBOX_UID` (gateway included) until none is left."""
+        """SIGKILL every process of `SANDBOX_UID` (gateway included) until none is left (counted
+        by the host: nothing runs as root inside while agent code may)."""
         for _ in range(20):
             await self._run_docker_compose_command(
                 ["exec", "-T", "-u", str(SANDBOX_UID), "main", "sh", "-c", "kill -9 -1; true"],
                 check=False,
             )
-            left = await self._root(f"ps -o pid= -u {SANDBOX_UID} | wc -l")
-            if (left.stdout or "").strip() == "0":
+            if not await asyncio.to_thread(self._agent_pids):
                 return
         raise SandboxError(f"processes of uid {SANDBOX_UID} survive SIGKILL in {self.project}")
 
@@ -457,6 +507,9 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._verifier_phase = True
         await self._kill_agent()
         await asyncio.to_thread(self._swap_outputs)
+        # The grader's /tmp (HOME) holds nothing agent code left there (the local sandbox's
+        # verifier commands each get a fresh one): emptied by the host, no link followed.
+        await asyncio.to_thread(outputs.empty_dir, self._inside("/tmp"))
         result = await self._root(
             f"find {VERIFIER_DIR} -mindepth 1 -delete; mkdir -p {VERIFIER_DIR}"
         )
@@ -495,15 +548,49 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             await asyncio.to_thread(self._sync_outputs)
         await super().prepare_logs_for_host()
 
+    def _host_upload(self, target: str) -> Path | None:
+        """Where the host writes an upload to `target` itself (`HOST_UPLOADS`), else None."""
+        for top, name in HOST_UPLOADS.items():
+            if under(target, top) and self._run_dir is not None:
+                rel = PurePosixPath(target).relative_to(top)
+                if ".." in rel.parts:
+                    raise SandboxError(f"upload target {target!r} escapes {top}")
+                return self._run_dir / name / rel
+        return None
+
+    async def _tar_in(self, data: bytes, target: str) -> None:
+        """Extract a tar into `target` in the container as the agent's user (root only in the
+        verifier phase, once no agent process is left): harbor's own fallback extracts as root,
+        so a link agent code planted in a writable dir would steer a root write."""
+        user = "root" if self._verifier_phase else str(SANDBOX_UID)
+        q = shlex.quote(target)
+        script = f"mkdir -p {q} && tar -x -f - -C {q} --no-same-owner"
+        result = await self._run_docker_compose_command(
+            ["exec", "-T", "-u", user, "main", "sh", "-c", script], check=False, stdin_data=data
+        )
+        if result.return_code != 0:
+            raise SandboxError(f"upload into {target} failed: {result.stdout}")
+
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         if under(target_dir, TESTS_DIR):
             await self.enter_verifier_phase()
-        await super().upload_dir(source_dir, target_dir)
+        dest = self._host_upload(target_dir)
+        if dest is not None:
+            await asyncio.to_thread(shutil.copytree, source_dir, dest, dirs_exist_ok=True)
+            return
+        await self._tar_in(await asyncio.to_thread(_tar_of, Path(source_dir), "."), target_dir)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         if under(target_path, TESTS_DIR):
             await self.enter_verifier_phase()
-        await super().upload_file(source_path, target_path)
+        dest = self._host_upload(target_path)
+        if dest is not None:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(shutil.copyfile, source_path, dest)
+            return
+        target = PurePosixPath(target_path)
+        data = await asyncio.to_thread(_tar_of, Path(source_path), target.name)
+        await self._tar_in(data, str(target.parent))
 
     async def stop(self, delete: bool) -> None:
         if self._stopped:
@@ -556,3 +643,22 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             check=False,
         ).stdout
         return [line for line in out.splitlines() if line.split(" ")[0] in cls._projects]
+
+
+def _tar_of(source: Path, name: str) -> bytes:
+    """A tar of `source` (a dir: its contents, with `name` "."; a file: as `name`), owned by root."""
+    buf = io.BytesIO()
+
+    def root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        tf.add(str(source), arcname=name, filter=root)
+    return buf.getvalue()
+
+
+def _entries(dirs: list[Path]) -> int:
+    """Files and dirs under `dirs` (a world's seed and overlay: what its tmpfs starts with)."""
+    return sum(1 + sum(len(d) + len(f) for _, d, f in os.walk(top)) for top in dirs)

@@ -9,7 +9,8 @@ Four images, each `FROM` the one before (docs/docker.md):
   closure of kwrl's requirements with the extras they name, less `DockerImageConfig.exclude`),
   and the sandbox user `SANDBOX_UID`. No registry is needed.
 - runtime (`runtime_spec`): kwrl itself from the checkout (package files and its dist-info), the
-  image's `kwrl` command, `IMAGE_ENV`, and the entry point `START_ARGV`
+  image's `kwrl` command, `IMAGE_ENV`, /tests and /solution as links into /kwrl/run (harbor's
+  uploads, which the docker preset's host writes there), and the entry point `START_ARGV`
   (`kwrl.sandbox.docker.init`: the world gateway on `GATEWAY_SOCKET` as `SANDBOX_UID`, then the
   container's command, harbor's `sleep infinity`). Apart from python so that a kwrl edit
   rebuilds a few MB.
@@ -48,7 +49,7 @@ from pydantic import Field
 import kwrl
 from kwrl.config import KwrlConfig
 from kwrl.errors import SandboxError
-from kwrl.sandbox.docker.init import IMAGE_ENV, PYTHON, START_ARGV
+from kwrl.sandbox.docker.init import IMAGE_ENV, PYTHON, RUN_DIR, START_ARGV
 from kwrl.tasks.layout import SUBSYSTEMS
 from kwrl.tasks.taskdir import SANDBOX_UID, TaskDirConfig, read_meta, task_dockerfile, world_image
 
@@ -252,7 +253,10 @@ def runtime_spec(python: ImageSpec) -> ImageSpec:
             f"RUN printf '#!{PYTHON} -I\\nfrom kwrl.sandbox.docker.init import kwrl_command\\n"
             "kwrl_command()\\n' > /usr/local/bin/kwrl && chmod 0755 /usr/local/bin/kwrl"
             f" && {PYTHON} -c 'import kwrl.worlds.gateway, kwrl.grading.verify'"
-            " && kwrl world call --help >/dev/null",
+            " && kwrl world call --help >/dev/null"
+            # harbor's upload targets, written by the host into its dir at /kwrl/run
+            # (`environment.HOST_UPLOADS`): the container's root is read-only
+            f" && ln -s {RUN_DIR}/tests /tests && ln -s {RUN_DIR}/solution /solution",
             f"ENV {env}",
             f"ENTRYPOINT {_json_list(START_ARGV)}",
             'CMD ["sleep", "infinity"]',

@@ -10,7 +10,9 @@ gateway, which drops to `SANDBOX_UID` (no supplementary groups, non-dumpable, th
 copies into the trial dir up to a cap (a plain file where a runtime made none), no file over
 `FSIZE_ENV` bytes where the runtime sets it: agent code runs in it through `code_execution`) and serves the world at
 /filesystem and /.apps_data on that socket, and execs the command. The socket listens before the
-fork, so a client that connects early waits for the gateway instead of failing. Run as another
+fork, so a client that connects early waits for the gateway instead of failing. Where no runtime
+fills /kwrl/run from the host (modal: no `POPULATE_ENV`), it makes the dirs the images' /tests
+and /solution link to (`RUN_DIR`). Run as another
 user, or again inside the same process tree (`KWRL_GATEWAY_STARTED` set), it only execs the
 command.
 """
@@ -31,6 +33,8 @@ from kwrl.tasks.taskdir import SANDBOX_UID
 
 GATEWAY_SOCKET = SANDBOX_GATEWAY_SOCKET
 """The gateway's Unix socket inside the container."""
+RUN_DIR = str(Path(GATEWAY_SOCKET).parent)
+"""/kwrl/run: the docker preset binds a host dir there; /tests and /solution link into it."""
 PYTHON = f"{sys.base_prefix}/bin/python{sys.version_info.major}.{sys.version_info.minor}"
 """The interpreter inside: the host's CPython build, copied at its own path."""
 START_ARGV: tuple[str, ...] = (PYTHON, "-I", "-m", "kwrl.sandbox.docker.init")
@@ -136,10 +140,10 @@ def populate_world() -> None:
         if name == ".apps_data":
             for app in ("mail", "calendar", "chat"):
                 (dest / app).mkdir(exist_ok=True)
+        dest.chmod(0o755)  # while root's: no CAP_FOWNER (`environment.CAPABILITIES`)
         for root, dirs, files in os.walk(dest):
             for entry in [root, *(os.path.join(root, n) for n in dirs + files)]:
                 os.lchown(entry, SANDBOX_UID, SANDBOX_UID)
-        dest.chmod(0o755)
 
 
 def main(argv: list[str]) -> None:
@@ -149,6 +153,9 @@ def main(argv: list[str]) -> None:
         if os.environ.get(POPULATE_ENV) == "1":
             populate_world()
         start_gateway()
+        if os.environ.get(POPULATE_ENV) != "1":  # not the docker preset: its host writes none
+            for name in ("tests", "solution"):  # where the images' /tests and /solution lead
+                (Path(RUN_DIR) / name).mkdir(exist_ok=True)
         os.environ[_STARTED] = "1"
     command = argv or ["sleep", "infinity"]
     os.execvp(command[0], command)

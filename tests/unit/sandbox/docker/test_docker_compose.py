@@ -43,12 +43,23 @@ def test_the_main_service_has_no_network_no_new_privileges_read_only_initial_lay
     assert binds["/kwrl/run"] == (str(tmp_path / "trial" / "tmp" / "run"), False)
     assert binds["/kwrl/initial/world"] == (str(env.world.world_dir), True)
     assert binds["/kwrl/initial/overlay"] == (str(task.resolve() / "environment" / "overlay"), True)
-    # storage: every dir the agent may write on tmpfs of the task's storage_mb (the world's roots
-    # filled at start); the gateway's files and the container's log capped
-    tmpfs = {v["target"]: v["tmpfs"]["size"] for v in main["volumes"] if v["type"] == "tmpfs"}
+    # storage: every dir the agent may write on tmpfs of the task's storage_mb and inodes (the
+    # world's roots filled at start, so theirs hold the world's entries too), the rest of the
+    # root read-only; every capability dropped but those root needs; the gateway's files and the
+    # container's log capped
+    assert main["read_only"] is True and main["cap_drop"] == ["ALL"]
+    assert set(main["cap_add"]) == {"CHOWN", "SETUID", "SETGID", "DAC_READ_SEARCH"}
+    tmpfs = dict(t.split(":", 1) for t in main["tmpfs"])
     size = env.task_env_config.storage_mb * 2**20  # type: ignore[operator]
-    writable = ("/filesystem", "/.apps_data", "/tmp", "/var/tmp", "/run/lock")
-    assert tmpfs == dict.fromkeys((*writable, "/logs/agent", "/logs/artifacts"), size)
+    inodes = max(4096, env.task_env_config.storage_mb * 64)  # type: ignore[operator]
+    world = sum(1 for _ in env.world.world_dir.rglob("*")) + 1  # type: ignore[union-attr]
+    world += 2  # the overlay dir and its filesystem/
+    writable = ("/filesystem", "/.apps_data", "/tmp", "/logs/agent", "/logs/artifacts")
+    assert tmpfs == {
+        t: f"rw,nosuid,nodev,noexec,mode=1777,size={size},"
+        f"nr_inodes={inodes + (world if t in ('/filesystem', '/.apps_data') else 0)}"
+        for t in writable
+    }
     assert main["environment"] == {"KWRL_POPULATE_WORLD": "1", "KWRL_GATEWAY_FSIZE": str(size)}
     assert main["logging"]["options"]["max-size"] == "1m"
 
