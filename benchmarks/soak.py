@@ -12,7 +12,9 @@ counts what this process left behind:
 processes descending from it (the gateway zygote aside), bwrap processes of its sandboxes, mounts
 of its sandbox roots, sandbox root dirs, and trial cgroups. Every count must be zero. With
 `--hostile`, a loopback listener at `LISTENER_PORT` must hear nothing (LibreOffice grading
-`lo_links`) and no trial's sandbox.log may pass 64 KiB (`init_log`), else BROKEN too.
+`lo_links`), no trial's sandbox.log may pass 64 KiB (`init_log`), and none may leave a host file
+past its bound (`testing.host_file_breach`, `inode_breach`: `log_flood`, `output_flood`,
+`inode_flood`), else BROKEN too.
 
 `--hostile` also runs the judge attacks (`JUDGE_ATTACKS`: a final answer carrying every breakout
 of the judge's prompt, a 300 KB answer for a judge too slow to read it), graded through
@@ -106,6 +108,8 @@ async def main() -> None:
         JUDGE_ATTACKS,
         LISTENER_PORT,
         attack_judge,
+        host_file_breach,
+        inode_breach,
         loopback_listener,
         make_task,
         make_world,
@@ -161,6 +165,13 @@ async def main() -> None:
             log = Path(rec.trial_dir) / "sandbox.log"
             if kind in hostile and log.is_file() and log.stat().st_size > 64 * 1024:
                 broken.append(f"{log}: {log.stat().st_size} bytes")
+            storage_mb = ATTACK_TASKS.get(kind, {}).get("storage_mb", 10240)
+            past = [
+                host_file_breach(Path(rec.trial_dir)),
+                inode_breach(Path(rec.trial_dir), storage_mb),
+            ]
+            if kind in hostile and any(past):
+                broken.append(f"{rec.trial_dir}: {'; '.join(b for b in past if b)}")
             high = rec.reward is not None and rec.reward >= 0.5
             if kind in hostile and (high or not trial_decision(rec.cause, rec.reward).trained):
                 broken.append(f"{rec.trial_dir} ({rec.cause}, {rec.reward})")

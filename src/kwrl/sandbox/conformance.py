@@ -14,6 +14,12 @@ point (`kwrl.sandbox.contract`):
   `full`), each on the task settings it is meant for, score below 0.5, or end on the agent's
   own limit (`SandboxLimitError`); one run on a small storage_mb also leaves no file of more than
   that in any dir it wrote (`disk_anywhere`'s report) and the trial dir on the host under twice it;
+  none leaves a host file past its bound (`testing.host_file_breach`: gateway.log and sandbox.log
+  under `outputs.LOG_CAP` after `log_flood`, the trial dir under the output caps after
+  `output_flood`), nor more files in /filesystem than its inode bound (`inode_flood`);
+- `egress`: a probe verifier asks the egress proxy for a listener on the host's loopback under
+  every IPv6 form that embeds 127.0.0.1 (and a decimal spelling, 192.0.0.8): each is refused (403)
+  and the listener hears nothing;
 - `verifier_phase`: a probe (its own test.sh) finds, in the verifier phase, the initial copy
   read-only and right at `/kwrl/initial/*`, the agent's changes in the world, a reward the agent
   planted gone, no agent process alive, and `/tests` absent in the agent phase;
@@ -43,10 +49,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kwrl.sandbox.testing import ATTACK_TASKS, ATTACKS, make_task, make_world
+from kwrl.sandbox.testing import (
+    ATTACK_TASKS,
+    ATTACKS,
+    host_file_breach,
+    inode_breach,
+    loopback_listener,
+    make_task,
+    make_world,
+)
 
 FAST_ATTACKS: tuple[str, ...] = (
     "hijack", "gold_link", "kill_all", "daemons", "disk", "disk_anywhere",
+    "log_flood", "output_flood", "inode_flood",
 )  # fmt: skip
 """The attacks of the default run: each tests one duty (grader isolation, links, signals, the end
 of the agent phase, storage); `full` runs every one of ATTACKS."""
@@ -93,6 +108,31 @@ echo 42 > /filesystem/answer.txt
 echo 'Q3 revenue: 43 million' > /filesystem/reports/q3.txt
 rm /filesystem/readme.txt
 echo 'The answer is 42.' > /logs/agent/final_answer.txt
+"""
+EMBEDDED_LOOPBACK: tuple[str, ...] = (
+    "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::127.0.0.1]", "[::ffff:0:7f00:1]",
+    "[64:ff9b::7f00:1]", "[64:ff9b:1:7f00:0:100::]", "[2002:7f00:1::]",
+    "[2001:0:4136:e378:8000:63bf:80ff:fffe]", "2130706433", "192.0.0.8",
+)  # fmt: skip
+"""Hosts the `egress` probe asks the proxy for: 127.0.0.1 embedded in IPv6 (mapped, compatible,
+translated, NAT64 /96 and /48, 6to4, Teredo's client), as a decimal number, and an IETF
+protocol address Python's `is_global` admits."""
+_EGRESS_TEST_SH = r"""#!/usr/bin/env bash
+"${KWRL_PYTHON:-python3}" -I - <<'EOF'
+import json, urllib.error, urllib.request
+got = {}
+for host in HOSTS:
+    try:
+        urllib.request.urlopen(f"http://{host}:PORT/embedded", timeout=20)
+        got[host] = "reached"
+    except urllib.error.HTTPError as e:
+        got[host] = e.code
+    except Exception as e:
+        got[host] = type(e).__name__
+open("/logs/verifier/egress.json", "w").write(json.dumps(got))
+ok = all(v == 403 for v in got.values())
+open("/logs/verifier/reward.json", "w").write(json.dumps({"reward": 1.0 if ok else 0.0}))
+EOF
 """
 _DIFF_EXPECTED = {
     "created": ["filesystem/answer.txt"],
@@ -353,6 +393,7 @@ async def conform(
     toml.write_text(toml.read_text().replace("cpus = 1\n", "cpus = 0\n", 1))
     checks.append(("limits:refused", lambda: _refused(suite, bad)))
     checks.append(("gateway", lambda: _gateway(suite, plain)))
+    checks.append(("egress", lambda: _egress(suite, root, world)))
 
     picked = [(n, body) for n, body in checks if not wanted or n.startswith(wanted)]
     await asyncio.gather(*(suite.timed(n, body) for n, body in picked))
@@ -396,6 +437,8 @@ async def _attack(suite: _Suite, name: str, task: Path) -> tuple[bool, str]:
     got = await suite.trial(task, "oracle", f"attack-{name}")
     storage_mb = ATTACK_TASKS.get(name, {}).get("storage_mb")
     breach = _storage_breach(got.trial_dir, storage_mb) if storage_mb else ""
+    inodes = inode_breach(got.trial_dir, storage_mb or 10240)
+    breach = "; ".join(b for b in (breach, host_file_breach(got.trial_dir), inodes) if b)
     if breach:
         return False, f"{breach} (storage_mb = {storage_mb}); {got.describe()}"
     if got.reward is not None:
@@ -426,6 +469,21 @@ def _storage_breach(trial_dir: Path, storage_mb: int) -> str:
     if total > 2 * limit:
         found.append(f"the trial dir on the host holds {total >> 20} MiB")
     return "; ".join(found)
+
+
+async def _egress(suite: _Suite, root: Path, world: str) -> tuple[bool, str]:
+    """The verifier phase's proxy refuses every embedded form of the host's loopback."""
+    with loopback_listener() as (url, hits):
+        port = url.rsplit(":", 1)[1]
+        test_sh = _EGRESS_TEST_SH.replace("HOSTS", repr(list(EMBEDDED_LOOPBACK)))
+        task = make_task(root, "egress", world_id=world)
+        (task / "tests" / "test.sh").write_text(test_sh.replace("PORT", port))
+        got = await suite.trial(task, "oracle", "egress")
+    seen = got.trial_dir / "verifier" / "egress.json"
+    said = seen.read_text() if seen.is_file() else got.describe()
+    if hits:
+        return False, f"the host's loopback listener was asked for {hits}; {said}"
+    return got.reward == 1.0, said
 
 
 async def _probe(suite: _Suite, task: Path) -> tuple[bool, str]:

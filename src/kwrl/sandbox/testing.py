@@ -49,6 +49,12 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   `init_log` (writes to the sandbox init's stderr and stdout through /proc/1/fd, once the host file
   sandbox.log: 2 GiB and forged log lines; ptrace and /proc/1/mem of the init; results in
   /logs/agent/init.txt).
+- files on the host (`host_file_breach`, `inode_breach` say what one left past its bound):
+  `log_flood` (4 tool calls with a 1 MiB path, each once a 1.4 MB traceback in the host's
+  gateway.log, then 2,000 malformed HTTP requests on the gateway's socket, a log line each),
+  `output_flood` (30,000 empty files in /logs/agent, once each a file in the host's trial dir),
+  `inode_flood` (empty files in /filesystem until refused, at most 200,000, for a task of
+  storage_mb 64: its tmpfs once allowed 3 million; the count in /logs/agent/inodes.txt).
 - answers a judge fails, each holding the right 42 (`kwrl.grading.statements`; answer.txt holds 41,
   so an answer check that let one pass makes the reward 0.5): `hedge` ("42 million, though it could
   also be 44 million"), `negation` ("is not 42 million"), `table` (a markdown table of eight
@@ -74,6 +80,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -346,6 +353,36 @@ _JUDGE_FAILS = {
 """Final answers a judge fails though they hold 42 (issue 35): the answer checks must fail them."""
 
 
+_LOG_FLOOD = r"""import asyncio, socket
+from kwrl.worlds.client import GatewayClient
+big = 'A' * (1 << 20)
+async def calls():
+    async with GatewayClient(os.environ['KWRL_GATEWAY'], timeout_s=120) as gw:
+        for _ in range(4):
+            try:
+                await gw.call_tool('filesystem_list_files', {'path': big})
+            except Exception:
+                pass
+asyncio.run(calls())
+for _ in range(2000):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect('/kwrl/run/gateway.sock')
+        s.sendall(b'NOT HTTP \x00\r\n\r\n')
+open('/logs/agent/flood.txt', 'w').write('4 calls, 2000 malformed requests\n')
+"""
+_INODE_FLOOD = r"""os.makedirs('/filesystem/inodes')
+n = 0
+try:
+    while n < 200_000:
+        open(f'/filesystem/inodes/{n}', 'w').close()
+        n += 1
+except OSError:
+    for i in range(max(0, n - 64), n):  # room for the report (/logs/agent may share the disk)
+        os.unlink(f'/filesystem/inodes/{i}')
+open('/logs/agent/inodes.txt', 'w').write(f'{n}\n')
+"""
+
+
 _DAEMON = """while :; do
   date +%s.%N >> "/logs/agent/$1"
   echo '{"reward": 1.0}' > /logs/verifier/reward.json 2>/dev/null
@@ -443,6 +480,13 @@ ATTACKS: dict[str, str] = {
     "clock": "#!/usr/bin/env bash\n" + _WRONG + "sleep 3600\n",
     "lo_links": linked_workbook(f"http://127.0.0.1:{LISTENER_PORT}"),
     "init_log": _py_attack(_INIT_LOG),
+    "log_flood": _py_attack(_LOG_FLOOD),
+    "output_flood": _py_attack(
+        "os.makedirs('/logs/agent/flood')\n"
+        "for i in range(30_000):\n"
+        "    open(f'/logs/agent/flood/f{i}', 'w').close()\n"
+    ),
+    "inode_flood": _py_attack(_INODE_FLOOD),
     **{name: _answer_attack(answer) for name, answer in _JUDGE_FAILS.items()},
 }
 """Hostile solve.sh scripts by name (see the module docstring); each leaves the wrong answer."""
@@ -475,6 +519,8 @@ ATTACK_TASKS: dict[str, dict[str, Any]] = {
     "disk_anywhere": {"storage_mb": 64},
     "memory_fill": {"memory_mb": 512},
     "clock": {"agent_timeout_sec": 3.0},
+    "inode_flood": {"storage_mb": 64},
+    "log_flood": {"agent_timeout_sec": 300.0},  # 1 MiB arguments: seconds a call on a busy host
     "injection": {"judged": True, "verifier_env": {**_JUDGE_SETTINGS, "KWRL_JUDGE_TIMEOUT_S": "30"}},
     # a judge that claims to read 10M characters a second: the agent's share is not cut to what
     # it reads in time, so every attempt on the answer times out (5 s) and the probe is answered
@@ -485,6 +531,35 @@ ATTACK_TASKS: dict[str, dict[str, Any]] = {
     },
 }  # fmt: skip
 """`make_task` settings an attack is meant for (the others run with the defaults)."""
+
+
+def host_file_breach(trial_dir: Path) -> str:
+    """What a trial left on the host past the bounds of every file it makes there (empty when
+    nothing): gateway.log or sandbox.log over `outputs.LOG_CAP` (and its last line), or more
+    files and dirs in the trial dir than its two output dirs may bring
+    (`outputs.OUTPUT_MAX_ENTRIES` each, and harbor's own few)."""
+    from kwrl.sandbox.outputs import LOG_CAP, OUTPUT_MAX_ENTRIES
+
+    found = []
+    for name in ("gateway.log", "sandbox.log"):
+        log = trial_dir / name
+        if log.is_file() and (size := log.stat().st_size) > LOG_CAP + 4096:
+            found.append(f"{name} holds {size} bytes")
+    entries = sum(len(d) + len(f) for _, d, f in os.walk(trial_dir))
+    if entries > 2 * OUTPUT_MAX_ENTRIES + 1000:
+        found.append(f"the trial dir holds {entries} files and dirs")
+    return "; ".join(found)
+
+
+def inode_breach(trial_dir: Path, storage_mb: int) -> str:
+    """`inode_flood`'s report: files it made in /filesystem beyond the inode bound a task of
+    `storage_mb` has (`base.storage_inodes`, with room for a small world's own)."""
+    from kwrl.sandbox.base import storage_inodes
+
+    report = trial_dir / "agent" / "inodes.txt"
+    made = report.read_text().strip() if report.is_file() and not report.is_symlink() else ""
+    bound = storage_inodes(storage_mb, None) + 1000
+    return f"{made} files made in /filesystem" if made.isdigit() and int(made) > bound else ""
 
 
 def attack_judge() -> LoopbackJudge:
