@@ -440,7 +440,8 @@ async def _attack(suite: _Suite, name: str, task: Path) -> tuple[bool, str]:
     inodes = inode_breach(got.trial_dir, storage_mb or 10240)
     breach = "; ".join(b for b in (breach, host_file_breach(got.trial_dir), inodes) if b)
     if breach:
-        return False, f"{breach} (storage_mb = {storage_mb}); {got.describe()}"
+        said = f" (storage_mb = {storage_mb})" if storage_mb else ""
+        return False, f"{breach}{said}; {got.describe()}"
     if got.reward is not None:
         return got.reward < 0.5, got.describe()
     # No reward: only the agent's own limit hit may end a hostile trial (a 0 that trains);

@@ -53,7 +53,7 @@ tests/integration/test_adversarial.py and `benchmarks/soak.py --hostile`):
   `log_flood` (4 tool calls with a 1 MiB path, each once a 1.4 MB traceback in the host's
   gateway.log, then 2,000 malformed HTTP requests on the gateway's socket, a log line each),
   `output_flood` (30,000 empty files in /logs/agent, once each a file in the host's trial dir),
-  `inode_flood` (empty files in /filesystem until refused, at most 200,000, for a task of
+  `inode_flood` (empty files in /filesystem until refused, at most 20,000, for a task of
   storage_mb 64: its tmpfs once allowed 3 million; the count in /logs/agent/inodes.txt).
 - answers a judge fails, each holding the right 42 (`kwrl.grading.statements`; answer.txt holds 41,
   so an answer check that let one pass makes the reward 0.5): `hedge` ("42 million, though it could
@@ -373,9 +373,11 @@ open('/logs/agent/flood.txt', 'w').write('4 calls, 2000 malformed requests\n')
 _INODE_FLOOD = r"""os.makedirs('/filesystem/inodes')
 n = 0
 try:
-    while n < 200_000:
+    while n < 20_000:
         open(f'/filesystem/inodes/{n}', 'w').close()
         n += 1
+        if n % 1000 == 0:  # so far (a trial that ends meanwhile leaves the last count)
+            open('/logs/agent/inodes.txt', 'w').write(f'{n}\n')
 except OSError:
     for i in range(max(0, n - 64), n):  # room for the report (/logs/agent may share the disk)
         os.unlink(f'/filesystem/inodes/{i}')
