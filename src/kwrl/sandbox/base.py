@@ -15,8 +15,11 @@
   agent sandbox and the per-command verifier sandboxes, so both see the same world.
 
 Non-obvious choice: everything is read-only or absent except the world (`/filesystem`,
-`/.apps_data`), `/logs/agent` and `/logs/artifacts` (`/logs/verifier` only in the verifier phase)
-and `/tmp` (private tmpfs); `/kwrl/run` holds the gateway's socket, read-only.
+`/.apps_data`), `/logs/agent` and `/logs/artifacts` (`/logs/verifier` only in the verifier phase),
+`/solution` in the agent phase (harbor's oracle uploads there), `/tmp` and `/dev/shm` (private
+tmpfs); the root itself (bwrap's tmpfs: `/etc`, `/kwrl`, the mount points) and `/dev` are
+remounted read-only once built, so agent code cannot plant `/etc/ld.so.preload` or any other file
+a later program would read from the root; `/kwrl/run` holds the gateway's socket, read-only.
 The environment variables inside are built from scratch (`--clearenv`), so the host's API keys
 never reach agent code.
 """
@@ -266,6 +269,8 @@ def bwrap_argv(
         "/proc",
         "--dev",
         "/dev",
+        "--tmpfs",
+        "/dev/shm",
         "--bind",
         str(merged / "filesystem"),
         "/filesystem",
@@ -281,6 +286,9 @@ def bwrap_argv(
     ]
     for src, dst, ro in spec.binds:
         argv += ["--ro-bind" if ro else "--bind", src, dst]
+    # The root (and /dev) read-only once every mount point is made: only the mounts above that
+    # are not read-only can be written (the world, /tmp, /dev/shm, the trial's output dirs).
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
     argv += ["--clearenv"]
     for k, v in spec.env.items():
         argv += ["--setenv", k, v]

@@ -23,6 +23,14 @@ point (`kwrl.sandbox.contract`):
 - `verifier_phase`: a probe (its own test.sh) finds, in the verifier phase, the initial copy
   read-only and right at `/kwrl/initial/*`, the agent's changes in the world, a reward the agent
   planted gone, no agent process alive, and `/tests` absent in the agent phase;
+- `root:read_only`: agent code creates nothing outside the mounts a trial must write (the world,
+  `/tmp`, `/dev/shm`, `/logs/agent`, `/logs/artifacts`, `/solution`): not `/x`, `/etc/x`,
+  `/usr/x`, nor in any other dir of the root or the host paths bound in; nor does the verifier
+  phase's command write its root;
+- `root:preload`: a library agent code builds and plants where a dynamic loader would read it
+  (`/etc/ld.so.preload`, `/etc/ld.so.conf.d`) and binaries that would shadow a tool on `PATH` are
+  never loaded with a capability or without no_new_privs by what kwrl runs later in the agent
+  phase (harbor's artifact collection); its library is built on the host (skipped without cc);
 - `diff`: the grader's `changes.tar.gz` lists exactly what the agent created, modified, deleted;
 - `limits`: a memory hog ends on `SandboxLimitError` (or the environment refuses the limit by
   name), and a task.toml limit no sandbox can apply is refused naming the field;
@@ -41,7 +49,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import stat
+import subprocess
 import tarfile
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -98,6 +108,105 @@ grep -q changed /filesystem/reports/q3.txt 2>/dev/null || f+=(agent_change_lost)
 [ -e /filesystem/readme.txt ] && f+=(agent_deletion_lost)
 a=$(wc -c < /filesystem/hb.txt); sleep 0.5; b=$(wc -c < /filesystem/hb.txt)
 [ "$a" = "$b" ] || f+=(agent_process_alive_in_verifier_phase)
+printf '%s\n' "${f[@]}" > /logs/verifier/probe.txt
+if [ ${#f[@]} -eq 0 ]; then r=1; else r=0; fi
+echo "{\"reward\": $r}" > /logs/verifier/reward.json
+"""
+# Agent code may write the world, /tmp, /dev/shm, its output dirs and /solution: nothing else.
+_RO_SOLVE = r"""#!/usr/bin/env bash
+p=/logs/agent/ro-probe.txt
+: > "$p"
+for d in / /etc /etc/ssl /usr /usr/bin /usr/lib /usr/local/bin /bin /sbin /lib /lib64 /kwrl \
+         /kwrl/run /logs /dev /var /var/lib /opt /root /home /srv /mnt /boot \
+         "$(dirname "$KWRL_PYTHON")" "$(dirname "$(dirname "$KWRL_PYTHON")")"; do
+  f="${d%/}/kwrl-probe"
+  if ( : > "$f" ) 2>/dev/null; then echo "created:$f" >> "$p"; rm -f "$f"; fi
+  if mkdir "${d%/}/kwrl-probe.d" 2>/dev/null; then echo "created:${d%/}/kwrl-probe.d" >> "$p"; fi
+done
+ln -s /tmp /kwrl-probe.l 2>/dev/null && echo created:/kwrl-probe.l >> "$p"
+for d in /tmp /dev/shm /filesystem /.apps_data /logs/agent /logs/artifacts; do
+  ( : > "$d/kwrl-probe-w" ) 2>/dev/null || echo "unwritable:$d" >> "$p"
+done
+echo checked >> "$p"
+echo 'The answer is 42.' > /logs/agent/final_answer.txt
+"""
+_RO_TEST_SH = r"""#!/usr/bin/env bash
+f=()
+if [ -f /logs/agent/ro-probe.txt ]; then
+  grep -q '^checked$' /logs/agent/ro-probe.txt || f+=(agent_probe_unfinished)
+  while read -r l; do [ "$l" != checked ] && [ -n "$l" ] && f+=("agent:$l"); done < /logs/agent/ro-probe.txt
+else
+  f+=(agent_probe_missing)
+fi
+for d in / /etc /usr /kwrl /logs /dev; do
+  ( : > "${d%/}/kwrl-verifier-probe" ) 2>/dev/null && f+=("verifier:created:${d%/}/kwrl-verifier-probe")
+done
+printf '%s\n' "${f[@]}" > /logs/verifier/probe.txt
+if [ ${#f[@]} -eq 0 ]; then r=1; else r=0; fi
+echo "{\"reward\": $r}" > /logs/verifier/reward.json
+"""
+# A library whose constructor logs who loaded it and with which privileges, planted where a loader
+# would read it; later commands kwrl runs in the agent phase (harbor's artifact collection after
+# the agent's own commands) must never load it with a capability or without no_new_privs.
+_PRELOAD_LIB_C = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void kwrl_probe(void) {
+    char buf[4096], out[512], comm[64] = "?", caps[32] = "?", nnp[8] = "?";
+    int fd = open("/proc/self/status", O_RDONLY), n, c;
+    if (fd < 0) return;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return;
+    buf[n] = 0;
+    char *l = strstr(buf, "CapEff:"), *m = strstr(buf, "NoNewPrivs:"), *k = strstr(buf, "Name:");
+    if (l) sscanf(l, "CapEff: %31s", caps);
+    if (m) sscanf(m, "NoNewPrivs: %7s", nnp);
+    if (k) sscanf(k, "Name: %63s", comm);
+    c = snprintf(out, sizeof out, "%s CapEff=%s NoNewPrivs=%s\n", comm, caps, nnp);
+    fd = open("/filesystem/.kwrl-preload.log", O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd >= 0) { write(fd, out, c); close(fd); }
+}
+"""
+_PRELOAD_SOLVE = r"""#!/usr/bin/env bash
+log=/logs/agent/preload.txt
+: > "$log"
+cp /solution/probe.so /tmp/probe.so && chmod 755 /tmp/probe.so
+LD_PRELOAD=/tmp/probe.so /usr/bin/true  # the library loads: one line, no privilege
+for f in /etc/ld.so.preload /etc/ld.so.conf.d/kwrl-probe.conf; do
+  { echo /tmp/probe.so > "$f"; } 2>/dev/null && echo "planted:$f" >> "$log"
+done
+IFS=: read -ra dirs <<< "$PATH"
+for d in "${dirs[@]}" /usr/local/sbin /usr/local/bin /bin; do
+  for b in setpriv nsenter tar cat mkdir bash sh env; do
+    if { printf '#!/usr/bin/env bash\necho "shadow:%s $(grep CapEff /proc/self/status)" >> /filesystem/.kwrl-preload.log\nexec /usr/bin/%s "$@"\n' "$d/$b" "$b" > "$d/$b.kwrl-probe"; } 2>/dev/null; then
+      echo "planted:$d/$b" >> "$log"
+      rm -f "$d/$b.kwrl-probe"
+    fi
+  done
+done
+echo done >> "$log"
+echo 'The answer is 42.' > /logs/agent/final_answer.txt
+"""
+_PRELOAD_TEST_SH = r"""#!/usr/bin/env bash
+f=()
+l=/filesystem/.kwrl-preload.log
+grep -q '^done$' /logs/agent/preload.txt 2>/dev/null || f+=(agent_probe_unfinished)
+[ -s "$l" ] || f+=(probe_library_never_loaded)
+while read -r line; do
+  case "$line" in
+    *"CapEff=0000000000000000 NoNewPrivs=1") ;;
+    *) f+=("privileged_load:${line// /_}") ;;
+  esac
+done < <(grep -v '^shadow:' "$l" 2>/dev/null)
+while read -r line; do
+  case "$line" in
+    *"CapEff:	0000000000000000") ;;
+    *) f+=("privileged_shadow:${line// /_}") ;;
+  esac
+done < <(grep '^shadow:' "$l" 2>/dev/null)
 printf '%s\n' "${f[@]}" > /logs/verifier/probe.txt
 if [ ${#f[@]} -eq 0 ]; then r=1; else r=0; fi
 echo "{\"reward\": $r}" > /logs/verifier/reward.json
@@ -263,6 +372,42 @@ def _probe_task(root: Path, world: str) -> Path:
     return task
 
 
+def _root_task(root: Path, world: str) -> Path:
+    task = make_task(root, "root-ro", world_id=world, solve=_RO_SOLVE)
+    (task / "tests" / "test.sh").write_text(_RO_TEST_SH)
+    return task
+
+
+def _preload_task(root: Path, world: str) -> Path | None:
+    """The preload probe's task (its library built here, into the task's solution), or None where
+    this host has no C compiler. Its task.toml lists an artifact, so harbor collects it with a
+    command kwrl runs in the agent phase after the agent's own."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    task = make_task(root, "root-preload", world_id=world, solve=_PRELOAD_SOLVE)
+    src = task / "solution" / "probe.c"
+    src.write_text(_PRELOAD_LIB_C)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-O2", "-o", str(task / "solution" / "probe.so"), str(src)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    src.unlink()
+    (task / "tests" / "test.sh").write_text(_PRELOAD_TEST_SH)
+    toml = task / "task.toml"
+    toml.write_text('artifacts = ["/filesystem/reports"]\n' + toml.read_text())
+    return task
+
+
+async def _root_probe(suite: _Suite, task: Path | None, name: str) -> tuple[bool, str]:
+    if task is None:
+        return True, "not run: no C compiler on this host to build the probe's library"
+    got = await suite.trial(task, "oracle", name)
+    failures = suite.work / "trials" / name / "verifier" / "probe.txt"
+    said = failures.read_text().split() if failures.is_file() else []
+    return got.reward == 1.0, ", ".join(said)[:1500] or got.describe()
+
+
 def _changes(trial_dir: Path) -> dict[str, Any]:
     with tarfile.open(trial_dir / "verifier" / "changes.tar.gz") as tf:
         member = tf.extractfile("changes.json")
@@ -384,6 +529,10 @@ async def conform(
 
     probe = _probe_task(root, world)
     checks.append(("verifier_phase", lambda: _probe(suite, probe)))
+    ro = _root_task(root, world)
+    checks.append(("root:read_only", lambda: _root_probe(suite, ro, "root-ro")))
+    preload = _preload_task(root, world)
+    checks.append(("root:preload", lambda: _root_probe(suite, preload, "root-preload")))
     diff = make_task(root, "diff", world_id=world, grader="kwrl", solve=_DIFF_SOLVE)
     checks.append(("diff", lambda: _diff(suite, diff)))
     hog = make_task(root, "memhog", world_id=world, solution="memhog", memory_mb=256)

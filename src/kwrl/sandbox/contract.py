@@ -60,6 +60,9 @@ VERIFIER_DIR = "/logs/verifier"
 """The grader's output dir: read-only in the agent phase, emptied when the verifier phase starts."""
 AGENT_OUTPUTS: tuple[str, ...] = ("/logs/agent", "/logs/artifacts")
 """The agent's output dirs, copied into harbor's trial dir as plain files."""
+SOLUTION_DIR = "/solution"
+"""Where harbor's oracle agent uploads the task's solution in the agent phase: a writable dir on
+the trial's storage (the sandbox's root is read-only)."""
 REPORT_NAME = "sandbox.json"
 """The limits report `stop()` writes into the trial dir."""
 

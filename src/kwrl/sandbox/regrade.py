@@ -6,9 +6,9 @@ Everything in a trial dir was written by the agent or its sandbox, so `kwrl grad
 command again (`python -I -m kwrl.cli grade GRADE_ARGS --in-sandbox`) inside bubblewrap, as the
 verifier phase runs test.sh:
 
-- its own pid, ipc, uts and network namespaces and session; the host's system paths, the
-  interpreter and kwrl read-only (`kwrl.sandbox.base.host_binds`); a private `/tmp` for the
-  extracted changes; the trial dir, the task dir and its world read-only at their own paths
+- its own pid, ipc, uts and network namespaces and session; a read-only root; the host's system
+  paths, the interpreter and kwrl read-only (`kwrl.sandbox.base.host_binds`); a private `/tmp`
+  for the extracted changes; the trial dir, the task dir and its world read-only at their own paths
   (`--ro`), and writable only what `--write` and `--cache` name (`--rw`);
 - no capabilities, but (as root) those the grader needs to start LibreOffice's own network-less
   sandbox as `nobody` (`kwrl.grading.recalc`), as in the verifier phase;
@@ -64,12 +64,13 @@ def regrade_argv(
         "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-net",
         "--unshare-cgroup-try", "--new-session", "--die-with-parent",
         "--tmpfs", "/tmp", *host_binds(), "--proc", "/proc", "--dev", "/dev",
-        "--dir", "/kwrl", "--ro-bind", str(run_dir), _RUN,
+        "--tmpfs", "/dev/shm", "--dir", "/kwrl", "--ro-bind", str(run_dir), _RUN,
     ]  # fmt: skip
     for p in ro:
         argv += ["--ro-bind", str(p), str(p)]
     for p in rw:
         argv += ["--bind", str(p), str(p)]
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/"]  # only /tmp, /dev/shm and `rw` writable
     argv += ["--clearenv"]
     for k, v in {**env, **base_env(None)}.items():
         argv += ["--setenv", k, v]

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from kwrl.sandbox.local import native
 from kwrl.sandbox.local.init import INIT_PATH, READY, compiled_init, init_argv
 
 
 @pytest.fixture(autouse=True)
 def _fresh() -> Iterator[None]:
-    compiled_init.cache_clear()
+    native.compiled.cache_clear()
     yield
-    compiled_init.cache_clear()
+    native.compiled.cache_clear()
 
 
 def _ready_then_quiet(argv: list[str]) -> None:
@@ -50,7 +51,7 @@ def test_the_compiled_init_is_bound_read_only_and_says_ready(tmp_path: Path) -> 
     ((binary, target, read_only),) = binds
     assert target == INIT_PATH and read_only
     _ready_then_quiet([binary])
-    compiled_init.cache_clear()
+    native.compiled.cache_clear()
     assert compiled_init(tmp_path / "cache") == Path(binary)  # compiled once, found again
 
 
@@ -67,6 +68,6 @@ def test_without_a_compiler_the_init_is_python(
 def test_a_cache_others_may_write_is_not_trusted(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     assert compiled_init(cache) is not None
-    compiled_init.cache_clear()
+    native.compiled.cache_clear()
     cache.chmod(0o777)
     assert compiled_init(cache) is None

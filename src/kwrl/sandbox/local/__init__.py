@@ -7,6 +7,8 @@ conformance suite (`kwrl sandbox conform`). The package, by seam:
 - `phases`: the verifier phase's start and what leaves the sandbox (outputs, files in and out);
 - `gateway`: the world gateway's side (started inside, relayed to `mcp_url`, `gateway_fate`);
 - `init`: the sandbox's pid 1 (a small C program where the host compiles one, else Python);
+- `enter`: the helper that runs a command inside a running sandbox, every privilege dropped
+  before anything inside is loaded (C where the host compiles it, else Python; `native` compiles);
 - `pool`: pre-started spare sandboxes a trial's start() takes (`LocalSandboxConfig.pool`, off by
   default);
 - `state`: the fields and helpers they share. The gateway's starters (`kwrl.sandbox.gateway`,
@@ -21,7 +23,8 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   `storage_mb` and `storage_inodes` (files and dirs) and the world an overlayfs (lower = task overlay over world seed, upper on that
   tmpfs), so populating a world costs one mount whatever its size, the seed is never written and
   the world's writes are bounded; bwrap with its own pid, ipc, uts, cgroup and net namespaces
-  (loopback only), no capabilities, the host read-only or absent, and kwrl's init as the pid
+  (loopback only), no capabilities, the host read-only or absent, the root itself read-only
+  (only the world, `/tmp`, `/dev/shm`, the output dirs and `/solution` are writable), and kwrl's init as the pid
   namespace's pid 1 (`init`: agent code's signals cannot end the sandbox, nor can it ptrace the
   init or write through its fds into the host's sandbox.log); `/logs/{agent,artifacts}` bound
   from private dirs on that tmpfs (copied into harbor's trial dir as plain files and dirs when
@@ -30,8 +33,9 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   memory, process count and CPU (task.toml `[environment]`, checked positive); the world gateway
   started inside on a listening socket the host made at `run/gateway.sock` (`/kwrl/run` is
   read-only inside), relayed to `mcp_url` (http://127.0.0.1:PORT/mcp/) on the host.
-- `exec()`: agent phase: `nsenter` into the sandbox (same processes, loopback-only net), `setpriv`
-  to drop every capability, env exactly `base_env`, no file over `storage_mb` (RLIMIT_FSIZE); the
+- `exec()`: agent phase: `enter` joins the sandbox (same processes, loopback-only net, its root)
+  and drops every capability before the command, the first program loaded from the sandbox's
+  root, runs (nothing agent code planted there can run privileged), env exactly `base_env`, no file over `storage_mb` (RLIMIT_FSIZE); the
   tmpfs (world's writes plus /logs/{agent,artifacts}) full ends the command with
   `SandboxLimitError`.
   Verifier phase (from the moment harbor uploads `/tests`): the sandbox's init is killed, which
@@ -54,9 +58,9 @@ Lifecycle (harbor's `BaseEnvironment` contract):
 
 As a plain user (rootless), the mounts are made in a user namespace the user owns (`unshare --user
 --map-root-user`; the user is uid 0 in there, without capabilities in the sandbox): overlayfs with
-`userxattr`, nsenter with `-U --preserve-credentials`, the gateway started through nsenter (exec
-mode); RLIMIT_NPROC, which the kernel counts per user namespace, binds the process limit and the pid
-namespace ends every process; memory and CPU need a delegated cgroup v2 (else start() refuses
+`userxattr`, commands entering the user namespace too (keeping the user's uid, uid 0 in
+there), the gateway started through `enter` (exec mode); RLIMIT_NPROC, which the kernel counts
+per user namespace, binds the process limit and the pid namespace ends every process; memory and CPU need a delegated cgroup v2 (else start() refuses
 unless `allow_missing_limits`). World files the trial changes must be the user's own.
 
 Non-obvious choices: files move in and out through `tar`/`cat` run *inside* the sandbox, never

@@ -37,7 +37,7 @@ from kwrl.sandbox.base import (
     bwrap_argv,
     sandbox_python,
 )
-from kwrl.sandbox.contract import AGENT_OUTPUTS, TESTS_DIR, VERIFIER_DIR, under
+from kwrl.sandbox.contract import AGENT_OUTPUTS, SOLUTION_DIR, TESTS_DIR, VERIFIER_DIR, under
 from kwrl.sandbox.egress import relay_argv
 from kwrl.sandbox.local.state import DROP_CAPS, LocalState
 
@@ -76,6 +76,8 @@ class Commands(LocalState):
                 private = not verifier and m["target"] in AGENT_OUTPUTS
                 src = str(self._private(m["target"])) if private else m["source"]
                 binds.append((src, m["target"], ro))
+        if not verifier:  # harbor's oracle uploads here; the root is read-only
+            binds.append((str(self._private(SOLUTION_DIR)), SOLUTION_DIR, False))
         env = base_env(SANDBOX_GATEWAY_SOCKET if self.settings.gateway else None)
         if verifier:
             # Never import from the cwd or a script's dir (agent-writable /filesystem), whatever
@@ -118,17 +120,16 @@ class Commands(LocalState):
         default = "/" if self._verifier_phase else self.task_env_config.workdir or "/filesystem"
         workdir = cwd or default
         shell = ["bash", "-c", f"cd {shlex.quote(workdir)} || exit 1\n{command}"]
-        ids = [] if user is None else [f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         if not self._verifier_phase:
-            # No single file may outgrow the trial's storage (/logs/agent is a host dir).
+            # No single file may outgrow the trial's storage (/logs/agent is a host dir). Every
+            # privilege is gone before the first program of the sandbox's root is loaded (`enter`).
             fsize = f"--fsize={self._storage_mb() * 2**20}"
             return [
                 *self._join("exec"),
                 "prlimit", fsize, *self._nproc()[1:-1], "--",
-                "nsenter", "-t", str(self._init_pid), *host.userns_flags(),
-                "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
-                *DROP_CAPS, *ids, "--", *shell,
+                *self._enter(user), *shell,
             ]  # fmt: skip
+        ids = [] if user is None else [f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         assert self._holder is not None
         # Never the host's network: the phase's own loopback, and the egress proxy (the judge).
         spec = self._spec(share_net=False, verifier=True)

@@ -45,11 +45,9 @@ from kwrl.sandbox.local.state import default_sandbox_dir
 _MOUNT = (
     'mount -t tmpfs -o "$1" kwrl-disk "$2" && cd "$2" && '
     "mkdir -p upper/filesystem upper/.apps_data/mail upper/.apps_data/calendar "
-    "upper/.apps_data/chat work out-logs-agent out-logs-artifacts && "
+    "upper/.apps_data/chat work out-logs-agent out-logs-artifacts out-solution && "
     'mount -t overlay overlay -o "$3" "$4" && shift 4 && exec "$@"'
 )
-_DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
-_WATCH_S = 0.05
 
 
 def _bad_mount_chars(p: Path) -> bool:

@@ -15,11 +15,10 @@ import os
 import socket
 from pathlib import Path
 
-from kwrl.sandbox import host
 from kwrl.sandbox.base import GatewayLaunch
 from kwrl.sandbox.forward import UnixForwarder
 from kwrl.sandbox.gateway import proc_state, start_gateway
-from kwrl.sandbox.local.state import DROP_CAPS, LocalState
+from kwrl.sandbox.local.state import LocalState
 
 
 class WorldGateway(LocalState):
@@ -81,13 +80,7 @@ class WorldGateway(LocalState):
 
     def gateway_argv(self) -> list[str]:
         """argv that runs a command in the sandbox's namespaces but in the `sandbox` cgroup."""
-        return [
-            *self._join("sandbox"),
-            *self._nproc(),
-            "nsenter", "-t", str(self._init_pid), *host.userns_flags(),
-            "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
-            *DROP_CAPS, "--",
-        ]  # fmt: skip
+        return [*self._join("sandbox"), *self._nproc(), *self._enter()]
 
 
 def listen(path: Path) -> socket.socket:

@@ -15,24 +15,16 @@ blocked it until the agent timeout.
 Why C: a Python interpreter idling as pid 1 holds ~3.9 MB of private memory per trial (its heap
 and libpython's relocated pages; `benchmarks/sandbox.py` at 256 idle trials: init 3.9 of 11.8 MB
 PSS per trial); the compiled loop holds tens of KB. `init_argv(dir)` compiles `_C` once per host
-into `dir` (`cc -O2 -static`, else dynamically linked; written to a temp name, then renamed; the
-file's name carries the source's hash) and binds it read-only at `/kwrl/init`; without a C
+into `dir` (`kwrl.sandbox.local.native`) and binds it read-only at `/kwrl/init`; without a C
 compiler, or if it fails, the init is `python -I -S -c _PY` (same duties, same ready line).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import hashlib
-import logging
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from kwrl.sandbox.base import sandbox_python
+from kwrl.sandbox.local import native
 
 READY = b"kwrl-sandbox-ready"
 INIT_PATH = "/kwrl/init"
@@ -92,42 +84,6 @@ def init_argv(cache_dir: Path) -> tuple[list[str], list[tuple[str, str, bool]]]:
     return [INIT_PATH], [(str(binary), INIT_PATH, True)]
 
 
-@functools.cache
 def compiled_init(cache_dir: Path) -> Path | None:
     """The compiled init under `cache_dir` (compiled now if missing), or None without a compiler."""
-    digest = hashlib.sha256(_C.encode()).hexdigest()[:16]
-    binary = cache_dir / f"init-{digest}"
-    if binary.is_file():
-        return binary if _own(cache_dir) and _own(binary) else None
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return None
-    cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not _own(cache_dir):
-        return None
-    with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".init-") as d:
-        src = Path(d) / "init.c"
-        src.write_text(_C)
-        out = Path(d) / "init"
-        for static in (["-static"], []):
-            done = subprocess.run(
-                [cc, "-O2", *static, "-o", str(out), str(src)],
-                capture_output=True, text=True, check=False, timeout=120,
-            )  # fmt: skip
-            if done.returncode == 0:
-                os.chmod(out, 0o755)
-                os.replace(out, binary)
-                return binary
-        logging.getLogger(__name__).warning(
-            "cannot compile the sandbox init (%s), using the Python one: %s",
-            cc, done.stderr.strip()[-500:],
-        )  # fmt: skip
-    with contextlib.suppress(OSError):
-        binary.unlink()
-    return None
-
-
-def _own(p: Path) -> bool:
-    """`p` is this user's and nobody else may write it (a binary every sandbox runs as pid 1)."""
-    st = p.stat()
-    return st.st_uid == os.geteuid() and not st.st_mode & 0o022
+    return native.compiled(cache_dir, "init", _C)

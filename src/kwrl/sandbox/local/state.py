@@ -23,6 +23,7 @@ from kwrl.sandbox.contract import KwrlEnvironment
 from kwrl.sandbox.egress import EgressProxy
 from kwrl.sandbox.forward import UnixForwarder
 from kwrl.sandbox.gateway import ProcRef
+from kwrl.sandbox.local.enter import enter_argv
 
 # Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
 JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
@@ -85,6 +86,11 @@ class LocalState(KwrlEnvironment):
             return Path(self.settings.sandbox_dir)
         return default_sandbox_dir()
 
+    def _enter(self, user: tuple[int, int] | None = None) -> list[str]:
+        """argv prefix that runs a command inside the sandbox with no privilege left, as `user`
+        (uid, gid) or uid 0 without capabilities (`kwrl.sandbox.local.enter`)."""
+        return enter_argv(self._sandbox_dir(), self._init_pid, userns=host.rootless(), user=user)
+
     def _nproc(self) -> list[str]:
         """Rootless: `prlimit --nproc=<pids> --`, run inside the sandbox's user namespace, where
         RLIMIT_NPROC counts the trial's processes alone (the kernel counts per user namespace)."""
@@ -123,7 +129,8 @@ class LocalState(KwrlEnvironment):
         return None
 
     def _private(self, target: str) -> Path:
-        """The dir (on the trial's tmpfs) agent code sees at `target` (/logs/agent, /logs/artifacts)."""
+        """The dir (on the trial's tmpfs) agent code sees at `target` (/logs/agent, /logs/artifacts,
+        /solution)."""
         assert self.root is not None
         return self.root / "disk" / ("out" + target.replace("/", "-"))
 
