@@ -125,7 +125,7 @@ async def test_the_agent_side_has_no_network_no_root_and_a_gateway_the_verifier_
             assert r.return_code != 0, path
         # The root is read-only, even to root; agent commands hold no capability and cannot
         # gain one (no_new_privs), and root inside holds only `CAPABILITIES`.
-        for path in ("/x", "/etc/ld.so.preload", "/var/tmp/x", "/run/lock/x", "/usr/local/bin/x"):
+        for path in ("/x", "/etc/ld.so.preload", "/var/tmp/x", "/run/lock/x", "/dev/x"):
             r = await env.exec(f"touch {path}", user="root")
             assert r.return_code != 0 and "Read-only file system" in (r.stdout or ""), path
         caps = await env.exec("grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")

@@ -74,7 +74,7 @@ FAST_ATTACKS: tuple[str, ...] = (
     "log_flood", "output_flood", "inode_flood",
 )  # fmt: skip
 """The attacks of the default run: each tests one duty (grader isolation, links, signals, the end
-of the agent phase, storage); `full` runs every one of ATTACKS."""
+of the agent phase, storage, files on the host); `full` runs every one of ATTACKS."""
 FAST_SYNTH_TASKS = 3
 """Generated tasks in the default run (one world); `full` takes one per family of three worlds."""
 

@@ -9,8 +9,8 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
   /.apps_data, owned by `SANDBOX_UID`) and runs the task image through harbor's own docker
   environment (compose, prebuilt image), with one more compose file of kwrl's: `network_mode: none`
   (unless task.toml sets `[environment] network_mode = "public"` itself), `init: true`, a
-  read-only root (writable only the tmpfs mounts of `STORAGE_MOUNTS`, and /logs/verifier in the
-  verifier phase), every capability dropped but `CAPABILITIES`, `no-new-privileges`, a process
+  read-only root and /dev (writable only the tmpfs mounts of `STORAGE_MOUNTS`, /dev/shm, and
+  /logs/verifier in the verifier phase), every capability dropped but `CAPABILITIES`, `no-new-privileges`, a process
   limit, and a private host dir bound at /kwrl/run.
 - The initial copy. The host's world seed and task overlay (`initial_layers`: an empty dir for a
   task without one) are bound read-only at /kwrl/initial/world and /kwrl/initial/overlay (over
@@ -65,6 +65,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -108,6 +109,15 @@ from kwrl.sandbox.egress import (
 from kwrl.sandbox.forward import UnixForwarder
 from kwrl.tasks.taskdir import SANDBOX_UID
 
+_REMOUNT_DEV_RO = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+mount = libc.mount
+os.setns(os.open(f"/proc/{sys.argv[1]}/ns/mnt", os.O_RDONLY), os.CLONE_NEWNS)
+keep = os.statvfs("/dev").f_flag & 0xF  # ST_RDONLY, NOSUID, NODEV, NOEXEC: the MS_ bits
+if mount(None, b"/dev", None, keep | 32 | 4096 | 1, None) != 0:  # MS_REMOUNT|MS_BIND|MS_RDONLY
+    raise OSError(ctypes.get_errno(), "remount /dev read-only")
+"""
 TRIAL_LABEL = "kwrl.trial"
 STORAGE_MOUNTS: tuple[str, ...] = (*WORLD_ROOTS, "/tmp", *AGENT_OUTPUTS)
 """Where the agent's side writes, each a tmpfs of the trial's storage_mb and storage_inodes (mode
@@ -266,7 +276,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
             # storage_inodes (its pages count against the memory limit, as in the local
             # sandbox); the entry point copies the initial copy into the world's two first.
             "tmpfs": [
-                f"{t}:rw,nosuid,nodev,noexec,mode=1777,size={self._storage_mb() * 2**20},"
+                f"{t}:rw,nosuid,nodev,exec,mode=1777,size={self._storage_mb() * 2**20},"
                 f"nr_inodes={inodes + (world if t in WORLD_ROOTS else 0)}"
                 for t in STORAGE_MOUNTS
             ],
@@ -300,6 +310,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._started = True
         await HarborDockerEnvironment.start(self, force_build=False)
         self._container_pid = await self._main_pid()
+        await self._read_only_dev()
         # harbor made /logs/verifier (its host dir) writable by every user: root's until the
         # verifier phase, so agent code neither plants a reward nor fills the host's disk there.
         done = await self._root(f"chown 0:0 {VERIFIER_DIR} && chmod 0755 {VERIFIER_DIR}")
@@ -310,6 +321,18 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         self._forwarder = UnixForwarder(self.gateway_socket)  # type: ignore[arg-type]
         port = await self._forwarder.start()
         self.mcp_url = f"http://127.0.0.1:{port}/mcp/"
+
+    async def _read_only_dev(self) -> None:
+        """Remount the container's /dev (runc's tmpfs, root's to write) read-only, its other
+        flags kept (/dev/shm, its own mount, stays writable). A host interpreter does it with
+        `setns` and `mount` after loading everything it needs: nothing of the container runs."""
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-S", "-c", _REMOUNT_DEV_RO, str(self._container_pid),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise SandboxError(f"making the container's /dev read-only failed: {err.decode()}")
 
     async def _wait_gateway(self) -> None:
         transport = httpx.AsyncHTTPTransport(uds=str(self.gateway_socket))

@@ -56,7 +56,7 @@ def test_the_main_service_has_no_network_no_new_privileges_read_only_initial_lay
     world += 2  # the overlay dir and its filesystem/
     writable = ("/filesystem", "/.apps_data", "/tmp", "/logs/agent", "/logs/artifacts")
     assert tmpfs == {
-        t: f"rw,nosuid,nodev,noexec,mode=1777,size={size},"
+        t: f"rw,nosuid,nodev,exec,mode=1777,size={size},"
         f"nr_inodes={inodes + (world if t in ('/filesystem', '/.apps_data') else 0)}"
         for t in writable
     }
