@@ -441,23 +441,22 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         return self.task_env_config.storage_mb or self.settings.storage_mb
 
     def _agent_pids(self) -> list[int]:
-        """Processes of `SANDBOX_UID` in the container, read by the host from its cgroup."""
+        """Processes of `SANDBOX_UID` in the container (its pid namespace), read by the host."""
         try:
-            own = cgroups.parse_proc_cgroup(Path(f"/proc/{self._container_pid}/cgroup").read_text())
-        except OSError:
-            return []
-        where = own.get("pids", own.get(""))
-        fs = cgroups.CGROUP_FS / ("pids" if "pids" in own else "")
-        if where is None:
-            return []
+            ns = os.readlink(f"/proc/{self._container_pid}/ns/pid")
+        except OSError as e:
+            raise SandboxError(f"{self.project}: its first process is gone ({e})") from e
         pids = []
-        with contextlib.suppress(OSError):
-            for pid in (fs / where.lstrip("/") / "cgroup.procs").read_text().split():
-                with contextlib.suppress(OSError):
-                    status = Path(f"/proc/{pid}/status").read_text()
-                    uid = next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Uid:"))
-                    if uid == str(SANDBOX_UID):
-                        pids.append(int(pid))
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, StopIteration):
+                if os.readlink(f"/proc/{entry.name}/ns/pid") != ns:
+                    continue
+                status = Path(f"/proc/{entry.name}/status").read_text()
+                uid = next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Uid:"))
+                if uid == str(SANDBOX_UID):
+                    pids.append(int(entry.name))
         return pids
 
     def _inside(self, path: str) -> Path:
