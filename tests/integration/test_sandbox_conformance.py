@@ -50,7 +50,8 @@ async def test_an_environment_passes_the_fast_suite(
 ) -> None:
     report = await conform(env, tmp_path, env_kwargs=kwargs)
     names = {c.name for c in report.checks}
-    assert {f"attack:{a}" for a in FAST_ATTACKS} | {"verifier_phase", "diff", "gateway"} <= names
+    duties = {"verifier_phase", "diff", "gateway", "egress"}
+    assert {f"attack:{a}" for a in FAST_ATTACKS} | duties <= names
     assert {"limits:memory", "limits:refused", "leftovers", "oracle:plain", "nop:plain"} <= names
     assert sum(n.startswith("oracle:") for n in names) >= 3
     assert report.ok, "\n".join(f"{c.name}: {c.detail}" for c in report.failed())
