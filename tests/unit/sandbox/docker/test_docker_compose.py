@@ -8,7 +8,7 @@ import pytest
 from harbor.models.task.task import Task
 from harbor.models.trial.paths import TrialPaths
 
-from kwrl.errors import ConfigError
+from kwrl.errors import ConfigError, SandboxError
 from kwrl.sandbox.docker import DockerEnvironment
 from kwrl.sandbox.testing import make_dataset
 
@@ -90,3 +90,17 @@ def test_bad_environment_kwargs_are_config_errors(tmp_path: Path) -> None:
             task_env_config=Task(task).config.environment,
             pids_max="many",
         )
+
+
+def test_uploads_to_tests_and_solution_are_the_hosts_own_writes(tmp_path: Path) -> None:
+    """harbor's uploads to /tests and /solution land in the host's /kwrl/run dir (the images link
+    there): nothing runs inside the container to put them there; others go in as the agent."""
+    task = make_dataset(tmp_path, 1)[0]
+    env = _environment(task, tmp_path / "trial")
+    run = tmp_path / "trial" / "tmp" / "run"
+    assert env._host_upload("/tests") == run / "tests"
+    assert env._host_upload("/tests/test.sh") == run / "tests" / "test.sh"
+    assert env._host_upload("/solution/solve.sh") == run / "solution" / "solve.sh"
+    assert env._host_upload("/testsuite/x") is None and env._host_upload("/tmp/x") is None
+    with pytest.raises(SandboxError, match="escapes /tests"):
+        env._host_upload("/tests/../kwrl/run/gateway.sock")
