@@ -25,7 +25,7 @@ from typing import Any
 from fastmcp import Client, FastMCP
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import excel, pdfs, powerpoint, word
+from kwrl.worlds.apps import build, excel, pdfs, powerpoint, word
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 CASES: list[tuple[Any, str, dict[str, Any]]] = [
@@ -61,7 +61,7 @@ async def main(rounds: int) -> None:
         f"load average {os.getloadavg()[0]:.1f}; CPU ms per call (cold, warm median over {rounds})"
     )
     for module, tool, args in CASES:
-        async with Client(module.build(roots)) as client:
+        async with Client(build(module.__name__.rsplit(".", 1)[-1], roots)) as client:
             cold = await _cpu_ms(client, tool, args)
             warm = statistics.median([await _cpu_ms(client, tool, args) for _ in range(rounds)])
         app = module.__name__.rsplit(".", 1)[-1]

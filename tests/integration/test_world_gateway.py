@@ -199,7 +199,7 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
                 ),
             ]:
                 await ok(tool, args)
-            on_disk = list(mailbox.mbox(roots.mail / "sent.mbox"))
+            on_disk = list(mailbox.mbox(roots.app_dir("mail") / "sent.mbox"))
             assert len(on_disk) == 4 and on_disk[0]["Subject"] == "Q3 deck"
             assert on_disk[0]["Message-ID"] == sent["mail_id"]
             newest = await js("mail_list_mails", {"limit": 4})
@@ -217,7 +217,9 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
             assert read["summary"] == "Atlas IC" and read["end"] == {
                 "dateTime": "2025-04-01T11:30:00"
             }
-            assert ev["event_id"].encode() in (roots.calendar / "calendar.ics").read_bytes()
+            assert (
+                ev["event_id"].encode() in (roots.app_dir("calendar") / "calendar.ics").read_bytes()
+            )
             listed = await js("calendar_list_events", {"limit": 100})
             assert [e["summary"] for e in listed["events"]].count("Atlas IC") == 1
             await js("calendar_update_event", {"event_id": ev["event_id"], "location": "Room 9"})
@@ -225,7 +227,10 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
                 "location"
             ] == "Room 9"
             await js("calendar_delete_event", {"event_id": ev["event_id"]})
-            assert ev["event_id"].encode() not in (roots.calendar / "calendar.ics").read_bytes()
+            assert (
+                ev["event_id"].encode()
+                not in (roots.app_dir("calendar") / "calendar.ics").read_bytes()
+            )
 
             assert len((await js("chat_list_channels", {}))["channels"]) == 3
             hist = await js("chat_get_channel_history", {"channel_id": "general"})
@@ -245,7 +250,9 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
                 "chat_add_reaction",
                 {"channel_id": "general", "post_id": post["message_id"], "emoji_name": "👍"},
             )
-            stored = json.loads((roots.chat / "messages" / "general.json").read_text())["messages"]
+            stored = json.loads((roots.app_dir("chat") / "messages" / "general.json").read_text())[
+                "messages"
+            ]
             mine = next(m for m in stored if m["id"] == post["message_id"])
             assert mine["text"] == "hello from the gateway" and mine["reactions"] == {
                 "👍": ["u_ana"]
