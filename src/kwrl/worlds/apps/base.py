@@ -10,19 +10,18 @@ message a model can act on; the server keeps serving. So a tool is unit-testable
 which validates each call against upstream's schema first. Apps are built once per gateway (the
 sandbox's zygote builds them once and forks), so they read their state per call.
 
-Every path argument goes through `confine`, which refuses absolute paths that leave the root,
-`..` escapes and symlinks resolving outside the root.
+Every path argument goes through `confine` (`kwrl.worlds.paths`, re-exported here with `rel`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from fastmcp.exceptions import ToolError
 
 from kwrl.tasks.layout import WorldRoots
+from kwrl.worlds.paths import confine, rel
 
 __all__ = ["ToolError", "WorldApp", "confine", "rel", "tool"]
 
@@ -52,30 +51,3 @@ class WorldApp:
                 if getattr(member, _TOOL_MARK, False):
                     out[name] = getattr(self, name)
         return out
-
-
-def confine(root: Path, path: str, *, must_exist: bool = False, kind: str = "path") -> Path:
-    """Resolve `path` (relative to `root`, or absolute within the root's virtual `/`) inside `root`.
-
-    "/reports/q3.xlsx" and "reports/q3.xlsx" both mean `<root>/reports/q3.xlsx`: inside the sandbox
-    the root is mounted at `/filesystem`, so a leading "/filesystem/" is accepted and stripped too.
-    """
-    if not isinstance(path, str) or "\x00" in path:
-        raise ToolError(f"invalid {kind}: {path!r}")
-    root_resolved = root.resolve()
-    p = path.strip()
-    for prefix in (str(root_resolved), str(root), "/filesystem"):
-        if p == prefix or p.startswith(prefix.rstrip("/") + "/"):
-            p = p[len(prefix.rstrip("/")) :]
-            break
-    candidate = (root_resolved / p.lstrip("/")).resolve()
-    if candidate != root_resolved and root_resolved not in candidate.parents:
-        raise ToolError(f"{kind} {path!r} is outside the allowed root")
-    if must_exist and not candidate.exists():
-        raise ToolError(f"{kind} {path!r} does not exist")
-    return candidate
-
-
-def rel(root: Path, path: Path) -> str:
-    """The model-facing path of `path`: '/' + its path relative to the root."""
-    return "/" + path.resolve().relative_to(root.resolve()).as_posix()

@@ -11,7 +11,7 @@ where no value is cached): the workbook is parsed twice, once for formulas and o
 with `data_only=True` for the values Excel cached at its last save; a formula cell reads
 `=SUM(A1:A3) → 6`, or `→ (no cached value)` when the file holds none. openpyxl never computes
 formulas; with `KWRL_FORMULA_RECALC=auto` and LibreOffice installed (as in Archipelago), a write
-that leaves formulas in the workbook is recalculated (`office_recalc`); otherwise read_tab says the
+that leaves formulas in the workbook is recalculated (`kwrl.worlds.office.recalc`); otherwise read_tab says the
 value is missing rather than inventing one.
 Writes apply all of a call's operations to a fresh parse, then save once, atomically.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kwrl.worlds.apps.base import ToolError, WorldApp, rel, tool
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.office.common import (
     cached,
     delete_file,
     existing_file,
@@ -35,8 +35,8 @@ from kwrl.worlds.apps.office_common import (
     open_file,
     save_atomic,
 )
-from kwrl.worlds.apps.office_recalc import recalculate, soffice
-from kwrl.worlds.apps.office_xlsx import (
+from kwrl.worlds.office.recalc import recalculate, soffice
+from kwrl.worlds.office.sheets import (
     apply_op,
     coerce,
     fmt,

@@ -26,8 +26,8 @@ from xml.sax.saxutils import escape
 from fastmcp.utilities.types import Image as McpImage
 
 from kwrl.worlds.apps.base import ToolError, WorldApp, rel, tool
-from kwrl.worlds.apps.office_blocks import inline_runs, parse_content
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.office.blocks import inline_runs, parse_content
+from kwrl.worlds.office.common import (
     cached,
     existing_file,
     file_lock,

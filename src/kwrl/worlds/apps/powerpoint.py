@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.utilities.types import Image as McpImage
 
 from kwrl.worlds.apps.base import ToolError, WorldApp, confine, rel, tool
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.office.common import (
     cached,
     delete_file,
     edit_file,
@@ -35,7 +35,7 @@ from kwrl.worlds.apps.office_common import (
     save_atomic,
     transform_image,
 )
-from kwrl.worlds.apps.office_pptx import (
+from kwrl.worlds.office.slides import (
     apply_op,
     auto_shape,
     body_shape,

@@ -5,7 +5,7 @@ image, formatting and page tools under an `input` envelope); every path is confi
 `roots.filesystem` ("/reports/a.docx" means `<filesystem>/reports/a.docx`). read_document_content
 pages by `page_index` (0-based; each answer ends with `[page_index i of total_pages n]`).
 `read_document_content` prints each paragraph and table with an identifier (`body.p.3`,
-`body.tbl.0.r.1.c.2`, see `office_docx`); the edit tools take those identifiers, so a model reads,
+`body.tbl.0.r.1.c.2`, see `kwrl.worlds.office.docs`); the edit tools take those identifiers, so a model reads,
 then edits exactly the element it saw. Indices shift after inserting or deleting elements: read again.
 Reads are memoised on the file's stat (never stale); writes open a fresh copy and save atomically.
 python-docx is imported inside the tools that use it, so building the app (gateway start-up) does
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.utilities.types import Image as McpImage
 
 from kwrl.worlds.apps.base import ToolError, WorldApp, rel, tool
-from kwrl.worlds.apps.office_blocks import parse_content
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.office.blocks import parse_content
+from kwrl.worlds.office.common import (
     cached,
     delete_file,
     edit_file,
@@ -36,7 +36,7 @@ from kwrl.worlds.apps.office_common import (
     save_atomic,
     transform_image,
 )
-from kwrl.worlds.apps.office_docx import (
+from kwrl.worlds.office.docs import (
     add_text_runs,
     body_blips,
     comment_anchors,
