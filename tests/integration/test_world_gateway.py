@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from kwrl.tasks.apps import APPS
 from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
@@ -131,10 +132,9 @@ def test_every_design_tool_is_listed_with_server_prefix(gateway: str) -> None:
             return {t.name for t in (await c.list_tools()).tools}
 
     listed = run(names())
-    expected = {f"{s}_{t}" for s in health["apps"] for t in DESIGN_TOOLS[s]}
+    expected = {f"{s}_{t}" for s, tools in DESIGN_TOOLS.items() for t in tools}
     assert expected <= listed
-    assert {"filesystem", "code_execution", "mail", "calendar", "chat"} <= set(health["apps"])
-    assert set(health["apps"]) | set(health["missing_apps"]) == set(DESIGN_TOOLS)
+    assert health["apps"] == list(APPS) and health["missing_apps"] == []
 
 
 def test_each_non_office_tool_is_called_and_checked_against_the_files(
