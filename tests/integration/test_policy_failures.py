@@ -9,6 +9,10 @@ Issue 35's attacks that turned a 0 into a masked trial, each through the real CL
   of them masking the group. Now 0, trained, on the trajectory so far.
 - the same clock through kwrl's agent loop (a scripted policy), in a group with a member that
   scores 1.0 and one whose policy endpoint hangs: the endpoint's timeout alone is masked.
+- issue 44: a policy over HTTP that answers at once (`kwrl.llm.loopback.LoopbackPolicy`, a litellm
+  chat policy), a 10 s agent timeout and a tool call that runs it out: the first turn carried
+  litellm's import (~5 s) and outlasted the cut tool call, so the timeout was masked as the
+  endpoint's (`policy_timeout`). Now it is the policy's (`agent_timeout`, trained 0).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +30,7 @@ from agent_helpers import HANG
 from typer.testing import CliRunner
 
 from kwrl.cli import app
+from kwrl.llm.loopback import LoopbackPolicy
 from kwrl.rollout.trial import read_trial
 from kwrl.sandbox.testing import ATTACK_TASKS, make_task, make_world
 
@@ -147,17 +154,41 @@ def test_two_clock_attacks_never_mask_a_member_that_scored(agent_group: dict[str
 
 
 def test_a_hung_policy_endpoint_masks_its_trial_as_infrastructure(tmp_path: Path) -> None:
-    """The endpoint never answers a request of at most 16 tokens: no honest generation explains
-    the wait, so the timeout is the endpoint's (`policy_timeout`, masked), not the policy's."""
+    """The endpoint never answers a request of at most 2 tokens: no honest generation explains
+    the wait, 30 s past the request's due time (`SLOW_EXCESS_S`), so the timeout is the
+    endpoint's (`policy_timeout`, masked), not the policy's."""
     task = make_task(tmp_path, "hang", world_id=make_world(tmp_path).name, grader="kwrl",
-                     agent_timeout_sec=30.0)  # fmt: skip
+                     agent_timeout_sec=50.0)  # fmt: skip
     args = ["trial", "run", str(task), "--out", str(tmp_path / "o"), "--agent",
             "agent_helpers:ScriptedKwrlAgent", "--ak", "turns=" + json.dumps([HANG]),
-            "--ak", "max_tokens_per_turn=16", "--ak", 'tools=["code_execution_*"]',
-            "--ak", "context_window=16384"]  # fmt: skip
+            "--ak", "max_tokens_per_turn=2", "--ak", 'tools=["code_execution_*"]',
+            "--ak", "context_window=16384", "--agent.system_prompt", "Use the tools."]  # fmt: skip
     r = CliRunner().invoke(app, args)
     text = " ".join(r.output.split())
     assert r.exit_code == 1 and "cause policy_timeout masked" in text, r.output
     [trial] = (tmp_path / "o").iterdir()
     cut = read_trial(trial).agent_meta.cut_off
-    assert cut is not None and cut.waiting_on == "policy" and cut.max_tokens == 16, cut
+    assert cut is not None and cut.waiting_on == "policy" and cut.max_tokens == 2, cut
+
+
+def test_a_tool_call_cut_by_a_short_clock_is_the_policys_not_a_cold_endpoints(
+    tmp_path: Path,
+) -> None:
+    """The real CLI in a fresh process (litellm not yet imported), the real KwrlAgent, a chat
+    policy over HTTP that answers at once: the first turn's latency is the endpoint's own (the
+    client warmed before it), so the tool call the clock cut is the policy's timeout."""
+    task = make_task(tmp_path, "clock", world_id=make_world(tmp_path).name, grader="kwrl")
+    with LoopbackPolicy(None, CLOCK) as policy:
+        argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--out", "o",
+                "--model", f"litellm:openai/{policy.name}", "--policy", f"api_base={policy.url}",
+                "--policy", "api_key_env=KWRL_TEST_POLICY_KEY", "--agent_timeout_sec", "10",
+                "--agent.tools", '["code_execution_*"]']  # fmt: skip
+        env = {**os.environ, "KWRL_TEST_POLICY_KEY": "none"}
+        r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    text = " ".join(r.stdout.split())
+    assert "cause agent_timeout trained with 0" in text, r.stdout + r.stderr
+    [trial] = (tmp_path / "o").iterdir()
+    meta = read_trial(trial).agent_meta
+    assert meta.cut_off is not None and meta.cut_off.waiting_on == "tools", meta.cut_off
+    [turn] = meta.turn_stats
+    assert turn.latency_s < 2.0, turn  # litellm's import alone took ~5 s on a busy 2-core host

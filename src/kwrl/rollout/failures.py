@@ -100,6 +100,10 @@ SLOW_DECODE_TOKENS_PER_S = 2.0
 """A policy endpoint writing fewer tokens a second than this was slow (`policy_was_slow`)."""
 SLOW_PREFILL_TOKENS_PER_S = 50.0
 """...or reading fewer new prompt tokens (those a prefix-caching endpoint reads) a second than this."""
+SLOW_EXCESS_S = 30.0
+"""...and by at least this many seconds beyond what those rates explain: a short agent timeout on a
+busy host leaves the endpoint's turns a few seconds of noise (event-loop stalls, a cold client)
+that must never turn the policy's own timeout into a mask."""
 
 _SANDBOX_TYPES = {
     "SandboxError",
@@ -205,11 +209,13 @@ def policy_was_slow(agent_meta: AgentMeta) -> bool:
     Slow means: the endpoint took longer than the tools did, and longer than reading each turn's
     new prompt tokens and writing its tokens at `SLOW_PREFILL_TOKENS_PER_S` /
     `SLOW_DECODE_TOKENS_PER_S` would take, a request the clock cut counted as writing the most it
-    could (`max_tokens`). Time is
+    could (`max_tokens`), by at least `SLOW_EXCESS_S`. Time is
     measured against tokens, never alone: a policy that writes long turns until the clock runs
     out produced those tokens at the endpoint's honest rate, and its timeout stays its own
-    (`agent_timeout`, trained 0), as does one that sleeps in a tool. No statistics (harbor's own
-    agents) is never slow.
+    (`agent_timeout`, trained 0), as does one that sleeps in a tool. The turns' latencies are the
+    endpoint's own, timed on the wire after the client was warmed (`kwrl.agent.loop`): before,
+    the first turn carried litellm's import (~5 s), and a tool call cut by a 10 s clock after it
+    was masked as the endpoint's. No statistics (harbor's own agents) is never slow.
     """
     turns = agent_meta.turn_stats
     requests = [(t.prompt_tokens, t.completion_tokens) for t in turns]
@@ -226,7 +232,7 @@ def policy_was_slow(agent_meta: AgentMeta) -> bool:
         new = prompt - cached if prompt >= cached else prompt
         due_s += new / SLOW_PREFILL_TOKENS_PER_S + written / SLOW_DECODE_TOKENS_PER_S
         cached = prompt + written
-    return policy_s > tools_s and policy_s > due_s
+    return policy_s > tools_s and policy_s - due_s >= SLOW_EXCESS_S
 
 
 def grader_phase(trial_dir: Path) -> str | None:
