@@ -106,10 +106,12 @@ def test_a_group_with_no_graded_trial_has_no_score_and_counts_its_infrastructure
     assert (s.n_tasks, s.n_trials, s.n_errors, s.n_graded, s.n_infra) == (2, 3, 3, 0, 2)
     assert s.mean_score.value is None and s.pass_at_1.value is None
     assert s.pass_at_k == {} and s.pass_hat_k == {}
-    # one graded trial makes it a score again, the failures scoring 0 beside it
+    # one graded trial makes it a score again: the policy's own failure (b's agent timeout)
+    # scores 0 beside it, the infrastructure failures have none (task a drops out, b keeps one
+    # trial): never a 0 in the mean (before, 1/3)
     s = summarize_scores([*failed, outcome("c", 0, 1.0, True)], Bootstrap(n_boot=50))
-    assert (s.n_graded, s.n_infra) == (1, 2)
-    assert s.mean_score.value == pytest.approx(1 / 3)
+    assert (s.n_tasks, s.n_trials, s.n_graded, s.n_infra) == (3, 4, 1, 2)
+    assert s.mean_score.value == pytest.approx(1 / 2) and s.pass_at_1.value == pytest.approx(1 / 2)
 
 
 def test_groups_criteria_and_trial_stats() -> None:
