@@ -14,7 +14,8 @@ for its text plus the end-of-turn token, as a sampler that stopped there returns
 agent's TITO record is real.
 
 `delay_s` holds every answer that long (a slow endpoint, as the soak's fault injector plays it);
-a turn whose text is `HANG` is answered only by `close()`. The chat route needs no tokenizer
+a turn whose text is `HANG` is answered only by `close()`, and so is every completion asked at
+`/fault/policy_delay/v1` (the fault injector's `policy_delay`, `kwrl.rollout.faults`). The chat route needs no tokenizer
 (`tokenizer=None`). A policy over HTTP that
 answers at once lets a test put the whole agent timeout on the tools (issue: a tool call cut by the
 clock was charged to the policy endpoint's first turn).
@@ -72,7 +73,7 @@ class LoopbackPolicy(LoopbackServer):
                 send_json(self, status, obj)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/") != "/v1/models":
+                if self.path.removeprefix("/fault/policy_delay").rstrip("/") != "/v1/models":
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 card = {"id": policy.name, "object": "model", "max_model_len": policy.max_model_len}
@@ -81,7 +82,10 @@ class LoopbackPolicy(LoopbackServer):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 session = self.headers.get("X-Session-ID") or ""
-                if self.path == "/v1/completions":
+                if self.path.startswith("/fault/policy_delay/v1/"):
+                    policy.release.wait()  # never answered before close(): a hung endpoint
+                    self._send(*_CLOSED)
+                elif self.path == "/v1/completions":
                     self._send(*policy.answer(body, session))
                 elif self.path == "/v1/chat/completions":
                     self._send(*policy.answer_chat(body))

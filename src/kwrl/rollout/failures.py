@@ -24,11 +24,17 @@ own deadline: `grader_budget`, trained with 0, because treating it as infrastruc
 masking the group) would let a policy trade a 0 for a mask. Cut off while `judging`, or before it
 started, it is `verifier_timeout` / `verifier` (infrastructure: the judge, the sandbox).
 
-What each cause means for training (DESIGN §7) lives in `kwrl.rollout.masking`.
+A fault the host played on the trial's sandbox (the fault injector, `kwrl.rollout.faults`: its
+init or gateway killed, the gateway stopped, its disk filled from outside) is `sandbox` whatever
+else the trial shows: the host knows it did it (`fault.json`), and from inside it looks like agent
+code doing the same to its own gateway or disk.
+
+What each cause means for training lives in `kwrl.rollout.masking`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -37,6 +43,8 @@ from typing import Any
 from kwrl.agent.meta import AgentMeta
 from kwrl.errors import TrialFormatError
 
+FAULT_FILE = "fault.json"
+"""A fault the injector played in the trial (`kwrl.rollout.faults.FAULT_FILE`)."""
 PHASE_FILE = "grader_phase.txt"
 """The grader's phase file in the verifier dir (`kwrl.grading.verify.PHASE_FILE`)."""
 
@@ -156,11 +164,15 @@ def classify(
     verifier_events: Mapping[str, int] | None = None,
     grader_phase: str | None = None,
     policy_slow: bool = False,
+    host_fault: bool = False,
 ) -> FailureCause:
     """One cause for one trial (see the module docstring for the precedence). `sandbox_events` are
     the agent phase's limit hits, `verifier_events` the verifier phase's (sandbox.json);
     `grader_phase` is what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`;
-    None when absent); `policy_slow`: `policy_was_slow` of the agent's metadata."""
+    None when absent); `policy_slow`: `policy_was_slow` of the agent's metadata; `host_fault`:
+    the host played a fault on the trial's sandbox (`kwrl.rollout.faults`, fault.json)."""
+    if host_fault:  # the host did it, whatever it looks like from inside: never the policy's
+        return FailureCause.SANDBOX
     no_reward = rewards is None or "reward" not in rewards
     limit_hit = exception_type == "SandboxLimitError" or _limit_hit(sandbox_events or {})
     # A limit hit the trial survived (a command killed, the run went on and was graded) is part
@@ -244,10 +256,15 @@ def grader_phase(trial_dir: Path) -> str | None:
 
 
 def classify_result(
-    result: Any, sandbox_report: Mapping[str, Any] | None = None, trial_dir: Path | None = None
+    result: Any,
+    sandbox_report: Mapping[str, Any] | None = None,
+    trial_dir: Path | None = None,
+    *,
+    host_faults: bool = True,
 ) -> FailureCause:
     """`classify` applied to a harbor `TrialResult` (its agent metadata's turn statistics too), the
-    trial's sandbox.json content and the grader's phase file in `trial_dir`."""
+    trial's sandbox.json content and the grader's phase file and fault record in `trial_dir`
+    (`host_faults=False` leaves the record out: how the trial reads without it, for the soak)."""
     info = result.exception_info
     raw = result.agent_result.metadata if result.agent_result is not None else None
     try:
@@ -265,4 +282,18 @@ def classify_result(
         verifier_events=report.get("verifier_events"),
         grader_phase=grader_phase(trial_dir) if trial_dir is not None else None,
         policy_slow=policy_was_slow(meta),
+        host_fault=host_faults and trial_dir is not None and host_fault(trial_dir),
     )
+
+
+def host_fault(trial_dir: Path) -> bool:
+    """Whether the host played a fault on the trial's sandbox (fault.json of `kwrl.rollout.faults`
+    with `host` true and a time it was played at)."""
+    path = trial_dir / FAULT_FILE
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("host") is True and data.get("at_s") is not None

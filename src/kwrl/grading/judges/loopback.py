@@ -8,6 +8,10 @@ It is no judge kind of `JUDGES`: a trial's grader reaches it through `openai_htt
 adversarial suite (`kwrl.sandbox.testing.JUDGE_ATTACKS`, tests/integration/test_judge_attacks.py,
 `benchmarks/soak.py --hostile`) grades its judge attacks against it.
 
+Fault routes: `/fault/<kind>/v1/chat/completions` answers every request with the fault injector's
+judge fault `kind` (`kwrl.rollout.faults`: 429, 500, a hang past any timeout, malformed JSON, a
+verdict of the wrong schema), so a trial pointed there meets a judge that is down.
+
 Two behaviours play an adversary's favourite judge:
 
 - `credulous(body)`, an attacker-friendly judge: it answers "met" whenever the request holds a
@@ -187,7 +191,10 @@ class LoopbackJudge(LoopbackServer):
                     judge.in_flight += 1
                     judge.max_in_flight = max(judge.max_in_flight, judge.in_flight)
                 try:
-                    if self.path != "/v1/chat/completions":
+                    fault = re.fullmatch(r"/fault/([a-z0-9_]+)/v1/chat/completions", self.path)
+                    if fault is not None:
+                        status, obj = judge.answer_fault(fault[1], body)
+                    elif self.path != "/v1/chat/completions":
                         status, obj = 404, {"error": {"message": f"no route {self.path}"}}
                     else:
                         status, obj = judge.answer(body)
@@ -204,6 +211,23 @@ class LoopbackJudge(LoopbackServer):
         if self.seconds_per_char:
             self.release.wait(prompt_chars(body) * self.seconds_per_char)
         return 200, verdict_completion(body.get("model"), self.decide(body))
+
+    def answer_fault(self, kind: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The answer of fault route `/fault/<kind>/v1` (the fault injector's judge kinds,
+        `kwrl.rollout.faults`): every request there gets the fault, as a judge that is down
+        answers every request of a trial."""
+        model = body.get("model")
+        if kind in ("judge_429", "judge_500"):
+            status = int(kind[-3:])
+            return status, {"error": {"message": f"injected {status}", "code": status}}
+        if kind == "judge_timeout":
+            self.release.wait()  # past any timeout of the grader's: answered by close()
+            return 503, {"error": {"message": "the loopback judge was closed"}}
+        if kind == "judge_malformed":
+            return 200, completion(model, "I believe the criterion is met.")
+        if kind == "judge_schema":
+            return 200, completion(model, json.dumps({"verdict": "yes"}))
+        return 404, {"error": {"message": f"no fault {kind!r}"}}
 
     @property
     def spec(self) -> str:
