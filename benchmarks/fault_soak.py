@@ -1,7 +1,7 @@
 """Fault-injection soak: infrastructure faults must never reach the gradient, nor lose a trial.
 
     .venv/bin/python benchmarks/fault_soak.py [-n 10000] [--rate 0.05] [--kills 5] [--work DIR]
-        [--concurrency 8] [--retries 3] [--pool 8] [--policy-share 0.03] [--seed 0]
+        [--concurrency 8] [--retries 4] [--pool 8] [--policy-share 0.03] [--synth 2] [--seed 0]
 
 Builds, once, in `--work` (rerun the same command on the same dir to resume a run this script did
 not finish), a dataset of cheap tasks: `gold` (the oracle's answer, a shell grader), `judged-<i>`
@@ -16,10 +16,11 @@ play the judge's faults). Each eval process is SIGKILLed `--kills` times at seed
 `process_kill` each) and resumed by running it again, until it ends.
 
 Prints: trials run (attempts) and samples, faults injected by kind, how each was classified,
-samples whose final attempt was faulted and still trained (must be 0) and of those scored 0
-(must be 0), samples lost or counted twice across the kills (must be 0), retries, samples still
-without a score after their retries (<= 1%), leaks (processes, mounts, cgroups, sandbox dirs)
-after the run, and the rewards of the trials not faulted: oracle (1.0), nop (0.0), hostile
+samples whose final attempt was faulted and still trained (a fault the trial absorbed) and of
+those scored other than the same trial unfaulted would be, an oracle below 1.0 (must be 0),
+samples lost or counted twice across the kills (must be 0), retries, samples still without a
+score after their retries (<= `--max-unscored`, 1%), leaks (processes, mounts, cgroups, sandbox
+dirs) after the run, and the rewards of the trials not faulted: oracle (1.0), nop (0.0), hostile
 (< 0.5, trained). The last line is `SOAK: ok` or `SOAK: BROKEN (...)`; exit 0 or 1.
 """
 
@@ -50,7 +51,7 @@ JUDGE_SETTINGS = {"KWRL_JUDGE_TIMEOUT_S": "3", "KWRL_JUDGE_MAX_RETRIES": "1",
 TOKENIZER = "qwen2.5-coder-0.5b"
 
 
-def build(work: Path) -> dict[str, str]:
+def build(work: Path, synth_tasks: int) -> dict[str, str]:
     """The dataset at `work/data` (once) and each task's expected reward: "1", "0" or "<0.5"."""
     from kwrl.sandbox.testing import ATTACK_TASKS, make_task, make_world
 
@@ -73,9 +74,10 @@ def build(work: Path) -> dict[str, str]:
         expected[name] = "<0.5"
     synth = work / "synth"
     argv = [sys.executable, "-m", "kwrl.cli", "data", "synth", "--out", str(synth),
-            "--worlds", "1", "--tasks_per_world", "2", "--seed", "0"]  # fmt: skip
-    subprocess.run(argv, check=True, capture_output=True)
-    for part in ("worlds", "tasks"):
+            "--worlds", "1", "--tasks_per_world", str(synth_tasks), "--seed", "0"]  # fmt: skip
+    if synth_tasks:
+        subprocess.run(argv, check=True, capture_output=True)
+    for part in ("worlds", "tasks") if synth_tasks else ():
         for d in (synth / part).iterdir():
             d.rename(data / part / d.name)
             if part == "tasks":
@@ -189,17 +191,17 @@ def tally(run: Path, expected: dict[str, str], samples: int) -> dict[str, Any]:
         decision = trial_decision(faults_cause(o["cause"]), o["reward"])
         if not decision.trained:
             out["unscored"] += 1
-        if final.get("fault") and decision.trained:
-            out["faulted_trained"].append(o["trial_dir"])
-            if expected[o["task"]] == "1" and (o["reward"] or 0) < 1:
-                out["faulted_zero"].append(o["trial_dir"])
-        if final.get("fault") or not decision.trained:
-            continue
         want_r = expected[o["task"]]
-        kind = {"1": "oracle", "0": "nop", "<0.5": "hostile"}[want_r]
-        out["rewards"].setdefault(kind, Counter())[o["reward"]] += 1
         r = o["reward"] if o["reward"] is not None else 0.0
         ok = r == 1.0 if want_r == "1" else r == 0.0 if want_r == "0" else r < 0.5
+        if final.get("fault") and decision.trained:  # a fault the trial absorbed, or a mis-score
+            out["faulted_trained"].append(o["trial_dir"])
+            if not ok:
+                out["faulted_zero"].append(f"{o['trial_dir']} ({final['fault']}, {o['reward']})")
+        if final.get("fault") or not decision.trained:
+            continue
+        kind = {"1": "oracle", "0": "nop", "<0.5": "hostile"}[want_r]
+        out["rewards"].setdefault(kind, Counter())[o["reward"]] += 1
         if not ok:
             out["wrong_rewards"].append(f"{o['trial_dir']} ({o['cause']}, {o['reward']})")
     return out
@@ -232,11 +234,19 @@ def main() -> int:
     ap.add_argument("--kills", type=int, default=5, help="SIGKILLs of each eval process")
     ap.add_argument("--work", type=Path, default=Path("/tmp/kwrl-fault-soak"))
     ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--retries", type=int, default=3)
+    ap.add_argument("--retries", type=int, default=4, help="retries of an infrastructure failure")
+    ap.add_argument(
+        "--max-unscored",
+        type=float,
+        default=0.01,
+        help="share of samples allowed without a score after their retries",
+    )
     ap.add_argument("--pool", type=int, default=8, help="spare sandboxes (--sandbox.pool)")
     ap.add_argument("--policy-share", type=float, default=0.03,
-                    help="share of N run by KwrlAgent over the loopback policy")  # fmt: skip
+                    help="share of N run by KwrlAgent over the loopback policy (0: none)")  # fmt: skip
+    ap.add_argument("--synth", type=int, default=2, help="generated tasks (kwrl data synth)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--report", action="store_true", help="only count what --work holds")
     args = ap.parse_args()
 
     from kwrl.agent.tokenizer import load_tokenizer
@@ -246,18 +256,19 @@ def main() -> int:
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    expected = build(work)
+    expected = build(work, args.synth)
     sandbox_dir = work / "sbx"
     t0 = time.perf_counter()
     k = max(1, round(args.n * (1 - args.policy_share) / len(expected)))
-    k_policy = max(1, round(args.n * args.policy_share))
+    k_policy = round(args.n * args.policy_share)
     print(
         f"dataset: {len(expected)} tasks; oracle run -k {k} ({k * len(expected)} samples), "
         f"KwrlAgent run -k {k_policy} on gold; fault rate {args.rate:g} per kind",
         flush=True,
     )
     rates = {kind: args.rate for kind in FaultKind if kind is not FaultKind.PROCESS_KILL}
-    with LoopbackJudge() as judge, LoopbackPolicy(load_tokenizer(TOKENIZER), gold_script) as pol:
+    tokenizer = load_tokenizer(TOKENIZER) if k_policy else None
+    with LoopbackJudge() as judge, LoopbackPolicy(tokenizer, gold_script) as pol:
         settings = FaultSettings(seed=args.seed, rates=rates, judge=judge.spec, policy=pol.spec)
         env = {**os.environ, **settings.to_env(), **JUDGE_SETTINGS}
         common = ["--retries", str(args.retries), "-c", str(args.concurrency), "--judge",
@@ -272,16 +283,19 @@ def main() -> int:
                         "--tokenizer", TOKENIZER, "--agent.tools", '["code_execution_*"]',
                         "--agent_timeout_sec", "60", *common], k_policy),
         }  # fmt: skip
-        kills: Counter[str] = Counter()
-        for name, (argv, samples) in runs.items():
+        if not k_policy:
+            del runs["policy"]
+        record = work / "kills.json"  # across resumed runs of this script
+        kills: Counter[str] = Counter(json.loads(record.read_text()) if record.is_file() else {})
+        for name, (argv, samples) in runs.items() if not args.report else ():
             total = samples * (len(expected) if name == "oracle" else 1)
-            kills[name] = run_eval(argv, env, work / f"run-{name}", total, args.kills,
-                                   args.seed, work / f"{name}.log")  # fmt: skip
+            kills[name] += run_eval(argv, env, work / f"run-{name}", total, args.kills,
+                                    args.seed, work / f"{name}.log")  # fmt: skip
+            record.write_text(json.dumps(kills))
     secs = time.perf_counter() - t0
-    t = {
-        "oracle": tally(work / "run-oracle", expected, k),
-        "policy": tally(work / "run-policy", {"gold": "1"}, k_policy),
-    }
+    t = {"oracle": tally(work / "run-oracle", expected, k)}
+    if k_policy:
+        t["policy"] = tally(work / "run-policy", {"gold": "1"}, k_policy)
     left = leaks(sandbox_dir)
     samples = sum(x["samples"] for x in t.values())
     attempts = sum(x["attempts"] for x in t.values())
@@ -300,8 +314,9 @@ def main() -> int:
     doubled = sum(x["doubled"] for x in t.values())
     unscored = sum(x["unscored"] for x in t.values())
     print(
-        f"samples whose final attempt was faulted and trained: {len(faulted_trained)}; "
-        f"of those scored below the oracle's 1.0: {len(faulted_zero)}"
+        f"samples whose final attempt was faulted and still trained: {len(faulted_trained)} "
+        f"(the fault absorbed: a slow policy, a fault after the answer); of those scored other "
+        f"than the same trial unfaulted (an oracle below 1.0): {len(faulted_zero)}"
     )
     print(f"samples lost: {lost}, counted twice: {doubled} (after {sum(kills.values())} kills)")
     print(
@@ -314,11 +329,11 @@ def main() -> int:
             print(f"rewards not faulted ({name} run, {kind}): {dict(sorted(rewards.items()))}")
     wrong = [w for x in t.values() for w in x["wrong_rewards"]]
     broken = []
-    if faulted_trained:
-        broken.append(f"faulted and trained: {faulted_trained[:5]}")
+    if faulted_zero:
+        broken.append(f"faulted and scored: {faulted_zero[:5]}")
     if lost or doubled:
         broken.append(f"lost {lost}, doubled {doubled}")
-    if unscored > 0.01 * samples:
+    if unscored > args.max_unscored * samples:
         broken.append(f"{unscored} samples without a score")
     if any(left.values()):
         broken.append(f"leaks {left}")

@@ -14,8 +14,9 @@ for its text plus the end-of-turn token, as a sampler that stopped there returns
 agent's TITO record is real.
 
 `delay_s` holds every answer that long (a slow endpoint, as the soak's fault injector plays it);
-a turn whose text is `HANG` is answered only by `close()`, and so is every completion asked at
-`/fault/policy_delay/v1` (the fault injector's `policy_delay`, `kwrl.rollout.faults`). The chat route needs no tokenizer
+a turn whose text is `HANG` is answered only by `close()`; every request at
+`/fault/policy_delay/v1` waits `fault_delay_s` more (the fault injector's `policy_delay`,
+`kwrl.rollout.faults`). The chat route needs no tokenizer
 (`tokenizer=None`). A policy over HTTP that
 answers at once lets a test put the whole agent timeout on the tools (issue: a tool call cut by the
 clock was charged to the policy endpoint's first turn).
@@ -56,6 +57,9 @@ class LoopbackPolicy(LoopbackServer):
         self.max_model_len = max_model_len
         self.delay_s = delay_s
         """Seconds every answer waits before going out."""
+        self.fault_delay_s = 5.0
+        """Seconds more every answer at `/fault/policy_delay/v1` waits (the fault injector's
+        `policy_delay`)."""
         self.requests: list[dict[str, Any]] = []
         """Every completions request: {"session", "prompt_tokens", "max_tokens"}."""
         self._sessions: dict[str, list[str]] = {}
@@ -82,12 +86,13 @@ class LoopbackPolicy(LoopbackServer):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 session = self.headers.get("X-Session-ID") or ""
-                if self.path.startswith("/fault/policy_delay/v1/"):
-                    policy.release.wait()  # never answered before close(): a hung endpoint
-                    self._send(*_CLOSED)
-                elif self.path == "/v1/completions":
+                path = self.path
+                if path.startswith("/fault/policy_delay/"):  # a slow endpoint for this trial
+                    policy.release.wait(policy.fault_delay_s)
+                    path = path.removeprefix("/fault/policy_delay")
+                if path == "/v1/completions":
                     self._send(*policy.answer(body, session))
-                elif self.path == "/v1/chat/completions":
+                elif path == "/v1/chat/completions":
                     self._send(*policy.answer_chat(body))
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})

@@ -17,8 +17,9 @@ Where each kind is played:
   the trial's verifier at `/fault/<kind>/` of the run's judge (`FaultSettings.judge`, a
   `kwrl.grading.judges.loopback.LoopbackJudge`, whose fault routes answer every request of that
   trial so), and `policy_delay` points KwrlAgent at `/fault/policy_delay/` of the run's policy
-  (`FaultSettings.policy`, a `kwrl.llm.loopback.LoopbackPolicy`: it never answers, the trial runs
-  into its agent timeout);
+  (`FaultSettings.policy`, a `kwrl.llm.loopback.LoopbackPolicy`: every answer seconds late, so
+  the trial is slow, or runs into its agent timeout; a hung endpoint is
+  tests/integration/test_policy_failures.py's);
 - `process_kill` (SIGKILL of the rollout or eval process, then resume) is the soak driver's: it
   is counted there, not drawn per trial.
 
@@ -81,7 +82,8 @@ class FaultSettings(KwrlConfig):
     """Seeds every draw (with the trial's name)."""
     rates: dict[FaultKind, float] = Field(default_factory=dict)
     """Chance that a trial attempt gets each kind, among the kinds that apply to it (their sum at
-    most 1: one fault a trial attempt at most). `process_kill` is the soak driver's rate."""
+    most 1: one fault a trial attempt at most). `process_kill` is never drawn per trial (the soak
+    driver kills the process a number of times)."""
     judge: str | None = None
     """The run's judge spec (a `LoopbackJudge`): judge faults apply to trials graded by it."""
     policy: str | None = None
