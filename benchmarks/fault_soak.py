@@ -93,7 +93,7 @@ def gold_script(_prompt: str) -> list[str]:
 
 
 def run_eval(argv: list[str], env: dict[str, str], out: Path, total: int, kills: int,
-             seed: int, log: Path) -> int:  # fmt: skip
+             seed: int, log: Path, owners: list[int]) -> int:  # fmt: skip
     """Run `argv` (a `kwrl eval` writing `out`) to its end, SIGKILLing its process group `kills`
     times: the k-th kill once trials.jsonl holds about (k+1)/(kills+1) of `total` lines, at a
     seeded moment after that (mid-trial). Returns how many kills landed."""
@@ -103,6 +103,7 @@ def run_eval(argv: list[str], env: dict[str, str], out: Path, total: int, kills:
     while True:
         with open(log, "a") as f:
             proc = subprocess.Popen(argv, env=env, stdout=f, stderr=f, start_new_session=True)
+        owners.append(proc.pid)
         target = (landed + 1) * total // (kills + 1) if landed < kills else None
         while proc.poll() is None:
             if target is not None and _lines(out / "trials.jsonl") >= target:
@@ -126,8 +127,9 @@ def _lines(path: Path) -> int:
         return 0
 
 
-def leaks(sandbox_dir: Path) -> dict[str, int]:
-    """What the run left: processes of its sandboxes or zygotes, mounts, sandbox dirs, cgroups."""
+def leaks(sandbox_dir: Path, owners: list[int]) -> dict[str, int]:
+    """What the run's eval processes (`owners`) left: processes of their sandboxes and zygotes,
+    mounts, sandbox dirs (the compiled init, a per-host cache, aside), trial cgroups."""
     from kwrl.sandbox import cgroups
 
     procs = 0
@@ -138,13 +140,17 @@ def leaks(sandbox_dir: Path) -> dict[str, int]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if str(sandbox_dir) in cmd or "kwrl.sandbox.zygote" in cmd:
+        if str(sandbox_dir) in cmd or any(f" {pid} " in f" {cmd} " for pid in owners):
             procs += 1
     mounts = sum(str(sandbox_dir) in line for line in Path("/proc/mounts").read_text().splitlines())
-    dirs = len(list(sandbox_dir.iterdir())) if sandbox_dir.is_dir() else 0
+    dirs = (
+        sum(not d.name.startswith("init-") for d in sandbox_dir.iterdir())
+        if sandbox_dir.is_dir()
+        else 0
+    )
     sup = cgroups.support()
     stale = [d for base in sup.bases.values() if base.is_dir() for d in base.iterdir()
-             if d.is_dir() and d.name.split("-", 1)[0].isdigit()]  # fmt: skip
+             if d.is_dir() and d.name.split("-", 1)[0] in {str(p) for p in owners}]  # fmt: skip
     return {"processes": procs, "mounts": mounts, "sandbox_dirs": dirs, "cgroups": len(stale)}
 
 
@@ -281,22 +287,23 @@ def main() -> int:
             "policy": ([*kwrl, str(work / "data" / "tasks" / "gold"), "--model", pol.spec,
                         "-k", str(k_policy), "--out", str(work / "run-policy"),
                         "--tokenizer", TOKENIZER, "--agent.tools", '["code_execution_*"]',
-                        "--agent_timeout_sec", "60", *common], k_policy),
+                        "--agent_timeout_sec", "60", "--agent.tool_call_timeout_s", "10", *common], k_policy),
         }  # fmt: skip
         if not k_policy:
             del runs["policy"]
+        owners: list[int] = []  # the eval processes' pids (their sandboxes carry them)
         record = work / "kills.json"  # across resumed runs of this script
         kills: Counter[str] = Counter(json.loads(record.read_text()) if record.is_file() else {})
         for name, (argv, samples) in runs.items() if not args.report else ():
             total = samples * (len(expected) if name == "oracle" else 1)
             kills[name] += run_eval(argv, env, work / f"run-{name}", total, args.kills,
-                                    args.seed, work / f"{name}.log")  # fmt: skip
+                                    args.seed, work / f"{name}.log", owners)  # fmt: skip
             record.write_text(json.dumps(kills))
     secs = time.perf_counter() - t0
     t = {"oracle": tally(work / "run-oracle", expected, k)}
     if k_policy:
         t["policy"] = tally(work / "run-policy", {"gold": "1"}, k_policy)
-    left = leaks(sandbox_dir)
+    left = leaks(sandbox_dir, owners)
     samples = sum(x["samples"] for x in t.values())
     attempts = sum(x["attempts"] for x in t.values())
     faults = sum((x["faults"] for x in t.values()), Counter())
@@ -326,7 +333,8 @@ def main() -> int:
     print(f"leaks: {left}")
     for name, x in t.items():
         for kind, rewards in sorted(x["rewards"].items()):
-            print(f"rewards not faulted ({name} run, {kind}): {dict(sorted(rewards.items()))}")
+            shown = dict(sorted(rewards.items(), key=lambda kv: str(kv[0])))
+            print(f"rewards not faulted ({name} run, {kind}): {shown}")
     wrong = [w for x in t.values() for w in x["wrong_rewards"]]
     broken = []
     if faulted_zero:

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"
+    ),
+    pytest.mark.slow,  # 26 samples, one kill: 5 min at load 13 on the 2-core dev machine
+]
 SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "fault_soak.py"
 
 

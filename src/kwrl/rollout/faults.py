@@ -11,8 +11,8 @@ Where each kind is played:
 - host-side, in the local sandbox, at a seeded moment early in the agent phase (`HOST_KINDS`):
   `init_kill` SIGKILLs the sandbox's init (its pid namespace and every process in it end),
   `gateway_kill` SIGKILLs the world gateway (every app of the trial exits: they are one process),
-  `tool_hang` SIGSTOPs it (every tool call hangs past its timeout), `disk_fill` fills the trial's
-  disk (its storage tmpfs) to its quota from outside;
+  `tool_hang` SIGSTOPs it for `hang_s` (every tool call hangs past its timeout), `disk_fill`
+  fills the trial's disk (its storage tmpfs) to its quota from outside;
 - on the wire: `judge_429`, `judge_500`, `judge_timeout`, `judge_malformed`, `judge_schema` point
   the trial's verifier at `/fault/<kind>/` of the run's judge (`FaultSettings.judge`, a
   `kwrl.grading.judges.loopback.LoopbackJudge`, whose fault routes answer every request of that
@@ -90,6 +90,9 @@ class FaultSettings(KwrlConfig):
     """The run's policy spec (a `LoopbackPolicy`): `policy_delay` applies to trials sampling it."""
     max_delay_s: float = Field(default=0.5, ge=0)
     """A host-side fault is played this many seconds at most (seeded) after the agent starts."""
+    hang_s: float = Field(default=30.0, ge=0)
+    """`tool_hang` keeps the gateway stopped this long, then lets it go on: set it past the tool
+    call timeout of the agent under test (the soak's agents: 15 s and 10 s)."""
 
     @model_validator(mode="after")
     def _one_fault_at_most(self) -> FaultSettings:
@@ -218,6 +221,10 @@ def arm(trial: Any, kind: FaultKind, settings: FaultSettings, trial_dir: Path) -
         with contextlib.suppress(ProcessLookupError, OSError):
             _play(env, kind)
         record(trial_dir, kind, time.monotonic() - started)
+        if kind is FaultKind.TOOL_HANG and env._gateway_ref is not None:
+            await asyncio.sleep(settings.hang_s)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(env._gateway_ref.pid, signal.SIGCONT)
 
     async def on_agent_start(_event: Any) -> None:
         tasks.append(asyncio.create_task(play()))
@@ -226,7 +233,8 @@ def arm(trial: Any, kind: FaultKind, settings: FaultSettings, trial_dir: Path) -
         for t in tasks:
             if not t.done():
                 t.cancel()
-                record(trial_dir, kind, None)  # armed, but the trial ended first
+                if not (trial_dir / FAULT_FILE).is_file():
+                    record(trial_dir, kind, None)  # armed, but the trial ended first
 
     trial.add_hook(TrialEvent.AGENT_START, on_agent_start)
     trial.add_hook(TrialEvent.END, on_end)
