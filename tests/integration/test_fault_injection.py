@@ -99,3 +99,49 @@ async def test_judge_faults_are_infrastructure_and_retried(
         runs = await _faulted_then_clean(kinds, tmp_path, monkeypatch, grader="kwrl",
                                          judged=True, judge=judge)  # fmt: skip
     _check(runs, FailureCause.VERIFIER)
+
+
+async def test_the_skyrl_generator_masks_a_faulted_trial_as_a_placeholder_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KwrlHarborGenerator over real trials (KwrlAgent, a scripted policy over HTTP that writes
+    the answer through the gateway): a group of two whose gateway the host kills as the agent
+    starts. The agent could not connect, which was an agent crash (`agent`: never retried, 0 in
+    an eval); now `tool_error` (`sandbox`), and the host's record says so too: 1-token
+    placeholder rows, loss mask [0], never a trained 0."""
+    from skyrl.train.generators.base import BatchMetadata, TrajectoryID
+
+    from kwrl.agent.tokenizer import load_tokenizer
+    from kwrl.llm.loopback import LoopbackPolicy
+    from kwrl.train.skyrl.config import KwrlSection
+    from kwrl.train.skyrl.generator import KwrlHarborGenerator
+
+    call = '{"name": "code_execution_code_exec", "arguments": {"code": "echo 42 > /filesystem/answer.txt"}}'
+    script = [f"<tool_call>\n{call}\n</tool_call>", "The answer is 42."]
+    task = make_task(tmp_path, "gw", world_id=make_world(tmp_path).name, agent_timeout_sec=300.0)
+    settings = FaultSettings(rates={FaultKind.GATEWAY_KILL: 1.0}, max_delay_s=0.0)
+    monkeypatch.setenv(faults.ENV, settings.to_env()[faults.ENV])
+    section = KwrlSection.model_validate({
+        "trials_dir": str(tmp_path / "trials"), "concurrency": 2, "retries": 0,
+        "agent": {"tools": ["code_execution_*"], "context_window": 16384},
+    })  # fmt: skip
+    with LoopbackPolicy(load_tokenizer("qwen2.5-coder-0.5b"), script) as policy:
+        gen = KwrlHarborGenerator(section, policy_url=policy.url, policy_model=policy.name,
+                                  tokenizer="qwen2.5-coder-0.5b", pad_token_id=7)  # fmt: skip
+        out = await gen.generate(
+            {  # type: ignore[arg-type]
+                "prompts": [[{"role": "user", "content": "t"}]] * 2,
+                "env_classes": ["kwrl"] * 2,
+                "env_extras": [{"task_path": str(task)}] * 2,
+                "sampling_params": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 256},
+                "trajectory_ids": [TrajectoryID(instance_id="gw", repetition_id=i) for i in (0, 1)],
+                "batch_metadata": BatchMetadata(global_step=1, training_phase="train"),  # type: ignore[arg-type]
+            }
+        )
+    assert out["env_metrics"] is not None
+    assert [m["cause"] for m in out["env_metrics"]] == ["sandbox", "sandbox"], out["env_metrics"]
+    assert out["loss_masks"] == [[0], [0]] and out["response_ids"] == [[7], [7]]
+    assert out["stop_reasons"] == ["error", "error"]
+    for trial in (tmp_path / "trials").glob("*/*"):
+        assert "the world gateway could not be reached" in (trial / "exception.txt").read_text()
+        assert faults.read(trial)["kind"] == "gateway_kill"  # type: ignore[index]
