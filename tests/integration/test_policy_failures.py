@@ -192,3 +192,20 @@ def test_a_tool_call_cut_by_a_short_clock_is_the_policys_not_a_cold_endpoints(
     assert meta.cut_off is not None and meta.cut_off.waiting_on == "tools", meta.cut_off
     [turn] = meta.turn_stats
     assert turn.latency_s < 2.0, turn  # litellm's import alone took ~5 s on a busy 2-core host
+
+
+def test_a_clock_run_out_in_the_agents_own_start_up_is_not_the_policys(tmp_path: Path) -> None:
+    """A 1 s agent timeout: kwrl's agent is still loading its tokenizer (a fresh process) when
+    the clock runs out, the policy never asked. It was `agent_timeout`, a trained 0 on an empty
+    trajectory; now `sandbox`, as harbor's agent-setup timeout."""
+    from kwrl.agent.tokenizer import load_tokenizer
+
+    task = make_task(tmp_path, "cold", world_id=make_world(tmp_path).name, grader="kwrl")
+    with LoopbackPolicy(load_tokenizer("qwen2.5-coder-0.5b"), CONTROL) as policy:
+        argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--out", "o",
+                "--model", policy.spec, "--tokenizer", "qwen2.5-coder-0.5b",
+                "--agent_timeout_sec", "1"]  # fmt: skip
+        r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert policy.requests == []
+    text = " ".join(r.stdout.split())
+    assert "cause sandbox masked" in text, r.stdout + r.stderr

@@ -13,7 +13,10 @@ infrastructure: were they masked, a policy about to score 0 could buy a mask ins
 memory so the grader dies, sleep past the clock). So:
 - an agent timeout is `agent_timeout` (its tools, its sleeps, its many or long turns) unless the
   turn statistics show the policy endpoint, not the tools, took the time at a rate no honest
-  generation explains (`policy_was_slow`): then `policy_timeout`, infrastructure;
+  generation explains (`policy_was_slow`): then `policy_timeout`, infrastructure; or unless kwrl's
+  agent recorded nothing at all: its clock ran out in its own start-up (a short timeout on a busy
+  host: loading the tokenizer took 9 s of an 8 s clock), before the policy was asked anything:
+  `sandbox`, as harbor's `AgentSetupTimeoutError` (was a trained 0 on an empty trajectory);
 - a limit hit in the verifier phase (sandbox.json `verifier_events`; the verifier has memory of its
   own, `kwrl.sandbox.local`, so only what the agent left can exhaust it) that left no reward is
   `verifier_limit`.
@@ -165,12 +168,15 @@ def classify(
     grader_phase: str | None = None,
     policy_slow: bool = False,
     host_fault: bool = False,
+    before_policy: bool = False,
 ) -> FailureCause:
     """One cause for one trial (see the module docstring for the precedence). `sandbox_events` are
     the agent phase's limit hits, `verifier_events` the verifier phase's (sandbox.json);
     `grader_phase` is what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`;
     None when absent); `policy_slow`: `policy_was_slow` of the agent's metadata; `host_fault`:
-    the host played a fault on the trial's sandbox (`kwrl.rollout.faults`, fault.json)."""
+    the host played a fault on the trial's sandbox (`kwrl.rollout.faults`, fault.json);
+    `before_policy`: kwrl's agent recorded nothing, its clock ran out before its loop could ask
+    the policy anything (its own start-up: loading the tokenizer, reaching the gateway)."""
     if host_fault:  # the host did it, whatever it looks like from inside: never the policy's
         return FailureCause.SANDBOX
     no_reward = rewards is None or "reward" not in rewards
@@ -184,6 +190,8 @@ def classify(
     if exception_type in ("CancelledError", "KeyboardInterrupt"):
         return FailureCause.CANCELLED
     if exception_type == "AgentTimeoutError":
+        if before_policy:  # as harbor's AgentSetupTimeoutError: nothing the policy did
+            return FailureCause.SANDBOX
         return FailureCause.POLICY_TIMEOUT if policy_slow else FailureCause.AGENT_TIMEOUT
     if exception_type == "ConfigError":
         return FailureCause.CONFIG
@@ -283,7 +291,14 @@ def classify_result(
         grader_phase=grader_phase(trial_dir) if trial_dir is not None else None,
         policy_slow=policy_was_slow(meta),
         host_fault=host_faults and trial_dir is not None and host_fault(trial_dir),
+        before_policy=_kwrl_agent(result) and not raw,
     )
+
+
+def _kwrl_agent(result: Any) -> bool:
+    """Whether kwrl's agent (`KwrlAgent.name()`, its subclasses' too) ran the trial."""
+    info = getattr(result, "agent_info", None)
+    return getattr(info, "name", None) == "kwrl"
 
 
 def host_fault(trial_dir: Path) -> bool:

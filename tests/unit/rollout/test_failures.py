@@ -175,6 +175,11 @@ def test_a_timeout_is_the_policys_unless_the_endpoint_was_slow() -> None:
     hung["seconds"] = 45.0 + 1000 / 50 + 100 / 2  # 45 s beyond the first turn's due time
     assert policy_was_slow({"turn_stats": [_turn(0.1, 0.1)], "cut_off": hung})
     assert classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}) is F.AGENT_TIMEOUT
+    # kwrl's agent cut in its own start-up, before the policy was asked anything
+    assert (
+        classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}, before_policy=True)
+        is F.SANDBOX
+    )
     assert (
         classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}, policy_slow=True)
         is F.POLICY_TIMEOUT
