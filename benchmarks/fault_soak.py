@@ -177,7 +177,8 @@ def tally(run: Path, expected: dict[str, str], samples: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "attempts": len(attempts),
         "samples": len(lines),
-        "lost": len(want - set(seen)),
+        "lost": len(want - set(seen)) if (run / "eval.json").is_file() else 0,
+        "pending": 0 if (run / "eval.json").is_file() else len(want - set(seen)),
         "doubled": sum(n - 1 for n in seen.values() if n > 1),
         "faults": Counter(a["fault"] for a in attempts.values() if a["fault"]),
         "classified": Counter(
@@ -326,6 +327,9 @@ def main() -> int:
         f"than the same trial unfaulted (an oracle below 1.0): {len(faulted_zero)}"
     )
     print(f"samples lost: {lost}, counted twice: {doubled} (after {sum(kills.values())} kills)")
+    pending = sum(x["pending"] for x in t.values())
+    if pending:
+        print(f"INCOMPLETE: {pending} samples not run yet (an eval still to finish: rerun)")
     print(
         f"retries: {attempts - samples}; samples without a score after retries: {unscored} "
         f"({100 * unscored / max(samples, 1):.2f}%)"
@@ -347,6 +351,8 @@ def main() -> int:
         broken.append(f"leaks {left}")
     if wrong:
         broken.append(f"wrong rewards: {wrong[:5]}")
+    if pending:
+        broken.append(f"{pending} samples not run yet")
     print("SOAK: ok" if not broken else f"SOAK: BROKEN ({'; '.join(broken)})")
     return 1 if broken else 0
 

@@ -91,6 +91,8 @@ async def test_host_faults_are_infrastructure_and_retried(
     _check(runs, FailureCause.SANDBOX)
 
 
+@pytest.mark.slow  # 10 trials of kwrl's grader; the judge's no-verdict fix is also checked by
+# test_judge_trial.py in the default run
 async def test_judge_faults_are_infrastructure_and_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,10 @@ Issue 35's attacks that turned a 0 into a masked trial, each through the real CL
 - issue 44: a policy over HTTP that answers at once (`kwrl.llm.loopback.LoopbackPolicy`, a litellm
   chat policy), a 10 s agent timeout and a tool call that runs it out: the first turn carried
   litellm's import (~5 s) and outlasted the cut tool call, so the timeout was masked as the
-  endpoint's (`policy_timeout`). Now it is the policy's (`agent_timeout`, trained 0).
+  endpoint's (`policy_timeout`). Now it is the policy's (`agent_timeout`, trained 0). The test
+  gives it 60 s (the agent's own start-up, litellm's import included, took over 20 s at load 23;
+  a clock that runs out there is `sandbox`, the policy never asked) and checks the first turn's
+  recorded latency, which held that import.
 """
 
 from __future__ import annotations
@@ -171,6 +174,8 @@ def test_a_hung_policy_endpoint_masks_its_trial_as_infrastructure(tmp_path: Path
     assert cut is not None and cut.waiting_on == "policy" and cut.max_tokens == 2, cut
 
 
+@pytest.mark.slow  # a 60 s clock; tests/unit/llm/test_loopback_policy.py and test_failures.py
+# check the wire timing, the warm-up and the 30 s excess in the default run
 def test_a_tool_call_cut_by_a_short_clock_is_the_policys_not_a_cold_endpoints(
     tmp_path: Path,
 ) -> None:
@@ -181,7 +186,7 @@ def test_a_tool_call_cut_by_a_short_clock_is_the_policys_not_a_cold_endpoints(
     with LoopbackPolicy(None, CLOCK) as policy:
         argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--out", "o",
                 "--model", f"litellm:openai/{policy.name}", "--policy", f"api_base={policy.url}",
-                "--policy", "api_key_env=KWRL_TEST_POLICY_KEY", "--agent_timeout_sec", "10",
+                "--policy", "api_key_env=KWRL_TEST_POLICY_KEY", "--agent_timeout_sec", "60",
                 "--agent.tools", '["code_execution_*"]']  # fmt: skip
         env = {**os.environ, "KWRL_TEST_POLICY_KEY": "none"}
         r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -191,7 +196,13 @@ def test_a_tool_call_cut_by_a_short_clock_is_the_policys_not_a_cold_endpoints(
     meta = read_trial(trial).agent_meta
     assert meta.cut_off is not None and meta.cut_off.waiting_on == "tools", meta.cut_off
     [turn] = meta.turn_stats
-    assert turn.latency_s < 2.0, turn  # litellm's import alone took ~5 s on a busy 2-core host
+    # the first turn's latency is the endpoint's: less than litellm's import alone (~5 s on a
+    # busy 2-core host), which it held before
+    probe = "import time; t = time.perf_counter(); import litellm; print(time.perf_counter() - t)"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    imported = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                              text=True, check=True)  # fmt: skip
+    assert turn.latency_s < float(imported.stdout), (turn, imported.stdout)
 
 
 def test_a_clock_run_out_in_the_agents_own_start_up_is_not_the_policys(tmp_path: Path) -> None:

@@ -178,8 +178,7 @@ def summarize_scores(outcomes: Sequence[TrialOutcome], boot: Bootstrap) -> Score
     n_graded = sum(o.reward is not None for o in outcomes)
     # nothing graded: no score (every interval None), not a score of 0; an infrastructure
     # failure has no score either (it never counts as a 0)
-    scored = by_task(o for o in outcomes if not _no_score(o))
-    groups = list(scored.values()) if n_graded else []
+    groups = list(by_task(scored(outcomes)).values()) if n_graded else []
 
     n_min = min((len(g) for g in groups), default=0)
     counts = [(len(g), sum(o.passed for o in g)) for g in groups]
@@ -200,9 +199,10 @@ def summarize_scores(outcomes: Sequence[TrialOutcome], boot: Bootstrap) -> Score
     )
 
 
-def _no_score(o: TrialOutcome) -> bool:
-    """A trial that failed outside the policy's control: it has no score (module doc)."""
-    return o.reward is None and o.cause in INFRA_CAUSES
+def scored(outcomes: Iterable[TrialOutcome]) -> list[TrialOutcome]:
+    """The outcomes that have a score: all but the trials that failed outside the policy's
+    control (module doc)."""
+    return [o for o in outcomes if not (o.reward is None and o.cause in INFRA_CAUSES)]
 
 
 def summarize_groups(
@@ -346,7 +346,7 @@ def paired_diff(
     run: Sequence[TrialOutcome], other: Sequence[TrialOutcome], boot: Bootstrap | None = None
 ) -> PairedDiff:
     boot = boot or Bootstrap()
-    a, b = by_task(run), by_task(other)
+    a, b = by_task(scored(run)), by_task(scored(other))  # infrastructure failures: no score
     shared = sorted(set(a) & set(b))
 
     def mean_of(group: list[TrialOutcome], fn: Callable[[TrialOutcome], float]) -> float:

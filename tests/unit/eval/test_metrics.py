@@ -168,6 +168,9 @@ def test_paired_difference_on_shared_tasks() -> None:
     assert d.mean_score.value == pytest.approx((0.75 + 0.5) / 2)
     assert d.pass_at_1.value == pytest.approx((0.5 + 1.0) / 2)
     assert d.mean_score.lo == pytest.approx(0.5) and d.mean_score.hi == pytest.approx(0.75)
+    # a trial that failed on infrastructure has no score in the comparison either (was a 0)
+    faulted = [*run, outcome("a", 2, None, False, cause="verifier")]
+    assert paired_diff(faulted, other, Bootstrap(n_boot=50)).per_task["a"]["run"] == 0.75
     assert d.by_domain["IB"].value == pytest.approx(0.5)
     assert (d.up, d.down, d.same) == (2, 0, 0)
     flat = paired_diff(other[:2], run[:3], Bootstrap(n_boot=50))  # the reverse: both fell
