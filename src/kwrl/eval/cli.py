@@ -79,7 +79,7 @@ def _print_summary(run_dir: Path) -> None:
     if overall.get("n_infra"):
         console.print(
             f"[yellow]{overall['n_infra']} of {overall['n_trials']} trials failed on "
-            "infrastructure[/yellow] (no reward; they score 0 in the table above)",
+            "infrastructure[/yellow] (no reward; they have no score and count in no mean above)",
             highlight=False,
         )
 

@@ -36,6 +36,7 @@ from kwrl.eval.metrics import (
     TrialOutcome,
     compute_metrics,
     paired_diff,
+    scored,
 )
 from kwrl.eval.run import EvalConfig, load_run, run_manifests, write_eval_json
 from kwrl.io import write_json, write_text
@@ -79,7 +80,7 @@ def _empty(ax: Any, text: str) -> None:
 
 def plot_scores(outcomes: Sequence[TrialOutcome]) -> str:
     fig, ax = _figure()
-    scores = [o.score for o in outcomes]
+    scores = [o.score for o in scored(outcomes)]
     if scores:
         ax.hist(scores, bins=[i / 10 for i in range(11)], color=_BLUE, edgecolor="white")
         ax.set_xlim(0, 1)
@@ -124,6 +125,7 @@ def plot_groups(groups: dict[str, ScoreSummary], title: str) -> str:
 
 def plot_reward_vs(outcomes: Sequence[TrialOutcome], what: str) -> str:
     fig, ax = _figure(4.6, 3.2)
+    outcomes = scored(outcomes)
     if what == "turns":
         pts = [(o.turns, o.score) for o in outcomes if o.turns is not None]
     else:

@@ -15,6 +15,9 @@ trial name; earlier attempts' dirs stay for inspection. `run_rollout(task_dirs, 
 `build_rollout_config(settings, model, ...)` is how every verb makes a `RolloutConfig` from the
 settings their configs share (`kwrl.rollout.settings.TrialSettings`).
 
+With env `KWRL_FAULTS` set (`kwrl.rollout.faults`, the soak and tests only), `run_trial` plays
+the injector's fault of each attempt into it and records it in the trial dir (`fault.json`).
+
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
 (`sandbox`; `config` for a `ConfigError`, e.g. bad task.toml limits, which is not retried), so one
 broken trial never takes the batch down: the others go on.
@@ -33,6 +36,7 @@ from pydantic import Field
 
 from kwrl.errors import ConfigError
 from kwrl.io import write_json
+from kwrl.rollout import faults
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
 from kwrl.rollout.masking import group_decisions, should_retry
@@ -224,6 +228,11 @@ async def run_trial(
 
     start = time.monotonic()
     trial_dir = trials_dir / name
+    injector = faults.active()
+    kinds = injector.applicable(cfg, Path(task_dir)) if injector is not None else []
+    fault = injector.draw(name, kinds) if injector is not None else None
+    if fault is not None and injector is not None:
+        cfg = faults.adjust(cfg, fault, injector)
     seed = cfg.agent_kwargs.get("seed") if cfg.agent not in HARBOR_AGENTS else None
     record = TrialRecord(
         task=Path(task_dir).name, sample=sample, attempt=attempt, trial_name=name,
@@ -232,12 +241,16 @@ async def run_trial(
     )  # fmt: skip
     try:
         trial = await Trial.create(trial_config(task_dir, cfg, trials_dir, name))
+        if fault is not None and fault in faults.HOST_KINDS and injector is not None:
+            faults.arm(trial, fault, injector, trial_dir)
         result = await trial.run()
     except Exception as e:  # a trial that cannot even be built is recorded, not raised
         record.error = f"{type(e).__name__}: {e}"
         if isinstance(e, ConfigError):  # the task's own config: reported, never retried
             record.cause = FailureCause.CONFIG
     else:
+        if fault is not None and fault not in faults.HOST_KINDS:
+            faults.record(trial_dir, fault)
         _record_result(record, result, trial_dir)
     if record.manifest is not None and trial_dir.is_dir():
         write_manifest(trial_dir, record.manifest)

@@ -46,7 +46,9 @@ def train(
     from rich.console import Console
 
     from kwrl.config import load_config
+    from kwrl.rollout.faults import refuse
 
+    refuse("kwrl train")
     console = Console()
     mode = "rl"
     if args and args[0] == "sft":
@@ -90,8 +92,10 @@ def smoke(
     tools, tool results cut to 2,000 characters).
     """
     from kwrl.config import load_config
+    from kwrl.rollout.faults import refuse
     from kwrl.train.smoke import smoke as run_smoke
 
+    refuse("kwrl smoke")
     if old:
         flags = " ".join("--" + item.replace("=", " ", 1) for item in old)
         print(f"deprecated: key=value arguments: use {flags}", file=sys.stderr)
