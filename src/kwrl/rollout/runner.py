@@ -39,6 +39,9 @@ from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
 from kwrl.rollout.trial import read_json
 
+ROLLOUT_FILES = ("trials", "summary.json")
+"""What `run_rollout` writes at the top of its `out` (`kwrl.io.OutputDir.open`)."""
+
 
 class RolloutConfig(TrialRun):
     """A batch of trials as harbor runs them: its agent, environment and verifier kwargs resolved
@@ -341,7 +344,7 @@ async def run_rollout(
 ) -> list[TrialRecord]:
     """Every sample of every task (`run_batch`); returns the final attempt of each, group
     decisions applied, and writes summary.json."""
-    trials_dir = out / "trials"
+    trials_dir = out / ROLLOUT_FILES[0]
     trials_dir.mkdir(parents=True, exist_ok=True)
     history: list[TrialRecord] = []
 
@@ -355,7 +358,7 @@ async def run_rollout(
         jobs, trials_dir, concurrency=cfg.concurrency, config=cfg, on_done=done, train=True
     )
     finals = [r.final for r in results]
-    write_json(out / "summary.json", summarize(finals, history, cfg))
+    write_json(out / ROLLOUT_FILES[1], summarize(finals, history, cfg))
     return finals
 
 
