@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
-from kwrl.errors import ConfigError
+from kwrl.errors import ConfigError, TaskFormatError
 from kwrl.io import write_json
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
@@ -155,14 +155,25 @@ def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str
 
 
 def check_task_config(task_dir: Path) -> None:
-    """Refuse a task whose task.toml limits no sandbox can apply (`ConfigError` naming task.toml and
-    the field), before any trial: a config error is reported once, never retried."""
+    """Refuse, before any trial, a task that cannot run: not a task dir (no instruction.md; a
+    world seed given for a task says so), a task.toml harbor cannot read, a world seed its
+    archipelago.json names that is not there (a task copied out of its dataset), all
+    `TaskFormatError`s naming the file; task.toml limits no sandbox can apply (`ConfigError`
+    naming task.toml and the field). Reported once, never retried."""
     from harbor.models.task.config import TaskConfig
 
     from kwrl.errors import TaskFormatError
     from kwrl.sandbox.local import check_limits
+    from kwrl.tasks.taskdir import INSTRUCTION, META_JSON, read_meta, resolve_world
 
-    path = Path(task_dir) / "task.toml"
+    task_dir = Path(task_dir)
+    if not (task_dir / INSTRUCTION).is_file():
+        world = (task_dir / "world.json").is_file() or (task_dir / "filesystem").is_dir()
+        why = "a world seed, not a task: give the dataset that holds it" if world else "no task"
+        raise TaskFormatError(task_dir, None, f"not a task dir ({why}; no {INSTRUCTION})")
+    if (task_dir / META_JSON).is_file():
+        resolve_world(task_dir, read_meta(task_dir))
+    path = task_dir / "task.toml"
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -240,12 +251,22 @@ async def run_trial(
         record.error = f"{type(e).__name__}: {e}"
         if isinstance(e, ConfigError):  # the task's own config: reported, never retried
             record.cause = FailureCause.CONFIG
+        elif isinstance(e, TaskFormatError) or _missing_task_file(e, task_dir):
+            record.cause = FailureCause.TASK  # the input cannot be read: never retried
     else:
         _record_result(record, result, trial_dir)
     if record.manifest is not None and trial_dir.is_dir():
         write_manifest(trial_dir, record.manifest)
     record.seconds = time.monotonic() - start
     return record
+
+
+def _missing_task_file(e: Exception, task_dir: Path) -> bool:
+    """`e` says a file of the task dir itself is missing (harbor reading task.toml)."""
+    name = getattr(e, "filename", None)
+    if not isinstance(e, FileNotFoundError) or not isinstance(name, str):
+        return False
+    return Path(name).resolve().is_relative_to(Path(task_dir).resolve())
 
 
 async def run_with_retries(
