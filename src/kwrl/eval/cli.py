@@ -68,6 +68,13 @@ def _print_summary(run_dir: Path) -> None:
     console = Console()
     console.print(table)
     overall, causes = m["overall"], m["trials"]["causes"]
+    if len(overall["pass_at_k"]) > 1:  # -k K: pass@k and pass^k for k = 1..K
+        ks = Table(title="pass@k and pass^k (95% CI)")
+        for col in ("k", "pass@k", "pass^k"):
+            ks.add_column(col)
+        for k, iv in overall["pass_at_k"].items():
+            ks.add_row(str(k), pct(iv), pct(overall["pass_hat_k"][k]))
+        console.print(ks)
     console.print(f"causes {causes}  report {run_dir / 'report.html'}", highlight=False)
     for manifest in data.get("manifests", []):
         console.print(f"manifest {RunManifest.model_validate(manifest).line()}", highlight=False)
@@ -173,7 +180,7 @@ def report(
         return f"{100 * iv['value']:+.1f} pts [{100 * iv['lo']:+.1f}, {100 * iv['hi']:+.1f}]"
 
     console.print(
-        f"{data['run']['model']} - {data['other']['model']} on {p['n_shared_tasks']} shared tasks: "
+        f"{data['run']['label']} - {data['other']['label']} on {p['n_shared_tasks']} shared tasks: "
         f"mean score {fmt(p['mean_score'])}, Pass@1 {fmt(p['pass_at_1'])}; tasks up / down / "
         f"same: {p['up']} / {p['down']} / {p['same']}",
         highlight=False,
