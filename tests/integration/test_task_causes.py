@@ -38,7 +38,7 @@ def lone(work: Path) -> str:
     ("argv", "message"),
     [
         (["eval", "D/worlds", "--model", "oracle", "--out", "R"],
-         "a world seed, not a task: give the dataset that holds it"),
+         "not a task dir (no instruction.md): a world seed, not a task; give the dataset that holds it"),
         (["eval", "lone", "--model", "oracle", "--out", "R"], "world seed dir not found"),
         (["rollout", "D/worlds", "--out", "R"], "a world seed, not a task"),
         (["rollout", "lone", "--out", "R"], "world seed dir not found"),

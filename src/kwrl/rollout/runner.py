@@ -167,10 +167,12 @@ def check_task_config(task_dir: Path) -> None:
     from kwrl.tasks.taskdir import INSTRUCTION, META_JSON, read_meta, resolve_world
 
     task_dir = Path(task_dir)
+    if not task_dir.is_dir():
+        raise TaskFormatError(task_dir, None, "no such task dir")
     if not (task_dir / INSTRUCTION).is_file():
         world = (task_dir / "world.json").is_file() or (task_dir / "filesystem").is_dir()
-        why = "a world seed, not a task: give the dataset that holds it" if world else "no task"
-        raise TaskFormatError(task_dir, None, f"not a task dir ({why}; no {INSTRUCTION})")
+        why = ": a world seed, not a task; give the dataset that holds it" if world else ""
+        raise TaskFormatError(task_dir, None, f"not a task dir (no {INSTRUCTION}){why}")
     if (task_dir / META_JSON).is_file():
         resolve_world(task_dir, read_meta(task_dir))
     path = task_dir / "task.toml"
