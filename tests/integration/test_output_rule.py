@@ -10,6 +10,7 @@ Before, `kwrl data pack D --out notes.txt` deleted the file, `--out keep` delete
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import stat
@@ -67,6 +68,7 @@ WRITERS: list[tuple[str, list[str], str, str]] = [
     ("train", ["train", "-", "dataset=D", "out=OUT"], "D", "overwrite=true"),
     ("train sft", ["train", "sft", "-", "dataset=D", "out=OUT"], "D", "overwrite=true"),
     ("smoke", ["smoke", "--out", "OUT"], "", "--overwrite"),
+    ("sandbox conform", ["sandbox", "conform", "--work", "OUT"], "", "--overwrite"),
     ("trial run", ["trial", "run", "TASK", "--model", "oracle", "--out", "OUT"], "TASK", ""),
 ]  # fmt: skip
 CASES = {
@@ -102,7 +104,7 @@ def test_a_refused_out_changes_nothing_and_says_so_in_one_line(
     if not given and case == "the current dir":
         expected = CASES["a dir of the user's"][1]
     out = {"INPUT": task(work) if given == "TASK" else given}.get(out, out)
-    flag_name = "out" if verb.startswith("train") else "--out"
+    flag_name = next((f for f, v in itertools.pairwise(argv) if v == "OUT"), "out")
     expected = expected.replace("FLAG", flag) or (
         "is the input" if case == "the input itself" else "holds the input"
     )
