@@ -45,6 +45,8 @@ from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
+KWRL_SERVE = [sys.executable, "-m", "kwrl.cli", "world", "serve"]
+"""`kwrl world serve` (with --in-place: the benchmark's scratch world, as before it copied)."""
 DEPARTMENTS = ["finance", "legal", "strategy", "operations", "hr", "sales"]
 
 
@@ -117,7 +119,7 @@ def phases(root: Path, env: dict[str, str]) -> list[tuple[float, float]]:
 def start(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, float]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--port", "0"],
+        [*KWRL_SERVE, str(root), "--port", "0", "--in-place"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,

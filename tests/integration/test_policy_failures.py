@@ -69,7 +69,7 @@ def oracle_attacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         '#!/usr/bin/env bash\nexec "$KWRL_PYTHON" -c "x = bytearray(600 << 20); x[::4096] = b\'1\' '
         '* len(x[::4096])"\n'
     )
-    return _rollout(root, root / "out", "-n", "2")
+    return _rollout(root, tmp_path_factory.mktemp("oracle-out"), "-n", "2")  # beside its input
 
 
 def test_a_memory_fill_before_grading_is_graded_zero_and_trained(

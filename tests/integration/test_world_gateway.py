@@ -57,9 +57,13 @@ PNG = base64.b64decode(
 )
 
 
-def start_gateway(root: Path, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `kwrl world serve` and wait (with a deadline) for its ready line."""
+def start_gateway(
+    root: Path, *extra: str, log: Path, in_place: bool = True
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `kwrl world serve` (on ROOT itself: the tests' scratch world) and wait (with a
+    deadline) for its ready line."""
     cmd = [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), *extra]
+    cmd += ["--in-place"] if in_place else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log.open("wb"))
     assert proc.stdout is not None
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -488,3 +492,38 @@ def test_gateway_over_a_unix_socket(world: Path, tmp_path: Path) -> None:
     finally:
         stop(proc)
     assert not sock.exists()
+
+
+def test_a_world_seed_is_served_as_a_copy_unless_in_place(world: Path, tmp_path: Path) -> None:
+    """A gold `powerpoint_add_slide` and a `code_exec` write change the served copy (read back
+    through the gateway), never the seed dir: byte for byte, nothing under it changes. Before, the
+    tool calls wrote into the dataset's world seed. `--in-place` changes the seed."""
+    seed = tmp_path / "seed"
+    shutil.copytree(world / "world", seed, symlinks=True)
+
+    def tree() -> dict[str, bytes | None]:
+        return {
+            str(p.relative_to(seed)): None if p.is_dir() or p.is_symlink() else p.read_bytes()
+            for p in sorted(seed.rglob("*"))
+        }
+
+    before = tree()
+    deck = "/pptx/python-pptx__prs-notes.pptx"
+    slide = {"request": {"file_path": deck, "index": 0, "title": "Added", "bullets": ["x"]}}
+    for in_place in (False, True):
+        log = tmp_path / f"serve-{in_place}.log"
+        proc, url = start_gateway(seed, "--port", "0", log=log, in_place=in_place)
+        try:
+            assert run(call(url, "powerpoint_add_slide", slide))[0] is False
+            code = {"request": {"code": "echo new > made.txt"}}
+            assert json.loads(run(call(url, "code_execution_code_exec", code))[1])["success"]
+            is_error, text = run(call(url, "filesystem_read_text_file", {"file_path": "/made.txt"}))
+            assert (is_error, text.strip()) == (False, "new")
+        finally:
+            stop(proc)
+        if not in_place:
+            assert tree() == before
+            assert f"serving a copy of {seed}" in log.read_text()
+    after = tree()
+    assert after["filesystem/made.txt"] == b"new\n"
+    assert after[f"filesystem{deck}"] != before[f"filesystem{deck}"]

@@ -91,6 +91,9 @@ class FailureCause(StrEnum):
     trained; docs/contracts.md "Grading budget")."""
     CONFIG = "config"
     """The task's config is invalid (e.g. task.toml limits): reported, never retried."""
+    TASK = "task"
+    """The task or its dataset cannot be read (not a task dir, a malformed file, its world seed
+    not found): the input's fault, reported, never retried, never infrastructure."""
     CANCELLED = "cancelled"
     """The run was interrupted."""
 
@@ -126,6 +129,8 @@ _SANDBOX_TYPES = {
     "AddTestsDirError",
     "DownloadVerifierDirError",
 }
+_TASK_TYPES = {"TaskFormatError", "UnsafeArchiveError"}
+"""kwrl's errors for a task or dataset that cannot be read (`kwrl.errors`)."""
 _GRADER_CUT_OFF = {None, "VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError"}
 """How a grader that stopped while reading the agent's outputs shows in harbor's result."""
 _VERIFIER_TYPES = {
@@ -195,6 +200,8 @@ def classify(
         return FailureCause.POLICY_TIMEOUT if policy_slow else FailureCause.AGENT_TIMEOUT
     if exception_type == "ConfigError":
         return FailureCause.CONFIG
+    if exception_type in _TASK_TYPES:
+        return FailureCause.TASK
     if no_reward and _limit_hit(verifier_events or {}):
         return FailureCause.VERIFIER_LIMIT
     if grader_phase == "reading" and no_reward and exception_type in _GRADER_CUT_OFF:

@@ -21,6 +21,8 @@ from kwrl.rollout.failures import classify
         ("PolicyError", F.MODEL),
         ("CancelledError", F.CANCELLED),
         ("ZeroDivisionError", F.AGENT),
+        ("TaskFormatError", F.TASK),  # a task that cannot be read: the input's fault
+        ("UnsafeArchiveError", F.TASK),
     ],
 )
 def test_exception_types_map_to_causes(exc: str, expected: F) -> None:
