@@ -25,24 +25,26 @@ from typing import Any
 from fastmcp import Client, FastMCP
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import excel, pdfs, powerpoint, word
+from kwrl.worlds.apps import build
+from kwrl.worlds.client import envelope_key, rewrap
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
-CASES: list[tuple[Any, str, dict[str, Any]]] = [
-    (word, "read_document_content", {"file_path": "docx2python__test_file_with_comments.docx"}),
-    (word, "get_document_overview", {"file_path": "python-docx__tbl-having-tables.docx"}),
-    (excel, "read_tab", {"file_path": "openpyxl__complex-styles.xlsx"}),
-    (excel, "read_tab", {"file_path": "openpyxl__formulae.xlsx"}),
-    (excel, "list_tabs_in_spreadsheet", {"file_path": "openpyxl__book1.xlsx"}),
-    (powerpoint, "read_slides", {"file_path": "python-pptx__ph-populated-placeholders.pptx"}),
+CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("word", "read_document_content", {"file_path": "docx2python__test_file_with_comments.docx"}),
+    ("word", "get_document_overview", {"file_path": "python-docx__tbl-having-tables.docx"}),
+    ("excel", "read_tab", {"file_path": "openpyxl__complex-styles.xlsx", "tab_index": 0}),
+    ("excel", "read_tab", {"file_path": "openpyxl__formulae.xlsx", "tab_index": 0}),
+    ("excel", "list_tabs_in_spreadsheet", {"file_path": "openpyxl__book1.xlsx"}),
+    ("powerpoint", "read_slides", {"file_path": "python-pptx__ph-populated-placeholders.pptx"}),
     (
-        powerpoint,
+        "powerpoint",
         "read_individualslide",
         {"file_path": "python-pptx__cht-charts.pptx", "slide_index": 0},
     ),
-    (pdfs, "read_pdf_pages", {"file_path": "pypdf__pdflatex-outline.pdf"}),
-    (pdfs, "search_pdf", {"file_path": "pdfplumber__senate-expenditures.pdf", "query": "total"}),
+    ("pdfs", "read_pdf_pages", {"file_path": "pypdf__pdflatex-outline.pdf"}),
+    ("pdfs", "search_pdf", {"file_path": "pdfplumber__senate-expenditures.pdf", "query": "total"}),
 ]
+"""(app, tool, arguments with an envelope's fields flat: re-wrapped as the agent does)."""
 
 
 async def _cpu_ms(client: Client, tool: str, args: dict[str, Any]) -> float:
@@ -60,13 +62,14 @@ async def main(rounds: int) -> None:
     print(
         f"load average {os.getloadavg()[0]:.1f}; CPU ms per call (cold, warm median over {rounds})"
     )
-    for module, tool, args in CASES:
-        async with Client(module.build(roots)) as client:
+    for app, tool, flat in CASES:
+        async with Client(build(app, roots)) as client:
+            schema = next(t.input_schema for t in await client.list_tools() if t.name == tool)
+            args = rewrap(flat, envelope_key(schema))
             cold = await _cpu_ms(client, tool, args)
             warm = statistics.median([await _cpu_ms(client, tool, args) for _ in range(rounds)])
-        app = module.__name__.rsplit(".", 1)[-1]
         print(
-            f"{app:10s} {tool:26s} {args['file_path'][:44]:46s} cold {cold:7.1f}  warm {warm:6.1f}"
+            f"{app:10s} {tool:26s} {flat['file_path'][:44]:46s} cold {cold:7.1f}  warm {warm:6.1f}"
         )
     noop = FastMCP("noop")
 

@@ -45,6 +45,8 @@ from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
+KWRL_SERVE = [sys.executable, "-m", "kwrl.cli", "world", "serve"]
+"""`kwrl world serve` (with --in-place: the benchmark's scratch world, as before it copied)."""
 DEPARTMENTS = ["finance", "legal", "strategy", "operations", "hr", "sales"]
 
 
@@ -117,7 +119,7 @@ def phases(root: Path, env: dict[str, str]) -> list[tuple[float, float]]:
 def start(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, float]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--port", "0"],
+        [*KWRL_SERVE, str(root), "--port", "0", "--in-place"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -160,31 +162,31 @@ def rss_mb(pid: int) -> tuple[float, float]:
 async def read_calls(url: str, rounds: int) -> dict[str, list[float]]:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("filesystem_list_files", {"path": "/finance"}),
-        ("filesystem_read_text_file", {"path": "/README.txt"}),
+        ("filesystem_read_text_file", {"file_path": "/README.txt"}),
         ("filesystem_search_files", {"pattern": "*.xlsx"}),
-        ("filesystem_get_file_metadata", {"path": "/legal"}),
+        ("filesystem_get_file_metadata", {"file_path": "/legal"}),
         ("filesystem_get_directory_tree", {"max_depth": 2}),
         ("mail_list_mails", {"limit": 20}),
         ("mail_read_mail", {"mail_id": "<demo-0100@northwind.example>"}),
-        ("mail_search_mail", {"query": "atlas", "limit": 10}),
-        ("calendar_list_events", {"start_date": "2025-03-10", "end_date": "2025-03-17"}),
+        ("mail_search_mail", {"subject": "atlas", "limit": 10}),
+        ("calendar_list_events", {"limit": 20}),
         ("calendar_read_event", {"event_id": "demo-event-007@northwind.example"}),
         ("chat_list_channels", {}),
         ("chat_get_channel_history", {"channel_id": "general", "limit": 20}),
-        ("chat_get_thread_replies", {"channel_id": "general", "message_id": "m0003"}),
+        ("chat_get_thread_replies", {"channel_id": "general", "post_id": "m0003"}),
         ("chat_get_users", {}),
         ("chat_get_user_profile", {"user_id": "u_ben"}),
     ]
     times: dict[str, list[float]] = {name: [] for name, _ in calls}
     async with GatewayClient(url) as gw:
         for name, args in calls:  # warm-up: first parse of each mailbox / calendar / module
-            r = await gw.call_tool(name, args)
+            r = await gw.call_flat(name, args)
             if r.is_error:
                 raise SystemExit(f"{name}: {result_text(r)}")
         for _ in range(rounds):
             for name, args in calls:
                 t = time.perf_counter()
-                await gw.call_tool(name, args)
+                await gw.call_flat(name, args)
                 times[name].append((time.perf_counter() - t) * 1000)
     return times
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fake_judge import FakeJudge
+from kwrl.tasks.apps import APPS, App
 from tiny_model import save_tiny_llama
 
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
@@ -31,6 +32,18 @@ def office_fixtures() -> Path:
 def archipelago_fixtures() -> Path:
     """tests/fixtures/archipelago/simple_task/: Archipelago's example task (verifiers, snapshot)."""
     return FIXTURES / "archipelago"
+
+
+@pytest.fixture
+def app_table() -> Iterator[dict[str, App]]:
+    """The one app table (`kwrl.tasks.apps.APPS`) to add rows to or drop rows from for one test:
+    every reader sees the same dict; it is restored after the test, its order included."""
+    saved = dict(APPS)
+    try:
+        yield APPS
+    finally:
+        APPS.clear()
+        APPS.update(saved)
 
 
 @pytest.fixture

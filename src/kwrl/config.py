@@ -29,6 +29,13 @@ class KwrlConfig(BaseModel):
     )
 
 
+class OutputConfig(KwrlConfig):
+    """A config whose verb writes an output dir (`out`), claimed by `kwrl.io.claim_output`."""
+
+    overwrite: bool = False
+    """Write into a non-empty output dir: replaces only what kwrl wrote there, keeps the rest."""
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
     """`a.b.c=value` -> (["a", "b", "c"], value); the value is parsed as TOML, else kept a string."""
     if "=" not in item:

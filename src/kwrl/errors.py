@@ -33,6 +33,11 @@ class ConfigError(KwrlError):
     """A config file or override is invalid."""
 
 
+class OutputError(KwrlError):
+    """A verb's output would delete or change what the user did not ask it to change (an existing
+    file, the input, a dir holding files kwrl did not write: `kwrl.io.claim_output`)."""
+
+
 class WorldError(KwrlError):
     """A world's data or an app operation failed (bad path, bad file, unknown record)."""
 

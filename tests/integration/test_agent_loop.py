@@ -16,7 +16,7 @@ from kwrl.agent.loop import AgentLoop, StopReason, run_agent
 from kwrl.agent.tito import ChatTemplate
 from kwrl.agent.tools import openai_tools
 from kwrl.errors import AgentError
-from kwrl.llm.base import Completion, SamplingParams
+from kwrl.llm.base import Completion, PolicyClient, SamplingParams
 from kwrl.worlds.client import GatewayClient
 
 NOTES = "Q3 revenue: 1,204,000 EUR\nHeadcount: 41\n"
@@ -209,7 +209,7 @@ async def test_a_prompt_that_leaves_no_room_refuses_to_start_naming_the_settings
     assert policy.prompts == []  # no turn was sampled
 
 
-class _ChatPolicy:
+class _ChatPolicy(PolicyClient):
     """A chat-only policy whose provider returns structured tool calls (no token ids)."""
 
     supports_tokens = False

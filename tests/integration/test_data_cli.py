@@ -39,15 +39,12 @@ def test_data_pipeline_through_the_console_script(tmp_path: Path) -> None:
     stats = json.loads(_kwrl("stats", ds, "--json").stdout)
     assert stats["tasks"] == 6 and len(stats["worlds"]) == 2
 
-    assert _kwrl("pack", ds / "tasks", "--out", tmp_path / "b", "--quiet").returncode == 0
+    assert _kwrl("pack", ds, "--out", tmp_path / "b", "--quiet").returncode == 0
     r = _kwrl("extract", tmp_path / "b", "--out", tmp_path / "x", "--quiet")
-    assert r.returncode == 0 and "extracted 6 dirs" in r.stdout
-    for task in (ds / "tasks").iterdir():
-        for f in task.rglob("*"):
-            if f.is_file():
-                assert (
-                    tmp_path / "x" / task.name / f.relative_to(task)
-                ).read_bytes() == f.read_bytes()
+    assert r.returncode == 0 and "extracted 6 tasks and 2 worlds" in r.stdout
+    for f in ds.rglob("*"):
+        if f.is_file() and f.name != ".kwrl-out.json":
+            assert (tmp_path / "x" / f.relative_to(ds)).read_bytes() == f.read_bytes()
 
 
 def test_errors_exit_2_with_one_line_naming_file_and_field(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def test_bad_task_limits_are_a_config_error_reported_once(tmp_path: Path) -> Non
     r = subprocess.run([str(kwrl), "trial", "run", str(missing), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert f"{missing / 'task.toml'}: cannot read the task's config" in r.stdout + r.stderr
+    assert f"{missing}: no such task dir" in r.stdout + r.stderr
     recs = asyncio.run(run_rollout([bad], RolloutConfig(agent="oracle"), tmp_path / "r"))
     assert [(r.cause, r.attempt) for r in recs] == [(FailureCause.CONFIG, 0)]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())

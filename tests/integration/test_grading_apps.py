@@ -18,7 +18,7 @@ from kwrl.grading.evidence import Evidence
 from kwrl.grading.grade import grade_trial
 from kwrl.tasks.layout import WorldRoots
 from kwrl.tasks.models import Verifier
-from kwrl.worlds.apps import calendar, chat, mail
+from kwrl.worlds.apps import build
 from kwrl.worlds.demo import write_demo_apps_data
 
 
@@ -45,13 +45,13 @@ async def test_apps_output_is_graded(tmp_path: Path) -> None:
     final = WorldRoots.of_dir(tmp_path / "final")
 
     # the calls as Archipelago's tools take them (input/request envelopes)
-    await call(mail.build(final), "send_mail", {"input": {
+    await call(build("mail", final), "send_mail", {"input": {
         "from_email": "ana.lima@northwind.example", "to_email": "cfo@acme.example",
         "subject": "Atlas model v2", "body": "EV is $1.2bn; details attached.", "cc": []}})  # fmt: skip
-    await call(calendar.build(final), "create_event", {"request": {
+    await call(build("calendar", final), "create_event", {"request": {
         "summary": "Atlas IC meeting", "start": {"dateTime": "2025-04-02T15:00:00"},
         "end": {"dateTime": "2025-04-02T16:00:00"}, "attendees": [{"email": "cfo@acme.example"}]}})  # fmt: skip
-    chat_app = chat.build(final)
+    chat_app = build("chat", final)
     await call(
         chat_app,
         "post_message",

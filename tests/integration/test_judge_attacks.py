@@ -153,13 +153,14 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         make_task(root, name, world_id=world, solution=name, grader="kwrl", **ATTACK_TASKS[name])
     make_task(root, "control", world_id=world, grader="kwrl", **ATTACK_TASKS["injection"])
     with attack_judge() as judge:
-        args = ["rollout", str(root), "--out", str(root / "out"), "-n", "2", "--retries", "0"]
+        out = tmp_path_factory.mktemp("out")  # beside the dataset: never inside its input
+        args = ["rollout", str(root), "--out", str(out), "-n", "2", "--retries", "0"]
         r = CliRunner().invoke(app, [*args, "--judge", judge.spec, "--sandbox.gateway", "false"])
         assert r.exit_code == 0, r.output
         assert "train rewards" in r.output
         requests = list(judge.requests)
     return {
-        "summary": json.loads((root / "out" / "summary.json").read_text()),
+        "summary": json.loads((out / "summary.json").read_text()),
         "requests": requests,
     }
 

@@ -9,6 +9,13 @@ Issue 35's attacks that turned a 0 into a masked trial, each through the real CL
   of them masking the group. Now 0, trained, on the trajectory so far.
 - the same clock through kwrl's agent loop (a scripted policy), in a group with a member that
   scores 1.0 and one whose policy endpoint hangs: the endpoint's timeout alone is masked.
+- issue 44: a policy over HTTP that answers at once (`kwrl.llm.loopback.LoopbackPolicy`, a litellm
+  chat policy), a 10 s agent timeout and a tool call that runs it out: the first turn carried
+  litellm's import (~5 s) and outlasted the cut tool call, so the timeout was masked as the
+  endpoint's (`policy_timeout`). Now it is the policy's (`agent_timeout`, trained 0). The test
+  gives it 60 s (the agent's own start-up, litellm's import included, took over 20 s at load 23;
+  a clock that runs out there is `sandbox`, the policy never asked) and checks the first turn's
+  recorded latency, which held that import.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +33,7 @@ from agent_helpers import HANG
 from typer.testing import CliRunner
 
 from kwrl.cli import app
+from kwrl.llm.loopback import LoopbackPolicy
 from kwrl.rollout.trial import read_trial
 from kwrl.sandbox.testing import ATTACK_TASKS, make_task, make_world
 
@@ -59,7 +69,7 @@ def oracle_attacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         '#!/usr/bin/env bash\nexec "$KWRL_PYTHON" -c "x = bytearray(600 << 20); x[::4096] = b\'1\' '
         '* len(x[::4096])"\n'
     )
-    return _rollout(root, root / "out", "-n", "2")
+    return _rollout(root, tmp_path_factory.mktemp("oracle-out"), "-n", "2")  # beside its input
 
 
 def test_a_memory_fill_before_grading_is_graded_zero_and_trained(
@@ -147,17 +157,66 @@ def test_two_clock_attacks_never_mask_a_member_that_scored(agent_group: dict[str
 
 
 def test_a_hung_policy_endpoint_masks_its_trial_as_infrastructure(tmp_path: Path) -> None:
-    """The endpoint never answers a request of at most 16 tokens: no honest generation explains
-    the wait, so the timeout is the endpoint's (`policy_timeout`, masked), not the policy's."""
+    """The endpoint never answers a request of at most 2 tokens: no honest generation explains
+    the wait, 30 s past the request's due time (`SLOW_EXCESS_S`), so the timeout is the
+    endpoint's (`policy_timeout`, masked), not the policy's."""
     task = make_task(tmp_path, "hang", world_id=make_world(tmp_path).name, grader="kwrl",
-                     agent_timeout_sec=30.0)  # fmt: skip
+                     agent_timeout_sec=50.0)  # fmt: skip
     args = ["trial", "run", str(task), "--out", str(tmp_path / "o"), "--agent",
             "agent_helpers:ScriptedKwrlAgent", "--ak", "turns=" + json.dumps([HANG]),
-            "--ak", "max_tokens_per_turn=16", "--ak", 'tools=["code_execution_*"]',
-            "--ak", "context_window=16384"]  # fmt: skip
+            "--ak", "max_tokens_per_turn=2", "--ak", 'tools=["code_execution_*"]',
+            "--ak", "context_window=16384", "--agent.system_prompt", "Use the tools."]  # fmt: skip
     r = CliRunner().invoke(app, args)
     text = " ".join(r.output.split())
     assert r.exit_code == 1 and "cause policy_timeout masked" in text, r.output
     [trial] = (tmp_path / "o").iterdir()
     cut = read_trial(trial).agent_meta.cut_off
-    assert cut is not None and cut.waiting_on == "policy" and cut.max_tokens == 16, cut
+    assert cut is not None and cut.waiting_on == "policy" and cut.max_tokens == 2, cut
+
+
+@pytest.mark.slow  # a 60 s clock; tests/unit/llm/test_loopback_policy.py and test_failures.py
+# check the wire timing, the warm-up and the 30 s excess in the default run
+def test_a_tool_call_cut_by_a_short_clock_is_the_policys_not_a_cold_endpoints(
+    tmp_path: Path,
+) -> None:
+    """The real CLI in a fresh process (litellm not yet imported), the real KwrlAgent, a chat
+    policy over HTTP that answers at once: the first turn's latency is the endpoint's own (the
+    client warmed before it), so the tool call the clock cut is the policy's timeout."""
+    task = make_task(tmp_path, "clock", world_id=make_world(tmp_path).name, grader="kwrl")
+    with LoopbackPolicy(None, CLOCK) as policy:
+        argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--out", "o",
+                "--model", f"litellm:openai/{policy.name}", "--policy", f"api_base={policy.url}",
+                "--policy", "api_key_env=KWRL_TEST_POLICY_KEY", "--agent_timeout_sec", "60",
+                "--agent.tools", '["code_execution_*"]']  # fmt: skip
+        env = {**os.environ, "KWRL_TEST_POLICY_KEY": "none"}
+        r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    text = " ".join(r.stdout.split())
+    assert "cause agent_timeout trained with 0" in text, r.stdout + r.stderr
+    [trial] = (tmp_path / "o").iterdir()
+    meta = read_trial(trial).agent_meta
+    assert meta.cut_off is not None and meta.cut_off.waiting_on == "tools", meta.cut_off
+    [turn] = meta.turn_stats
+    # the first turn's latency is the endpoint's: less than litellm's import alone (~5 s on a
+    # busy 2-core host), which it held before
+    probe = "import time; t = time.perf_counter(); import litellm; print(time.perf_counter() - t)"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    imported = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                              text=True, check=True)  # fmt: skip
+    assert turn.latency_s < float(imported.stdout), (turn, imported.stdout)
+
+
+def test_a_clock_run_out_in_the_agents_own_start_up_is_not_the_policys(tmp_path: Path) -> None:
+    """A 1 s agent timeout: kwrl's agent is still loading its tokenizer (a fresh process) when
+    the clock runs out, the policy never asked. It was `agent_timeout`, a trained 0 on an empty
+    trajectory; now `sandbox`, as harbor's agent-setup timeout."""
+    from kwrl.agent.tokenizer import load_tokenizer
+
+    task = make_task(tmp_path, "cold", world_id=make_world(tmp_path).name, grader="kwrl")
+    with LoopbackPolicy(load_tokenizer("qwen2.5-coder-0.5b"), CONTROL) as policy:
+        argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--out", "o",
+                "--model", policy.spec, "--tokenizer", "qwen2.5-coder-0.5b",
+                "--agent_timeout_sec", "1"]  # fmt: skip
+        r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert policy.requests == []
+    text = " ".join(r.stdout.split())
+    assert "cause sandbox masked" in text, r.stdout + r.stderr

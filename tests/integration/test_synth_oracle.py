@@ -53,7 +53,7 @@ def reset(root: Path, task: TaskDir) -> None:
 class Gateway:
     def __init__(self, root: Path, sock: Path) -> None:
         self.proc = subprocess.Popen(
-            [*KWRL, "world", "serve", str(root), "--uds", str(sock)],
+            [*KWRL, "world", "serve", str(root), "--uds", str(sock), "--in-place"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None

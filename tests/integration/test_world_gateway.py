@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from kwrl.tasks.apps import APPS
 from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds.client import GatewayClient, result_text
 from kwrl.worlds.demo import write_demo_apps_data
@@ -56,9 +57,13 @@ PNG = base64.b64decode(
 )
 
 
-def start_gateway(root: Path, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `kwrl world serve` and wait (with a deadline) for its ready line."""
+def start_gateway(
+    root: Path, *extra: str, log: Path, in_place: bool = True
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `kwrl world serve` (on ROOT itself: the tests' scratch world) and wait (with a
+    deadline) for its ready line."""
     cmd = [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), *extra]
+    cmd += ["--in-place"] if in_place else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log.open("wb"))
     assert proc.stdout is not None
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -131,10 +136,9 @@ def test_every_design_tool_is_listed_with_server_prefix(gateway: str) -> None:
             return {t.name for t in (await c.list_tools()).tools}
 
     listed = run(names())
-    expected = {f"{s}_{t}" for s in health["apps"] for t in DESIGN_TOOLS[s]}
+    expected = {f"{s}_{t}" for s, tools in DESIGN_TOOLS.items() for t in tools}
     assert expected <= listed
-    assert {"filesystem", "code_execution", "mail", "calendar", "chat"} <= set(health["apps"])
-    assert set(health["apps"]) | set(health["missing_apps"]) == set(DESIGN_TOOLS)
+    assert health["apps"] == list(APPS) and health["missing_apps"] == []
 
 
 def test_each_non_office_tool_is_called_and_checked_against_the_files(
@@ -199,7 +203,7 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
                 ),
             ]:
                 await ok(tool, args)
-            on_disk = list(mailbox.mbox(roots.mail / "sent.mbox"))
+            on_disk = list(mailbox.mbox(roots.app_dir("mail") / "sent.mbox"))
             assert len(on_disk) == 4 and on_disk[0]["Subject"] == "Q3 deck"
             assert on_disk[0]["Message-ID"] == sent["mail_id"]
             newest = await js("mail_list_mails", {"limit": 4})
@@ -217,7 +221,9 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
             assert read["summary"] == "Atlas IC" and read["end"] == {
                 "dateTime": "2025-04-01T11:30:00"
             }
-            assert ev["event_id"].encode() in (roots.calendar / "calendar.ics").read_bytes()
+            assert (
+                ev["event_id"].encode() in (roots.app_dir("calendar") / "calendar.ics").read_bytes()
+            )
             listed = await js("calendar_list_events", {"limit": 100})
             assert [e["summary"] for e in listed["events"]].count("Atlas IC") == 1
             await js("calendar_update_event", {"event_id": ev["event_id"], "location": "Room 9"})
@@ -225,7 +231,10 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
                 "location"
             ] == "Room 9"
             await js("calendar_delete_event", {"event_id": ev["event_id"]})
-            assert ev["event_id"].encode() not in (roots.calendar / "calendar.ics").read_bytes()
+            assert (
+                ev["event_id"].encode()
+                not in (roots.app_dir("calendar") / "calendar.ics").read_bytes()
+            )
 
             assert len((await js("chat_list_channels", {}))["channels"]) == 3
             hist = await js("chat_get_channel_history", {"channel_id": "general"})
@@ -245,7 +254,9 @@ def test_each_non_office_tool_is_called_and_checked_against_the_files(
                 "chat_add_reaction",
                 {"channel_id": "general", "post_id": post["message_id"], "emoji_name": "👍"},
             )
-            stored = json.loads((roots.chat / "messages" / "general.json").read_text())["messages"]
+            stored = json.loads((roots.app_dir("chat") / "messages" / "general.json").read_text())[
+                "messages"
+            ]
             mine = next(m for m in stored if m["id"] == post["message_id"])
             assert mine["text"] == "hello from the gateway" and mine["reactions"] == {
                 "👍": ["u_ana"]
@@ -481,3 +492,38 @@ def test_gateway_over_a_unix_socket(world: Path, tmp_path: Path) -> None:
     finally:
         stop(proc)
     assert not sock.exists()
+
+
+def test_a_world_seed_is_served_as_a_copy_unless_in_place(world: Path, tmp_path: Path) -> None:
+    """A gold `powerpoint_add_slide` and a `code_exec` write change the served copy (read back
+    through the gateway), never the seed dir: byte for byte, nothing under it changes. Before, the
+    tool calls wrote into the dataset's world seed. `--in-place` changes the seed."""
+    seed = tmp_path / "seed"
+    shutil.copytree(world / "world", seed, symlinks=True)
+
+    def tree() -> dict[str, bytes | None]:
+        return {
+            str(p.relative_to(seed)): None if p.is_dir() or p.is_symlink() else p.read_bytes()
+            for p in sorted(seed.rglob("*"))
+        }
+
+    before = tree()
+    deck = "/pptx/python-pptx__prs-notes.pptx"
+    slide = {"request": {"file_path": deck, "index": 0, "title": "Added", "bullets": ["x"]}}
+    for in_place in (False, True):
+        log = tmp_path / f"serve-{in_place}.log"
+        proc, url = start_gateway(seed, "--port", "0", log=log, in_place=in_place)
+        try:
+            assert run(call(url, "powerpoint_add_slide", slide))[0] is False
+            code = {"request": {"code": "echo new > made.txt"}}
+            assert json.loads(run(call(url, "code_execution_code_exec", code))[1])["success"]
+            is_error, text = run(call(url, "filesystem_read_text_file", {"file_path": "/made.txt"}))
+            assert (is_error, text.strip()) == (False, "new")
+        finally:
+            stop(proc)
+        if not in_place:
+            assert tree() == before
+            assert f"serving a copy of {seed}" in log.read_text()
+    after = tree()
+    assert after["filesystem/made.txt"] == b"new\n"
+    assert after[f"filesystem{deck}"] != before[f"filesystem{deck}"]

@@ -19,7 +19,8 @@ docs/contracts.md); token counts.
 Metadata is filled in a `finally`, so a trial cut by harbor's agent timeout keeps what was done:
 the trajectory so far (trained with reward 0 unless the policy endpoint ran out the clock) and
 `cut_off`, what the run was waiting on when cut (`kwrl.rollout.failures.policy_was_slow`).
-A policy or MCP infrastructure failure is raised after that (the trial is an error and is masked);
+A policy or MCP infrastructure failure is raised after that (the trial is an error and is masked;
+a gateway that cannot be reached before the first turn is one, `tool_error`);
 a full context window or a cut last turn is not (the trial is graded, reward usually 0), nor is a
 gateway that agent code killed or stopped (`tools_lost`: kwrl's LocalEnvironment tells it from an
 infrastructure failure, `gateway_fate`; the trial is graded on the world as it stands).
@@ -178,6 +179,13 @@ class KwrlAgent(BaseAgent):
                 )
                 self.run_result = await loop.run(instruction)
         except Exception as e:
+            if (loop is None or loop.run_ is None) and _transport_failure(e):
+                # the gateway could not be reached before the policy acted (no agent code has
+                # run): infrastructure, not a crash of the agent (was `agent`: never retried)
+                raise AgentError(
+                    f"agent stopped on {StopReason.TOOL_ERROR}: the world gateway could not be "
+                    f"reached before the first turn: {type(e).__name__}: {e}"
+                ) from e
             # The MCP SDK ends its session's task group when the transport fails (the gateway
             # died), cancelling the loop mid-call; what escapes is the group's error.
             if loop is None or loop.run_ is None or not _transport_failure(e):

@@ -18,7 +18,9 @@ that agent code ended or stopped (the policy's own doing) ends the run as `tools
 trained, not masked. Everything it measured comes back in `AgentRun`, also when the run is
 cancelled (harbor's agent timeout): `AgentRun.cut_off` then says what it was waiting on, the policy
 endpoint or the tools, for how long, so the timeout can be blamed on one of them
-(`kwrl.rollout.failures.policy_was_slow`).
+(`kwrl.rollout.failures.policy_was_slow`). A turn's `latency_s` is the endpoint's own, timed on the
+wire by the client where it can (`Completion.latency_s`), after `PolicyClient.warm()` took the
+client's cold start (litellm's import, ~5 s) off the first turn.
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ class AgentLoop:
         self._since = 0.0
 
     async def start(self, instruction: str) -> None:
+        await self.policy.warm()  # its imports and connections are not the first turn's latency
         listed = await self.session.list_tools()
         if self.config.tools is not None:
             patterns = self.config.tools
@@ -291,7 +294,9 @@ class AgentLoop:
                 prompt_tokens=n_prompt,
                 completion_tokens=len(completion.token_ids)
                 or int(completion.usage.get("completion_tokens", 0)),
-                latency_s=time.perf_counter() - t0,
+                latency_s=completion.latency_s
+                if completion.latency_s is not None
+                else time.perf_counter() - t0,
                 finish_reason=str(completion.finish_reason),
                 weight_version=completion.weight_version,
             )

@@ -37,7 +37,8 @@ class TurnStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    """Seconds the policy took for this turn."""
+    """Seconds the policy endpoint took for this turn, on the wire where the client times it
+    (`kwrl.llm.base.Completion.latency_s`)."""
     finish_reason: str = ""
     tool_calls: list[ToolStat] = field(default_factory=list)
     malformed: bool = False

@@ -2,7 +2,9 @@
 
 `kwrl eval` runs `--n_samples` trials per task through kwrl's rollout runner, records each
 finished trial in RUN_DIR/trials.jsonl, and writes eval.json and report.html; rerunning the same
-command after an interruption runs only what is missing. Its flags are `EvalConfig`'s fields
+command after an interruption runs only what is missing (RUN_DIR is claimed by
+`kwrl.io.claim_output`: a run dir of an earlier `kwrl eval` goes on, any other non-empty dir needs
+`--overwrite`, and a task that cannot run is refused in one line before any trial). Its flags are `EvalConfig`'s fields
 (`kwrl.cli_config`), trial settings included: `--agent.max_steps 20`, `--agent.tools 'mail_*'`,
 `--sandbox.gateway false`, `--judge SPEC` (env KWRL_JUDGE). The flags of the release before
 (`--ak`, `--ek`, `--env`, `--max-steps`, `--max-tokens`, `--tools`, `--n-samples`, ...) still work
@@ -66,6 +68,13 @@ def _print_summary(run_dir: Path) -> None:
     console = Console()
     console.print(table)
     overall, causes = m["overall"], m["trials"]["causes"]
+    if len(overall["pass_at_k"]) > 1:  # -k K: pass@k and pass^k for k = 1..K
+        ks = Table(title="pass@k and pass^k (95% CI)")
+        for col in ("k", "pass@k", "pass^k"):
+            ks.add_column(col)
+        for k, iv in overall["pass_at_k"].items():
+            ks.add_row(str(k), pct(iv), pct(overall["pass_hat_k"][k]))
+        console.print(ks)
     console.print(f"causes {causes}  report {run_dir / 'report.html'}", highlight=False)
     for manifest in data.get("manifests", []):
         console.print(f"manifest {RunManifest.model_validate(manifest).line()}", highlight=False)
@@ -79,7 +88,7 @@ def _print_summary(run_dir: Path) -> None:
     if overall.get("n_infra"):
         console.print(
             f"[yellow]{overall['n_infra']} of {overall['n_trials']} trials failed on "
-            "infrastructure[/yellow] (no reward; they score 0 in the table above)",
+            "infrastructure[/yellow] (no reward; they have no score and count in no mean above)",
             highlight=False,
         )
 
@@ -103,10 +112,19 @@ def eval_(
 
     from kwrl.eval.metrics import TrialOutcome
     from kwrl.eval.report import write_report
-    from kwrl.eval.run import run_eval
+    from kwrl.eval.run import RUN_FILES, run_eval
+    from kwrl.io import claim_output
+    from kwrl.rollout.runner import check_task_config
+    from kwrl.tasks.taskdir import task_dirs
 
     cfg = build_config(EvalConfig, {**overrides, "dataset": dataset}, "kwrl eval")
     out = cfg.out
+    for t in task_dirs(dataset):  # a task that cannot run: one line, exit 2, before any trial
+        check_task_config(t)
+    output = claim_output(
+        out, "kwrl eval", overwrite=cfg.overwrite, inputs=[dataset], resume=True,
+        signature="eval.toml",
+    )  # fmt: skip
     progress = Progress(
         TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[last]}"),
@@ -122,8 +140,9 @@ def eval_(
             score = "-" if o.reward is None else f"{o.reward:.2f}"
             progress.update(bar, advance=1, last=f"{o.task}#{o.sample}: {score} {o.cause}")
 
-        asyncio.run(run_eval(cfg, on_start=start, on_done=done))
-    write_report(out)
+        with output.writing(RUN_FILES):
+            asyncio.run(run_eval(cfg, on_start=start, on_done=done))
+            write_report(out)
     _print_summary(out)
 
 
@@ -136,15 +155,23 @@ def report(
     """Re-render RUN_DIR/report.html (and eval.json), or compare it with another run."""
     from rich.console import Console
 
+    from kwrl.errors import OutputError
     from kwrl.eval.report import write_compare, write_report
+    from kwrl.eval.run import RUN_FILES
+    from kwrl.io import claim_output
 
     console = Console()
+    if not (run_dir / "eval.toml").is_file():
+        raise OutputError(f"RUN_DIR {run_dir}: not a `kwrl eval` run dir (no eval.toml)")
+    output = claim_output(run_dir, "kwrl eval", flag="RUN_DIR", resume=True, signature="eval.toml")
     if compare is None:
-        path = write_report(run_dir)
+        with output.writing(RUN_FILES):
+            path = write_report(run_dir)
         _print_summary(run_dir)
         console.print(f"wrote {path}", highlight=False)
         return
-    path, data = write_compare(run_dir, compare)
+    with output.writing(RUN_FILES):
+        path, data = write_compare(run_dir, compare)
     p = data["paired"]
 
     def fmt(iv: dict[str, Any]) -> str:
@@ -153,7 +180,7 @@ def report(
         return f"{100 * iv['value']:+.1f} pts [{100 * iv['lo']:+.1f}, {100 * iv['hi']:+.1f}]"
 
     console.print(
-        f"{data['run']['model']} - {data['other']['model']} on {p['n_shared_tasks']} shared tasks: "
+        f"{data['run']['label']} - {data['other']['label']} on {p['n_shared_tasks']} shared tasks: "
         f"mean score {fmt(p['mean_score'])}, Pass@1 {fmt(p['pass_at_1'])}; tasks up / down / "
         f"same: {p['up']} / {p['down']} / {p['same']}",
         highlight=False,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from kwrl.config import KwrlConfig
+from kwrl.config import KwrlConfig, OutputConfig
 from kwrl.rollout.settings import TrialSettings
 
 
@@ -25,7 +25,7 @@ class Bootstrap(KwrlConfig):
     """Coverage of the percentile interval."""
 
 
-class EvalConfig(TrialSettings):
+class EvalConfig(TrialSettings, OutputConfig):
     """One evaluation run (`kwrl eval`'s flags): which model, on which tasks, how many samples,
     where the results go; how each trial runs (concurrency, agent, policy, judge, sandbox) comes
     from `kwrl.rollout.settings.TrialSettings`, as in every verb's config."""
@@ -35,7 +35,8 @@ class EvalConfig(TrialSettings):
     model: str
     """`oracle`, `nop`, or a KwrlAgent policy spec (http://HOST:PORT/v1#NAME, litellm:..., engine:...)."""
     out: Path = Path("runs/eval")
-    """Run dir: trials/, trials.jsonl, eval.json, report.html."""
+    """Run dir: trials/, trials.jsonl, eval.json, report.html. A run dir of an earlier `kwrl
+    eval` is resumed; any other non-empty dir needs `overwrite`."""
     n_samples: int = Field(default=1, ge=1)
     """Trials per task (k of pass@k and pass^k goes up to this)."""
     sample_seed: int | None = None

@@ -13,11 +13,14 @@ What APEX-Agents and RECIPE report, computed here from `TrialOutcome`s:
 - the same summary per domain, expected output type and difficulty tier; per criterion; trial
   stats (turns, tokens, tool-call success, tool mix) and failure causes.
 
-Non-obvious choice: a trial without a reward (an error) scores 0 and fails, as on a leaderboard;
-how many there were is reported beside the scores (`n_errors`, of which `n_infra` failed outside
-the policy's control, and `causes`). A group in which no trial was graded has no score at all
-(`n_graded` 0, every interval None): "the oracle scored 0.0%" must never stand for "every trial
-failed to start".
+Non-obvious choice: a trial without a reward scores 0 and fails, as on a leaderboard, when the
+policy or its agent failed (an agent crash, a timeout of its own); one that failed outside the
+policy's control (an infrastructure cause, `kwrl.rollout.failures.INFRA`: the sandbox, the judge,
+the policy endpoint, after its retries) has no score: it counts in no mean, pass rate or
+interval, and a task whose every trial failed so drops out of them. How many there were is
+reported beside the scores (`n_errors`, of which `n_infra`, and `causes`). A group in which no
+trial was graded has no score at all (`n_graded` 0, every interval None): "the oracle scored
+0.0%" must never stand for "every trial failed to start".
 """
 
 from __future__ import annotations
@@ -153,12 +156,12 @@ class ScoreSummary(BaseModel):
     n_tasks: int
     n_trials: int
     n_errors: int
-    """Trials without a reward (they score 0 and fail)."""
+    """Trials without a reward (those of `n_infra` have no score; the others score 0 and fail)."""
     n_graded: int = 0
     """Trials with a reward; 0 means the group has no score (every interval None)."""
     n_infra: int = 0
     """Of `n_errors`, the trials that failed outside the policy's control (infrastructure causes,
-    `kwrl.rollout.failures.INFRA`)."""
+    `kwrl.rollout.failures.INFRA`): no score, in no mean."""
     mean_score: Interval
     pass_at_1: Interval
     pass_at_k: dict[int, Interval]
@@ -173,8 +176,9 @@ def summarize_scores(outcomes: Sequence[TrialOutcome], boot: Bootstrap) -> Score
     """Mean score, Pass@1, pass@k and pass^k (k = 1 .. fewest samples of a task), task-bootstrapped."""
     tasks = by_task(outcomes)
     n_graded = sum(o.reward is not None for o in outcomes)
-    # nothing graded: no score (every interval None), not a score of 0
-    groups = list(tasks.values()) if n_graded else []
+    # nothing graded: no score (every interval None), not a score of 0; an infrastructure
+    # failure has no score either (it never counts as a 0)
+    groups = list(by_task(scored(outcomes)).values()) if n_graded else []
 
     n_min = min((len(g) for g in groups), default=0)
     counts = [(len(g), sum(o.passed for o in g)) for g in groups]
@@ -193,6 +197,12 @@ def summarize_scores(outcomes: Sequence[TrialOutcome], boot: Bootstrap) -> Score
             k: _ci([pass_hat_k(n, c, k) for n, c in counts], boot) for k in range(1, n_min + 1)
         },
     )
+
+
+def scored(outcomes: Iterable[TrialOutcome]) -> list[TrialOutcome]:
+    """The outcomes that have a score: all but the trials that failed outside the policy's
+    control (module doc)."""
+    return [o for o in outcomes if not (o.reward is None and o.cause in INFRA_CAUSES)]
 
 
 def summarize_groups(
@@ -336,7 +346,7 @@ def paired_diff(
     run: Sequence[TrialOutcome], other: Sequence[TrialOutcome], boot: Bootstrap | None = None
 ) -> PairedDiff:
     boot = boot or Bootstrap()
-    a, b = by_task(run), by_task(other)
+    a, b = by_task(scored(run)), by_task(scored(other))  # infrastructure failures: no score
     shared = sorted(set(a) & set(b))
 
     def mean_of(group: list[TrialOutcome], fn: Callable[[TrialOutcome], float]) -> float:

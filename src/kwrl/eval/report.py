@@ -36,9 +36,11 @@ from kwrl.eval.metrics import (
     TrialOutcome,
     compute_metrics,
     paired_diff,
+    scored,
 )
 from kwrl.eval.run import EvalConfig, load_run, run_manifests, write_eval_json
 from kwrl.io import write_json, write_text
+from kwrl.rollout.settings import HARBOR_AGENTS
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_RESULT_CHARS = 3000
@@ -78,16 +80,19 @@ def _empty(ax: Any, text: str) -> None:
 
 
 def plot_scores(outcomes: Sequence[TrialOutcome]) -> str:
+    """The scored trials' scores; a trial that failed on infrastructure has no score and is left
+    out (the title counts it), never drawn as 0 (the policy's own failures are its 0s)."""
     fig, ax = _figure()
-    scores = [o.score for o in outcomes]
+    scores = [o.score for o in scored(outcomes)]
+    ungraded = len(outcomes) - len(scores)
     if scores:
         ax.hist(scores, bins=[i / 10 for i in range(11)], color=_BLUE, edgecolor="white")
         ax.set_xlim(0, 1)
         ax.set_xlabel("score (fraction of criteria met)")
         ax.set_ylabel("trials")
     else:
-        _empty(ax, "no trials")
-    ax.set_title("score distribution")
+        _empty(ax, "no graded trials" if outcomes else "no trials")
+    ax.set_title("score distribution" + (f" ({ungraded} ungraded left out)" if ungraded else ""))
     return _svg(fig)
 
 
@@ -122,14 +127,17 @@ def plot_groups(groups: dict[str, ScoreSummary], title: str) -> str:
     return _svg(fig)
 
 
-def plot_reward_vs(outcomes: Sequence[TrialOutcome], what: str) -> str:
+def plot_reward_vs(outcomes: Sequence[TrialOutcome], what: str, agent: str = "") -> str:
+    """Graded trials' scores against their turns or tokens; `agent` (`agent_label`) says whose
+    trials recorded none."""
     fig, ax = _figure(4.6, 3.2)
+    graded = scored(outcomes)
     if what == "turns":
-        pts = [(o.turns, o.score) for o in outcomes if o.turns is not None]
+        pts = [(o.turns, o.score) for o in graded if o.turns is not None]
     else:
         pts = [
             ((o.input_tokens or 0) + (o.output_tokens or 0), o.score)
-            for o in outcomes
+            for o in graded
             if o.input_tokens is not None or o.output_tokens is not None
         ]
     if pts:
@@ -138,7 +146,7 @@ def plot_reward_vs(outcomes: Sequence[TrialOutcome], what: str) -> str:
         ax.set_xlabel("turns" if what == "turns" else "tokens (prompt + completion)")
         ax.set_ylabel("score")
     else:
-        _empty(ax, f"no {what} recorded (harbor agent)")
+        _empty(ax, f"no {what} recorded" + (f" ({agent})" if agent else ""))
     ax.set_title(f"score against {what}")
     return _svg(fig)
 
@@ -181,16 +189,16 @@ def plot_tool_mix(metrics: EvalMetrics) -> str:
 
 
 def plot_causes(metrics: EvalMetrics) -> str:
-    causes = metrics.trials.causes
+    """Trials per failure cause; the trials that did not fail (`none`) have no bar."""
+    causes = {k: n for k, n in metrics.trials.causes.items() if k != "none"}
     fig, ax = _figure(4.6, 3.2)
     if causes:
         names = list(causes)
-        colors = [_BLUE if n == "none" else _ORANGE for n in names]
-        ax.bar(names, [causes[n] for n in names], color=colors)
+        ax.bar(names, [causes[n] for n in names], color=_ORANGE)
         ax.tick_params(axis="x", labelsize=8, rotation=20)
         ax.set_ylabel("trials")
     else:
-        _empty(ax, "no trials")
+        _empty(ax, "no trial failed" if metrics.trials.causes else "no trials")
     ax.set_title("failure causes")
     return _svg(fig)
 
@@ -272,6 +280,18 @@ def _trial_view(run_dir: Path, o: TrialOutcome) -> dict[str, Any]:
 # ---------------------------------------------------------------- rendering
 
 
+def agent_label(cfg: EvalConfig) -> str:
+    """The agent that ran a run's trials: harbor's oracle or nop, else kwrl's agent and its model."""
+    if cfg.model in HARBOR_AGENTS:
+        return f"harbor's {cfg.model} agent"
+    return f"kwrl's agent, model {cfg.model}"
+
+
+def run_label(cfg: EvalConfig, run_dir: Path) -> str:
+    """A run as a compare names it: its model, the environment its trials ran in, its dir."""
+    return f"{cfg.model} ({cfg.sandbox.environment}, {run_dir})"
+
+
 def _env() -> Any:
     import jinja2
 
@@ -308,8 +328,8 @@ def render_report(
         "domain": lambda: plot_groups(metrics.by_domain, "by domain"),
         "expected_output": lambda: plot_groups(metrics.by_expected_output, "by expected output"),
         "difficulty": lambda: plot_groups(metrics.by_difficulty, "by difficulty"),
-        "turns": lambda: plot_reward_vs(outcomes, "turns"),
-        "tokens": lambda: plot_reward_vs(outcomes, "tokens"),
+        "turns": lambda: plot_reward_vs(outcomes, "turns", agent_label(cfg)),
+        "tokens": lambda: plot_reward_vs(outcomes, "tokens", agent_label(cfg)),
         "tools": lambda: plot_tool_mix(metrics),
         "causes": lambda: plot_causes(metrics),
     }
@@ -321,6 +341,7 @@ def render_report(
     }
     return _env().get_template("report.html.j2").render(
         cfg=cfg, m=metrics, plots=plots, groups=groups, manifests=run_manifests(list(outcomes)),
+        agent=agent_label(cfg),
         trials=[_trial_view(run_dir, o) for o in outcomes],
     )  # fmt: skip
 
@@ -342,8 +363,18 @@ def write_compare(run_dir: Path, other_dir: Path) -> tuple[Path, dict[str, Any]]
     other_cfg, other = load_run(Path(other_dir))
     diff = paired_diff(run, other, cfg.bootstrap)
     data = {
-        "run": {"dir": str(run_dir), "model": cfg.model},
-        "other": {"dir": str(other_dir), "model": other_cfg.model},
+        "run": {
+            "dir": str(run_dir),
+            "model": cfg.model,
+            "environment": cfg.sandbox.environment,
+            "label": run_label(cfg, Path(run_dir)),
+        },
+        "other": {
+            "dir": str(other_dir),
+            "model": other_cfg.model,
+            "environment": other_cfg.sandbox.environment,
+            "label": run_label(other_cfg, Path(other_dir)),
+        },
         "run_metrics": compute_metrics(run, cfg.bootstrap).overall.model_dump(mode="json"),
         "other_metrics": compute_metrics(other, cfg.bootstrap).overall.model_dump(mode="json"),
         "paired": diff.model_dump(mode="json"),

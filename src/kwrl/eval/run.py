@@ -63,6 +63,9 @@ from kwrl.rollout.trial import read_trial
 from kwrl.tasks.taskdir import META_JSON, read_meta
 
 OUTCOMES = "trials.jsonl"
+RUN_FILES = ("trials", OUTCOMES, "eval.toml", "eval.json", "report.html", "compare.json",
+             "compare.html")  # fmt: skip
+"""What `kwrl eval` and `kwrl report` write at the top of a run dir (`kwrl.io.OutputDir.open`)."""
 
 
 def rollout_config(cfg: EvalConfig) -> RolloutConfig:

@@ -5,7 +5,9 @@ The trial dir holds `verifier/changes.tar.gz` (written by `kwrl.grading.verify`)
 (`task.path`). The final state is rebuilt as layers: world seed, task overlay, extracted changes,
 minus the deletions the archive lists; then every criterion is graded again, with `--judge` or env
 `KWRL_JUDGE` as the judge, and a table is printed. `--write` stores the new reward.json and
-grades.json in `--out` (default: the trial's verifier dir).
+grades.json in `--out` (default: the trial's verifier dir, where the verifier wrote them; another
+`--out` is claimed as any verb's output, `kwrl.io.claim_output`: a non-empty dir kwrl did not
+write needs `--overwrite`, which keeps what is there but the two files).
 
 Everything in the trial dir was written by the agent or its sandbox: the answer is read without
 following links (a link or a FIFO is no answer, `kwrl.grading.files`), the archive is
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 
 ENV_SANDBOX = "KWRL_GRADE_SANDBOX"
 """`off`: regrade in this process instead of `kwrl.sandbox.regrade`'s sandbox (no bubblewrap here)."""
+GRADE_FILES = ("grades.json", "reward.json")
+"""What `--write` writes into `--out`."""
 EXIT_NOT_REGRADABLE = 1
 """The trial's final state was never archived (the verifier refused its outputs): no regrade."""
 
@@ -144,8 +148,19 @@ def grade(
         bool, typer.Option(help="Write reward.json and grades.json to --out.")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option(help="Output dir for --write (default TRIAL_DIR/verifier).")
+        Path | None,
+        typer.Option(
+            help="Output dir for --write (default TRIAL_DIR/verifier, where the verifier wrote "
+            "them); another dir must be new or empty, else --overwrite."
+        ),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            help="With --write --out: write into a non-empty dir (replaces only what kwrl wrote "
+            "there)."
+        ),
+    ] = False,
     max_bytes: Annotated[
         int, typer.Option(help="Cap on the bytes extracted from changes.tar.gz.")
     ] = 1024**3,
@@ -163,7 +178,7 @@ def grade(
     from kwrl.grading.files import read_answer
     from kwrl.grading.judges import JudgeConfig
     from kwrl.grading.verify import grade_within_budget
-    from kwrl.io import write_json
+    from kwrl.io import claim_output, write_json
     from kwrl.tasks.taskdir import load_task
 
     trial_dir = trial_dir.resolve()
@@ -175,6 +190,10 @@ def grade(
     archive = trial_dir / "verifier" / "changes.tar.gz"
     if archive.is_symlink() or archive.parent.is_symlink() or not archive.is_file():  # bad input
         raise TaskFormatError(archive, None, "missing or not a regular file")
+    if write and out is not None and not in_sandbox and out.resolve() != archive.parent:
+        claim_output(
+            out, "kwrl grade", overwrite=overwrite, inputs=[trial_dir, td.path, td.world_dir]
+        ).open(GRADE_FILES)
     if not in_sandbox and os.environ.get(ENV_SANDBOX, "").lower() != "off":
         args = [str(trial_dir), "--task", str(td.path.resolve()), "--scoring", scoring]
         args += ["--max-bytes", str(max_bytes)]
@@ -224,5 +243,5 @@ def grade(
         dest = out or trial_dir / "verifier"
         if dest.is_symlink():
             raise TaskFormatError(dest, None, "is a symbolic link; refusing to write through it")
-        write_json(dest / "grades.json", grades.grades_json())
-        write_json(dest / "reward.json", grades.reward_json())
+        write_json(dest / GRADE_FILES[0], grades.grades_json())
+        write_json(dest / GRADE_FILES[1], grades.reward_json())

@@ -48,11 +48,14 @@ from kwrl.grading.records import (
     new_mail,
 )
 from kwrl.grading.render import DEFAULT_MAX_CHARS, render_file, truncate
+from kwrl.tasks.layout import app_prefix
 
 ArtifactKind = Literal["file", "mail", "event", "chat"]
 Scope = Literal["answer", "files", "both"]
 
-_APP_DIRS = (".apps_data/mail/", ".apps_data/calendar/", ".apps_data/chat/")
+_MAIL, _CALENDAR, _CHAT = app_prefix("mail"), app_prefix("calendar"), app_prefix("chat")
+_APP_DIRS = (_MAIL, _CALENDAR, _CHAT)
+"""The app stores whose records (`kwrl.grading.records`) are shown instead of their files."""
 _ANY_TYPES = frozenset({"", "any", "any file type", "all", "all output"})
 _KIND_TYPES: dict[str, ArtifactKind] = {
     "mail": "mail", "email": "mail", "emails": "mail", "calendar": "event", "event": "event",
@@ -124,19 +127,15 @@ class Evidence:
 
     @cached_property
     def mail(self) -> list[MailRecord]:
-        return new_mail(self.initial, self.final, self._touched(".apps_data/mail/"), bounded=True)
+        return new_mail(self.initial, self.final, self._touched(_MAIL), bounded=True)
 
     @cached_property
     def events(self) -> list[EventRecord]:
-        return changed_events(
-            self.initial, self.final, self._touched(".apps_data/calendar/"), bounded=True
-        )
+        return changed_events(self.initial, self.final, self._touched(_CALENDAR), bounded=True)
 
     @cached_property
     def chat(self) -> list[ChatRecord]:
-        return new_chat_posts(
-            self.initial, self.final, self._touched(".apps_data/chat/"), bounded=True
-        )
+        return new_chat_posts(self.initial, self.final, self._touched(_CHAT), bounded=True)
 
     def _touched(self, prefix: str) -> list[str]:
         """Changed paths under an app's data dir."""

@@ -16,7 +16,11 @@ Any `JudgeError` aborts the whole trial's grading (a TaskGroup cancels the other
 whose criteria cannot all be graded is an error, never a partial or silent 0. Except what the
 agent's own output provokes, since an error masks the trial's group in training and a policy
 could trade a 0 for a mask (`_judge_one`):
-- the judge answers, never with a verdict (`NoVerdictError`): the criterion fails;
+- the judge answers, never with a verdict (`NoVerdictError`): the judge is asked once more (with
+  its retries) with the agent's output withheld: a verdict then, the agent's output derailed it
+  and the criterion fails; none again, the judge gives no verdicts at all (a broken deployment
+  answering malformed or off-schema JSON to every prompt: `JudgeError`, infrastructure; before,
+  every criterion failed and the trial trained as 0);
 - the prompt overflows the judge's context (`ContextOverflowError`): the prompt is rebuilt with
   half the evidence budget (`max_artifact_chars`), again on each overflow, down to
   `MIN_EVIDENCE_CHARS`; the verdict on the cut evidence is the grade, and the grade records the
@@ -271,7 +275,8 @@ async def _judge_one(req: JudgeRequest, judge: Judge) -> CriterionGrade:
         key = judge.cache_key(system, user)
         try:
             verdict, cached = await judge.verdict(system, user)
-        except NoVerdictError as e:  # it answered, never with a verdict: the evidence's doing
+        except NoVerdictError as e:  # it answered, never with a verdict
+            await _probe_withheld(req, judge, chars, e)  # with a verdict: the evidence's doing
             why = f"no valid verdict from the judge, so the criterion fails: {e}"
             return req.grade(0.0, why, judge, key, chars=chars)
         except JudgeTimeoutError as e:
@@ -300,16 +305,22 @@ async def _judge_one(req: JudgeRequest, judge: Judge) -> CriterionGrade:
 
 
 async def _probe_withheld(req: JudgeRequest, judge: Judge, chars: int, cause: JudgeError) -> None:
-    """Ask once more with the agent's output withheld after `cause` (a refusal, an overflow at the
-    smallest evidence budget, or a timeout on every attempt: then one attempt, within the
-    verifier's time). Returns when the judge takes that prompt (the agent's output was the
+    """Ask once more with the agent's output withheld after `cause` (no verdict, a refusal, an
+    overflow at the smallest evidence budget, or a timeout on every attempt: then one attempt,
+    within the verifier's time). Returns when the judge takes that prompt (the agent's output was the
     trouble; the probe's verdict is not used); raises `JudgeError` (infrastructure) when it fails
     the same way without any agent output: the task, the criterion or the judge is the trouble."""
     system, user = req.prompt(chars, withheld=True)
     vid = req.verifier.verifier_id
     try:
         await judge.verdict(system, user, retries=not isinstance(cause, JudgeTimeoutError))
-    except NoVerdictError:
+    except NoVerdictError as e:
+        if isinstance(cause, NoVerdictError):
+            raise JudgeError(
+                f"judge {judge.spec}: no valid verdict on criterion {vid} even with the agent's "
+                f"output withheld, so the judge gives none (a broken deployment, a wrong "
+                f"model): {cause}; then {e}"
+            ) from e
         return  # it took the prompt and answered
     except JudgeTimeoutError as e:
         raise JudgeError(

@@ -51,6 +51,10 @@ class Completion(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict)
     weight_version: int | None = None
     """Version of the weights that sampled this turn, when the policy reports it (engine, `kwrl serve`)."""
+    latency_s: float | None = None
+    """Seconds the endpoint took, timed by the client around its request alone ("on the wire":
+    retries of a failed request included, the client's own set-up and imports not); None: the
+    caller times the call."""
 
 
 class PolicyClient(ABC):
@@ -81,6 +85,11 @@ class PolicyClient(ABC):
         session_id: str | None = None,
     ) -> Completion:
         """Sample the next assistant turn of a chat."""
+
+    async def warm(self) -> None:  # noqa: B027 - optional hook
+        """Do now what the first call would otherwise pay for on the agent's clock (imports,
+        connections): the agent calls it before its first turn, so that turn's latency is the
+        endpoint's (`kwrl.rollout.failures.policy_was_slow` blames the endpoint by it)."""
 
     async def context_window(self) -> int | None:
         """Tokens the model attends to (prompt + completion), when the policy can tell; else None."""

@@ -13,6 +13,7 @@ Neither path owns the engine: closing the client leaves it running for other cli
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kwrl.llm.base import Completion, PolicyClient, SamplingParams
@@ -45,8 +46,9 @@ class EngineClient(PolicyClient):
         *,
         session_id: str | None = None,
     ) -> Completion:
+        t0 = time.perf_counter()
         out = await self.engine.generate(prompt_ids, params)
-        return _completion(out)
+        return _completion(out, time.perf_counter() - t0)
 
     async def context_window(self) -> int | None:
         return self.engine.max_context
@@ -63,14 +65,15 @@ class EngineClient(PolicyClient):
         session_id: str | None = None,
     ) -> Completion:
         prompt_ids = chat_prompt_ids(self.engine.tokenizer, messages, tools)
+        t0 = time.perf_counter()
         out = await self.engine.generate(prompt_ids, params)
-        done = _completion(out)
+        done = _completion(out, time.perf_counter() - t0)
         if tools:
             done.text, done.tool_calls = parse_tool_calls(out.text)
         return done
 
 
-def _completion(out: EngineOutput) -> Completion:
+def _completion(out: EngineOutput, latency_s: float) -> Completion:
     return Completion(
         text=out.text,
         token_ids=out.token_ids,
@@ -78,6 +81,7 @@ def _completion(out: EngineOutput) -> Completion:
         finish_reason=out.finish_reason,
         usage={"prompt_tokens": out.prompt_tokens, "completion_tokens": len(out.token_ids)},
         weight_version=out.weight_version,
+        latency_s=latency_s,
     )
 
 

@@ -7,14 +7,18 @@ tool_calls, content_filter) -> STOP; litellm's ContextWindowExceededError -> an 
 turn. Other errors raise PolicyError after litellm's own retries (`num_retries`). `session_id` is
 unused: providers route by themselves (litellm drops OpenAI's `user` field anyway).
 
-litellm is imported on first use (it is slow to import); `LITELLM_LOCAL_MODEL_COST_MAP=True` keeps
-that import off the network.
+litellm is imported on first use (it is slow to import: ~5 s on a busy 2-core host), by `warm()`
+before the agent's first turn, in a thread; `LITELLM_LOCAL_MODEL_COST_MAP=True` keeps that import
+off the network. A turn's `latency_s` is `acompletion`'s alone.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import os
+import time
 from typing import Any
 
 from kwrl.errors import PolicyError
@@ -55,6 +59,10 @@ class LiteLLMChatClient(PolicyClient):
             extra=cfg.extra,
         )
 
+    async def warm(self) -> None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        await asyncio.to_thread(importlib.import_module, "litellm")
+
     async def chat(
         self,
         messages: list[dict[str, Any]],
@@ -87,12 +95,14 @@ class LiteLLMChatClient(PolicyClient):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
+        t0 = time.perf_counter()
         try:
             resp: Any = await litellm.acompletion(**kwargs)
         except ContextWindowExceededError:
             return Completion(text="", finish_reason=FinishReason.CONTEXT)
         except Exception as e:  # provider errors of every kind become one typed error
             raise PolicyError(f"litellm {self.model}: {type(e).__name__}: {e}") from e
+        latency_s = time.perf_counter() - t0
         choice = resp.choices[0]
         message = choice.message
         calls = [_call(c, i) for i, c in enumerate(getattr(message, "tool_calls", None) or [])]
@@ -108,6 +118,7 @@ class LiteLLMChatClient(PolicyClient):
                 for k in ("prompt_tokens", "completion_tokens", "total_tokens")
                 if usage is not None and isinstance(getattr(usage, k, None), int)
             },
+            latency_s=latency_s,
         )
 
 

@@ -18,6 +18,7 @@ errors and 5xx answers.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -90,9 +91,11 @@ class OpenAICompletionsClient(PolicyClient):
             "return_token_ids": True,
             **_sampling(params),
         }
+        t0 = time.perf_counter()
         data = await self._post("/completions", body, session_id)
+        latency_s = time.perf_counter() - t0
         if data is None:
-            return Completion(text="", finish_reason=FinishReason.CONTEXT)
+            return Completion(text="", finish_reason=FinishReason.CONTEXT, latency_s=latency_s)
         choice = _first_choice(data)
         token_ids = choice.get("token_ids")
         logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
@@ -112,6 +115,7 @@ class OpenAICompletionsClient(PolicyClient):
             finish_reason=_finish(choice),
             usage=_usage(data),
             weight_version=data.get("kwrl_weight_version", self.weight_version),
+            latency_s=latency_s,
         )
 
     async def chat(
@@ -125,9 +129,11 @@ class OpenAICompletionsClient(PolicyClient):
         body: dict[str, Any] = {"model": self.model, "messages": messages, **_sampling(params)}
         if tools:
             body["tools"] = tools
+        t0 = time.perf_counter()
         data = await self._post("/chat/completions", body, session_id)
+        latency_s = time.perf_counter() - t0
         if data is None:
-            return Completion(text="", finish_reason=FinishReason.CONTEXT)
+            return Completion(text="", finish_reason=FinishReason.CONTEXT, latency_s=latency_s)
         choice = _first_choice(data)
         message = choice.get("message") or {}
         text = str(message.get("content") or "")
@@ -140,6 +146,7 @@ class OpenAICompletionsClient(PolicyClient):
             tool_calls=calls,
             usage=_usage(data),
             weight_version=data.get("kwrl_weight_version", self.weight_version),
+            latency_s=latency_s,
         )
 
     async def context_window(self) -> int | None:

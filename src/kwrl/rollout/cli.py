@@ -5,7 +5,10 @@ leave harbor's trial dirs under `--out`, each with its run manifest (`manifest.j
 `kwrl.rollout.manifest`); `kwrl rollout` also writes `<out>/summary.json` (the manifest in each row).
 `kwrl trial run` exits 1 when the trial failed (an error, or no reward), `kwrl rollout` when no
 trial was graded (it says how many failed on infrastructure when some did); both exit 2 before any
-trial when a task's task.toml sets limits no sandbox can apply (the file and field named).
+trial when a task cannot run (not a task dir, its world seed missing, task.toml limits no sandbox
+can apply: the file and field named). `--out` follows `kwrl.io`'s rule: `kwrl rollout` claims its
+run dir (`claim_output`: a non-empty one needs `--overwrite`), `kwrl trial run` adds a new trial
+dir to its `--out` and replaces nothing.
 Their flags are `kwrl.rollout.config.RolloutRun`'s fields (`kwrl.cli_config`; `kwrl trial run`
 has neither `-n`, `--concurrency` nor retries), trial settings included: `--model oracle|nop|SPEC`,
 `--harbor_agent module:Class --agent_kwargs key=value`, `-n 4`, `--agent.max_steps 20`,
@@ -77,19 +80,27 @@ TRIAL_RUN_EXCLUDE = {"dataset", "out", "n_samples", "concurrency", "retries"}
 )  # fmt: skip
 def trial_run(
     task_dir: Annotated[Path, typer.Argument(help="A task dir (holds instruction.md).")],
-    out: Annotated[Path, typer.Option(help="Where the trial dir goes.")] = Path("runs/trials"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Dir of trial dirs: each run adds a new one (task__agent[-N]), nothing there "
+            "is replaced."
+        ),
+    ] = Path("runs/trials"),
     *,
     overrides: dict[str, Any],
 ) -> None:
     """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
 
+    from kwrl.io import check_output_path
     from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.runner import check_task_config, run_trial
 
     given = {**overrides, "dataset": task_dir, "retries": 0}
     cfg = build_config(RolloutRun, given, "kwrl trial run").rollout_config()  # bad: exit 2
     check_task_config(task_dir)  # no or bad task.toml (limits included): exit 2
+    check_output_path(out, "kwrl trial run", inputs=[task_dir])  # each run adds a new dir
     out.mkdir(parents=True, exist_ok=True)
     name = f"{task_dir.resolve().name}__{cfg.agent.split(':')[-1].lower()}"
     n = 0
@@ -127,15 +138,18 @@ def rollout(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from kwrl.io import claim_output
     from kwrl.rollout.failures import INFRA, FailureCause
-    from kwrl.rollout.runner import TrialRecord, check_task_config, run_rollout
+    from kwrl.rollout.runner import ROLLOUT_FILES, TrialRecord, check_task_config, run_rollout
     from kwrl.tasks.taskdir import task_dirs
 
     run = build_config(RolloutRun, {**overrides, "dataset": dataset}, "kwrl rollout")
     cfg, out, n = run.rollout_config(), run.out, run.n_samples
+    output = claim_output(out, "kwrl rollout", overwrite=run.overwrite, inputs=[dataset])
     tasks = task_dirs(dataset)
     for t in tasks:  # a bad task.toml limit: ConfigError, exit 2, before any trial
         check_task_config(t)
+    output.open(ROLLOUT_FILES)
     console = Console()
     progress = Progress(
         TextColumn("rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from kwrl.config import OutputConfig
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, TrialSettings
 
 if TYPE_CHECKING:
     from kwrl.rollout.runner import RolloutConfig
 
 
-class RolloutRun(TrialSettings):
+class RolloutRun(TrialSettings, OutputConfig):
     """`kwrl rollout`'s config (its flags): which agent and model, how many trials per task, where
     they go; how each trial runs comes from `TrialSettings`."""
 

@@ -13,7 +13,10 @@ infrastructure: were they masked, a policy about to score 0 could buy a mask ins
 memory so the grader dies, sleep past the clock). So:
 - an agent timeout is `agent_timeout` (its tools, its sleeps, its many or long turns) unless the
   turn statistics show the policy endpoint, not the tools, took the time at a rate no honest
-  generation explains (`policy_was_slow`): then `policy_timeout`, infrastructure;
+  generation explains (`policy_was_slow`): then `policy_timeout`, infrastructure; or unless kwrl's
+  agent recorded nothing at all: its clock ran out in its own start-up (a short timeout on a busy
+  host: loading the tokenizer took 9 s of an 8 s clock), before the policy was asked anything:
+  `sandbox`, as harbor's `AgentSetupTimeoutError` (was a trained 0 on an empty trajectory);
 - a limit hit in the verifier phase (sandbox.json `verifier_events`; the verifier has memory of its
   own, `kwrl.sandbox.local`, so only what the agent left can exhaust it) that left no reward is
   `verifier_limit`.
@@ -24,11 +27,17 @@ own deadline: `grader_budget`, trained with 0, because treating it as infrastruc
 masking the group) would let a policy trade a 0 for a mask. Cut off while `judging`, or before it
 started, it is `verifier_timeout` / `verifier` (infrastructure: the judge, the sandbox).
 
-What each cause means for training (DESIGN §7) lives in `kwrl.rollout.masking`.
+A fault the host played on the trial's sandbox (the fault injector, `kwrl.rollout.faults`: its
+init or gateway killed, the gateway stopped, its disk filled from outside) is `sandbox` whatever
+else the trial shows: the host knows it did it (`fault.json`), and from inside it looks like agent
+code doing the same to its own gateway or disk.
+
+What each cause means for training lives in `kwrl.rollout.masking`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -37,6 +46,8 @@ from typing import Any
 from kwrl.agent.meta import AgentMeta
 from kwrl.errors import TrialFormatError
 
+FAULT_FILE = "fault.json"
+"""A fault the injector played in the trial (`kwrl.rollout.faults.FAULT_FILE`)."""
 PHASE_FILE = "grader_phase.txt"
 """The grader's phase file in the verifier dir (`kwrl.grading.verify.PHASE_FILE`)."""
 
@@ -80,6 +91,9 @@ class FailureCause(StrEnum):
     trained; docs/contracts.md "Grading budget")."""
     CONFIG = "config"
     """The task's config is invalid (e.g. task.toml limits): reported, never retried."""
+    TASK = "task"
+    """The task or its dataset cannot be read (not a task dir, a malformed file, its world seed
+    not found): the input's fault, reported, never retried, never infrastructure."""
     CANCELLED = "cancelled"
     """The run was interrupted."""
 
@@ -100,6 +114,10 @@ SLOW_DECODE_TOKENS_PER_S = 2.0
 """A policy endpoint writing fewer tokens a second than this was slow (`policy_was_slow`)."""
 SLOW_PREFILL_TOKENS_PER_S = 50.0
 """...or reading fewer new prompt tokens (those a prefix-caching endpoint reads) a second than this."""
+SLOW_EXCESS_S = 30.0
+"""...and by at least this many seconds beyond what those rates explain: a short agent timeout on a
+busy host leaves the endpoint's turns a few seconds of noise (event-loop stalls, a cold client)
+that must never turn the policy's own timeout into a mask."""
 
 _SANDBOX_TYPES = {
     "SandboxError",
@@ -111,6 +129,8 @@ _SANDBOX_TYPES = {
     "AddTestsDirError",
     "DownloadVerifierDirError",
 }
+_TASK_TYPES = {"TaskFormatError", "UnsafeArchiveError"}
+"""kwrl's errors for a task or dataset that cannot be read (`kwrl.errors`)."""
 _GRADER_CUT_OFF = {None, "VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError"}
 """How a grader that stopped while reading the agent's outputs shows in harbor's result."""
 _VERIFIER_TYPES = {
@@ -152,11 +172,18 @@ def classify(
     verifier_events: Mapping[str, int] | None = None,
     grader_phase: str | None = None,
     policy_slow: bool = False,
+    host_fault: bool = False,
+    before_policy: bool = False,
 ) -> FailureCause:
     """One cause for one trial (see the module docstring for the precedence). `sandbox_events` are
     the agent phase's limit hits, `verifier_events` the verifier phase's (sandbox.json);
     `grader_phase` is what the grader's `grader_phase.txt` held (`reading`, `judging`, `done`;
-    None when absent); `policy_slow`: `policy_was_slow` of the agent's metadata."""
+    None when absent); `policy_slow`: `policy_was_slow` of the agent's metadata; `host_fault`:
+    the host played a fault on the trial's sandbox (`kwrl.rollout.faults`, fault.json);
+    `before_policy`: kwrl's agent recorded nothing, its clock ran out before its loop could ask
+    the policy anything (its own start-up: loading the tokenizer, reaching the gateway)."""
+    if host_fault:  # the host did it, whatever it looks like from inside: never the policy's
+        return FailureCause.SANDBOX
     no_reward = rewards is None or "reward" not in rewards
     limit_hit = exception_type == "SandboxLimitError" or _limit_hit(sandbox_events or {})
     # A limit hit the trial survived (a command killed, the run went on and was graded) is part
@@ -168,9 +195,13 @@ def classify(
     if exception_type in ("CancelledError", "KeyboardInterrupt"):
         return FailureCause.CANCELLED
     if exception_type == "AgentTimeoutError":
+        if before_policy:  # as harbor's AgentSetupTimeoutError: nothing the policy did
+            return FailureCause.SANDBOX
         return FailureCause.POLICY_TIMEOUT if policy_slow else FailureCause.AGENT_TIMEOUT
     if exception_type == "ConfigError":
         return FailureCause.CONFIG
+    if exception_type in _TASK_TYPES:
+        return FailureCause.TASK
     if no_reward and _limit_hit(verifier_events or {}):
         return FailureCause.VERIFIER_LIMIT
     if grader_phase == "reading" and no_reward and exception_type in _GRADER_CUT_OFF:
@@ -205,11 +236,13 @@ def policy_was_slow(agent_meta: AgentMeta) -> bool:
     Slow means: the endpoint took longer than the tools did, and longer than reading each turn's
     new prompt tokens and writing its tokens at `SLOW_PREFILL_TOKENS_PER_S` /
     `SLOW_DECODE_TOKENS_PER_S` would take, a request the clock cut counted as writing the most it
-    could (`max_tokens`). Time is
+    could (`max_tokens`), by at least `SLOW_EXCESS_S`. Time is
     measured against tokens, never alone: a policy that writes long turns until the clock runs
     out produced those tokens at the endpoint's honest rate, and its timeout stays its own
-    (`agent_timeout`, trained 0), as does one that sleeps in a tool. No statistics (harbor's own
-    agents) is never slow.
+    (`agent_timeout`, trained 0), as does one that sleeps in a tool. The turns' latencies are the
+    endpoint's own, timed on the wire after the client was warmed (`kwrl.agent.loop`): before,
+    the first turn carried litellm's import (~5 s), and a tool call cut by a 10 s clock after it
+    was masked as the endpoint's. No statistics (harbor's own agents) is never slow.
     """
     turns = agent_meta.turn_stats
     requests = [(t.prompt_tokens, t.completion_tokens) for t in turns]
@@ -226,7 +259,7 @@ def policy_was_slow(agent_meta: AgentMeta) -> bool:
         new = prompt - cached if prompt >= cached else prompt
         due_s += new / SLOW_PREFILL_TOKENS_PER_S + written / SLOW_DECODE_TOKENS_PER_S
         cached = prompt + written
-    return policy_s > tools_s and policy_s > due_s
+    return policy_s > tools_s and policy_s - due_s >= SLOW_EXCESS_S
 
 
 def grader_phase(trial_dir: Path) -> str | None:
@@ -238,10 +271,15 @@ def grader_phase(trial_dir: Path) -> str | None:
 
 
 def classify_result(
-    result: Any, sandbox_report: Mapping[str, Any] | None = None, trial_dir: Path | None = None
+    result: Any,
+    sandbox_report: Mapping[str, Any] | None = None,
+    trial_dir: Path | None = None,
+    *,
+    host_faults: bool = True,
 ) -> FailureCause:
     """`classify` applied to a harbor `TrialResult` (its agent metadata's turn statistics too), the
-    trial's sandbox.json content and the grader's phase file in `trial_dir`."""
+    trial's sandbox.json content and the grader's phase file and fault record in `trial_dir`
+    (`host_faults=False` leaves the record out: how the trial reads without it, for the soak)."""
     info = result.exception_info
     raw = result.agent_result.metadata if result.agent_result is not None else None
     try:
@@ -259,4 +297,25 @@ def classify_result(
         verifier_events=report.get("verifier_events"),
         grader_phase=grader_phase(trial_dir) if trial_dir is not None else None,
         policy_slow=policy_was_slow(meta),
+        host_fault=host_faults and trial_dir is not None and host_fault(trial_dir),
+        before_policy=_kwrl_agent(result) and not raw,
     )
+
+
+def _kwrl_agent(result: Any) -> bool:
+    """Whether kwrl's agent (`KwrlAgent.name()`, its subclasses' too) ran the trial."""
+    info = getattr(result, "agent_info", None)
+    return getattr(info, "name", None) == "kwrl"
+
+
+def host_fault(trial_dir: Path) -> bool:
+    """Whether the host played a fault on the trial's sandbox (fault.json of `kwrl.rollout.faults`
+    with `host` true and a time it was played at)."""
+    path = trial_dir / FAULT_FILE
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("host") is True and data.get("at_s") is not None

@@ -12,7 +12,7 @@ summary rows and eval's outcome rows (trials.jsonl, eval.json) carry it; `read_m
 `kwrl.rollout.trial.read_trial`) reads it back, and `kwrl report` shows it.
 
 Non-obvious choices: the config hash leaves out where the run's outputs go and where its dataset
-lies (`LOCATIONS`: `out`, `dataset`), so the same settings hash the same from any directory; the
+lies (`LOCATIONS`: `out`, `dataset`, `overwrite`), so the same settings hash the same from any directory; the
 dataset's content is in each trial's `world_digest` and task name. The world digest covers the
 world seed the task names and the task's own overlay (every file's path and bytes), so it changes
 when any file the agent starts from changes. The git commit is that of the checkout holding
@@ -40,8 +40,9 @@ from kwrl.io import write_json
 
 MANIFEST_JSON = "manifest.json"
 """The trial dir's manifest file."""
-LOCATIONS = frozenset({"out", "dataset"})
-"""Config fields that say where things are, not how the run goes: left out of the config hash."""
+LOCATIONS = frozenset({"out", "dataset", "overwrite"})
+"""Config fields that say where things are (and whether an output dir may be written into), not
+how the run goes: left out of the config hash."""
 TRIAL_SEED = "trial"
 """The seeds key of a trial's own sampling seed: the agent's `seed` kwarg (eval's `trial_seed`, or
 the config's `agent.seed`)."""

@@ -8,7 +8,7 @@ Pure functions over `FailureCause`s; a group is the samples of one prompt (task)
   (`verifier_limit`), and an agent timeout of the policy's own making (`agent_timeout`, on the
   trajectory so far);
 - a timeout the policy endpoint caused (`policy_timeout`) masks that trial alone;
-- any other infrastructure, agent or config error in a group masks the whole group;
+- any other infrastructure, agent, config or task error in a group masks the whole group;
 - a trial is retried up to 2 times on infrastructure errors before it counts.
 
 Non-obvious choice: no timeout masks its group. RECIPE masks a group with two or more timeouts,
@@ -45,6 +45,7 @@ GROUP_ERRORS: frozenset[FailureCause] = (INFRA - MASKED_ALONE) | {
     FailureCause.AGENT,
     FailureCause.CANCELLED,
     FailureCause.CONFIG,
+    FailureCause.TASK,
 }
 """Failures that mask the whole group."""
 

@@ -15,6 +15,9 @@ trial name; earlier attempts' dirs stay for inspection. `run_rollout(task_dirs, 
 `build_rollout_config(settings, model, ...)` is how every verb makes a `RolloutConfig` from the
 settings their configs share (`kwrl.rollout.settings.TrialSettings`).
 
+With env `KWRL_FAULTS` set (`kwrl.rollout.faults`, the soak and tests only), `run_trial` plays
+the injector's fault of each attempt into it and records it in the trial dir (`fault.json`).
+
 Non-obvious choice: a trial that raises inside harbor is caught here and recorded as a failure
 (`sandbox`; `config` for a `ConfigError`, e.g. bad task.toml limits, which is not retried), so one
 broken trial never takes the batch down: the others go on.
@@ -31,13 +34,17 @@ from typing import Any
 
 from pydantic import Field
 
-from kwrl.errors import ConfigError
+from kwrl.errors import ConfigError, TaskFormatError
 from kwrl.io import write_json
+from kwrl.rollout import faults
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
 from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
 from kwrl.rollout.trial import read_json
+
+ROLLOUT_FILES = ("trials", "summary.json")
+"""What `run_rollout` writes at the top of its `out` (`kwrl.io.OutputDir.open`)."""
 
 
 class RolloutConfig(TrialRun):
@@ -152,14 +159,27 @@ def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str
 
 
 def check_task_config(task_dir: Path) -> None:
-    """Refuse a task whose task.toml limits no sandbox can apply (`ConfigError` naming task.toml and
-    the field), before any trial: a config error is reported once, never retried."""
+    """Refuse, before any trial, a task that cannot run: not a task dir (no instruction.md; a
+    world seed given for a task says so), a task.toml harbor cannot read, a world seed its
+    archipelago.json names that is not there (a task copied out of its dataset), all
+    `TaskFormatError`s naming the file; task.toml limits no sandbox can apply (`ConfigError`
+    naming task.toml and the field). Reported once, never retried."""
     from harbor.models.task.config import TaskConfig
 
     from kwrl.errors import TaskFormatError
     from kwrl.sandbox.local import check_limits
+    from kwrl.tasks.taskdir import INSTRUCTION, META_JSON, read_meta, resolve_world
 
-    path = Path(task_dir) / "task.toml"
+    task_dir = Path(task_dir)
+    if not task_dir.is_dir():
+        raise TaskFormatError(task_dir, None, "no such task dir")
+    if not (task_dir / INSTRUCTION).is_file():
+        world = (task_dir / "world.json").is_file() or (task_dir / "filesystem").is_dir()
+        why = ": a world seed, not a task; give the dataset that holds it" if world else ""
+        raise TaskFormatError(task_dir, None, f"not a task dir (no {INSTRUCTION}){why}")
+    if (task_dir / META_JSON).is_file():
+        resolve_world(task_dir, read_meta(task_dir))
+    path = task_dir / "task.toml"
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -224,6 +244,11 @@ async def run_trial(
 
     start = time.monotonic()
     trial_dir = trials_dir / name
+    injector = faults.active()
+    kinds = injector.applicable(cfg, Path(task_dir)) if injector is not None else []
+    fault = injector.draw(name, kinds) if injector is not None else None
+    if fault is not None and injector is not None:
+        cfg = faults.adjust(cfg, fault, injector)
     seed = cfg.agent_kwargs.get("seed") if cfg.agent not in HARBOR_AGENTS else None
     record = TrialRecord(
         task=Path(task_dir).name, sample=sample, attempt=attempt, trial_name=name,
@@ -232,17 +257,31 @@ async def run_trial(
     )  # fmt: skip
     try:
         trial = await Trial.create(trial_config(task_dir, cfg, trials_dir, name))
+        if fault is not None and fault in faults.HOST_KINDS and injector is not None:
+            faults.arm(trial, fault, injector, trial_dir)
         result = await trial.run()
     except Exception as e:  # a trial that cannot even be built is recorded, not raised
         record.error = f"{type(e).__name__}: {e}"
         if isinstance(e, ConfigError):  # the task's own config: reported, never retried
             record.cause = FailureCause.CONFIG
+        elif isinstance(e, TaskFormatError) or _missing_task_file(e, task_dir):
+            record.cause = FailureCause.TASK  # the input cannot be read: never retried
     else:
+        if fault is not None and fault not in faults.HOST_KINDS:
+            faults.record(trial_dir, fault)
         _record_result(record, result, trial_dir)
     if record.manifest is not None and trial_dir.is_dir():
         write_manifest(trial_dir, record.manifest)
     record.seconds = time.monotonic() - start
     return record
+
+
+def _missing_task_file(e: Exception, task_dir: Path) -> bool:
+    """`e` says a file of the task dir itself is missing (harbor reading task.toml)."""
+    name = getattr(e, "filename", None)
+    if not isinstance(e, FileNotFoundError) or not isinstance(name, str):
+        return False
+    return Path(name).resolve().is_relative_to(Path(task_dir).resolve())
 
 
 async def run_with_retries(
@@ -341,7 +380,7 @@ async def run_rollout(
 ) -> list[TrialRecord]:
     """Every sample of every task (`run_batch`); returns the final attempt of each, group
     decisions applied, and writes summary.json."""
-    trials_dir = out / "trials"
+    trials_dir = out / ROLLOUT_FILES[0]
     trials_dir.mkdir(parents=True, exist_ok=True)
     history: list[TrialRecord] = []
 
@@ -355,7 +394,7 @@ async def run_rollout(
         jobs, trials_dir, concurrency=cfg.concurrency, config=cfg, on_done=done, train=True
     )
     finals = [r.final for r in results]
-    write_json(out / "summary.json", summarize(finals, history, cfg))
+    write_json(out / ROLLOUT_FILES[1], summarize(finals, history, cfg))
     return finals
 
 

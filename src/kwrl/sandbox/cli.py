@@ -28,8 +28,19 @@ def conform(
     ] = False,
     work: Annotated[
         Path | None,
-        typer.Option("--work", help="Scratch dir for tasks and trial dirs (default: a temp dir)."),
+        typer.Option(
+            "--work",
+            help="Dir for tasks, trial dirs and conformance.json (default: a temp dir, removed); "
+            "an earlier run's is reused, any other non-empty dir needs --overwrite.",
+        ),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            help="Write into a non-empty --work: replaces only what kwrl wrote there, keeps the "
+            "rest."
+        ),
+    ] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Trials at once.")] = 4,
     only: Annotated[
         list[str] | None,
@@ -42,7 +53,7 @@ def conform(
     from rich.markup import escape
 
     from kwrl.config import parse_override
-    from kwrl.io import write_json
+    from kwrl.io import claim_output, write_json
     from kwrl.sandbox.conformance import conform as run_suite
 
     kwargs: dict[str, Any] = {}
@@ -51,14 +62,17 @@ def conform(
         kwargs[".".join(parts)] = value
     console = Console(soft_wrap=True)
     with tempfile.TemporaryDirectory(prefix="kwrl-conform-") as tmp:
-        root = (work or Path(tmp)).resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        report = asyncio.run(
-            run_suite(
+        output = claim_output(
+            work or Path(tmp), "kwrl sandbox conform", flag="--work", overwrite=overwrite,
+            resume=True,
+        )  # fmt: skip
+        root = output.root
+        with output.writing():
+            suite = run_suite(
                 env, root, env_kwargs=kwargs, full=full, concurrency=concurrency, only=only or ()
             )
-        )
-        write_json(root / "conformance.json", report.as_json())
+            report = asyncio.run(suite)
+            write_json(root / "conformance.json", report.as_json())
         for c in report.checks:
             mark = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
             console.print(f"{mark} {escape(f'{c.name} ({c.seconds:.1f} s): {c.detail}')}",

@@ -44,7 +44,7 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment
 
 from kwrl.errors import ConfigError
-from kwrl.io import write_json
+from kwrl.io import umask, write_json
 from kwrl.sandbox.base import World, resolve_world
 from kwrl.tasks.taskdir import limit_problems
 
@@ -166,6 +166,18 @@ class KwrlEnvironment(BaseEnvironment):
             out[INITIAL_WORLD] = self.world.world_dir
         out[INITIAL_OVERLAY] = self.world.overlay_dir or empty
         return out
+
+    def close_trial_dirs(self) -> None:
+        """Take back the write bits harbor's Trial gave everyone on the trial dir and the dirs
+        under it (0777, `TrialPaths.chmod_dir`, for a container user writing a bind mount): a
+        kwrl environment copies the agent's outputs out and writes the verifier's as the host's
+        user or root, so they keep the mode the umask gives (0755 under 022). Called first in
+        `start()`."""
+        mode = 0o777 & ~umask()
+        top = self.trial_paths.trial_dir
+        for d in [top, *(p for p in top.rglob("*") if p.is_dir() and not p.is_symlink())]:
+            if d.stat().st_mode & 0o002:
+                d.chmod(mode)
 
     def gateway_fate(self) -> str | None:
         """Why the world gateway stopped serving in the agent phase because of the agent's own

@@ -2,8 +2,9 @@
 
 World `i` gets domain `domains[i % len(domains)]` and its own seeded streams, so a world's bytes
 depend only on (seed, i, domain, tasks per world), never on the worker that built it or the order
-workers finish in. Workers write their world's files directly; the parent writes the apex-hf
-index files in world order.
+workers finish in. Workers write their world's files into a stage dir inside the output dir; the
+parent writes the apex-hf index files in world order, then the stage's entries are renamed into
+the output dir (`kwrl.io.OutputDir.staged`: an overwrite replaces only what kwrl wrote there).
 
 Then the parent runs the no-op control on every task dir (`kwrl.tasks.validate.run_control`): a
 criterion that passes on its task's untouched world with an empty answer would pay a policy for
@@ -22,13 +23,13 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from kwrl.config import KwrlConfig
+from kwrl.config import OutputConfig
 from kwrl.tasks.models import DOMAINS
 
 Layout = Literal["task-dirs", "apex-hf"]
 
 
-class SynthConfig(KwrlConfig):
+class SynthConfig(OutputConfig):
     """Settings of `kwrl data synth` (its flags: `kwrl.cli_config`)."""
 
     out: Path
@@ -45,8 +46,6 @@ class SynthConfig(KwrlConfig):
     """'task-dirs' (kwrl training layout) or 'apex-hf' (APEX-Agents HF layout)."""
     workers: int = Field(default=2, ge=1)
     """Worker processes."""
-    overwrite: bool = False
-    """Allow writing into a non-empty output dir."""
     control: bool = True
     """Run the no-op control on every task dir written: fail when a criterion passes on its
     untouched world with an empty answer."""
@@ -86,22 +85,21 @@ def _one(
 
 def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
     """Write the dataset; returns a summary (worlds, tasks, seconds)."""
-    from kwrl.errors import ConfigError
+    from kwrl.io import claim_output
     from kwrl.synth.layout import write_apex_index
 
     out = Path(cfg.out)
-    if out.exists() and any(out.iterdir()) and not cfg.overwrite:
-        raise ConfigError(f"{out}: output dir is not empty (pass --overwrite to write into it)")
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = [
-        (cfg.seed, i, cfg.domains[i % len(cfg.domains)], cfg.tasks_per_world, cfg.layout, str(out))
-        for i in range(cfg.worlds)
-    ]
+    output = claim_output(out, "kwrl data synth", overwrite=cfg.overwrite)
     t0 = time.perf_counter()
     results: dict[int, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}
     from rich.progress import Progress
 
-    with Progress(disable=not progress, transient=True) as bar:
+    with output.staged() as stage, Progress(disable=not progress, transient=True) as bar:
+        jobs = [
+            (cfg.seed, i, cfg.domains[i % len(cfg.domains)], cfg.tasks_per_world, cfg.layout,
+             str(stage))
+            for i in range(cfg.worlds)
+        ]  # fmt: skip
         task = bar.add_task("worlds", total=len(jobs))
         if cfg.workers == 1 or len(jobs) == 1:
             for j in jobs:
@@ -113,12 +111,12 @@ def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
                 for i, w, rows in pool.map(_one, jobs):
                     results[i] = (w, rows)
                     bar.advance(task)
-    n_tasks = 0
+        if cfg.layout == "apex-hf":
+            worlds = [results[i][0] for i in sorted(results)]
+            rows = [r for i in sorted(results) for r in results[i][1]]
+            write_apex_index(stage, [w for w in worlds if w is not None], rows)
     if cfg.layout == "apex-hf":
-        worlds = [results[i][0] for i in sorted(results)]
-        rows = [r for i in sorted(results) for r in results[i][1]]
-        write_apex_index(out, [w for w in worlds if w is not None], rows)
-        n_tasks = len(rows)
+        n_tasks = sum(len(results[i][1]) for i in results)
     else:
         n_tasks = sum(1 for _ in (out / "tasks").iterdir()) if (out / "tasks").exists() else 0
     written = time.perf_counter()
@@ -126,7 +124,7 @@ def generate(cfg: SynthConfig, *, progress: bool = True) -> dict[str, Any]:
     if cfg.control and cfg.layout == "task-dirs" and n_tasks:
         control = _control(out)
     return {
-        "worlds": len(jobs),
+        "worlds": cfg.worlds,
         "tasks": n_tasks,
         "seconds": round(time.perf_counter() - t0, 2),
         "control_seconds": round(time.perf_counter() - written, 2) if control else None,

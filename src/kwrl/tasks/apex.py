@@ -16,8 +16,9 @@ Verifiers follow Archipelago's own conversion (examples/hugging_face_task): one 
 order, the first one primary, `verifier_index` = position, plus `expected_file_type` derived from
 `expected_output` with the grader's labels (`models.EXPECTED_FILE_TYPES`).
 
-The whole dataset is built in a temp dir beside `out`, validated, then renamed into place: an
-error anywhere (bad JSON, unknown field, duplicate id, unsafe zip member, size cap) leaves nothing.
+The whole dataset is built in a stage dir inside `out` (`kwrl.io.OutputDir.staged`), validated,
+then renamed into place: an error anywhere (bad JSON, unknown field, duplicate id, unsafe zip
+member, size cap) leaves `out` as it was.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from kwrl.config import KwrlConfig
+from kwrl.config import OutputConfig
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
-from kwrl.io import atomic_dir, write_json
+from kwrl.io import claim_output, write_json
 from kwrl.tasks.archive import DEFAULT_MAX_BYTES, ByteBudget, extract_zip
 from kwrl.tasks.hub import fetch_dataset, looks_like_repo_id
 from kwrl.tasks.models import (
@@ -57,13 +58,11 @@ _TASKS = TypeAdapter(list[ApexTask])
 _WORLDS = TypeAdapter(list[ApexWorld])
 
 
-class ConvertConfig(KwrlConfig):
+class ConvertConfig(OutputConfig):
     """Settings of `kwrl data convert`."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     """Cap on the bytes unpacked from all world zips and overlays together."""
-    overwrite: bool = False
-    """Replace a non-empty output dir."""
     task_dir: TaskDirConfig = TaskDirConfig()
     """task.toml values and the docker preset of the written task dirs."""
 
@@ -209,13 +208,13 @@ def _dir_bytes(path: Path) -> int:
 def convert_apex(
     src: str | Path, out: Path, config: ConvertConfig | None = None, *, progress: bool = False
 ) -> ConvertReport:
-    """Convert an APEX HF layout at `src` into the dataset `out` (replaced whole, all or nothing)."""
+    """Convert an APEX HF layout at `src` into the dataset `out`, all or nothing (`out` claimed by
+    `kwrl.io.claim_output`: an overwrite replaces only what kwrl wrote there)."""
     from kwrl.tasks.validate import validate_dataset
 
     config = config or ConvertConfig()
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not config.overwrite:
-        raise TaskFormatError(out, None, "output dir exists and is not empty (pass --overwrite)")
+    local = [Path(src)] if Path(src).exists() else []
+    output = claim_output(Path(out), "kwrl data convert", overwrite=config.overwrite, inputs=local)
     source = load_apex(fetch_source(src))
     budget = ByteBudget(config.max_bytes)
     report = ConvertReport()
@@ -224,10 +223,9 @@ def convert_apex(
         report.warnings.append(f"world {world_id} has no task; not unpacked")
 
     with (
-        atomic_dir(out) as tmp,
+        output.staged() as tmp,
         progress_bar(progress, "convert", len(used) + len(source.tasks)) as advance,
     ):
-        tmp.chmod(0o755)  # mkdtemp makes 0o700
         for world_id in used:
             zip_path = source.root / WORLD_ZIPS / f"{world_id}.zip"
             if not zip_path.is_file():
@@ -251,7 +249,7 @@ def convert_apex(
         if problems:
             p = problems[0]
             raise TaskFormatError(
-                out / p.file, p.field, f"converted task fails validation: {p.message}"
+                Path(out) / p.file, p.field, f"converted task fails validation: {p.message}"
             )
     report.bytes_unpacked = budget.used
     return report

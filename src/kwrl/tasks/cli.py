@@ -37,6 +37,12 @@ MaxBytes = Annotated[
     str, typer.Option("--max-bytes", help="Cap on the bytes unpacked in total (e.g. 20GiB, 500MB).")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+Overwrite = Annotated[
+    bool,
+    typer.Option(
+        help="Write into a non-empty --out: replaces only what kwrl wrote there, keeps the rest."
+    ),
+]
 
 
 @app.command()
@@ -49,7 +55,7 @@ def convert(
         str, typer.Option("--from", help="Input format; only 'apex-hf'.")
     ] = "apex-hf",
     max_bytes: MaxBytes = "20GiB",
-    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output dir.")] = False,
+    overwrite: Overwrite = False,
     config: Annotated[Path | None, typer.Option(help="ConvertConfig TOML file.")] = None,
     overrides: Annotated[
         list[str] | None, typer.Option("--set", help="Dotted override, e.g. task_dir.cpus=4.")
@@ -88,46 +94,72 @@ def extract(
     src: Annotated[
         str, typer.Argument(help="A .parquet file, a folder of shards, or a HF dataset id.")
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder receiving one dir per row.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Dir receiving the dataset (or one dir per row).")
+    ],
     max_bytes: MaxBytes = "20GiB",
-    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output dir.")] = False,
+    overwrite: Overwrite = False,
     revision: Annotated[str | None, typer.Option(help="HF dataset revision.")] = None,
     quiet: Quiet = False,
 ) -> None:
-    """Extract parquet task bundles (columns path, task_binary) into <out>/<path>.
+    """Extract parquet bundles (columns path, task_binary) into --out.
 
-    Extract task bundles into DATASET/tasks so the tasks find their worlds at DATASET/worlds.
+    A dataset bundle (`kwrl data pack D`: task shards plus worlds-*.parquet) is restored as a
+    dataset: <out>/tasks/<path> and <out>/worlds/<path>. Task bundles without world shards (the
+    recipe's) give <out>/<path>: extract them into DATASET/tasks so the tasks find their worlds
+    at DATASET/worlds.
     """
     from rich.console import Console
 
     from kwrl.tasks.bundles import extract_bundles, resolve_source
 
     shards = resolve_source(src, revision=revision)
+    local = Path(src) if Path(src).exists() else None
     names = extract_bundles(
-        shards, out, max_bytes=parse_size(max_bytes), overwrite=overwrite, progress=not quiet
-    )
-    Console().print(
-        f"extracted {len(names)} dirs from {len(shards)} shards into {out}", highlight=False
-    )
+        shards, out, max_bytes=parse_size(max_bytes), overwrite=overwrite, source=local,
+        progress=not quiet,
+    )  # fmt: skip
+    worlds = sum(n.startswith("worlds/") for n in names)
+    what = f"{len(names) - worlds} tasks and {worlds} worlds" if worlds else f"{len(names)} dirs"
+    Console().print(f"extracted {what} from {len(shards)} shards into {out}", highlight=False)
 
 
 @app.command()
 def pack(
-    src: Annotated[Path, typer.Argument(help="Folder whose subdirs (task dirs) become rows.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder receiving the parquet shards.")],
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="A dataset dir (tasks/, worlds/), or a folder of self-contained task dirs."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dir receiving the parquet shards.")],
     rows_per_shard: Annotated[int, typer.Option(min=1, help="Rows per parquet shard.")] = 256,
-    prefix: Annotated[str, typer.Option(help="Shard file name prefix (split name).")] = "train",
+    prefix: Annotated[
+        str, typer.Option(help="Task shards' file name prefix (split name).")
+    ] = "train",
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Pack task dirs into deterministic parquet bundles (the inverse of extract)."""
+    """Pack a dataset into deterministic parquet bundles, the recipe's layout (extract inverts it).
+
+    One row per task dir (columns path = its name, task_binary = gzip tar of the dir) in
+    <prefix>-NNNNN-of-MMMMM.parquet, and one row per world seed of DATASET/worlds in
+    worlds-NNNNN-of-MMMMM.parquet: worlds travel once, shared by their tasks. DATASET/tasks alone
+    is refused (its tasks' worlds are outside it); so is a dir that is not a dataset.
+    """
     from rich.console import Console
 
-    from kwrl.tasks.bundles import pack_bundles
+    from kwrl.tasks.bundles import is_world_shard, pack_bundles
 
     shards = pack_bundles(
-        src, out, rows_per_shard=rows_per_shard, prefix=prefix, progress=not quiet
+        src, out, rows_per_shard=rows_per_shard, prefix=prefix, overwrite=overwrite,
+        progress=not quiet,
+    )  # fmt: skip
+    worlds = sum(is_world_shard(s) for s in shards)
+    Console().print(
+        f"packed {src} into {len(shards) - worlds} task shards and {worlds} world shards in {out}",
+        highlight=False,
     )
-    Console().print(f"packed {src} into {len(shards)} shards in {out}", highlight=False)
 
 
 @app.command()

@@ -3,9 +3,8 @@
 A world seed dir (and a running sandbox's root) holds two subsystems:
 
     filesystem/            office files the agent works on   (served at /filesystem)
-    .apps_data/mail/       *.mbox                            (one mailbox per file)
-    .apps_data/calendar/   *.ics
-    .apps_data/chat/       JSON state (channels, users, messages)
+    .apps_data/<app>/      an app's own state, for each app of the app table that keeps one
+                           (`kwrl.tasks.apps.APPS`: which apps, in what files)
     world.json             optional: the ApexWorld description (seed dirs only)
 
 `WorldRoots` names the two data roots; inside a sandbox they are `/filesystem` and `/.apps_data`,
@@ -17,7 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kwrl.tasks.apps import APPS
+
 SUBSYSTEMS: tuple[str, ...] = ("filesystem", ".apps_data")
+
+
+def app_prefix(app: str) -> str:
+    """Where app `app` keeps its state, as a path relative to the world's root, with a trailing
+    slash (how a snapshot names the files under it: `.apps_data/mail/inbox.mbox`)."""
+    return f".apps_data/{app}/"
 
 
 @dataclass(frozen=True)
@@ -35,17 +42,9 @@ class WorldRoots:
     def sandbox_default(cls) -> WorldRoots:
         return cls(filesystem=Path("/filesystem"), apps_data=Path("/.apps_data"))
 
-    @property
-    def mail(self) -> Path:
-        return self.apps_data / "mail"
-
-    @property
-    def calendar(self) -> Path:
-        return self.apps_data / "calendar"
-
-    @property
-    def chat(self) -> Path:
-        return self.apps_data / "chat"
+    def app_dir(self, app: str) -> Path:
+        """The dir app `app` keeps its state in: `.apps_data/<app>/`."""
+        return self.apps_data / app
 
     def subsystem(self, name: str) -> Path:
         if name == "filesystem":
@@ -55,5 +54,6 @@ class WorldRoots:
         raise ValueError(f"unknown subsystem {name!r}; expected one of {SUBSYSTEMS}")
 
     def ensure(self) -> None:
-        for p in (self.filesystem, self.mail, self.calendar, self.chat):
+        """Make the filesystem root and the state dir of every app of the table that keeps one."""
+        for p in (self.filesystem, *(self.app_dir(n) for n, a in APPS.items() if a.state)):
             p.mkdir(parents=True, exist_ok=True)

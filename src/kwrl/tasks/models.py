@@ -35,19 +35,6 @@ ExpectedOutput = Literal[
 ]
 EXPECTED_OUTPUTS: tuple[str, ...] = ExpectedOutput.__args__  # type: ignore[attr-defined]
 
-AppName = Literal[
-    "filesystem",
-    "code_execution",
-    "word",
-    "excel",
-    "powerpoint",
-    "pdfs",
-    "mail",
-    "calendar",
-    "chat",
-]
-APP_NAMES: tuple[str, ...] = AppName.__args__  # type: ignore[attr-defined]
-
 TASK_ID_RE = re.compile(r"^task_[0-9a-f]{32}$")
 WORLD_ID_RE = re.compile(r"^world_[0-9a-f]{32}$")
 

@@ -314,7 +314,11 @@ def validate_dataset(root: Path, *, control: bool = False) -> ValidationReport:
     if not root.is_dir():
         raise TaskFormatError(root, None, "dataset dir not found")
     dirs = task_dirs(root)
-    base = root if dirs and dirs[0] != root else root.parent
+    if not dirs:
+        raise TaskFormatError(
+            root, None, "no task dirs here: a dataset holds tasks/<slug>/, each with instruction.md"
+        )
+    base = root if dirs[0] != root else root.parent
     problems: list[Problem] = []
     owners: dict[str, str] = {}
     for d in dirs:

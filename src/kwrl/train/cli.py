@@ -21,6 +21,16 @@ from kwrl.rollout.settings import TrialSettings, trial_panel
 from kwrl.train.smoke import SmokeConfig
 
 
+def _claim(out: Path, verb: str, overwrite: bool, dataset: Path, *, resume: bool = False) -> Any:
+    """The run dir `out` claimed for `verb` (`kwrl.io.claim_output`; config keys, not flags)."""
+    from kwrl.io import claim_output
+
+    return claim_output(
+        out, verb, flag="out", overwrite=overwrite, overwrite_flag="overwrite=true",
+        inputs=[dataset], resume=resume, signature="config.toml",
+    )  # fmt: skip
+
+
 @config_flags(TrialSettings, panel=trial_panel)
 def train(
     args: Annotated[
@@ -46,7 +56,9 @@ def train(
     from rich.console import Console
 
     from kwrl.config import load_config
+    from kwrl.rollout.faults import refuse
 
+    refuse("kwrl train")
     console = Console()
     mode = "rl"
     if args and args[0] == "sft":
@@ -58,19 +70,23 @@ def train(
     if mode == "sft":
         from kwrl.train.local.sft import SFTConfig, sft
 
-        out = sft(load_config(SFTConfig, path, kv, overrides), console=console)
+        sft_cfg = load_config(SFTConfig, path, kv, overrides)
+        with _claim(sft_cfg.out, "kwrl train sft", sft_cfg.overwrite, sft_cfg.dataset).writing():
+            out = sft(sft_cfg, console=console)
         console.print(f"SFT model: {out}")
         return
     from kwrl.train.local.config import TrainConfig
 
     cfg = load_config(TrainConfig, path, kv, overrides)  # a bad config fails before torch loads
+    output = _claim(cfg.out, "kwrl train", cfg.overwrite, cfg.dataset, resume=True)  # so does out
     from kwrl.train.local import train as run_train
 
-    state = run_train(cfg)
+    with output.writing():
+        state = run_train(cfg)
     console.print(f"trained {state.step} steps; checkpoints under {cfg.out / 'checkpoints'}")
 
 
-@config_flags(SmokeConfig, panel=trial_panel)
+@config_flags(SmokeConfig, panel=trial_panel, switches={"overwrite"})
 def smoke(
     old: Annotated[
         list[str] | None,
@@ -90,9 +106,17 @@ def smoke(
     tools, tool results cut to 2,000 characters).
     """
     from kwrl.config import load_config
+    from kwrl.io import claim_output
+    from kwrl.rollout.faults import refuse
     from kwrl.train.smoke import smoke as run_smoke
 
+    refuse("kwrl smoke")
     if old:
         flags = " ".join("--" + item.replace("=", " ", 1) for item in old)
         print(f"deprecated: key=value arguments: use {flags}", file=sys.stderr)
-    run_smoke(load_config(SmokeConfig, None, list(old or []), overrides))
+    cfg = load_config(SmokeConfig, None, list(old or []), overrides)
+    output = claim_output(
+        cfg.out, "kwrl smoke", overwrite=cfg.overwrite, resume=True, signature="smoke.toml"
+    )
+    with output.writing():
+        run_smoke(cfg)

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kwrl.agent.config import AgentConfig
-from kwrl.config import save_config
+from kwrl.config import OutputConfig, save_config
 from kwrl.errors import ConfigError
 from kwrl.io import write_json
 from kwrl.rollout.settings import TrialSettings, table_of
@@ -59,13 +59,15 @@ OLD_KEYS = {
 """SmokeConfig's keys of the release before it derived `TrialSettings` (read one more release)."""
 
 
-class SmokeConfig(TrialSettings):
+class SmokeConfig(TrialSettings, OutputConfig):
     """`kwrl smoke`'s config (its flags). How each trial runs comes from `TrialSettings`; a trial
     setting left unset takes the smoke's size (`SMOKE_TRIALS`: 8 trials at once, 3 agent turns of
     at most 128 tokens in a 4,096-token window, compact tool prompt, 8 read tools)."""
 
     out: Path = Path("runs/smoke")
-    """Run dir (dataset, sft/, train/, eval-before/, eval-after/, smoke.json)."""
+    """Run dir (dataset, sft/, train/, eval-before/, eval-after/, smoke.json). A run dir of an
+    earlier `kwrl smoke` goes on (its dataset and evaluations are reused); any other non-empty
+    dir needs `overwrite`."""
     model: str = "smollm2-135m"
     """Packaged model name, local folder or hub id."""
     seed: int = 0

@@ -1,8 +1,11 @@
 """`kwrl world ...`: serve a world's gateway and call its tools from scripts.
 
-- `kwrl world serve ROOT [--host H] [--port N] [--uds PATH]` serves the world under ROOT (a world seed
-  dir, or `/` inside a sandbox) and prints exactly one stdout line `kwrl-gateway ready <url>` once
-  tools are listable; `--port 0` picks a free port (the line names it).
+- `kwrl world serve ROOT [--host H] [--port N] [--uds PATH] [--in-place]` serves the world under
+  ROOT (a world seed dir, or `/` inside a sandbox) and prints exactly one stdout line
+  `kwrl-gateway ready <url>` once tools are listable; `--port 0` picks a free port (the line names
+  it). It serves a private copy of ROOT's world (filesystem/, .apps_data/), removed on exit, so
+  tool calls never change a dataset's world seed; `--in-place` serves ROOT itself (a scratch
+  world, or `/` in a sandbox, whose changes are the point).
 - `kwrl world call TOOL [JSON_ARGS] [--gateway URL]` makes one tool call and prints the result text;
   exit 1 on a tool error. An `input`/`request` envelope tool's fields may be given flat (as the
   agent's model writes them); they are re-wrapped. Gold solutions (`solution/solve.sh`) are
@@ -18,18 +21,25 @@ until the gateway is built, then freezes what exists out of later collections.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
+import shutil
 import signal
 import socket
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kwrl.errors import WorldError
 from kwrl.net import bind_tcp
+
+if TYPE_CHECKING:
+    from kwrl.tasks.layout import WorldRoots
 
 app = typer.Typer(
     help="World runtime: serve a world's MCP gateway, call its tools.", no_args_is_help=True
@@ -73,7 +83,9 @@ async def _serve(asgi: Any, sock: socket.socket, url: str) -> None:
 def serve(
     root: Annotated[
         Path,
-        typer.Argument(help="World dir holding filesystem/ and .apps_data/ ('/' in a sandbox)."),
+        typer.Argument(
+            help="World dir holding filesystem/ and .apps_data/ ('/ --in-place' in a sandbox)."
+        ),
     ],
     host: Annotated[
         str, typer.Option(help="Address to listen on (loopback by default).")
@@ -82,21 +94,56 @@ def serve(
     uds: Annotated[
         Path | None, typer.Option(help="Listen on this Unix socket instead of TCP.")
     ] = None,
+    in_place: Annotated[
+        bool,
+        typer.Option(
+            "--in-place",
+            help="Serve ROOT itself: tool calls change its files. Default: a private copy, "
+            "removed on exit (ROOT is never changed).",
+        ),
+    ] = False,
 ) -> None:
-    """Serve a world's apps as one MCP endpoint at /mcp/, plus /health and /data/{populate,snapshot}."""
+    """Serve a world's apps as one MCP endpoint at /mcp/, plus /health and /data/{populate,snapshot}.
+
+    Tool calls change a private copy of ROOT's world unless --in-place."""
     import logging
 
     gc.disable()
     from kwrl.tasks.layout import WorldRoots
-    from kwrl.worlds.gateway import build_app
 
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s"
     )
     if not root.is_dir():
         raise WorldError(f"{root}: world dir does not exist")
-    roots = WorldRoots.of_dir(root)
-    roots.ensure()
+    with contextlib.ExitStack() as stack:
+        if not in_place:
+            root = stack.enter_context(_private_copy(root))
+        roots = WorldRoots.of_dir(root)
+        roots.ensure()
+        _serve_roots(roots, host, port, uds)
+
+
+@contextlib.contextmanager
+def _private_copy(root: Path) -> Iterator[Path]:
+    """A copy of the world under `root` (its subsystems) in a temp dir, removed afterwards."""
+    from kwrl.tasks.layout import SUBSYSTEMS
+
+    with tempfile.TemporaryDirectory(prefix="kwrl-world-") as tmp:
+        for name in SUBSYSTEMS:
+            if (root / name).is_dir():
+                shutil.copytree(root / name, Path(tmp) / name, symlinks=True)
+        print(
+            f"kwrl: serving a copy of {root} (tool calls never change it; --in-place serves it)",
+            file=sys.stderr,
+            flush=True,
+        )
+        yield Path(tmp)
+
+
+def _serve_roots(roots: WorldRoots, host: str, port: int, uds: Path | None) -> None:
+    from kwrl.worlds.gateway import build_app
+
     sock, url = _bind(host, port, uds)
     # uvicorn re-raises SIGTERM once it has shut down; exit through `finally` so the socket is removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

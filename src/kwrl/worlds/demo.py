@@ -123,19 +123,19 @@ def write_demo_apps_data(
 ) -> None:
     rng = random.Random(seed)
     roots.ensure()
-    write_bytes(roots.mail / "inbox.mbox", _mbox(rng, mails))
-    write_bytes(roots.calendar / "team.ics", _ics(rng, events))
+    write_bytes(roots.app_dir("mail") / "inbox.mbox", _mbox(rng, mails))
+    write_bytes(roots.app_dir("calendar") / "team.ics", _ics(rng, events))
     users = [
         {"id": uid, "name": name, "email": addr, "title": title, "department": "Deals"}
         for uid, name, addr, title in PEOPLE
     ]
-    write_json(roots.chat / "users.json", {"me": PEOPLE[0][0], "users": users})
+    write_json(roots.app_dir("chat") / "users.json", {"me": PEOPLE[0][0], "users": users})
     channels = [
         {"id": "general", "name": "general", "description": "Firm-wide", "members": [p[0] for p in PEOPLE]},
         {"id": "atlas", "name": "project-atlas", "description": "Atlas deal team", "members": ["u_ana", "u_ben", "u_chen"]},
         {"id": "random", "name": "random", "description": "Anything", "members": [p[0] for p in PEOPLE[:4]]},
     ]  # fmt: skip
-    write_json(roots.chat / "channels.json", {"channels": channels})
+    write_json(roots.app_dir("chat") / "channels.json", {"channels": channels})
     for ci, ch in enumerate(channels):
         msgs: list[dict[str, object]] = []
         for i in range(messages // len(channels)):
@@ -156,4 +156,4 @@ def write_demo_apps_data(
                     "deleted": False,
                 }
             )
-        write_json(roots.chat / "messages" / f"{ch['id']}.json", {"messages": msgs})
+        write_json(roots.app_dir("chat") / "messages" / f"{ch['id']}.json", {"messages": msgs})

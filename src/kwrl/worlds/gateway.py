@@ -1,8 +1,8 @@
 """The world gateway: one HTTP server over every app of a world (ARCH environment).
 
 Routes (docs/contracts.md):
-- `/mcp/`: streamable-HTTP MCP endpoint. Each app in `kwrl.worlds.apps.APPS` is built on the world's
-  roots and its tools are added to one server as `<server>_<tool>` (`mail_send_mail`,
+- `/mcp/`: streamable-HTTP MCP endpoint. Each app of the app table (`kwrl.tasks.apps.APPS`) is built
+  on the world's roots and its tools are added to one server as `<server>_<tool>` (`mail_send_mail`,
   `code_execution_code_exec`); the apps' schemas are already flat.
 - `GET /health`: `{"status": "ok", "apps": [...], "missing_apps": [...]}`.
 - `POST /data/populate?subsystem=filesystem|.apps_data`: body is a tar (optionally compressed) whose
@@ -22,7 +22,6 @@ import error is a bug and propagates.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -36,8 +35,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from kwrl.errors import UnsafeArchiveError
+from kwrl.tasks.apps import APPS
 from kwrl.tasks.layout import SUBSYSTEMS, WorldRoots
-from kwrl.worlds.apps import APPS
+from kwrl.worlds.apps import build
 from kwrl.worlds.snapshot import populate, write_snapshot
 
 if TYPE_CHECKING:
@@ -57,18 +57,14 @@ def build_server(roots: WorldRoots) -> tuple[FastMCP, list[str], list[str]]:
     server = FastMCP("kwrl-world", dereference_schemas=False)
     apps: dict[str, FastMCP] = {}
     missing: list[str] = []
-    for name, module_path in APPS.items():
+    for name, app in APPS.items():
         try:
-            module = importlib.import_module(module_path)
+            apps[name] = build(name, roots)
         except ModuleNotFoundError as e:
-            if e.name != module_path:
+            if e.name != app.module:
                 raise
-            log.warning(
-                "world gateway: app %r skipped: module %s does not exist", name, module_path
-            )
+            log.warning("world gateway: app %r skipped: module %s does not exist", name, app.module)
             missing.append(name)
-            continue
-        apps[name] = module.build(roots)
     for name, tools in _tools_of(apps).items():
         for tool in tools:
             server.add_tool(tool.model_copy(update={"name": f"{name}_{tool.name}"}))

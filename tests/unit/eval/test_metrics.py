@@ -106,10 +106,12 @@ def test_a_group_with_no_graded_trial_has_no_score_and_counts_its_infrastructure
     assert (s.n_tasks, s.n_trials, s.n_errors, s.n_graded, s.n_infra) == (2, 3, 3, 0, 2)
     assert s.mean_score.value is None and s.pass_at_1.value is None
     assert s.pass_at_k == {} and s.pass_hat_k == {}
-    # one graded trial makes it a score again, the failures scoring 0 beside it
+    # one graded trial makes it a score again: the policy's own failure (b's agent timeout)
+    # scores 0 beside it, the infrastructure failures have none (task a drops out, b keeps one
+    # trial): never a 0 in the mean (before, 1/3)
     s = summarize_scores([*failed, outcome("c", 0, 1.0, True)], Bootstrap(n_boot=50))
-    assert (s.n_graded, s.n_infra) == (1, 2)
-    assert s.mean_score.value == pytest.approx(1 / 3)
+    assert (s.n_tasks, s.n_trials, s.n_graded, s.n_infra) == (3, 4, 1, 2)
+    assert s.mean_score.value == pytest.approx(1 / 2) and s.pass_at_1.value == pytest.approx(1 / 2)
 
 
 def test_groups_criteria_and_trial_stats() -> None:
@@ -166,6 +168,9 @@ def test_paired_difference_on_shared_tasks() -> None:
     assert d.mean_score.value == pytest.approx((0.75 + 0.5) / 2)
     assert d.pass_at_1.value == pytest.approx((0.5 + 1.0) / 2)
     assert d.mean_score.lo == pytest.approx(0.5) and d.mean_score.hi == pytest.approx(0.75)
+    # a trial that failed on infrastructure has no score in the comparison either (was a 0)
+    faulted = [*run, outcome("a", 2, None, False, cause="verifier")]
+    assert paired_diff(faulted, other, Bootstrap(n_boot=50)).per_task["a"]["run"] == 0.75
     assert d.by_domain["IB"].value == pytest.approx(0.5)
     assert (d.up, d.down, d.same) == (2, 0, 0)
     flat = paired_diff(other[:2], run[:3], Bootstrap(n_boot=50))  # the reverse: both fell

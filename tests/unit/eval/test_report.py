@@ -40,7 +40,64 @@ def test_compare_pairs_shared_tasks(tmp_path: Path, task_dir: Path) -> None:
     assert p["mean_score"]["value"] == pytest.approx(1 - 1 / 6)
     assert p["pass_at_1"]["value"] == pytest.approx(1.0)
     html = path.read_text()
-    assert "oracle &minus; nop" in html and "<svg" in html
+    assert f"<h1>oracle (local, {a}) &minus; nop (local, {b})</h1>" in html and "<svg" in html
+    assert data["run"]["environment"] == data["other"]["environment"] == "local"
+
+
+def test_a_compare_title_says_which_run_ran_where(tmp_path: Path, task_dir: Path) -> None:
+    """A docker run against a local run of the same agent was titled `oracle - oracle`."""
+    from kwrl.config import load_config, save_config
+    from kwrl.eval.run import EvalConfig
+
+    docker = make_run(tmp_path / "docker", task_dir, "oracle", [1.0])
+    cfg = load_config(EvalConfig, docker / "eval.toml")
+    cfg.sandbox.environment = "docker"
+    save_config(cfg, docker / "eval.toml")
+    local = make_run(tmp_path / "local", task_dir, "oracle", [1.0])
+    path, data = write_compare(docker, local)
+    assert data["run"]["label"] == f"oracle (docker, {docker})"
+    assert f"<title>kwrl compare: oracle (docker, {docker}) vs oracle (local, {local})" in (
+        path.read_text()
+    )
+
+
+def _plot_svg(page: str, name: str) -> str:
+    found = re.search(rf'<div class="plot" id="plot-{name}">(.*?)</div>', page, re.S)
+    assert found is not None, name
+    return found.group(1)
+
+
+def test_ungraded_trials_are_left_out_of_the_score_plots() -> None:
+    """The histogram drew a trial that failed on infrastructure as a score of 0.0; the policy's own
+    failures without a reward are its 0s and stay."""
+    from kwrl.eval.metrics import TrialOutcome
+    from kwrl.eval.report import plot_scores
+
+    graded = TrialOutcome(task="t", sample=0, reward=1.0)
+    own = TrialOutcome(task="t", sample=1, cause="resource_limit")
+    infra = TrialOutcome(task="t", sample=2, cause="sandbox")
+    assert "score distribution (1 ungraded left out)" in plot_scores([graded, own, infra])
+    ungraded = [TrialOutcome(task="t", sample=s, cause="sandbox") for s in range(3)]
+    assert "no graded trials" in plot_scores(ungraded)
+
+
+def test_no_failure_cause_bar_when_nothing_failed(tmp_path: Path, task_dir: Path) -> None:
+    run = make_run(tmp_path / "run", task_dir, "oracle", [1.0, 1.0])
+    svg = _plot_svg(write_report(run).read_text(), "causes")
+    assert "no trial failed" in svg and ">none<" not in svg and "none</text>" not in svg
+
+
+def test_kwrl_agent_runs_are_labelled_by_the_agent_that_ran(tmp_path: Path, task_dir: Path) -> None:
+    """A run of kwrl's agent whose trials recorded no turns was labelled `(harbor agent)`."""
+    from kwrl.eval.report import agent_label, plot_reward_vs
+    from kwrl.eval.run import EvalConfig
+
+    cfg = EvalConfig(dataset=tmp_path, model="engine:smollm2-135m")
+    assert agent_label(cfg) == "kwrl's agent, model engine:smollm2-135m"
+    assert agent_label(EvalConfig(dataset=tmp_path, model="oracle")) == "harbor's oracle agent"
+    svg = plot_reward_vs([], "turns", agent_label(cfg))
+    assert "no turns recorded (kwrl's agent, model engine:smollm2-135m)" in svg
+    assert "harbor" not in svg
 
 
 def test_tool_names_are_plain_text_and_unknown_ones_one_bar(tmp_path: Path, task_dir: Path) -> None:

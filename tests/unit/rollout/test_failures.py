@@ -21,6 +21,8 @@ from kwrl.rollout.failures import classify
         ("PolicyError", F.MODEL),
         ("CancelledError", F.CANCELLED),
         ("ZeroDivisionError", F.AGENT),
+        ("TaskFormatError", F.TASK),  # a task that cannot be read: the input's fault
+        ("UnsafeArchiveError", F.TASK),
     ],
 )
 def test_exception_types_map_to_causes(exc: str, expected: F) -> None:
@@ -164,7 +166,22 @@ def test_a_timeout_is_the_policys_unless_the_endpoint_was_slow() -> None:
     assert policy_was_slow({"turn_stats": [_turn(1, 0.1)], "cut_off": hang})
     # harbor's own agents record nothing: their timeouts are theirs
     assert not policy_was_slow({})
+    # a short clock on a busy host: a first turn of a few seconds (a cold client, a stalled event
+    # loop) that outlasted the tool call the clock cut is no endpoint's fault (issue 44)
+    cold = {"waiting_on": "tools", "seconds": 4.8}
+    assert not policy_was_slow({"turn_stats": [_turn(5.0, 0.0, prompt=0, completion=0)],
+                                "cut_off": cold})  # fmt: skip
+    # the endpoint is blamed once its excess over the honest rates is large in absolute terms
+    hung = {"waiting_on": "policy", "seconds": 29.0, "prompt_tokens": 0, "max_tokens": 0}
+    assert not policy_was_slow({"turn_stats": [_turn(0.1, 0.1)], "cut_off": hung})
+    hung["seconds"] = 45.0 + 1000 / 50 + 100 / 2  # 45 s beyond the first turn's due time
+    assert policy_was_slow({"turn_stats": [_turn(0.1, 0.1)], "cut_off": hung})
     assert classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}) is F.AGENT_TIMEOUT
+    # kwrl's agent cut in its own start-up, before the policy was asked anything
+    assert (
+        classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}, before_policy=True)
+        is F.SANDBOX
+    )
     assert (
         classify(exception_type="AgentTimeoutError", rewards={"reward": 0.0}, policy_slow=True)
         is F.POLICY_TIMEOUT

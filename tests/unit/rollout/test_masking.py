@@ -47,7 +47,7 @@ def test_no_timeout_masks_its_group() -> None:
 
 
 def test_any_error_masks_the_group() -> None:
-    for err in (F.SANDBOX, F.MODEL, F.VERIFIER, F.VERIFIER_TIMEOUT, F.AGENT):
+    for err in (F.SANDBOX, F.MODEL, F.VERIFIER, F.VERIFIER_TIMEOUT, F.AGENT, F.TASK):
         out = group_decisions([F.NONE, err, F.CONTEXT_OVERFLOW], [1.0, None, None])
         assert not any(d.trained for d in out), err
 
@@ -63,7 +63,8 @@ def test_infra_failures_are_retried_twice_then_count() -> None:
     assert not should_retry(F.SANDBOX, 2)
     assert should_retry(F.POLICY_TIMEOUT, 0)
     for cause in (
-        F.NONE, F.AGENT_TIMEOUT, F.CONTEXT_OVERFLOW, F.RESOURCE_LIMIT, F.VERIFIER_LIMIT, F.AGENT
+        F.NONE, F.AGENT_TIMEOUT, F.CONTEXT_OVERFLOW, F.RESOURCE_LIMIT, F.VERIFIER_LIMIT, F.AGENT,
+        F.TASK,
     ):  # fmt: skip
         assert not should_retry(cause, 0), cause
 

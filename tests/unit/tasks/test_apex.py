@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tasks_builders import OVERLAY_TASK, WORLD_IB, WORLD_LAW, make_apex_layout
 
-from kwrl.errors import TaskFormatError, UnsafeArchiveError
+from kwrl.errors import OutputError, TaskFormatError, UnsafeArchiveError
 from kwrl.tasks.apex import ConvertConfig, convert_apex, slugify, task_slug, world_short_name
 from kwrl.tasks.models import ApexTask, ApexWorld
 from kwrl.tasks.stats import dataset_stats
@@ -304,10 +304,12 @@ def test_size_cap_covers_world_zips_and_overlays(apex: Path, tmp_path: Path) -> 
 
 
 def test_existing_output_needs_overwrite(apex: Path, converted: Path) -> None:
-    with pytest.raises(TaskFormatError, match="--overwrite"):
+    (converted / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="earlier `kwrl data convert`; pass --overwrite"):
         convert_apex(apex, converted)
     report = convert_apex(apex, converted, ConvertConfig(overwrite=True))
     assert report.tasks == 6
+    assert (converted / "notes.txt").read_text() == "mine"  # an overwrite replaces kwrl's only
 
 
 def test_task_dir_settings_reach_task_toml(apex: Path, tmp_path: Path) -> None:

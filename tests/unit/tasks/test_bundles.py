@@ -1,4 +1,5 @@
-"""Parquet bundles: pack -> extract reproduces task dirs byte for byte; bad rows are refused."""
+"""Parquet bundles: pack -> extract reproduces a dataset (tasks and worlds) byte for byte; bad rows
+and inputs that cannot round-trip are refused."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kwrl.errors import TaskFormatError, UnsafeArchiveError
+from kwrl.errors import OutputError, TaskFormatError, UnsafeArchiveError
+from kwrl.io import OUTPUT_MARKER
 from kwrl.tasks.bundles import extract_bundles, pack_bundles, resolve_source
 from kwrl.tasks.taskdir import load_task
 
@@ -21,6 +23,8 @@ def _tree(root: Path) -> dict[str, tuple[bytes | str, int]]:
     out: dict[str, tuple[bytes | str, int]] = {}
     for p in sorted(root.rglob("*")):
         rel = str(p.relative_to(root))
+        if rel == OUTPUT_MARKER:
+            continue
         if p.is_symlink():
             out[rel] = (str(p.readlink()), 0)
         elif p.is_file():
@@ -56,23 +60,59 @@ def test_pack_extract_pack_is_byte_identical(dataset: Path, tmp_path: Path) -> N
     (
         tasks / "task-001" / "environment" / "overlay" / "filesystem" / "ünïcode name.txt"
     ).write_bytes(b"\x00\x01")
-    first = pack_bundles(tasks, tmp_path / "b1", rows_per_shard=2)
+    first = pack_bundles(dataset, tmp_path / "b1", rows_per_shard=2)
     assert [p.name for p in first] == [
         "train-00000-of-00002.parquet",
         "train-00001-of-00002.parquet",
+        "worlds-00000-of-00001.parquet",
     ]
     names = extract_bundles(resolve_source(tmp_path / "b1"), tmp_path / "x")
-    assert names == ["task-001", "task-002", "task-003"]
-    assert _tree(tmp_path / "x") == _tree(tasks)
+    world = next((dataset / "worlds").iterdir()).name
+    assert names == ["tasks/task-001", "tasks/task-002", "tasks/task-003", f"worlds/{world}"]
+    assert _tree(tmp_path / "x") == _tree(dataset)
     second = pack_bundles(tmp_path / "x", tmp_path / "b2", rows_per_shard=2)
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
 
 
 def test_extracted_tasks_load_with_their_world(dataset: Path, tmp_path: Path) -> None:
-    pack_bundles(dataset / "tasks", tmp_path / "b")
-    extract_bundles(resolve_source(tmp_path / "b"), dataset / "tasks2")
-    task = load_task(dataset / "tasks2" / "task-002")
-    assert task.world_dir == load_task(dataset / "tasks" / "task-002").world_dir
+    pack_bundles(dataset, tmp_path / "b")
+    extract_bundles(resolve_source(tmp_path / "b"), tmp_path / "x")
+    task = load_task(tmp_path / "x" / "tasks" / "task-002")
+    assert task.world_dir == (tmp_path / "x" / "worlds" / load_task(
+        dataset / "tasks" / "task-002").world_dir.name).resolve()  # fmt: skip
+
+
+def test_task_bundles_without_world_shards_extract_one_dir_per_row(
+    dataset: Path, tmp_path: Path
+) -> None:
+    shards = pack_bundles(dataset, tmp_path / "b")
+    names = extract_bundles([s for s in shards if s.name.startswith("train-")], tmp_path / "x")
+    assert names == ["task-001", "task-002", "task-003"]
+    assert (tmp_path / "x" / "task-001" / "instruction.md").is_file()
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("tasks", "outside .*tasks, so a bundle of it would lose the world: pack the dataset"),
+        ("worlds", "holds a dataset.s worlds, not tasks: pack .*ds"),
+        ("tasks/task-001", "is one task dir"),
+        ("missing", "not a dir"),
+    ],
+)
+def test_inputs_that_cannot_round_trip_are_refused_with_the_reason(
+    dataset: Path, tmp_path: Path, given: str, message: str
+) -> None:
+    with pytest.raises(TaskFormatError, match=message):
+        pack_bundles(dataset / given, tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_dataset_with_other_top_level_entries_is_refused(dataset: Path, tmp_path: Path) -> None:
+    (dataset / "notes.txt").write_text("mine")
+    with pytest.raises(TaskFormatError, match="tasks/ and worlds/ only") as err:
+        pack_bundles(dataset, tmp_path / "b")
+    assert err.value.field == "notes.txt"
 
 
 def test_rows_wrapped_in_a_top_folder_named_path_are_unwrapped(tmp_path: Path) -> None:
@@ -143,16 +183,32 @@ def test_size_cap_spans_all_rows(tmp_path: Path) -> None:
 
 
 def test_existing_output_is_kept_unless_overwrite(dataset: Path, tmp_path: Path) -> None:
-    pack_bundles(dataset / "tasks", tmp_path / "b")
+    pack_bundles(dataset, tmp_path / "b")
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("keep")
-    with pytest.raises(TaskFormatError, match="--overwrite"):
+    with pytest.raises(OutputError, match="--overwrite"):
         extract_bundles(resolve_source(tmp_path / "b"), out)
-    assert (out / "mine.txt").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
     extract_bundles(resolve_source(tmp_path / "b"), out, overwrite=True)
-    assert not (out / "mine.txt").exists()
-    assert (out / "task-001" / "instruction.md").exists()
+    assert (out / "mine.txt").read_text() == "keep"
+    assert (out / "tasks" / "task-001" / "instruction.md").exists()
+
+
+def test_a_second_pack_replaces_only_its_own_shards(dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    pack_bundles(dataset, out, rows_per_shard=1)
+    (out / "README.md").write_text("mine")
+    with pytest.raises(OutputError, match="earlier `kwrl data pack`; pass --overwrite"):
+        pack_bundles(dataset, out)
+    pack_bundles(dataset, out, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == [
+        OUTPUT_MARKER,
+        "README.md",
+        "train-00000-of-00001.parquet",
+        "worlds-00000-of-00001.parquet",
+    ]
+    assert (out / "README.md").read_text() == "mine"
 
 
 def test_resolve_source_rejects_what_is_not_a_bundle(tmp_path: Path) -> None:
@@ -167,7 +223,7 @@ def test_hf_dataset_id_is_fetched_with_parquet_patterns(
 ) -> None:
     import huggingface_hub
 
-    pack_bundles(dataset / "tasks", tmp_path / "hub")
+    pack_bundles(dataset, tmp_path / "hub")
     calls: list[dict[str, object]] = []
 
     def fake_snapshot_download(**kwargs: object) -> str:
@@ -188,7 +244,7 @@ def test_hf_dataset_id_is_fetched_with_parquet_patterns(
 
 
 def test_outputs_are_world_readable_dirs(dataset: Path, tmp_path: Path) -> None:
-    pack_bundles(dataset / "tasks", tmp_path / "b")
+    pack_bundles(dataset, tmp_path / "b")
     extract_bundles(resolve_source(tmp_path / "b"), tmp_path / "x")
     assert (tmp_path / "b").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "x").stat().st_mode & 0o777 == 0o755
@@ -223,6 +279,7 @@ def test_any_tree_round_trips_byte_for_byte(
         target.write_bytes(data)
         target.chmod(0o755 if executable else 0o644)
     src.mkdir(parents=True, exist_ok=True)
+    (src / "instruction.md").write_bytes(b"a task dir")  # the alphabet cannot spell this name
     first = pack_bundles(base / "src", base / "b1")
     extract_bundles(first, base / "x")
     assert _tree(base / "x") == _tree(base / "src")

@@ -51,7 +51,7 @@ def test_convert_validate_stats_pack_extract(tmp_path: Path) -> None:
         [
             "data",
             "pack",
-            str(ds / "tasks"),
+            str(ds),
             "--out",
             str(tmp_path / "b"),
             "--rows-per-shard",
@@ -59,12 +59,12 @@ def test_convert_validate_stats_pack_extract(tmp_path: Path) -> None:
             "-q",
         ],
     )
-    assert r.exit_code == 0 and "2 shards" in r.output
+    assert r.exit_code == 0 and "2 task shards and 1 world shards" in r.output
     r = runner.invoke(
         app, ["data", "extract", str(tmp_path / "b"), "--out", str(tmp_path / "x"), "-q"]
     )
-    assert r.exit_code == 0 and "extracted 6 dirs from 2 shards" in r.output
-    assert "cpus = 3" in next((tmp_path / "x").glob("*/task.toml")).read_text()
+    assert r.exit_code == 0 and "extracted 6 tasks and 2 worlds from 3 shards" in r.output
+    assert "cpus = 3" in next((tmp_path / "x").glob("tasks/*/task.toml")).read_text()
 
 
 def test_validate_exits_1_with_a_table_and_json(tmp_path: Path, dataset: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 
+from kwrl.tasks.apps import App
 from kwrl.tasks.layout import WorldRoots
 from kwrl.worlds import gateway
 
@@ -23,9 +24,9 @@ DESIGN_TOOLS = {
 
 
 @pytest.fixture
-def only_my_apps(monkeypatch: pytest.MonkeyPatch) -> None:
-    apps = {name: f"kwrl.worlds.apps.{name}" for name in DESIGN_TOOLS}
-    monkeypatch.setattr(gateway, "APPS", apps)
+def only_my_apps(app_table: dict[str, App]) -> None:
+    for name in [n for n in app_table if n not in DESIGN_TOOLS]:
+        del app_table[name]
 
 
 async def test_tools_are_named_server_underscore_tool_with_upstreams_schemas(
@@ -60,23 +61,26 @@ async def test_every_listed_schema_is_self_contained(tmp_path: Path) -> None:
 
 
 def test_a_missing_app_module_is_skipped_with_a_warning(
-    tmp_path: Path, monkeypatch, caplog
+    tmp_path: Path, app_table: dict[str, App], caplog
 ) -> None:
-    monkeypatch.setattr(
-        gateway, "APPS", {"mail": "kwrl.worlds.apps.mail", "ghost": "kwrl.worlds.apps.ghost"}
-    )
+    for name in [n for n in app_table if n != "mail"]:
+        del app_table[name]
+    app_table["ghost"] = App("Ghost", "mail_server", "kwrl.worlds.apps.ghost:Ghost")
     _, mounted, missing = gateway.build_server(WorldRoots.of_dir(tmp_path))
     assert mounted == ["mail"] and missing == ["ghost"]
     assert "kwrl.worlds.apps.ghost does not exist" in caplog.text
 
 
-def test_a_broken_app_module_is_an_error_not_a_skip(tmp_path: Path, monkeypatch) -> None:
+def test_a_broken_app_module_is_an_error_not_a_skip(
+    tmp_path: Path, monkeypatch, app_table: dict[str, App]
+) -> None:
     pkg = tmp_path / "brokenapps"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "bad.py").write_text("import kwrl_no_such_dependency\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(gateway, "APPS", {"bad": "brokenapps.bad"})
+    app_table.clear()
+    app_table["bad"] = App("Bad", "mail_server", "brokenapps.bad:BadApp")
     with pytest.raises(ModuleNotFoundError, match="kwrl_no_such_dependency"):
         gateway.build_server(WorldRoots.of_dir(tmp_path))
     sys.modules.pop("brokenapps", None)

@@ -1,8 +1,9 @@
-"""What keeps the gateway's start-up cheap: lazy document libraries and `@tool(mcp)`.
+"""What keeps the gateway's start-up cheap: lazy document libraries.
 
-A gateway process builds every app at start-up, so an app module that imports openpyxl (or any
-document library) at module level, or a tool registered the slow way, shows up directly in the
-time to ready (benchmarks/worlds.py). These tests pin the mechanisms, not the timings.
+A gateway process builds every app at start-up, so an app module (or an office helper,
+`kwrl.worlds.office`) that imports openpyxl (or any document library) at module level shows up
+directly in the time to ready (benchmarks/worlds.py). These tests pin the mechanisms, not the
+timings.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import sys
 from pathlib import Path
 
 import kwrl.worlds.apps as apps_pkg
+import kwrl.worlds.office as office_pkg
+from kwrl.tasks.apps import APPS
 from kwrl.worlds.apps import LAZY_IMPORTS
 
-APPS_DIR = Path(apps_pkg.__file__).parent
+APP_DIRS = (Path(apps_pkg.__file__).parent, Path(office_pkg.__file__).parent)
 
 _BUILD_AND_REPORT = """
 import json, sys
@@ -37,7 +40,7 @@ def test_building_the_gateway_imports_no_document_library(tmp_path: Path) -> Non
         timeout=120,
     ).stdout
     report = json.loads(out)
-    assert len(report["mounted"]) == 9
+    assert report["mounted"] == list(APPS)
     tops = {m.split(".")[0] for m in LAZY_IMPORTS} | {"pdfminer", "griffe"}
     loaded = sorted(m for m in report["modules"] if m.split(".")[0] in tops)
     assert loaded == []
@@ -56,7 +59,7 @@ def _third_party_imports(path: Path) -> set[str]:
 
 def test_lazy_imports_list_every_document_library_the_apps_use() -> None:
     """The zygote preloads LAZY_IMPORTS; a library missing from it is paid for per trial."""
-    used = set().union(*(_third_party_imports(p) for p in APPS_DIR.glob("*.py")))
+    used = set().union(*(_third_party_imports(p) for d in APP_DIRS for p in d.glob("*.py")))
     known = set(sys.stdlib_module_names) | {
         "kwrl",
         "fastmcp",

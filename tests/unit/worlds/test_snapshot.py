@@ -88,7 +88,7 @@ def test_snapshot_round_trips_both_subsystems(tmp_path: Path, office_fixtures: P
     originals = {p.name: p.read_bytes() for p in sorted((office_fixtures / "xlsx").iterdir())}
     for name, payload in originals.items():
         (roots.filesystem / name).write_bytes(payload)
-    (roots.mail / "inbox.mbox").write_bytes(
+    (roots.app_dir("mail") / "inbox.mbox").write_bytes(
         b"From a@b Mon Jan  1 00:00:00 2024\nSubject: hi\n\nbody\n"
     )
     buf = io.BytesIO()

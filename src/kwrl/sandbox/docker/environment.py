@@ -287,6 +287,7 @@ class DockerEnvironment(KwrlEnvironment, HarborDockerEnvironment):
         return {"services": {"main": main}}
 
     async def start(self, force_build: bool) -> None:
+        self.close_trial_dirs()
         image = await ensure_task_image(self.environment_dir.parent, self.settings.image)
         self.task_env_config = self.task_env_config.model_copy(update={"docker_image": image})
         self._env_vars.prebuilt_image_name = image

@@ -142,6 +142,7 @@ class LocalEnvironment(Phases, WorldGateway):
         return
 
     async def start(self, force_build: bool) -> None:
+        self.close_trial_dirs()
         host.check_host()
         sup = cgroups.support()
         # Rootless: RLIMIT_NPROC binds the sandbox's user namespace alone, and its pid namespace

@@ -15,7 +15,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, Field, model_validator
 
 from kwrl.agent.config import AgentConfig
-from kwrl.config import KwrlConfig
+from kwrl.config import KwrlConfig, OutputConfig
 from kwrl.llm.engines import EngineConfig, VLLMConfig
 from kwrl.llm.spec import live_spec, make_spec
 from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
@@ -206,7 +206,7 @@ class HeldoutConfig(KwrlConfig):
     """Trials at once; None: the trainer's `concurrency`."""
 
 
-class TrainConfig(TrialSettings):
+class TrainConfig(TrialSettings, OutputConfig):
     """Everything one `kwrl train` run needs; saved resolved as RUN/config.toml. How each trial runs
     (concurrency, retries, agent, policy, judge, sandbox) comes from
     `kwrl.rollout.settings.TrialSettings`, as in every verb's config."""
@@ -214,7 +214,8 @@ class TrainConfig(TrialSettings):
     dataset: Path
     """A task-dirs dataset (DATASET/tasks/<slug>/ and DATASET/worlds/)."""
     out: Path = Path("runs/train")
-    """Run dir: checkpoints/, rollouts/, metrics.jsonl, tb/, config.toml."""
+    """Run dir: checkpoints/, rollouts/, metrics.jsonl, tb/, config.toml. A run dir of an earlier
+    `kwrl train` resumes; any other non-empty dir needs `overwrite=true`."""
     model: str = "smollm2-135m"
     """Initial weights: a packaged model name, a local HF folder (e.g. an SFT checkpoint) or a hub id."""
     tokenizer: str | None = None

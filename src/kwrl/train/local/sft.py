@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kwrl.agent.config import AgentConfig
-from kwrl.config import KwrlConfig, save_config
+from kwrl.config import OutputConfig, save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_json
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
@@ -41,11 +41,12 @@ from kwrl.train.local.learner import on_device, token_logprobs
 from kwrl.train.local.memory import release_free_memory
 
 
-class SFTConfig(KwrlConfig):
+class SFTConfig(OutputConfig):
     dataset: Path
     """A task-dirs dataset with generated tasks (solution/gold_calls.json)."""
     out: Path = Path("runs/sft")
-    """Run dir: checkpoints/step-N/model is the warm-started model."""
+    """Run dir: checkpoints/step-N/model is the warm-started model. A non-empty dir needs
+    `overwrite=true` (which replaces what an earlier `kwrl train sft` wrote there)."""
     model: str = "smollm2-135m"
     """Initial weights: packaged name, local folder or hub id."""
     tasks: list[str] | None = None

@@ -58,6 +58,9 @@ def load_fully_async(args: list[str]) -> KwrlSkyRLConfig:
 
 
 def main(args: list[str] | None = None) -> None:
+    from kwrl.rollout.faults import refuse
+
+    refuse("SkyRL training (kwrl.train.skyrl.main_fully_async)")
     cfg = load_fully_async(sys.argv[1:] if args is None else args)
     initialize_ray(cfg)
     ray.get(_entrypoint.remote(cfg))

@@ -50,6 +50,9 @@ def _entrypoint(cfg: KwrlSkyRLConfig) -> None:
 
 
 def main(args: list[str] | None = None) -> None:
+    from kwrl.rollout.faults import refuse
+
+    refuse("SkyRL training (kwrl.train.skyrl.main_train)")
     cfg = load(sys.argv[1:] if args is None else args)
     initialize_ray(cfg)
     ray.get(_entrypoint.remote(cfg))

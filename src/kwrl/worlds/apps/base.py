@@ -1,41 +1,53 @@
-"""What every app shares: path confinement and tool errors.
+"""What every app shares: the app object its tools are methods of, path confinement, tool errors.
 
-Tools are registered with `kwrl.worlds.apps.contract.contract_tool` (Archipelago's schemas). They
-raise `fastmcp.exceptions.ToolError` with a message a model can act on; the server keeps serving. Every path argument goes through `confine`, which refuses absolute paths that
-leave the root, `..` escapes and symlinks resolving outside the root.
+An app is a `WorldApp` subclass: built on one world's roots (`self.roots`, the filesystem root
+`self.root`; an app with state of its own keeps a store over `roots.app_dir(<app>)`), each of
+upstream's tools one method marked `@tool`, named as upstream names it and taking upstream's
+arguments as keywords (an `input`/`request` envelope's fields, unwrapped). A tool returns what it
+answers (text, a JSON-able dict, an image) and raises `fastmcp.exceptions.ToolError` with a
+message a model can act on; the server keeps serving. So a tool is unit-testable as a plain call,
+`MailApp(roots).read_mail(mail_id="<...>")`, and served by `kwrl.worlds.apps.contract.serve`,
+which validates each call against upstream's schema first. Apps are built once per gateway (the
+sandbox's zygote builds them once and forks), so they read their state per call.
+
+Every path argument goes through `confine` (`kwrl.worlds.paths`, re-exported here with `rel`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 from fastmcp.exceptions import ToolError
 
-__all__ = ["ToolError", "confine", "rel"]
+from kwrl.tasks.layout import WorldRoots
+from kwrl.worlds.paths import confine, rel
+
+__all__ = ["ToolError", "WorldApp", "confine", "rel", "tool"]
+
+_TOOL_MARK = "__kwrl_tool__"
 
 
-def confine(root: Path, path: str, *, must_exist: bool = False, kind: str = "path") -> Path:
-    """Resolve `path` (relative to `root`, or absolute within the root's virtual `/`) inside `root`.
-
-    "/reports/q3.xlsx" and "reports/q3.xlsx" both mean `<root>/reports/q3.xlsx`: inside the sandbox
-    the root is mounted at `/filesystem`, so a leading "/filesystem/" is accepted and stripped too.
-    """
-    if not isinstance(path, str) or "\x00" in path:
-        raise ToolError(f"invalid {kind}: {path!r}")
-    root_resolved = root.resolve()
-    p = path.strip()
-    for prefix in (str(root_resolved), str(root), "/filesystem"):
-        if p == prefix or p.startswith(prefix.rstrip("/") + "/"):
-            p = p[len(prefix.rstrip("/")) :]
-            break
-    candidate = (root_resolved / p.lstrip("/")).resolve()
-    if candidate != root_resolved and root_resolved not in candidate.parents:
-        raise ToolError(f"{kind} {path!r} is outside the allowed root")
-    if must_exist and not candidate.exists():
-        raise ToolError(f"{kind} {path!r} does not exist")
-    return candidate
+def tool[F: Callable[..., Any]](fn: F) -> F:
+    """Mark a method of a `WorldApp` as upstream's tool of the method's name."""
+    setattr(fn, _TOOL_MARK, True)
+    return fn
 
 
-def rel(root: Path, path: Path) -> str:
-    """The model-facing path of `path`: '/' + its path relative to the root."""
-    return "/" + path.resolve().relative_to(root.resolve()).as_posix()
+class WorldApp:
+    """One app of a world (module docstring): its `@tool` methods are the tools it serves."""
+
+    def __init__(self, roots: WorldRoots) -> None:
+        self.roots = roots
+        self.root = roots.filesystem
+        """The filesystem root: every path argument is confined to it (`confine`)."""
+
+    def tools(self) -> dict[str, Callable[..., Any]]:
+        """Its `@tool` methods, bound, by name, in the order its classes define them (the order
+        the gateway lists them in)."""
+        out: dict[str, Callable[..., Any]] = {}
+        for cls in reversed(type(self).__mro__):
+            for name, member in vars(cls).items():
+                if getattr(member, _TOOL_MARK, False):
+                    out[name] = getattr(self, name)
+        return out

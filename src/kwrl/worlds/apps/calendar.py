@@ -28,12 +28,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fastmcp import FastMCP
-
 from kwrl.io import write_bytes
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError
-from kwrl.worlds.apps.contract import contract_tool
+from kwrl.worlds.apps.base import ToolError, WorldApp, tool
 
 if TYPE_CHECKING:
     from icalendar import Calendar
@@ -316,26 +313,29 @@ def _rrule(value: str) -> Any:
     return vRecur.from_ical(value)
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    store = CalendarStore(roots.calendar)
-    mcp = FastMCP("calendar")
+class CalendarApp(WorldApp):
+    """The calendar app: its tools over the world's iCalendar files (module docstring)."""
 
-    @contract_tool(mcp, "calendar")
-    def list_events(limit: int, offset: int) -> dict[str, object]:
+    def __init__(self, roots: WorldRoots) -> None:
+        super().__init__(roots)
+        self.store = CalendarStore(roots.app_dir("calendar"))
+
+    @tool
+    def list_events(self, limit: int, offset: int) -> dict[str, object]:
         rows = sorted(
-            ((_sort_key(loc.times()[0]), loc) for loc in store.events()), key=lambda r: r[0]
+            ((_sort_key(loc.times()[0]), loc) for loc in self.store.events()), key=lambda r: r[0]
         )
         page = [loc.summary() for _, loc in rows[offset : offset + limit]]
         return {"events": page, "total": len(rows), "offset": offset, "limit": limit,
                 "has_more": offset + len(page) < len(rows)}  # fmt: skip
 
-    @contract_tool(mcp, "calendar")
-    def read_event(event_id: str) -> dict[str, object]:
-        with store.lock:
-            return store.get(event_id).detail()
+    @tool
+    def read_event(self, event_id: str) -> dict[str, object]:
+        with self.store.lock:
+            return self.store.get(event_id).detail()
 
-    @contract_tool(mcp, "calendar")
-    def create_event(**f: Any) -> dict[str, object]:
+    @tool
+    def create_event(self, **f: Any) -> dict[str, object]:
         from icalendar import Event
 
         ev = Event()
@@ -343,16 +343,16 @@ def build(roots: WorldRoots) -> FastMCP:
         ev.add("UID", uid)
         ev.add("DTSTAMP", datetime.now(UTC).replace(microsecond=0))
         _set_fields(ev, f)
-        with store.lock:
-            path, cal = store.new_events_calendar()
+        with self.store.lock:
+            path, cal = self.store.new_events_calendar()
             cal.add_component(ev)
-            store.save(path, cal)
+            self.store.save(path, cal)
         return {"success": True, "event_id": uid, "message": "Event created successfully"}
 
-    @contract_tool(mcp, "calendar")
-    def update_event(event_id: str, **f: Any) -> dict[str, object]:
-        with store.lock:
-            loc = store.get(event_id)
+    @tool
+    def update_event(self, event_id: str, **f: Any) -> dict[str, object]:
+        with self.store.lock:
+            loc = self.store.get(event_id)
             from icalendar import Calendar
 
             # Edit a copy so a refused update leaves the cached calendar untouched.
@@ -361,15 +361,13 @@ def build(roots: WorldRoots) -> FastMCP:
             idx = next(i for i, ev in enumerate(loc.cal.walk("VEVENT")) if ev is loc.event)
             ev = cal.walk("VEVENT")[idx]
             _set_fields(ev, f)
-            store.save(loc.path, cal)
+            self.store.save(loc.path, cal)
         return {"success": True, "event_id": event_id, "message": "Event updated successfully"}
 
-    @contract_tool(mcp, "calendar")
-    def delete_event(event_id: str) -> dict[str, object]:
-        with store.lock:
-            loc = store.get(event_id)
+    @tool
+    def delete_event(self, event_id: str) -> dict[str, object]:
+        with self.store.lock:
+            loc = self.store.get(event_id)
             loc.cal.subcomponents = [c for c in loc.cal.subcomponents if c is not loc.event]
-            store.save(loc.path, loc.cal)
+            self.store.save(loc.path, loc.cal)
         return {"success": True, "event_id": event_id, "message": "Event deleted successfully"}
-
-    return mcp

@@ -36,12 +36,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastmcp import FastMCP
-
 from kwrl.io import write_json
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError
-from kwrl.worlds.apps.contract import contract_tool
+from kwrl.worlds.apps.base import ToolError, WorldApp, tool
 
 CHANNEL_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -118,40 +115,53 @@ def _next_id(messages: list[dict[str, Any]]) -> str:
     return f"m{n + 1:04d}"
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    store = ChatStore(roots.chat)
-    mcp = FastMCP("chat")
+def view(m: dict[str, Any], names: dict[str, str], replies: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "message_id": m.get("id"),
+        "user": names.get(m.get("user", ""), m.get("user")),
+        "user_id": m.get("user"),
+        "ts": m.get("ts"),
+        "text": m.get("text", ""),
+    }
+    if m.get("thread_id"):
+        out["thread_id"] = m["thread_id"]
+    if replies:
+        out["reply_count"] = replies
+    if m.get("reactions"):
+        out["reactions"] = {k: len(v) for k, v in m["reactions"].items()}
+    return out
 
-    def view(
-        m: dict[str, Any], names: dict[str, str], replies: int | None = None
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "message_id": m.get("id"),
-            "user": names.get(m.get("user", ""), m.get("user")),
-            "user_id": m.get("user"),
-            "ts": m.get("ts"),
-            "text": m.get("text", ""),
-        }
-        if m.get("thread_id"):
-            out["thread_id"] = m["thread_id"]
-        if replies:
-            out["reply_count"] = replies
-        if m.get("reactions"):
-            out["reactions"] = {k: len(v) for k, v in m["reactions"].items()}
-        return out
 
-    def post(
-        channel_id: str, text: str, user_id: str | None, thread_id: str | None
+def paged(
+    rows: list[Any], limit: int | None, page: int | None, default: int
+) -> tuple[list[Any], dict[str, Any]]:
+    size, number = limit or default, page or 0
+    if size < 1 or number < 0:
+        raise ToolError("limit must be >= 1 and page >= 0")
+    chunk = rows[number * size : (number + 1) * size]
+    return chunk, {"total": len(rows), "page": number, "per_page": size,
+                   "has_next": (number + 1) * size < len(rows)}  # fmt: skip
+
+
+class ChatApp(WorldApp):
+    """The chat app: its tools over the world's chat files (module docstring)."""
+
+    def __init__(self, roots: WorldRoots) -> None:
+        super().__init__(roots)
+        self.store = ChatStore(roots.app_dir("chat"))
+
+    def _post(
+        self, channel_id: str, text: str, user_id: str | None, thread_id: str | None
     ) -> dict[str, Any]:
         if not text.strip():
             raise ToolError("message must not be empty")
-        with store.lock:
-            cid = store.channel(channel_id)["id"]
-            me, _ = store.users_doc()
-            author = store.user(user_id)["id"] if user_id else me
+        with self.store.lock:
+            cid = self.store.channel(channel_id)["id"]
+            me, _ = self.store.users_doc()
+            author = self.store.user(user_id)["id"] if user_id else me
             if author is None:
                 raise ToolError("no users in this chat; pass user_id")
-            messages = store.messages(cid)
+            messages = self.store.messages(cid)
             if thread_id is not None:
                 root = _find(messages, thread_id, cid)
                 thread_id = root.get("thread_id") or root["id"]
@@ -165,21 +175,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 "deleted": False,
             }
             messages.append(msg)
-            store.save_messages(cid, messages)
+            self.store.save_messages(cid, messages)
         return {"message_id": msg["id"], "channel_id": cid, "thread_id": thread_id, "ts": msg["ts"]}
 
-    def paged(
-        rows: list[Any], limit: int | None, page: int | None, default: int
-    ) -> tuple[list[Any], dict[str, Any]]:
-        size, number = limit or default, page or 0
-        if size < 1 or number < 0:
-            raise ToolError("limit must be >= 1 and page >= 0")
-        chunk = rows[number * size : (number + 1) * size]
-        return chunk, {"total": len(rows), "page": number, "per_page": size,
-                       "has_next": (number + 1) * size < len(rows)}  # fmt: skip
-
-    @contract_tool(mcp, "chat")
-    def list_channels(limit: int | None, page: int | None) -> dict[str, object]:
+    @tool
+    def list_channels(self, limit: int | None, page: int | None) -> dict[str, object]:
         rows = [
             {
                 "channel_id": c.get("id"),
@@ -187,18 +187,18 @@ def build(roots: WorldRoots) -> FastMCP:
                 "description": c.get("description", ""),
                 "members": len(c.get("members", [])),
             }
-            for c in store.channels()
+            for c in self.store.channels()
         ]
         chunk, meta = paged(rows, limit, page, 100)
         return {"channels": chunk, **meta}
 
-    @contract_tool(mcp, "chat")
+    @tool
     def get_channel_history(
-        channel_id: str, limit: int | None, page: int | None
+        self, channel_id: str, limit: int | None, page: int | None
     ) -> dict[str, object]:
-        cid = store.channel(channel_id)["id"]
-        names = store.user_names()
-        messages = [m for m in store.messages(cid) if not m.get("deleted")]
+        cid = self.store.channel(channel_id)["id"]
+        names = self.store.user_names()
+        messages = [m for m in self.store.messages(cid) if not m.get("deleted")]
         counts: dict[str, int] = {}
         for m in messages:
             if m.get("thread_id"):
@@ -208,59 +208,59 @@ def build(roots: WorldRoots) -> FastMCP:
         return {"channel_id": cid, **meta,
                 "messages": [view(m, names, counts.get(m["id"])) for m in chunk[::-1]]}  # fmt: skip
 
-    @contract_tool(mcp, "chat")
-    def get_thread_replies(channel_id: str, post_id: str) -> dict[str, object]:
-        cid = store.channel(channel_id)["id"]
-        names = store.user_names()
-        messages = store.messages(cid)
+    @tool
+    def get_thread_replies(self, channel_id: str, post_id: str) -> dict[str, object]:
+        cid = self.store.channel(channel_id)["id"]
+        names = self.store.user_names()
+        messages = self.store.messages(cid)
         root = _find(messages, post_id, cid)
         tid = root.get("thread_id") or root["id"]
         thread = [m for m in messages if (m["id"] == tid or m.get("thread_id") == tid)]
         return {"channel_id": cid, "thread_id": tid,
                 "messages": [view(m, names) for m in thread if not m.get("deleted")]}  # fmt: skip
 
-    @contract_tool(mcp, "chat")
-    def post_message(channel_id: str, message: str) -> dict[str, object]:
-        return post(channel_id, message, None, None)
+    @tool
+    def post_message(self, channel_id: str, message: str) -> dict[str, object]:
+        return self._post(channel_id, message, None, None)
 
-    @contract_tool(mcp, "chat")
-    def reply_to_thread(channel_id: str, post_id: str, message: str) -> dict[str, object]:
-        return post(channel_id, message, None, post_id)
+    @tool
+    def reply_to_thread(self, channel_id: str, post_id: str, message: str) -> dict[str, object]:
+        return self._post(channel_id, message, None, post_id)
 
-    @contract_tool(mcp, "chat")
-    def add_reaction(channel_id: str, post_id: str, emoji_name: str) -> dict[str, object]:
+    @tool
+    def add_reaction(self, channel_id: str, post_id: str, emoji_name: str) -> dict[str, object]:
         if not emoji_name.strip():
             raise ToolError("emoji_name must not be empty")
-        with store.lock:
-            cid = store.channel(channel_id)["id"]
-            who = store.users_doc()[0]
-            messages = store.messages(cid)
+        with self.store.lock:
+            cid = self.store.channel(channel_id)["id"]
+            who = self.store.users_doc()[0]
+            messages = self.store.messages(cid)
             m = _find(messages, post_id, cid)
             reactors = m.setdefault("reactions", {}).setdefault(emoji_name.strip(), [])
             if who not in reactors:
                 reactors.append(who)
-            store.save_messages(cid, messages)
+            self.store.save_messages(cid, messages)
         return {
             "message_id": post_id,
             "reactions": {k: len(v) for k, v in m["reactions"].items()},
         }
 
-    @contract_tool(mcp, "chat")
-    def delete_post(channel_id: str, post_id: str) -> dict[str, object]:
-        with store.lock:
-            cid = store.channel(channel_id)["id"]
-            messages = store.messages(cid)
+    @tool
+    def delete_post(self, channel_id: str, post_id: str) -> dict[str, object]:
+        with self.store.lock:
+            cid = self.store.channel(channel_id)["id"]
+            messages = self.store.messages(cid)
             m = _find(messages, post_id, cid)
             if m.get("deleted"):
                 raise ToolError(f"message {post_id!r} is already deleted")
             m["deleted"] = True
             m["text"] = ""
-            store.save_messages(cid, messages)
+            self.store.save_messages(cid, messages)
         return {"message_id": post_id, "message": "deleted"}
 
-    @contract_tool(mcp, "chat")
-    def get_users(limit: int | None, page: int | None) -> dict[str, object]:
-        me, users = store.users_doc()
+    @tool
+    def get_users(self, limit: int | None, page: int | None) -> dict[str, object]:
+        me, users = self.store.users_doc()
         rows = [
             {"user_id": u.get("id"), "name": u.get("name"), "title": u.get("title", ""),
              **({"is_me": True} if u.get("id") == me else {})}
@@ -269,10 +269,8 @@ def build(roots: WorldRoots) -> FastMCP:
         chunk, meta = paged(rows, limit, page, 100)
         return {"users": chunk, **meta}
 
-    @contract_tool(mcp, "chat")
-    def get_user_profile(user_id: str) -> dict[str, object]:
-        u = dict(store.user(user_id))
+    @tool
+    def get_user_profile(self, user_id: str) -> dict[str, object]:
+        u = dict(self.store.user(user_id))
         u["user_id"] = u.pop("id")
         return u
-
-    return mcp

@@ -27,10 +27,7 @@ import signal
 import sys
 from typing import Any
 
-from fastmcp import FastMCP
-
-from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.contract import contract_tool
+from kwrl.worlds.apps.base import WorldApp, tool
 
 MAX_OUTPUT_CHARS = 20_000
 COMMAND_TIMEOUT_S = 300
@@ -135,11 +132,11 @@ PYTHON_HINT = (
 )
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    mcp = FastMCP("code_execution")
+class CodeExecutionApp(WorldApp):
+    """The code_execution app: one tool, a shell command in the world (module docstring)."""
 
-    @contract_tool(mcp, "code_execution")
-    async def code_exec(code: str | None = None) -> dict[str, Any]:
+    @tool
+    async def code_exec(self, code: str | None = None) -> dict[str, Any]:
         if code is None:
             return {
                 "success": False,
@@ -147,9 +144,9 @@ def build(roots: WorldRoots) -> FastMCP:
             }
         if _looks_like_python(code.strip()):
             return {"success": False, "output": PYTHON_HINT}
-        roots.filesystem.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         timeout_s = int(os.environ.get("CODE_EXEC_COMMAND_TIMEOUT", COMMAND_TIMEOUT_S))
-        rc, out, err = await run_code(code, "bash", str(roots.filesystem), timeout_s)
+        rc, out, err = await run_code(code, "bash", str(self.root), timeout_s)
         out, err = _cap(out, "stdout"), _cap(err, "stderr")
         if rc is None:
             text = f"Command execution timed out after {timeout_s} seconds"
@@ -164,5 +161,3 @@ def build(roots: WorldRoots) -> FastMCP:
         if err.strip():
             out = f"{out.rstrip()}\n\nStderr output:\n{err.strip()}" if out.strip() else err.strip()
         return {"success": True, "output": out}
-
-    return mcp

@@ -9,9 +9,10 @@ archipelago at commit 1c3dcd4694b313020cd626699c9c7cc1c0a2fc58, Apache-2.0 (upst
 `ARCHIPELAGO_LICENSE.txt` beside this module; `tests/fixtures/archipelago_schemas/` has how it was
 produced). A test compares what the gateway lists with that fixture.
 
-`@contract_tool(mcp, app)` registers a function as the tool of that name: the arguments are validated
+`serve(name, app)` serves a `WorldApp` (`kwrl.worlds.apps.base`) as app `name` of the app table:
+each of its `@tool` methods is upstream's tool of that name. The arguments of a call are validated
 against the validation schema (a pydantic model built from it on first call, so lax coercion such as
-"5" -> 5 and every default are upstream's), then the function is called with them as keywords; for
+"5" -> 5 and every default are upstream's), then the method is called with them as keywords; for
 a tool whose only parameter is an `input`/`request` envelope, with the envelope's fields. A bad call
 is a tool error `Error calling tool '<tool>': Validation error: <loc>: <msg>; ...` (upstream's
 ValidationErrorSanitizerMiddleware format, naming the tool as served).
@@ -35,10 +36,11 @@ from fastmcp.tools import Tool, ToolResult
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
 
 from kwrl.tasks.apps import APPS
+from kwrl.worlds.apps.base import WorldApp
 from kwrl.worlds.client import envelope_key
 
-# kwrl server name (the gateway's `<server>_` prefix, DESIGN §4) -> upstream server, from the one
-# app table (kwrl.tasks.apps.APPS).
+# kwrl server name (the gateway's `<server>_` prefix) -> upstream server, from the one app table
+# (kwrl.tasks.apps.APPS).
 UPSTREAM_SERVER: dict[str, str] = {name: app.upstream for name, app in APPS.items()}
 
 
@@ -190,14 +192,12 @@ class ContractTool(Tool):
         return new
 
 
-def contract_tool[F: Callable[..., Any]](
-    mcp: FastMCP, app: str, name: str | None = None
-) -> Callable[[F], F]:
-    """`@contract_tool(mcp, app)`: serve `fn` as upstream's tool `name` (default: fn's name)."""
-    server = UPSTREAM_SERVER[app]
-
-    def register(fn: F) -> F:
-        upstream = name or fn.__name__
+def serve(name: str, app: WorldApp) -> FastMCP:
+    """The MCP server of `app` as app `name` of the table: each `@tool` method served as upstream's
+    tool of its name, with upstream's published schema (KeyError for a name upstream lacks)."""
+    server = APPS[name].upstream
+    mcp = FastMCP(name)
+    for upstream, fn in app.tools().items():
         spec = specs()[(server, upstream)]
         tool = ContractTool(
             name=upstream,
@@ -206,6 +206,4 @@ def contract_tool[F: Callable[..., Any]](
         )
         tool._fn, tool._server, tool._upstream = fn, server, upstream
         mcp.add_tool(tool)
-        return fn
-
-    return register
+    return mcp

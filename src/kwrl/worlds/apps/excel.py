@@ -1,6 +1,6 @@
 """The excel app: .xlsx workbooks through openpyxl (ARCH mcp_servers/spreadsheets).
 
-Contract: `build(roots) -> FastMCP` named "excel"; upstream's tool arguments (most tools under an
+Contract: `ExcelApp(roots)`, app "excel" of the table; upstream's tool arguments (most tools under an
 `input` envelope); every path confined to `roots.filesystem`. Tabs are addressed by `tab_index`
 (0-based over worksheets; chartsheets hold no cells and are only listed), create_chart's by
 `sheet` name; cells in A1 notation. edit_spreadsheet takes upstream's operation types; those kwrl
@@ -11,7 +11,7 @@ where no value is cached): the workbook is parsed twice, once for formulas and o
 with `data_only=True` for the values Excel cached at its last save; a formula cell reads
 `=SUM(A1:A3) → 6`, or `→ (no cached value)` when the file holds none. openpyxl never computes
 formulas; with `KWRL_FORMULA_RECALC=auto` and LibreOffice installed (as in Archipelago), a write
-that leaves formulas in the workbook is recalculated (`office_recalc`); otherwise read_tab says the
+that leaves formulas in the workbook is recalculated (`kwrl.worlds.office.recalc`); otherwise read_tab says the
 value is missing rather than inventing one.
 Writes apply all of a call's operations to a fresh parse, then save once, atomically.
 """
@@ -22,15 +22,10 @@ import csv
 import io
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from fastmcp import FastMCP
-from pydantic import Field
-
-from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError, rel
-from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.apps.base import ToolError, WorldApp, rel, tool
+from kwrl.worlds.office.common import (
     cached,
     delete_file,
     existing_file,
@@ -40,8 +35,8 @@ from kwrl.worlds.apps.office_common import (
     open_file,
     save_atomic,
 )
-from kwrl.worlds.apps.office_recalc import recalculate, soffice
-from kwrl.worlds.apps.office_xlsx import (
+from kwrl.worlds.office.recalc import recalculate, soffice
+from kwrl.worlds.office.sheets import (
     apply_op,
     coerce,
     fmt,
@@ -65,12 +60,6 @@ warnings.filterwarnings(
 
 KIND = "Excel (.xlsx)"
 EXTS = (".xlsx", ".xlsm")
-FilePath = Annotated[str, Field(description="Path of the .xlsx file, e.g. '/data/q3.xlsx'")]
-TabIndex = Annotated[int | None, Field(description="0-based worksheet index (default 0)")]
-TabName = Annotated[str | None, Field(description="Worksheet name; alternative to tab_index")]
-Offset = Annotated[
-    int, Field(description="Character offset for paging long output (from the truncation note)")
-]
 
 
 def _formulas(p: Path) -> Workbook:
@@ -102,30 +91,35 @@ def pick_sheet(wb: Workbook, tab_index: int | None, tab_name: str | None) -> Wor
     return sheets[i]  # type: ignore[return-value]
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    root = roots.filesystem
-    mcp = FastMCP("excel")
+class ExcelApp(WorldApp):
+    """The excel app: its tools read and edit the world's workbooks (module docstring)."""
 
-    def read_books(file_path: str) -> tuple[Path, Workbook, Workbook]:
-        p = existing_file(root, file_path, EXTS)
-        return p, cached(root, p, _formulas, KIND, "f"), cached(root, p, _values, KIND, "v")
+    def _read_books(self, file_path: str) -> tuple[Path, Workbook, Workbook]:
+        p = existing_file(self.root, file_path, EXTS)
+        return (
+            p,
+            cached(self.root, p, _formulas, KIND, "f"),
+            cached(self.root, p, _values, KIND, "v"),
+        )
 
-    def edit_book(file_path: str, fn: Any) -> str:
-        p = existing_file(root, file_path, EXTS)
+    def _edit_book(self, file_path: str, fn: Any) -> str:
+        p = existing_file(self.root, file_path, EXTS)
         with file_lock(p):
-            wb = open_file(root, p, _formulas, KIND)
+            wb = open_file(self.root, p, _formulas, KIND)
             msg = fn(wb)
             save_atomic(wb, p)
             note = _recalc(p, wb)
-        return f"{msg} in {rel(root, p)}{note}"
+        return f"{msg} in {rel(self.root, p)}{note}"
 
-    @contract_tool(mcp, "excel")
-    def create_spreadsheet(directory: str, file_name: str, sheets: list[dict[str, Any]]) -> str:
+    @tool
+    def create_spreadsheet(
+        self, directory: str, file_name: str, sheets: list[dict[str, Any]]
+    ) -> str:
         from openpyxl.workbook.workbook import Workbook
 
         if not sheets:
             raise ToolError("sheets must hold at least one sheet definition")
-        target = new_file(root, directory, file_name, ".xlsx", overwrite=True)
+        target = new_file(self.root, directory, file_name, ".xlsx", overwrite=True)
         wb = Workbook()
         wb.remove(wb.active)  # type: ignore[arg-type]
         for spec in sheets:
@@ -140,14 +134,15 @@ def build(roots: WorldRoots) -> FastMCP:
         with file_lock(target):
             save_atomic(wb, target)
             note = _recalc(target, wb)
-        return f"Created {rel(root, target)} with sheets {wb.sheetnames}{note}"
+        return f"Created {rel(self.root, target)} with sheets {wb.sheetnames}{note}"
 
-    @contract_tool(mcp, "excel")
-    def delete_spreadsheet(file_path: str) -> str:
-        return delete_file(root, file_path, EXTS)
+    @tool
+    def delete_spreadsheet(self, file_path: str) -> str:
+        return delete_file(self.root, file_path, EXTS)
 
-    @contract_tool(mcp, "excel")
+    @tool
     def read_tab(
+        self,
         file_path: str,
         tab_index: int,
         cell_range: str | None,
@@ -156,7 +151,7 @@ def build(roots: WorldRoots) -> FastMCP:
         max_cols: int | None,
         compact: bool,
     ) -> str:
-        p, fwb, vwb = read_books(file_path)
+        p, fwb, vwb = self._read_books(file_path)
         fws = pick_sheet(fwb, tab_index, None)
         vws = vwb[fws.title]
         if cell_range is not None and ":" not in cell_range:
@@ -191,13 +186,14 @@ def build(roots: WorldRoots) -> FastMCP:
                 shown_c2,
                 shown_r2,
             )
-        head = f"{rel(root, p)} sheet {fws.title!r} (tab {_tab_of(fwb, fws)})"
+        head = f"{rel(self.root, p)} sheet {fws.title!r} (tab {_tab_of(fwb, fws)})"
         if shown_r2 < r2 or shown_c2 < c2:
             head += f"; truncated to {shown_r2 - r1 + 1} of {r2 - r1 + 1} rows and {shown_c2 - c1 + 1} of {c2 - c1 + 1} columns (raise max_rows/max_cols or use cell_range)"
         return head + "\n" + text
 
-    @contract_tool(mcp, "excel")
+    @tool
     def read_csv(
+        self,
         file_path: str,
         delimiter: str,
         encoding: str,
@@ -205,12 +201,12 @@ def build(roots: WorldRoots) -> FastMCP:
         row_limit: int | None,
         compact: bool,
     ) -> str:
-        p = existing_file(root, file_path, (".csv", ".tsv", ".txt"))
+        p = existing_file(self.root, file_path, (".csv", ".tsv", ".txt"))
         try:
             raw = p.read_text(encoding=encoding)
         except (UnicodeDecodeError, LookupError) as exc:
             raise ToolError(
-                f"{rel(root, p)} cannot be decoded as {encoding}: {exc}; try encoding='latin-1'"
+                f"{rel(self.root, p)} cannot be decoded as {encoding}: {exc}; try encoding='latin-1'"
             ) from exc
         rows = list(csv.reader(io.StringIO(raw), delimiter=delimiter or ","))
         header = (
@@ -220,19 +216,19 @@ def build(roots: WorldRoots) -> FastMCP:
         )
         data = rows[1:] if has_header else rows
         shown = data[:row_limit] if row_limit else data
-        head = f"{rel(root, p)}: {len(data)} data rows x {len(header)} columns"
+        head = f"{rel(self.root, p)}: {len(data)} data rows x {len(header)} columns"
         if len(shown) < len(data):
             head += f"; showing the first {len(shown)}"
         if compact:
             return head + "\n" + "\n".join(",".join(r) for r in [header, *shown])
         return head + "\n" + md_table(shown, header=header)
 
-    @contract_tool(mcp, "excel")
-    def list_tabs_in_spreadsheet(file_path: str) -> str:
+    @tool
+    def list_tabs_in_spreadsheet(self, file_path: str) -> str:
         from openpyxl.utils import get_column_letter
         from openpyxl.worksheet.worksheet import Worksheet
 
-        p, fwb, _ = read_books(file_path)
+        p, fwb, _ = self._read_books(file_path)
         rows: list[list[Any]] = []
         for s in fwb._sheets:  # type: ignore[attr-defined]  # worksheets AND chartsheets, in order
             if isinstance(s, Worksheet):
@@ -241,12 +237,12 @@ def build(roots: WorldRoots) -> FastMCP:
                 rows.append([_tab_of(fwb, s), s.title, ref, r2, c2, s.sheet_state])
             else:
                 rows.append(["-", s.title, "(chartsheet, no cells)", 0, 0, s.sheet_state])
-        return f"{rel(root, p)}\n" + md_table(
+        return f"{rel(self.root, p)}\n" + md_table(
             rows, header=["tab_index", "name", "used range", "rows", "cols", "state"]
         )
 
-    @contract_tool(mcp, "excel")
-    def add_tab(file_path: str, tab_name: str, sheet_data: dict[str, Any] | None) -> str:
+    @tool
+    def add_tab(self, file_path: str, tab_name: str, sheet_data: dict[str, Any] | None) -> str:
         data = sheet_data or {}
 
         def op(wb: Workbook) -> str:
@@ -255,10 +251,10 @@ def build(roots: WorldRoots) -> FastMCP:
             _fill(ws, data.get("headers"), data.get("rows") or [])
             return f"Added sheet {tab_name!r} (sheets: {wb.sheetnames})"
 
-        return edit_book(file_path, op)
+        return self._edit_book(file_path, op)
 
-    @contract_tool(mcp, "excel")
-    def delete_tab(file_path: str, tab_index: int) -> str:
+    @tool
+    def delete_tab(self, file_path: str, tab_index: int) -> str:
         def op(wb: Workbook) -> str:
             ws = pick_sheet(wb, tab_index, None)
             if len(wb.worksheets) == 1:
@@ -266,10 +262,10 @@ def build(roots: WorldRoots) -> FastMCP:
             wb.remove(ws)
             return f"Deleted sheet {ws.title!r} (sheets: {wb.sheetnames})"
 
-        return edit_book(file_path, op)
+        return self._edit_book(file_path, op)
 
-    @contract_tool(mcp, "excel")
-    def edit_spreadsheet(file_path: str, operations: list[dict[str, Any]]) -> str:
+    @tool
+    def edit_spreadsheet(self, file_path: str, operations: list[dict[str, Any]]) -> str:
         if not operations:
             raise ToolError("operations is empty")
 
@@ -277,10 +273,10 @@ def build(roots: WorldRoots) -> FastMCP:
             done = [apply_op(wb, o, i, pick_sheet) for i, o in enumerate(operations)]
             return "Applied: " + "; ".join(done)
 
-        return edit_book(file_path, op)
+        return self._edit_book(file_path, op)
 
-    @contract_tool(mcp, "excel")
-    def add_content_text(file_path: str, tab_index: int, cell: str, value: Any) -> str:
+    @tool
+    def add_content_text(self, file_path: str, tab_index: int, cell: str, value: Any) -> str:
         def op(wb: Workbook) -> str:
             ws = pick_sheet(wb, tab_index, None)
             col, row = parse_ref(cell)
@@ -292,20 +288,21 @@ def build(roots: WorldRoots) -> FastMCP:
             c.value = coerce(value)
             return f"Set {ws.title}!{cell.upper()} = {fmt(c.value)}"
 
-        return edit_book(file_path, op)
+        return self._edit_book(file_path, op)
 
-    @contract_tool(mcp, "excel")
-    def delete_content_cell(file_path: str, tab_index: int, cell: str) -> str:
+    @tool
+    def delete_content_cell(self, file_path: str, tab_index: int, cell: str) -> str:
         def op(wb: Workbook) -> str:
             ws = pick_sheet(wb, tab_index, None)
             col, row = parse_ref(cell)
             ws.cell(row, col).value = None
             return f"Cleared {ws.title}!{cell.upper()}"
 
-        return edit_book(file_path, op)
+        return self._edit_book(file_path, op)
 
-    @contract_tool(mcp, "excel")
+    @tool
     def create_chart(
+        self,
         file_path: str,
         sheet: str,
         data_range: str,
@@ -326,10 +323,11 @@ def build(roots: WorldRoots) -> FastMCP:
             ws.add_chart(chart, position.upper())
             return f"Added a {chart_type} chart of {n} series from {ws.title}!{data_range.upper()} at {position.upper()}"
 
-        return edit_book(file_path, op)
+        return self._edit_book(file_path, op)
 
-    @contract_tool(mcp, "excel")
+    @tool
     def filter_tab(
+        self,
         file_path: str,
         tab_index: int,
         filters: list[dict[str, Any]],
@@ -343,7 +341,7 @@ def build(roots: WorldRoots) -> FastMCP:
 
         if not filters:
             raise ToolError("filters is empty; pass at least one {column, operator, value}")
-        p, _, vwb = read_books(file_path)
+        p, _, vwb = self._read_books(file_path)
         vws = pick_sheet(vwb, tab_index, None)
         if cell_range:
             c1, r1, c2, r2 = parse_range(cell_range)
@@ -368,14 +366,12 @@ def build(roots: WorldRoots) -> FastMCP:
             ]
             if all(results) if match_all else any(results):
                 hits.append([r1 + r_i, *(fmt(v) for v in row)])
-        head = f"{rel(root, p)} sheet {vws.title!r}: {len(hits)} matching row(s)"
+        head = f"{rel(self.root, p)} sheet {vws.title!r}: {len(hits)} matching row(s)"
         if include_diagnostics:
             head += f" of {len(rows) - start} scanned; conditions on columns {[letters[c] for c in cols]} ({'all' if match_all else 'any'} must hold)"
         if compact:
             return head + "\n" + "\n".join(",".join(str(v) for v in h) for h in hits)
         return head + "\n" + md_table(hits, header=["row", *(header or letters)])
-
-    return mcp
 
 
 class _ValuesView:

@@ -20,13 +20,10 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
 
-from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError, confine
+from kwrl.worlds.apps.base import ToolError, WorldApp, confine, tool
 from kwrl.worlds.apps.base import rel as _rel
-from kwrl.worlds.apps.contract import contract_tool
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"}
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
@@ -59,25 +56,24 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    root = roots.filesystem
-    mcp = FastMCP("filesystem")
+class FilesystemApp(WorldApp):
+    """The filesystem app: its tools read the world's files (module docstring)."""
 
-    def lookup(path: str) -> Path | str:
+    def _lookup(self, path: str) -> Path | str:
         """The path, or upstream's bracketed answer when it cannot be used."""
         try:
-            p = confine(root, path or "/")
+            p = confine(self.root, path or "/")
         except ToolError:
             return f"[access denied: {path}]"
         return p if p.exists() else f"[not found: {path}]"
 
-    def dir_arg(path: str) -> Path | str:
-        p = lookup(path)
+    def _dir_arg(self, path: str) -> Path | str:
+        p = self._lookup(path)
         return p if isinstance(p, str) or p.is_dir() else f"[not a directory: {path}]"
 
-    def file_arg(file_path: str) -> Path:
+    def _file_arg(self, file_path: str) -> Path:
         try:
-            p = confine(root, file_path)
+            p = confine(self.root, file_path)
         except ToolError:
             raise ToolError(f"Access denied: {file_path}") from None
         if not p.exists():
@@ -86,9 +82,9 @@ def build(roots: WorldRoots) -> FastMCP:
             raise ToolError(f"Not a file: {file_path}")
         return p
 
-    @contract_tool(mcp, "filesystem")
-    def list_files(path: str) -> str:
-        d = dir_arg(path)
+    @tool
+    def list_files(self, path: str) -> str:
+        d = self._dir_arg(path)
         if isinstance(d, str):
             return d + "\n"
         items = ""
@@ -110,9 +106,9 @@ def build(roots: WorldRoots) -> FastMCP:
             )
         return f"No items found in '{path}'"
 
-    @contract_tool(mcp, "filesystem")
-    def read_text_file(file_path: str, encoding: str, max_size: int) -> str:
-        p = file_arg(file_path)
+    @tool
+    def read_text_file(self, file_path: str, encoding: str, max_size: int) -> str:
+        p = self._file_arg(file_path)
         if p.stat().st_size > MAX_TEXT_BYTES:
             raise ToolError(
                 f"{file_path!r} is larger than {MAX_TEXT_BYTES // 2**20} MB; read parts of it with code_execution_code_exec"
@@ -131,9 +127,9 @@ def build(roots: WorldRoots) -> FastMCP:
                 f"Failed to decode {file_path} with encoding '{encoding}': {e}"
             ) from None
 
-    @contract_tool(mcp, "filesystem")
-    def read_image_file(file_path: str) -> Image:
-        p = file_arg(file_path)
+    @tool
+    def read_image_file(self, file_path: str) -> Image:
+        p = self._file_arg(file_path)
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             raise ToolError(
                 f"Unsupported image format: {p.suffix or '(none)'} (expected one of {', '.join(sorted(IMAGE_SUFFIXES))})"
@@ -143,9 +139,9 @@ def build(roots: WorldRoots) -> FastMCP:
         fmt = p.suffix.lower().lstrip(".").replace("jpg", "jpeg")
         return Image(data=p.read_bytes(), format=fmt)
 
-    @contract_tool(mcp, "filesystem")
-    def search_files(pattern: str, path: str, recursive: bool, max_results: int) -> str:
-        d = dir_arg(path)
+    @tool
+    def search_files(self, pattern: str, path: str, recursive: bool, max_results: int) -> str:
+        d = self._dir_arg(path)
         if isinstance(d, str):
             return d
         matches: list[str] = []
@@ -154,13 +150,13 @@ def build(roots: WorldRoots) -> FastMCP:
             dirnames[:] = sorted(n for n in dirnames if not _is_hidden(n)) if recursive else []
             for name in sorted(filenames):
                 f = Path(dirpath) / name
-                if f.is_symlink() and root.resolve() not in f.resolve().parents:
+                if f.is_symlink() and self.root.resolve() not in f.resolve().parents:
                     continue  # upstream: links leaving the sandbox are skipped
                 if fnmatch.fnmatch(name, pattern):
                     if max_results and len(matches) >= max_results:
                         limited = True
                         break
-                    matches.append(rel(root, f))
+                    matches.append(rel(self.root, f))
             if limited:
                 break
         if not matches:
@@ -168,9 +164,9 @@ def build(roots: WorldRoots) -> FastMCP:
         out = f"Found {len(matches)} file(s) matching '{pattern}':\n" + "\n".join(matches)
         return out + (f"\n\n(Results limited to {max_results})" if limited else "")
 
-    @contract_tool(mcp, "filesystem")
-    def get_file_metadata(file_path: str) -> str:
-        p = lookup(file_path)
+    @tool
+    def get_file_metadata(self, file_path: str) -> str:
+        p = self._lookup(file_path)
         if isinstance(p, str):
             return p
         st = p.stat()
@@ -187,9 +183,11 @@ def build(roots: WorldRoots) -> FastMCP:
         ]  # fmt: skip
         return "\n".join(lines)
 
-    @contract_tool(mcp, "filesystem")
-    def get_directory_tree(path: str, max_depth: int, include_files: bool, show_size: bool) -> str:
-        d = dir_arg(path)
+    @tool
+    def get_directory_tree(
+        self, path: str, max_depth: int, include_files: bool, show_size: bool
+    ) -> str:
+        d = self._dir_arg(path)
         if isinstance(d, str):
             return d
         depth_cap = min(max(max_depth, 1), 10)
@@ -227,6 +225,4 @@ def build(roots: WorldRoots) -> FastMCP:
             return lines
 
         body = tree(d, "", 1)
-        return "\n".join([rel(root, d) if path in ("", "/") else path, *(body or ["(empty)"])])
-
-    return mcp
+        return "\n".join([rel(self.root, d) if path in ("", "/") else path, *(body or ["(empty)"])])

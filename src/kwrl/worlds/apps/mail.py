@@ -36,11 +36,8 @@ from datetime import UTC, datetime
 from email.message import EmailMessage, Message
 from pathlib import Path
 
-from fastmcp import FastMCP
-
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError, confine
-from kwrl.worlds.apps.contract import contract_tool
+from kwrl.worlds.apps.base import ToolError, WorldApp, confine, tool
 
 SENT_MAILBOX = "sent"
 EMAIL_RE = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
@@ -226,11 +223,19 @@ def _when(value: str | None, field: str) -> datetime | None:
     return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    store = MailStore(roots.mail)
-    mcp = FastMCP("mail")
+def _re(subject: str, prefix: str) -> str:
+    return subject if subject.lower().startswith(prefix.lower()) else f"{prefix} {subject}"
 
-    def compose(
+
+class MailApp(WorldApp):
+    """The mail app: its tools over the world's mailboxes (module docstring)."""
+
+    def __init__(self, roots: WorldRoots) -> None:
+        super().__init__(roots)
+        self.store = MailStore(roots.app_dir("mail"))
+
+    def _compose(
+        self,
         *,
         from_email: str | None,
         to: list[str],
@@ -249,10 +254,9 @@ def build(roots: WorldRoots) -> FastMCP:
         if not to:
             raise ToolError("to_email: at least one recipient is required")
         files = [
-            confine(roots.filesystem, a, must_exist=True, kind="attachment")
-            for a in attachments or []
+            confine(self.root, a, must_exist=True, kind="attachment") for a in attachments or []
         ]
-        sender = _as_list(from_email, "from_email")[0] if from_email else store.owner()
+        sender = _as_list(from_email, "from_email")[0] if from_email else self.store.owner()
         msg = EmailMessage(policy=email.policy.default)
         msg["From"] = sender
         msg["To"] = ", ".join(to)
@@ -290,7 +294,7 @@ def build(roots: WorldRoots) -> FastMCP:
                 msg.add_attachment(
                     data, maintype=ctype[0], subtype=ctype[1], filename=part.get_filename()
                 )
-        store.append_sent(msg)
+        self.store.append_sent(msg)
         return {
             "success": True,
             "mail_id": mid,
@@ -298,19 +302,20 @@ def build(roots: WorldRoots) -> FastMCP:
             "message": f"Mail sent successfully; saved in mailbox '{SENT_MAILBOX}'",
         }
 
-    @contract_tool(mcp, "mail")
-    def list_mails(limit: int, offset: int) -> dict[str, object]:
-        mails = store.all()
+    @tool
+    def list_mails(self, limit: int, offset: int) -> dict[str, object]:
+        mails = self.store.all()
         page = mails[offset : offset + limit]
         return {"total": len(mails), "offset": offset, "limit": limit,
                 "has_more": offset + len(page) < len(mails), "mails": [m.summary() for m in page]}  # fmt: skip
 
-    @contract_tool(mcp, "mail")
-    def read_mail(mail_id: str) -> str:
-        return _render(store.get(mail_id))
+    @tool
+    def read_mail(self, mail_id: str) -> str:
+        return _render(self.store.get(mail_id))
 
-    @contract_tool(mcp, "mail")
+    @tool
     def search_mail(
+        self,
         from_email: str | None,
         to_email: str | None,
         subject: str | None,
@@ -321,7 +326,7 @@ def build(roots: WorldRoots) -> FastMCP:
     ) -> dict[str, object]:
         after, before = _when(after_date, "after_date"), _when(before_date, "before_date")
         hits = []
-        for m in store.all():
+        for m in self.store.all():
             if from_email and from_email.lower() not in m.header("From").lower():
                 continue
             if to_email and to_email.lower() not in " ".join(m.addresses("To")).lower():
@@ -335,8 +340,9 @@ def build(roots: WorldRoots) -> FastMCP:
             hits.append(m)
         return {"total": len(hits), "mails": [m.summary() for m in hits[:limit]]}
 
-    @contract_tool(mcp, "mail")
+    @tool
     def send_mail(
+        self,
         from_email: str,
         to_email: str | list[str],
         subject: str,
@@ -349,46 +355,44 @@ def build(roots: WorldRoots) -> FastMCP:
         in_reply_to: str | None,
         references: list[str] | None,
     ) -> dict[str, object]:
-        return compose(
+        return self._compose(
             from_email=from_email, to=_as_list(to_email, "to_email"), cc=_as_list(cc, "cc"),
             bcc=_as_list(bcc, "bcc"), subject=subject, body=body, attachments=attachments,
             body_format=body_format, thread_id=thread_id, in_reply_to=in_reply_to,
             references=references,
         )  # fmt: skip
 
-    def _re(subject: str, prefix: str) -> str:
-        return subject if subject.lower().startswith(prefix.lower()) else f"{prefix} {subject}"
-
-    @contract_tool(mcp, "mail")
+    @tool
     def reply_mail(
-        original_mail_id: str, body: str, attachments: list[str] | None, body_format: str
+        self, original_mail_id: str, body: str, attachments: list[str] | None, body_format: str
     ) -> dict[str, object]:
-        parent = store.get(original_mail_id)
+        parent = self.store.get(original_mail_id)
         to = parent.addresses("Reply-To") or parent.addresses("From")
-        return compose(
+        return self._compose(
             from_email=None, to=to, cc=[], bcc=[], subject=_re(parent.header("Subject"), "Re:"),
             body=body, parent=parent, attachments=attachments, body_format=body_format,
         )  # fmt: skip
 
-    @contract_tool(mcp, "mail")
+    @tool
     def reply_all_mail(
-        original_mail_id: str, body: str, attachments: list[str] | None, body_format: str
+        self, original_mail_id: str, body: str, attachments: list[str] | None, body_format: str
     ) -> dict[str, object]:
-        parent = store.get(original_mail_id)
-        me = store.owner().lower()
+        parent = self.store.get(original_mail_id)
+        me = self.store.owner().lower()
         to = parent.addresses("Reply-To") or parent.addresses("From")
         seen = {a.lower() for a in to} | {me}
         others = [a for a in parent.addresses("To") if a.lower() not in seen]
         seen |= {a.lower() for a in others}
         cc = [a for a in parent.addresses("Cc") if a.lower() not in seen]
-        return compose(
+        return self._compose(
             from_email=None, to=to + others, cc=cc, bcc=[],
             subject=_re(parent.header("Subject"), "Re:"), body=body, parent=parent,
             attachments=attachments, body_format=body_format,
         )  # fmt: skip
 
-    @contract_tool(mcp, "mail")
+    @tool
     def forward_mail(
+        self,
         original_mail_id: str,
         to_email: str | list[str],
         body: str | None,
@@ -397,17 +401,15 @@ def build(roots: WorldRoots) -> FastMCP:
         attachments: list[str] | None,
         body_format: str,
     ) -> dict[str, object]:
-        parent = store.get(original_mail_id)
+        parent = self.store.get(original_mail_id)
         quoted = (
             f"{body or ''}\n\n---------- Forwarded message ---------\n"
             f"From: {parent.header('From')}\nDate: {parent.header('Date')}\n"
             f"Subject: {parent.header('Subject')}\nTo: {parent.header('To')}\n\n{parent.body()}"
         )
         kept = [p for p in parent.msg.walk() if p.get_content_disposition() == "attachment"]
-        return compose(
+        return self._compose(
             from_email=None, to=_as_list(to_email, "to_email"), cc=_as_list(cc, "cc"),
             bcc=_as_list(bcc, "bcc"), subject=_re(parent.header("Subject"), "Fwd:"), body=quoted,
             parent=parent, attachments=attachments, body_format=body_format, forward_parts=kept,
         )  # fmt: skip
-
-    return mcp

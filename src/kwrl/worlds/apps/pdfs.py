@@ -1,6 +1,6 @@
 """The pdfs app: read, search, render and create PDFs (ARCH mcp_servers/pdfs).
 
-Contract: `build(roots) -> FastMCP` named "pdfs"; upstream's tool arguments (read_pdf_pages and
+Contract: `PdfsApp(roots)`, app "pdfs" of the table; upstream's tool arguments (read_pdf_pages and
 create_pdf under an `input` envelope; create_pdf's blocks may be `spacer`s, paragraphs `bold`/
 `italic`); every path confined to `roots.filesystem`. Pages render as 144-DPI JPEGs, as upstream. Pages are 1-based, as in Archipelago; embedded images are `page{N}_img{M}`
 (M 0-based within page N).
@@ -20,18 +20,14 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from xml.sax.saxutils import escape
 
-from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
-from pydantic import Field
 
-from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError, rel
-from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.apps.office_blocks import inline_runs, parse_content
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.apps.base import ToolError, WorldApp, rel, tool
+from kwrl.worlds.office.blocks import inline_runs, parse_content
+from kwrl.worlds.office.common import (
     cached,
     existing_file,
     file_lock,
@@ -41,7 +37,6 @@ from kwrl.worlds.apps.office_common import (
 
 KIND = "PDF"
 EXTS = (".pdf",)
-FilePath = Annotated[str, Field(description="Path of the .pdf file, e.g. '/contracts/msa.pdf'")]
 _PDFIUM = threading.Lock()
 
 
@@ -91,20 +86,19 @@ def _page_numbers(pages: list[int] | None, n: int) -> list[int]:
     return list(dict.fromkeys(pages))
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    root = roots.filesystem
-    mcp = FastMCP("pdfs")
+class PdfsApp(WorldApp):
+    """The pdfs app: its tools read and write the world's PDFs (module docstring)."""
 
-    def read(file_path: str) -> tuple[Path, PdfText]:
-        p = existing_file(root, file_path, EXTS)
-        return p, cached(root, p, _extract, KIND)
+    def _read(self, file_path: str) -> tuple[Path, PdfText]:
+        p = existing_file(self.root, file_path, EXTS)
+        return p, cached(self.root, p, _extract, KIND)
 
-    @contract_tool(mcp, "pdfs")
-    def read_pdf_pages(file_path: str, pages: list[int] | None) -> str:
-        p, info = read(file_path)
+    @tool
+    def read_pdf_pages(self, file_path: str, pages: list[int] | None) -> str:
+        p, info = self._read(file_path)
         numbers = _page_numbers(pages, len(info.pages))
         meta = ", ".join(f"{k.lower()}: {v}" for k, v in info.meta.items())
-        parts = [f"{rel(root, p)}: {len(info.pages)} page(s)" + (f"; {meta}" if meta else "")]
+        parts = [f"{rel(self.root, p)}: {len(info.pages)} page(s)" + (f"; {meta}" if meta else "")]
         for n in numbers:
             section = [
                 f"--- page {n} ---",
@@ -117,8 +111,9 @@ def build(roots: WorldRoots) -> FastMCP:
             parts.append("\n".join(section))
         return "\n\n".join(parts)
 
-    @contract_tool(mcp, "pdfs")
+    @tool
     def search_pdf(
+        self,
         file_path: str,
         query: str,
         case_sensitive: bool,
@@ -128,7 +123,7 @@ def build(roots: WorldRoots) -> FastMCP:
     ) -> str:
         if not query:
             raise ToolError("query must not be empty")
-        p, info = read(file_path)
+        p, info = self._read(file_path)
         pattern = re.escape(query)
         if whole_word:
             pattern = rf"(?<!\w){pattern}(?!\w)"
@@ -148,18 +143,18 @@ def build(roots: WorldRoots) -> FastMCP:
                         f"page {n}: ...{flat[a : m.start()]}[{m.group(0)}]{flat[m.end() : b]}..."
                     )
         if not total:
-            return f"No match for {query!r} in {rel(root, p)} ({len(info.pages)} page(s))"
-        head = f"{total} match(es) for {query!r} in {rel(root, p)}"
+            return f"No match for {query!r} in {rel(self.root, p)} ({len(info.pages)} page(s))"
+        head = f"{total} match(es) for {query!r} in {rel(self.root, p)}"
         if total > len(hits):
             head += f"; showing {len(hits)}"
         return head + "\n" + "\n".join(hits)
 
-    @contract_tool(mcp, "pdfs")
-    def read_page_as_image(file_path: str, page_number: int) -> McpImage:
+    @tool
+    def read_page_as_image(self, file_path: str, page_number: int) -> McpImage:
         import pypdfium2 as pdfium
 
         dpi = 144
-        p, info = read(file_path)
+        p, info = self._read(file_path)
         (n,) = _page_numbers([page_number], len(info.pages))
         with _PDFIUM:
             doc = pdfium.PdfDocument(str(p))
@@ -171,11 +166,11 @@ def build(roots: WorldRoots) -> FastMCP:
         pil.convert("RGB").save(buf, format="JPEG", quality=85)
         return McpImage(data=buf.getvalue(), format="jpeg")
 
-    @contract_tool(mcp, "pdfs")
-    def read_image(file_path: str, annotation: str) -> McpImage:
+    @tool
+    def read_image(self, file_path: str, annotation: str) -> McpImage:
         import pypdfium2 as pdfium
 
-        p, info = read(file_path)
+        p, info = self._read(file_path)
         m = re.fullmatch(r"page(\d+)_img(\d+)", annotation.strip().lstrip("@"))
         if m is None:
             raise ToolError(
@@ -200,8 +195,9 @@ def build(roots: WorldRoots) -> FastMCP:
         pil.save(buf, format="PNG")
         return McpImage(data=buf.getvalue(), format="png")
 
-    @contract_tool(mcp, "pdfs")
+    @tool
     def create_pdf(
+        self,
         directory: str,
         file_name: str,
         content: list[dict[str, Any]],
@@ -224,15 +220,13 @@ def build(roots: WorldRoots) -> FastMCP:
             (parsed,) = parse_content([b], arg=f"content[{i}]")
             blocks.append({**parsed, **{k: b[k] for k in ("bold", "italic") if k in b}})
         meta = {k: v for k, v in (metadata or {}).items() if v}
-        target = new_file(root, directory, file_name, ".pdf", overwrite=True)
+        target = new_file(self.root, directory, file_name, ".pdf", overwrite=True)
         data = render_pdf(blocks, title=meta.get("title"), author=meta.get("author"),
                           subject=meta.get("subject"), page_size=size)  # fmt: skip
         with file_lock(target):
             write_atomic(target, data)
         n = len(pypdf.PdfReader(io.BytesIO(data)).pages)
-        return f"PDF {file_name} created at {rel(root, target)} ({n} page(s))"
-
-    return mcp
+        return f"PDF {file_name} created at {rel(self.root, target)} ({n} page(s))"
 
 
 def _markup(text: str) -> str:

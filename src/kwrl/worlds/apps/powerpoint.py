@@ -1,7 +1,7 @@
 """The powerpoint app: .pptx decks through python-pptx (ARCH mcp_servers/presentations).
 
-Contract: `build(roots) -> FastMCP` named "powerpoint"; upstream's tools and arguments (each under a
-`request` envelope; the deck is made by `create_deck` and removed by `delete_deck`, idempotently);
+Contract: `PowerpointApp(roots)`, app "powerpoint" of the table; upstream's tools and arguments
+(each under a `request` envelope; the deck is made by `create_deck` and removed by `delete_deck`, idempotently);
 every path confined to `roots.filesystem`. read_slides reads the deck's markdown by character
 `start`/`end` (at most 10,000 at a time); insert_chart takes its data from a spreadsheet range and
 places it at a preset `position` (body, left, right). Slides are 0-based (`slide_index`); `read_individualslide` prints shape,
@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
-from pydantic import Field
 
-from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError, confine, rel
-from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.apps.base import ToolError, WorldApp, confine, rel, tool
+from kwrl.worlds.office.common import (
     cached,
     delete_file,
     edit_file,
@@ -39,7 +35,7 @@ from kwrl.worlds.apps.office_common import (
     save_atomic,
     transform_image,
 )
-from kwrl.worlds.apps.office_pptx import (
+from kwrl.worlds.office.slides import (
     apply_op,
     auto_shape,
     body_shape,
@@ -64,8 +60,6 @@ if TYPE_CHECKING:
 
 KIND = "PowerPoint (.pptx)"
 EXTS = (".pptx",)
-FilePath = Annotated[str, Field(description="Path of the .pptx file, e.g. '/decks/q3.pptx'")]
-SlideIndex = Annotated[int, Field(description="0-based slide index")]
 
 
 def _load(p: Path) -> PptxPresentation:
@@ -83,19 +77,19 @@ CHART_POSITIONS = {
 }
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    root = roots.filesystem
-    mcp = FastMCP("powerpoint")
+class PowerpointApp(WorldApp):
+    """The powerpoint app: its tools read and edit the world's decks (module docstring)."""
 
-    def read_deck(file_path: str) -> tuple[Path, PptxPresentation]:
-        p = existing_file(root, file_path, EXTS)
-        return p, cached(root, p, _load, KIND)
+    def _read_deck(self, file_path: str) -> tuple[Path, PptxPresentation]:
+        p = existing_file(self.root, file_path, EXTS)
+        return p, cached(self.root, p, _load, KIND)
 
-    def edit_deck(file_path: str, fn: Any) -> str:
-        return edit_file(root, file_path, EXTS, _load, KIND, fn)
+    def _edit_deck(self, file_path: str, fn: Any) -> str:
+        return edit_file(self.root, file_path, EXTS, _load, KIND, fn)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def create_deck(
+        self,
         directory: str,
         file_name: str,
         slides: list[dict[str, Any]],
@@ -103,7 +97,7 @@ def build(roots: WorldRoots) -> FastMCP:
     ) -> str:
         from pptx import Presentation
 
-        target = new_file(root, directory, file_name, ".pptx", overwrite=True)
+        target = new_file(self.root, directory, file_name, ".pptx", overwrite=True)
         prs = Presentation()
         for spec in slides:
             columns = spec.get("columns") or {}
@@ -128,17 +122,18 @@ def build(roots: WorldRoots) -> FastMCP:
                 setattr(prs.core_properties, key, value)
         with file_lock(target):
             save_atomic(prs, target)
-        return f"Created {rel(root, target)} with {len(prs.slides)} slide(s)"
+        return f"Created {rel(self.root, target)} with {len(prs.slides)} slide(s)"
 
-    @contract_tool(mcp, "powerpoint")
-    def delete_deck(file_path: str) -> str:
-        p = confine(root, file_path, kind="file")
+    @tool
+    def delete_deck(self, file_path: str) -> str:
+        p = confine(self.root, file_path, kind="file")
         if not p.exists():
             return f"Deleted {file_path} (it did not exist)"
-        return delete_file(root, file_path, EXTS)
+        return delete_file(self.root, file_path, EXTS)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def add_slide(
+        self,
         file_path: str,
         index: int,
         layout: str,
@@ -165,11 +160,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 move_slide(prs, n, at)
             return f"Added slide {at} ({layout})"
 
-        return edit_deck(file_path, op)
+        return self._edit_deck(file_path, op)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def edit_slides(
-        file_path: str, operations: list[dict[str, Any]], metadata: dict[str, Any] | None
+        self, file_path: str, operations: list[dict[str, Any]], metadata: dict[str, Any] | None
     ) -> str:
         if not operations:
             raise ToolError("operations is empty")
@@ -182,18 +177,18 @@ def build(roots: WorldRoots) -> FastMCP:
                     setattr(prs.core_properties, key, value)
             return "Applied: " + "; ".join(done)
 
-        return edit_deck(file_path, op)
+        return self._edit_deck(file_path, op)
 
-    @contract_tool(mcp, "powerpoint")
-    def read_slides(file_path: str, start: int | None, end: int | None) -> str:
-        p = existing_file(root, file_path, EXTS)
+    @tool
+    def read_slides(self, file_path: str, start: int | None, end: int | None) -> str:
+        p = existing_file(self.root, file_path, EXTS)
 
         def render(q: Path) -> str:
-            prs = cached(root, q, _load, KIND)
+            prs = cached(self.root, q, _load, KIND)
             body = "\n\n".join(slide_text_md(s, i) for i, s in enumerate(prs.slides))
-            return f"{rel(root, q)}: {len(prs.slides)} slide(s)\n\n{body}"
+            return f"{rel(self.root, q)}: {len(prs.slides)} slide(s)\n\n{body}"
 
-        text = cached(root, p, render, KIND, "read_slides")
+        text = cached(self.root, p, render, KIND, "read_slides")
         lo = start or 0
         hi = end if end is not None else min(lo + MAX_READ_CHARS, len(text))
         if lo < 0 or hi < lo or hi - lo > MAX_READ_CHARS:
@@ -207,9 +202,9 @@ def build(roots: WorldRoots) -> FastMCP:
         )
         return text[lo:hi] + more
 
-    @contract_tool(mcp, "powerpoint")
-    def read_completedeck(file_path: str) -> str:
-        p, prs = read_deck(file_path)
+    @tool
+    def read_completedeck(self, file_path: str) -> str:
+        p, prs = self._read_deck(file_path)
         rows = []
         for i, s in enumerate(prs.slides):
             t = title_shape(s)
@@ -229,21 +224,20 @@ def build(roots: WorldRoots) -> FastMCP:
                 ]
             )
         w, h = prs.slide_width or 0, prs.slide_height or 0
-        head = (
-            f"{rel(root, p)}: {len(prs.slides)} slide(s), {w / 914400:.2f} x {h / 914400:.2f} in\n"
-        )
+        head = f"{rel(self.root, p)}: {len(prs.slides)} slide(s), {w / 914400:.2f} x {h / 914400:.2f} in\n"
         return head + md_table(rows, header=["slide", "layout", "title", "shapes", "text"])
 
-    @contract_tool(mcp, "powerpoint")
-    def read_individualslide(file_path: str, slide_index: int) -> str:
-        p, prs = read_deck(file_path)
+    @tool
+    def read_individualslide(self, file_path: str, slide_index: int) -> str:
+        p, prs = self._read_deck(file_path)
         slide = slide_at(prs, slide_index)
         return cached(
-            root, p, lambda _: slide_detail(slide, slide_index), KIND, f"slide:{slide_index}"
+            self.root, p, lambda _: slide_detail(slide, slide_index), KIND, f"slide:{slide_index}"
         )
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def add_shape(
+        self,
         file_path: str,
         slide_index: int,
         shape_type: str,
@@ -294,10 +288,11 @@ def build(roots: WorldRoots) -> FastMCP:
                         run.font.size = Pt(font_size)
             return f"Added {shape_type} as shape {len(slide.shapes) - 1} on slide {slide_index}"
 
-        return edit_deck(file_path, op)
+        return self._edit_deck(file_path, op)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def insert_table(
+        self,
         file_path: str,
         slide_index: int,
         rows: list[list[Any]],
@@ -319,10 +314,11 @@ def build(roots: WorldRoots) -> FastMCP:
             fill_table(frame.table, rows, header)
             return f"Inserted a {len(rows)}x{len(rows[0])} table on slide {slide_index}"
 
-        return edit_deck(file_path, op)
+        return self._edit_deck(file_path, op)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def insert_chart(
+        self,
         presentation_path: str,
         slide_index: int,
         spreadsheet_path: str,
@@ -333,7 +329,7 @@ def build(roots: WorldRoots) -> FastMCP:
         position: str,
         include_header: bool,
     ) -> str:
-        table = read_sheet_range(root, spreadsheet_path, sheet_name, data_range)
+        table = read_sheet_range(self.root, spreadsheet_path, sheet_name, data_range)
         chart_data = build_chart_data(table, chart_type, include_header)
         x, y, width, height = CHART_POSITIONS[position]
 
@@ -354,10 +350,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 frame.chart.chart_title.text_frame.text = title
             return f"Inserted a {chart_type} chart on slide {slide_index}"
 
-        return edit_deck(presentation_path, op)
+        return self._edit_deck(presentation_path, op)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def add_image(
+        self,
         file_path: str,
         image_path: str,
         slide_index: int,
@@ -366,7 +363,7 @@ def build(roots: WorldRoots) -> FastMCP:
         width: float | None,
         height: float | None,
     ) -> str:
-        img = image_file(root, image_path)
+        img = image_file(self.root, image_path)
 
         def op(prs: PptxPresentation) -> str:
             from pptx.util import Inches
@@ -387,10 +384,11 @@ def build(roots: WorldRoots) -> FastMCP:
             n = len(pictures(slide)) - 1
             return f"Added image slide{slide_index}_img{n} on slide {slide_index}"
 
-        return edit_deck(file_path, op)
+        return self._edit_deck(file_path, op)
 
-    @contract_tool(mcp, "powerpoint")
+    @tool
     def modify_image(
+        self,
         file_path: str,
         slide_index: int,
         image_index: int,
@@ -421,11 +419,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 f"Applied {operation} to slide{slide_index}_img{image_index} (now {w_px}x{h_px} px)"
             )
 
-        return edit_deck(file_path, op)
+        return self._edit_deck(file_path, op)
 
-    @contract_tool(mcp, "powerpoint")
-    def read_image(file_path: str, annotation: str) -> McpImage:
-        _, prs = read_deck(file_path)
+    @tool
+    def read_image(self, file_path: str, annotation: str) -> McpImage:
+        _, prs = self._read_deck(file_path)
         key = annotation.strip().lstrip("@")
         try:
             s_part, i_part = key.removeprefix("slide").split("_img")
@@ -435,5 +433,3 @@ def build(roots: WorldRoots) -> FastMCP:
                 f"annotation {annotation!r} must look like 'slide0_img0' (see read_individualslide)"
             ) from exc
         return image_result(picture_at(prs, s, i).image.blob)
-
-    return mcp

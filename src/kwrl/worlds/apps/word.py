@@ -1,11 +1,11 @@
 """The word app: .docx documents through python-docx (ARCH mcp_servers/documents).
 
-Contract: `build(roots) -> FastMCP` named "word"; tools take upstream's arguments (the content,
+Contract: `WordApp(roots)`, app "word" of the table; tools take upstream's arguments (the content,
 image, formatting and page tools under an `input` envelope); every path is confined to
 `roots.filesystem` ("/reports/a.docx" means `<filesystem>/reports/a.docx`). read_document_content
 pages by `page_index` (0-based; each answer ends with `[page_index i of total_pages n]`).
 `read_document_content` prints each paragraph and table with an identifier (`body.p.3`,
-`body.tbl.0.r.1.c.2`, see `office_docx`); the edit tools take those identifiers, so a model reads,
+`body.tbl.0.r.1.c.2`, see `kwrl.worlds.office.docs`); the edit tools take those identifiers, so a model reads,
 then edits exactly the element it saw. Indices shift after inserting or deleting elements: read again.
 Reads are memoised on the file's stat (never stale); writes open a fresh copy and save atomically.
 python-docx is imported inside the tools that use it, so building the app (gateway start-up) does
@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from fastmcp import FastMCP
 from fastmcp.utilities.types import Image as McpImage
-from pydantic import Field
 
-from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps.base import ToolError, rel
-from kwrl.worlds.apps.contract import contract_tool
-from kwrl.worlds.apps.office_blocks import parse_content
-from kwrl.worlds.apps.office_common import (
+from kwrl.worlds.apps.base import ToolError, WorldApp, rel, tool
+from kwrl.worlds.office.blocks import parse_content
+from kwrl.worlds.office.common import (
     cached,
     delete_file,
     edit_file,
@@ -40,7 +36,7 @@ from kwrl.worlds.apps.office_common import (
     save_atomic,
     transform_image,
 )
-from kwrl.worlds.apps.office_docx import (
+from kwrl.worlds.office.docs import (
     add_text_runs,
     body_blips,
     comment_anchors,
@@ -71,16 +67,6 @@ if TYPE_CHECKING:
 
 KIND = "Word (.docx)"
 EXTS = (".docx",)
-FilePath = Annotated[str, Field(description="Path of the .docx file, e.g. '/reports/memo.docx'")]
-Ident = Annotated[
-    str,
-    Field(
-        description="Element identifier from read_document_content, e.g. 'body.p.0', 'body.tbl.0.r.1.c.2', 'header.s.0.p.0'"
-    ),
-]
-Offset = Annotated[
-    int, Field(description="Character offset for paging long output (from the truncation note)")
-]
 
 
 def _load(p: Path) -> DocxDocument:
@@ -121,22 +107,22 @@ def _block_text(block: dict[str, Any]) -> str:
     return str(block.get("text") or "")
 
 
-def build(roots: WorldRoots) -> FastMCP:
-    root = roots.filesystem
-    mcp = FastMCP("word")
+class WordApp(WorldApp):
+    """The word app: its tools read and edit the world's .docx documents (module docstring)."""
 
-    def read_doc(file_path: str) -> tuple[Path, DocxDocument]:
-        p = existing_file(root, file_path, EXTS)
-        return p, cached(root, p, _load, KIND)
+    def _read_doc(self, file_path: str) -> tuple[Path, DocxDocument]:
+        p = existing_file(self.root, file_path, EXTS)
+        return p, cached(self.root, p, _load, KIND)
 
-    def edit_doc(file_path: str, fn: Any) -> str:
-        return edit_file(root, file_path, EXTS, _load, KIND, fn)
+    def _edit_doc(self, file_path: str, fn: Any) -> str:
+        return edit_file(self.root, file_path, EXTS, _load, KIND, fn)
 
-    def style_of(doc: DocxDocument, style: str | None) -> Any:
+    def _style_of(self, doc: DocxDocument, style: str | None) -> Any:
         return None if style is None else ensure_style(doc, style)
 
-    @contract_tool(mcp, "word")
+    @tool
     def create_document(
+        self,
         directory: str,
         file_name: str,
         content: list[dict[str, Any]],
@@ -149,7 +135,7 @@ def build(roots: WorldRoots) -> FastMCP:
             if b.get("type") == "heading":
                 b["level"] = min(max(int(b.get("level", 1)), 1), 4)
         parse_content([b for b in blocks if b.get("type") != "section_break"])
-        target = new_file(root, directory, file_name, ".docx", overwrite=True)
+        target = new_file(self.root, directory, file_name, ".docx", overwrite=True)
         doc = Document()
         cp = doc.core_properties
         for key, value in (metadata or {}).items():
@@ -158,33 +144,35 @@ def build(roots: WorldRoots) -> FastMCP:
         write_blocks(doc, blocks)  # type: ignore[arg-type]
         with file_lock(target):
             save_atomic(doc, target)
-        return f"Created {rel(root, target)} ({len(doc.paragraphs)} paragraphs, {len(doc.tables)} tables)"
+        return f"Created {rel(self.root, target)} ({len(doc.paragraphs)} paragraphs, {len(doc.tables)} tables)"
 
-    @contract_tool(mcp, "word")
-    def delete_document(file_path: str) -> str:
-        return delete_file(root, file_path, EXTS)
+    @tool
+    def delete_document(self, file_path: str) -> str:
+        return delete_file(self.root, file_path, EXTS)
 
-    @contract_tool(mcp, "word")
-    def read_document_content(file_path: str, page_index: int | None) -> str:
+    @tool
+    def read_document_content(self, file_path: str, page_index: int | None) -> str:
         show_runs = False
-        p = existing_file(root, file_path, EXTS)
+        p = existing_file(self.root, file_path, EXTS)
         rendered = cached(
-            root,
+            self.root,
             p,
-            lambda q: render_document(cached(root, q, _load, KIND), rel(root, q), show_runs),
+            lambda q: render_document(
+                cached(self.root, q, _load, KIND), rel(self.root, q), show_runs
+            ),
             KIND,
             f"read:{show_runs}",
         )
         return _page(rendered, page_index)
 
-    @contract_tool(mcp, "word")
-    def get_document_overview(file_path: str) -> str:
-        p, doc = read_doc(file_path)
+    @tool
+    def get_document_overview(self, file_path: str) -> str:
+        p, doc = self._read_doc(file_path)
         words = sum(len(para_text(par).split()) for par in doc.paragraphs)
         cp = doc.core_properties
         sec = doc.sections[0]
         lines = [
-            f"{rel(root, p)}",
+            f"{rel(self.root, p)}",
             f"paragraphs: {len(doc.paragraphs)}, tables: {len(doc.tables)}, sections: {len(doc.sections)}, "
             f"images: {len(body_blips(doc))}, comments: {len(list(doc.comments))}, words: {words}",
             f"title: {cp.title or '-'}, author: {cp.author or '-'}",
@@ -198,8 +186,8 @@ def build(roots: WorldRoots) -> FastMCP:
         ]
         return "\n".join(lines + (heads or ["  (no headings)"]))
 
-    @contract_tool(mcp, "word")
-    def add_content_text(file_path: str, identifier: str, text: str, position: str) -> str:
+    @tool
+    def add_content_text(self, file_path: str, identifier: str, text: str, position: str) -> str:
         # upstream: 'start'/'before' prepend to, 'end'/'after' append to the element's text
         where = {"before": "start", "after": "end"}.get(position.strip().lower(), position)
         if where not in ("start", "end"):
@@ -228,10 +216,10 @@ def build(roots: WorldRoots) -> FastMCP:
                 )
             return f"Added text at the {where} of {identifier}"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
-    def edit_content_text(file_path: str, identifier: str, new_text: str) -> str:
+    @tool
+    def edit_content_text(self, file_path: str, identifier: str, new_text: str) -> str:
         old_text = None
 
         def op(doc: DocxDocument) -> str:
@@ -251,11 +239,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 raise ToolError(f"{identifier!r} is a {t.kind}; edit a paragraph, run or cell")
             return f"Replaced the text of {identifier}"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def delete_content_text(
-        file_path: str, identifier: str, scope: str, collapse_whitespace: bool
+        self, file_path: str, identifier: str, scope: str, collapse_whitespace: bool
     ) -> str:
         if scope not in ("content", "element"):
             raise ToolError(f"scope must be 'content' or 'element'; got {scope!r}")
@@ -280,10 +268,11 @@ def build(roots: WorldRoots) -> FastMCP:
                         remove_element(par._p)
             return f"Cleared the text of {identifier}"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def apply_formatting(
+        self,
         file_path: str,
         identifier: str,
         bold: bool | None,
@@ -300,7 +289,7 @@ def build(roots: WorldRoots) -> FastMCP:
             from docx.shared import Pt, RGBColor
 
             t = resolve(doc, identifier)
-            st = style_of(doc, style)
+            st = self._style_of(doc, style)
             runs = runs_of(t)
             for run in runs:
                 for attr, value in (("bold", bold), ("italic", italic), ("underline", underline)):
@@ -326,10 +315,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 )
             return f"Formatted {len(runs)} run(s), {len(pars)} paragraph(s) of {identifier}"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def comments(
+        self,
         file_path: str,
         action: str,
         identifier: str | None,
@@ -341,11 +331,11 @@ def build(roots: WorldRoots) -> FastMCP:
         if action not in ("read", "add", "delete"):
             raise ToolError(f"action must be 'read', 'add' or 'delete'; got {action!r}")
         if action == "read":
-            p, doc = read_doc(file_path)
+            p, doc = self._read_doc(file_path)
             rows = [[c.comment_id, c.author, c.timestamp or "", c.text] for c in doc.comments]
             where = comment_anchors(doc)
             if not rows:
-                return f"{rel(root, p)} has no comments"
+                return f"{rel(self.root, p)} has no comments"
             return md_table(
                 [[*r[:3], where.get(int(r[0]), "-"), r[3]] for r in rows],
                 header=["id", "author", "date", "on", "text"],
@@ -369,7 +359,7 @@ def build(roots: WorldRoots) -> FastMCP:
                 c = doc.add_comment(runs, text=text, author=author, initials=author[:1] or None)
                 return f"Added comment {c.comment_id} on {identifier}"
 
-            return edit_doc(file_path, add)
+            return self._edit_doc(file_path, add)
         if comment_id is None:
             raise ToolError("action 'delete' needs comment_id (see action='read')")
 
@@ -391,10 +381,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 remove_element(run if run.tag.endswith("}r") else ref)
             return f"Deleted comment {comment_id}"
 
-        return edit_doc(file_path, delete)
+        return self._edit_doc(file_path, delete)
 
-    @contract_tool(mcp, "word")
+    @tool
     def header_footer(
+        self,
         file_path: str,
         action: str,
         area: str,
@@ -415,7 +406,7 @@ def build(roots: WorldRoots) -> FastMCP:
             return sec.header if area == "header" else sec.footer
 
         if action == "read":
-            _, doc = read_doc(file_path)
+            _, doc = self._read_doc(file_path)
             hf = section(doc)
             lines = render_container(hf, f"{area}.s.{section_index}", [], False)
             linked = " (linked to previous section)" if hf.is_linked_to_previous else ""
@@ -440,10 +431,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 f"{'Set' if action == 'set' else 'Cleared'} the {area} of section {section_index}"
             )
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def page_margins(
+        self,
         file_path: str,
         action: str,
         section_index: int,
@@ -460,7 +452,7 @@ def build(roots: WorldRoots) -> FastMCP:
             return ", ".join(f"{k} {inches(getattr(sec, f'{k}_margin'))} in" for k in values)
 
         if action == "read":
-            _, doc = read_doc(file_path)
+            _, doc = self._read_doc(file_path)
             return f"section {section_index} margins: " + describe(section_at(doc, section_index))
         if all(v is None for v in values.values()):
             raise ToolError("action 'set' needs at least one of top, bottom, left, right")
@@ -476,18 +468,18 @@ def build(roots: WorldRoots) -> FastMCP:
                     setattr(sec, f"{k}_margin", Inches(v))
             return f"Set section {section_index} margins: {describe(sec)}"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def page_orientation(
-        file_path: str, action: str, section_index: int, orientation: str | None
+        self, file_path: str, action: str, section_index: int, orientation: str | None
     ) -> str:
         if action not in ("read", "set"):
             raise ToolError(f"action must be 'read' or 'set'; got {action!r}")
         if orientation not in (None, "portrait", "landscape"):
             raise ToolError(f"orientation must be 'portrait' or 'landscape'; got {orientation!r}")
         if action == "read":
-            _, doc = read_doc(file_path)
+            _, doc = self._read_doc(file_path)
             sec = section_at(doc, section_index)
             return f"section {section_index}: {orientation_of(sec)}, {inches(sec.page_width)} x {inches(sec.page_height)} in"
         if orientation is None:
@@ -505,10 +497,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 sec.page_width, sec.page_height = h, w
             return f"Set section {section_index} to {orientation}"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def add_image(
+        self,
         file_path: str,
         image_path: str,
         identifier: str,
@@ -518,7 +511,7 @@ def build(roots: WorldRoots) -> FastMCP:
     ) -> str:
         if position not in ("start", "end"):
             raise ToolError(f"position must be 'start' or 'end'; got {position!r}")
-        img = image_file(root, image_path)
+        img = image_file(self.root, image_path)
 
         def op(doc: DocxDocument) -> str:
             from docx.shared import Inches
@@ -546,10 +539,11 @@ def build(roots: WorldRoots) -> FastMCP:
             index = next(i for i, b in enumerate(body_blips(doc)) if b in run._r.xpath(".//a:blip"))
             return f"Inserted image img{index} ({position} of {identifier})"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
+    @tool
     def modify_image(
+        self,
         file_path: str,
         image_index: int,
         operation: str,
@@ -588,11 +582,11 @@ def build(roots: WorldRoots) -> FastMCP:
                 ext.set("cy", str(int(int(ext.get("cx")) * h_px / w_px)))
             return f"Applied {operation} to img{image_index} (now {w_px}x{h_px} px)"
 
-        return edit_doc(file_path, op)
+        return self._edit_doc(file_path, op)
 
-    @contract_tool(mcp, "word")
-    def read_image(file_path: str, annotation: str) -> McpImage:
-        _, doc = read_doc(file_path)
+    @tool
+    def read_image(self, file_path: str, annotation: str) -> McpImage:
+        _, doc = self._read_doc(file_path)
         key = annotation.strip().lstrip("@").removeprefix("img")
         if not key.isdigit():
             raise ToolError(
@@ -600,5 +594,3 @@ def build(roots: WorldRoots) -> FastMCP:
             )
         _, part = image_part(doc, int(key))
         return image_result(part.blob)
-
-    return mcp

@@ -11,7 +11,7 @@ from fastmcp import Client
 from icalendar import Calendar
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import calendar
+from kwrl.worlds.apps import build
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def roots(tmp_path: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(calendar.build(roots)) as c:
+    async with Client(build("calendar", roots)) as c:
         yield c
 
 
@@ -81,7 +81,7 @@ async def test_create_then_read_update_delete(client: Client, roots: WorldRoots)
     )
     assert created["success"] is True
     eid = created["event_id"]
-    on_disk = events_in(roots.calendar / "calendar.ics")[eid]
+    on_disk = events_in(roots.app_dir("calendar") / "calendar.ics")[eid]
     assert str(on_disk["SUMMARY"]) == "Atlas IC"  # type: ignore[index]
     ev = await data(client, "read_event", {"event_id": eid})
     assert ev["start"] == {"dateTime": "2025-04-01T10:00:00+02:00", "timeZone": "Europe/Paris"}
@@ -111,7 +111,7 @@ async def test_create_then_read_update_delete(client: Client, roots: WorldRoots)
     assert ev["summary"] == "Atlas IC (moved)" and ev["start"] == {"date": "2025-04-02"}
     assert ev["location"] == "Room 9"
     await data(client, "delete_event", {"event_id": eid})
-    assert eid not in events_in(roots.calendar / "calendar.ics")
+    assert eid not in events_in(roots.app_dir("calendar") / "calendar.ics")
     assert "no event" in await error(client, "read_event", {"event_id": eid})
 
 
@@ -120,14 +120,14 @@ async def test_update_in_a_world_file_keeps_the_other_events(
 ) -> None:
     eid = "demo-event-005@northwind.example"
     await data(client, "update_event", {"event_id": eid, "location": ""})
-    after = events_in(roots.calendar / "team.ics")
+    after = events_in(roots.app_dir("calendar") / "team.ics")
     assert len(after) == 30 and "LOCATION" not in after[eid]  # type: ignore[operator]
 
 
 async def test_bad_input_is_a_tool_error_and_leaves_files_alone(
     client: Client, roots: WorldRoots
 ) -> None:
-    before = (roots.calendar / "team.ics").read_bytes()
+    before = (roots.app_dir("calendar") / "team.ics").read_bytes()
     day = {"date": "2025-04-01"}
     assert "ISO 8601" in await error(
         client, "create_event", {"summary": "x", "start": {"dateTime": "next tuesday"}, "end": day}
@@ -165,16 +165,16 @@ async def test_bad_input_is_a_tool_error_and_leaves_files_alone(
         },
     )
     assert "no event" in await error(client, "delete_event", {"event_id": "nope"})
-    assert (roots.calendar / "team.ics").read_bytes() == before
-    assert not (roots.calendar / "calendar.ics").exists()
+    assert (roots.app_dir("calendar") / "team.ics").read_bytes() == before
+    assert not (roots.app_dir("calendar") / "calendar.ics").exists()
 
 
 async def test_real_ics_fixtures_are_listed(tmp_path: Path, office_fixtures: Path) -> None:
     roots = WorldRoots.of_dir(tmp_path / "w")
     roots.ensure()
     for f in (office_fixtures / "ics").glob("*.ics"):
-        shutil.copyfile(f, roots.calendar / f.name)
-    async with Client(calendar.build(roots)) as c:
+        shutil.copyfile(f, roots.app_dir("calendar") / f.name)
+    async with Client(build("calendar", roots)) as c:
         listed = await data(c, "list_events", {"limit": 100})
         assert listed["total"] >= 8
         for e in listed["events"]:
@@ -186,5 +186,5 @@ async def test_real_ics_fixtures_are_listed(tmp_path: Path, office_fixtures: Pat
 async def test_a_corrupt_calendar_file_is_reported_by_name(
     client: Client, roots: WorldRoots
 ) -> None:
-    (roots.calendar / "broken.ics").write_text("BEGIN:VCALENDAR\nthis is not ical\n")
+    (roots.app_dir("calendar") / "broken.ics").write_text("BEGIN:VCALENDAR\nthis is not ical\n")
     assert "broken.ics" in await error(client, "list_events", {})

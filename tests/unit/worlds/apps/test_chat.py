@@ -10,7 +10,7 @@ from apps_testkit import data, demo_world, error
 from fastmcp import Client
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import chat
+from kwrl.worlds.apps import build
 
 
 @pytest.fixture
@@ -20,12 +20,14 @@ def roots(tmp_path: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(chat.build(roots)) as c:
+    async with Client(build("chat", roots)) as c:
         yield c
 
 
 def stored(roots: WorldRoots, channel: str) -> list[dict]:
-    return json.loads((roots.chat / "messages" / f"{channel}.json").read_text())["messages"]
+    return json.loads((roots.app_dir("chat") / "messages" / f"{channel}.json").read_text())[
+        "messages"
+    ]
 
 
 async def test_channels_history_and_threads(client: Client) -> None:
@@ -101,7 +103,7 @@ async def test_users_and_profiles(client: Client) -> None:
 async def test_bad_input_is_a_tool_error_and_leaves_state_alone(
     client: Client, roots: WorldRoots
 ) -> None:
-    before = (roots.chat / "messages" / "general.json").read_bytes()
+    before = (roots.app_dir("chat") / "messages" / "general.json").read_bytes()
     assert "no channel" in await error(
         client, "post_message", {"channel_id": "nope", "message": "x"}
     )
@@ -119,13 +121,13 @@ async def test_bad_input_is_a_tool_error_and_leaves_state_alone(
         == "Error calling tool 'post_message': Validation error: request.message: Field required"
     )
     assert "page >= 0" in await error(client, "get_users", {"page": -1})
-    assert (roots.chat / "messages" / "general.json").read_bytes() == before
+    assert (roots.app_dir("chat") / "messages" / "general.json").read_bytes() == before
 
 
 async def test_corrupt_state_files_are_reported_by_name(client: Client, roots: WorldRoots) -> None:
-    (roots.chat / "channels.json").write_text("{not json")
+    (roots.app_dir("chat") / "channels.json").write_text("{not json")
     assert "channels.json is not valid JSON" in await error(client, "list_channels", {})
-    (roots.chat / "users.json").write_text('{"people": []}')
+    (roots.app_dir("chat") / "users.json").write_text('{"people": []}')
     assert "users.json: expected an object with a 'users' list" in await error(
         client, "get_users", {}
     )

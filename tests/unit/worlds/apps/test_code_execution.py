@@ -14,7 +14,7 @@ from apps_testkit import error, text
 from fastmcp import Client
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import code_execution
+from kwrl.worlds.apps import build, code_execution
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ async def client(tmp_path: Path):
     roots = WorldRoots.of_dir(tmp_path / "world")
     roots.ensure()
     (roots.filesystem / "data.csv").write_text("a,b\n1,2\n3,4\n")
-    async with Client(code_execution.build(roots)) as c:
+    async with Client(build("code_execution", roots)) as c:
         yield c, roots
 
 

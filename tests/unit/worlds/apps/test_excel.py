@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from office_testkit import BAD_PATHS, error, make_world, text
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import excel
+from kwrl.worlds.apps import build
 
 FORMULAE = "openpyxl__formulae.xlsx"
 BOOK = "openpyxl__book1.xlsx"
@@ -38,7 +38,7 @@ def roots(tmp_path: Path, office_fixtures: Path, monkeypatch: pytest.MonkeyPatch
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(excel.build(roots)) as c:
+    async with Client(build("excel", roots)) as c:
         yield c
 
 
@@ -344,7 +344,7 @@ def sync_client(roots: WorldRoots):
     """One client kept open in a background event loop, so each fuzz example is one call."""
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(Client(excel.build(roots))) as c,
+        portal.wrap_async_context_manager(Client(build("excel", roots))) as c,
     ):
         yield portal, c
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import filesystem
+from kwrl.worlds.apps import build, filesystem
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -34,7 +34,7 @@ def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(filesystem.build(roots)) as c:
+    async with Client(build("filesystem", roots)) as c:
         yield c
 
 
@@ -171,7 +171,7 @@ _PATH_CHARS = st.sampled_from(
 @pytest.fixture(scope="module")
 def tool_fns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The tools' plain functions on one world, so each fuzz example is a direct call."""
-    server = filesystem.build(demo_world(tmp_path_factory.mktemp("fuzz")))
+    server = build("filesystem", demo_world(tmp_path_factory.mktemp("fuzz")))
     names = ("read_text_file", "get_file_metadata", "list_files", "get_directory_tree")
     return {n: asyncio.run(server.get_tool(n))._fn for n in names}  # type: ignore[union-attr]
 

@@ -10,7 +10,7 @@ from apps_testkit import data, demo_world, error, text
 from fastmcp import Client
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import mail
+from kwrl.worlds.apps import build
 
 ME = "ana.lima@northwind.example"
 
@@ -22,12 +22,12 @@ def roots(tmp_path: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(mail.build(roots)) as c:
+    async with Client(build("mail", roots)) as c:
         yield c
 
 
 def sent(roots: WorldRoots) -> list[mailbox.mboxMessage]:
-    return list(mailbox.mbox(roots.mail / "sent.mbox"))
+    return list(mailbox.mbox(roots.app_dir("mail") / "sent.mbox"))
 
 
 async def test_list_mails_pages_newest_first(client: Client) -> None:
@@ -149,4 +149,4 @@ async def test_bad_input_is_a_tool_error_and_nothing_is_sent(
         client, "list_mails", {"limit": 500}
     )
     assert await error(client, "list_mails", {"limit": "many"})
-    assert not (roots.mail / "sent.mbox").exists()
+    assert not (roots.app_dir("mail") / "sent.mbox").exists()

@@ -13,7 +13,7 @@ from reportlab.lib.pagesizes import LETTER
 from reportlab.pdfgen import canvas
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import pdfs
+from kwrl.worlds.apps import build
 
 CRAZY = "pypdf__crazyones.pdf"
 OUTLINE = "pypdf__pdflatex-outline.pdf"
@@ -32,7 +32,7 @@ def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(pdfs.build(roots)) as c:
+    async with Client(build("pdfs", roots)) as c:
         yield c
 
 

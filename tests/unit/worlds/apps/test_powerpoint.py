@@ -14,7 +14,7 @@ from pptx.enum.chart import XL_CHART_TYPE
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import powerpoint
+from kwrl.worlds.apps import build
 
 TABLES = "python-pptx__tbl-cell.pptx"
 CHARTS = "python-pptx__cht-charts.pptx"
@@ -34,7 +34,7 @@ def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(powerpoint.build(roots)) as c:
+    async with Client(build("powerpoint", roots)) as c:
         yield c
 
 

@@ -12,7 +12,7 @@ from fastmcp import Client
 from office_testkit import BAD_PATHS, call, error, make_world, png_size, text
 
 from kwrl.tasks.layout import WorldRoots
-from kwrl.worlds.apps import word
+from kwrl.worlds.apps import build
 
 TABLES = "python-docx__blk-paras-and-tables.docx"
 COMMENTS = "python-docx__comments-rich-para.docx"
@@ -26,7 +26,7 @@ def roots(tmp_path: Path, office_fixtures: Path) -> WorldRoots:
 
 @pytest.fixture
 async def client(roots: WorldRoots):
-    async with Client(word.build(roots)) as c:
+    async with Client(build("word", roots)) as c:
         yield c
 
 

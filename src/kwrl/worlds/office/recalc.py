@@ -25,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from kwrl.worlds.apps.office_common import write_atomic
+from kwrl.worlds.office.common import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kwrl.worlds.apps.base import ToolError
-from kwrl.worlds.apps.office_blocks import Block, inline_runs
-from kwrl.worlds.apps.office_common import md_table
+from fastmcp.exceptions import ToolError
+
+from kwrl.worlds.office.blocks import Block, inline_runs
+from kwrl.worlds.office.common import md_table
 
 if TYPE_CHECKING:
     from docx.document import Document as DocxDocument

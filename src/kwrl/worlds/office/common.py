@@ -1,7 +1,7 @@
 """What the four office apps (word, excel, powerpoint, pdfs) share.
 
 - Paths: `existing_file` and `new_file` confine every path argument to the filesystem root
-  (`base.confine`), check the extension and the file's presence, and say what is wrong in a
+  (`kwrl.worlds.paths.confine`), check the extension and the file's presence, and say what is wrong in a
   `ToolError` a model can act on.
 - Opening: `open_file` turns any library failure on a corrupted or mis-named file into a
   `ToolError`; `cached` memoises read-only parses keyed on (path, inode, mtime_ns, ctime_ns, size),
@@ -27,10 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from fastmcp.exceptions import ToolError
 from fastmcp.utilities.types import Image as McpImage
 
 from kwrl.io import write_bytes
-from kwrl.worlds.apps.base import ToolError, confine, rel
+from kwrl.worlds.paths import confine, rel
 
 __all__ = [
     "IMAGE_EXTS",

@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
-from kwrl.worlds.apps.base import ToolError
-from kwrl.worlds.apps.office_common import md_table, parse_color
+from fastmcp.exceptions import ToolError
+
+from kwrl.worlds.office.common import md_table, parse_color
 
 if TYPE_CHECKING:
     from openpyxl.workbook.workbook import Workbook

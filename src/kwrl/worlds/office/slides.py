@@ -22,9 +22,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
-from kwrl.worlds.apps.base import ToolError, rel
-from kwrl.worlds.apps.office_common import cached, existing_file, md_table
-from kwrl.worlds.apps.office_xlsx import fmt, parse_range
+from fastmcp.exceptions import ToolError
+
+from kwrl.worlds.office.common import cached, existing_file, md_table
+from kwrl.worlds.office.sheets import fmt, parse_range
+from kwrl.worlds.paths import rel
 
 if TYPE_CHECKING:
     from pptx.presentation import Presentation as PptxPresentation

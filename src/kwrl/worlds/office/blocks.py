@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, NotRequired, TypedDict
 
-from kwrl.worlds.apps.base import ToolError
+from fastmcp.exceptions import ToolError
 
 BlockType = Literal["paragraph", "heading", "bullet_list", "numbered_list", "table", "page_break"]
 
