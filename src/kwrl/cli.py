@@ -44,6 +44,35 @@ _STAGES: list[tuple[str, str, str]] = [
     ("kwrl.eval.cli", "report", "report"),
 ]
 
+DEBUG_ENV = "KWRL_DEBUG"
+"""Set (to anything but 0 or empty) to see the traceback of an error kwrl would print as one line."""
+
+
+def _version(value: bool) -> None:
+    if value:
+        from kwrl import __version__
+
+        print(f"kwrl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_version, help="Print kwrl's version and exit."
+    ),
+    debug: bool = typer.Option(
+        False,
+        "--debug",
+        help=f"Show the traceback of an error otherwise printed as one line (also {DEBUG_ENV}=1; "
+        "--debug may come anywhere on the line).",
+    ),
+) -> None:
+    """Train knowledge-work agents with RL: worlds, sandboxes, agent, grader, trainer."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+
+
 _groups: dict[str, typer.Typer] = {}
 for _module, _attr, _name in _STAGES:
     _obj = getattr(importlib.import_module(_module), _attr)
@@ -55,15 +84,31 @@ for _module, _attr, _name in _STAGES:
         (_groups[_group] if _group else app).command(_verb)(_obj)
 
 
+def _take_debug(argv: list[str]) -> bool:
+    """Remove every `--debug` before a `--` from `argv` (so it may follow a verb's own flags);
+    whether one was there."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    found = "--debug" in argv[1:end]
+    argv[1:end] = [a for a in argv[1:end] if a != "--debug"]
+    return found
+
+
 def main() -> None:
-    """Console entry: kwrl's own errors print as one clear line and exit 2, without a traceback."""
+    """Console entry: kwrl's own errors (a mistake in the user's input among them) print as one
+    clear line and exit 2, without a traceback, unless `--debug` or KWRL_DEBUG asks for it."""
+    import sys
+
     from rich.console import Console
 
     from kwrl.errors import KwrlError
 
+    if _take_debug(sys.argv):
+        os.environ[DEBUG_ENV] = "1"
     try:
         app()
     except KwrlError as e:
+        if os.environ.get(DEBUG_ENV, "0") not in ("", "0"):
+            raise
         Console(stderr=True, soft_wrap=True).print(
             f"[red]error:[/red] {e}", highlight=False, markup=True
         )

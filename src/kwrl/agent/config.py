@@ -9,6 +9,10 @@ from pydantic import Field, ValidationError
 from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.errors import ConfigError
 
+ENV_TOKENIZER = "KWRL_TOKENIZER"
+"""Environment variable naming the tokenizer KwrlAgent renders with (a folder, a packaged name or a
+hub id), when no `tokenizer` setting does."""
+
 DEFAULT_SYSTEM_PROMPT = """\
 You are an AI assistant that completes tasks in a company's files, mail, calendar and chat \
 by reasoning and using tools.

@@ -42,7 +42,7 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
-from kwrl.agent.config import AgentConfig
+from kwrl.agent.config import ENV_TOKENIZER, AgentConfig
 from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
 from kwrl.agent.meta import DriftValue
@@ -59,7 +59,6 @@ try:  # harbor >= 0.25
 except ImportError:  # harbor 0.21: every agent receives MCP servers
     _Capabilities = None
 
-ENV_TOKENIZER = "KWRL_TOKENIZER"
 ENV_MCP_URL = "KWRL_AGENT_MCP_URL"
 FINAL_ANSWER_PATH = "/logs/agent/final_answer.txt"
 _INFRA = (StopReason.POLICY_ERROR, StopReason.TOOL_ERROR)

@@ -112,8 +112,9 @@ def eval_(
 
     from kwrl.eval.metrics import TrialOutcome
     from kwrl.eval.report import write_report
-    from kwrl.eval.run import RUN_FILES, run_eval
+    from kwrl.eval.run import RUN_FILES, rollout_config, run_eval
     from kwrl.io import claim_output
+    from kwrl.rollout.preflight import preflight
     from kwrl.rollout.runner import check_task_config
     from kwrl.tasks.taskdir import task_dirs
 
@@ -121,6 +122,7 @@ def eval_(
     out = cfg.out
     for t in task_dirs(dataset):  # a task that cannot run: one line, exit 2, before any trial
         check_task_config(t)
+    preflight(rollout_config(cfg))  # a model, tokenizer or endpoint that cannot be had: exit 2
     output = claim_output(
         out, "kwrl eval", overwrite=cfg.overwrite, inputs=[dataset], resume=True,
         signature="eval.toml",

@@ -50,12 +50,14 @@ def serve(
 
     from kwrl.llm.engines.local import Engine, EngineConfig
     from kwrl.llm.formats import get_format
+    from kwrl.llm.packaged import check_model
     from kwrl.llm.server import build_app
 
     try:
         get_format(tool_call_parser)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--tool-call-parser") from None
+    check_model(model, "MODEL")  # a typo'd packaged name: one line, no network
     cfg = EngineConfig(
         model=model,
         dtype=dtype,  # type: ignore[arg-type]

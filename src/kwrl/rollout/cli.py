@@ -95,11 +95,13 @@ def trial_run(
 
     from kwrl.io import check_output_path
     from kwrl.rollout.masking import trial_decision
+    from kwrl.rollout.preflight import preflight
     from kwrl.rollout.runner import check_task_config, run_trial
 
     given = {**overrides, "dataset": task_dir, "retries": 0}
     cfg = build_config(RolloutRun, given, "kwrl trial run").rollout_config()  # bad: exit 2
     check_task_config(task_dir)  # no or bad task.toml (limits included): exit 2
+    preflight(cfg)  # a model, tokenizer or endpoint that cannot be had: one line, exit 2
     check_output_path(out, "kwrl trial run", inputs=[task_dir])  # each run adds a new dir
     out.mkdir(parents=True, exist_ok=True)
     name = f"{task_dir.resolve().name}__{cfg.agent.split(':')[-1].lower()}"
@@ -140,6 +142,7 @@ def rollout(
 
     from kwrl.io import claim_output
     from kwrl.rollout.failures import INFRA, FailureCause
+    from kwrl.rollout.preflight import preflight
     from kwrl.rollout.runner import ROLLOUT_FILES, TrialRecord, check_task_config, run_rollout
     from kwrl.tasks.taskdir import task_dirs
 
@@ -149,6 +152,7 @@ def rollout(
     tasks = task_dirs(dataset)
     for t in tasks:  # a bad task.toml limit: ConfigError, exit 2, before any trial
         check_task_config(t)
+    preflight(cfg)  # a model, tokenizer or endpoint that cannot be had: one line, exit 2
     output.open(ROLLOUT_FILES)
     console = Console()
     progress = Progress(
