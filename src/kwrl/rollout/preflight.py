@@ -76,7 +76,9 @@ def preflight(cfg: RolloutConfig) -> None:
                 f"NAME or env {ENV_TOKENIZER}), or end the spec in #NAME"
             )
         elif served is not None:
-            check_model(served, f"--model {cfg.model!r}: its served name (the tokenizer)")
+            check_model(
+                served, f"--model {cfg.model!r}: its served name (the tokenizer)", tokenizer=True
+            )
     judge = cfg.verifier_env.get(ENV_SPEC)
     if judge and is_url(judge):
         probe_endpoint(judge.partition("#")[0], "--judge")
