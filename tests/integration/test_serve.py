@@ -34,26 +34,32 @@ def model_dir() -> Path:
     return ensure_model("smollm2-135m")
 
 
+SERVE_LOG: list[str] = []
+"""The module's `kwrl serve`'s stderr lines, as they come."""
+
+
 @pytest.fixture(scope="module")
 def server(model_dir: Path) -> Iterator[str]:
-    """`kwrl serve MODEL --port 0`; yields the base URL from its ready line."""
+    """`kwrl serve MODEL --port 0`; yields the base URL from its ready line (stderr in SERVE_LOG;
+    `--served_name` spelled as other verbs spell their flags)."""
     cmd = [sys.executable, "-m", "kwrl.cli", "serve", str(model_dir), "--port", "0"]
-    cmd += ["--threads", "1", "--served-name", "smollm2"]
+    cmd += ["--threads", "1", "--served_name", "smollm2"]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
     )
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []], daemon=True).start()
+    threading.Thread(
+        target=lambda: [SERVE_LOG.append(x.rstrip("\n")) for x in proc.stderr or []], daemon=True
+    ).start()
     deadline = time.monotonic() + 300
     url = None
     while url is None:
         left = deadline - time.monotonic()
         if left <= 0 or proc.poll() is not None:
             proc.kill()
-            pytest.fail(
-                f"kwrl serve did not get ready: {proc.stderr.read() if proc.stderr else ''}"
-            )
+            pytest.fail("kwrl serve did not get ready: " + "\n".join(SERVE_LOG))
         try:
             line = lines.get(timeout=min(left, 1.0))
         except queue.Empty:
@@ -181,3 +187,90 @@ async def test_the_completions_client_gets_exact_tokens_from_kwrl_serve(
     over = await client.complete([1] * 9000, params)
     assert over.finish_reason == FinishReason.CONTEXT
     await client.aclose()
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def test_tool_choice_through_the_openai_client(server: str) -> None:
+    """`tool_choice` "required" and a named function force a call (the format's call opening
+    written after the turn starts); every call has an id of its own; a name not among the tools
+    and an unknown form are a 400. Before: tool_choice was ignored (the model answered in prose)
+    and every call's id was `call_0`."""
+    import openai
+
+    client = openai.OpenAI(base_url=server, api_key="none", max_retries=0, timeout=300)
+    ask: Any = [{"role": "user", "content": "Hello! How are you today?"}]
+    several: Any = [WEATHER, TOOL]
+    ids = []
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    for tools, choice in [
+        ([WEATHER], "required"),
+        ([WEATHER, TOOL], named),
+        ([TOOL, WEATHER], named),
+    ]:
+        resp = client.chat.completions.create(
+            model="smollm2", messages=ask, tools=tools, tool_choice=choice,  # type: ignore[arg-type]
+            max_tokens=48, seed=5, temperature=0.7,
+        )  # fmt: skip
+        msg = resp.choices[0].message
+        assert msg.tool_calls, (choice, msg)
+        assert resp.choices[0].finish_reason in ("tool_calls", "length")
+        call = msg.tool_calls[0]
+        assert call.type == "function" and call.function.name == "get_weather", call  # type: ignore[union-attr]
+        ids += [c.id for c in msg.tool_calls]
+    assert len(set(ids)) == len(ids) >= 3, ids
+    # required among several tools: a call of one of them, or a 400 saying none came (the engine
+    # has no grammar to constrain the name); never a call of a tool not offered, nor prose
+    try:
+        resp = client.chat.completions.create(
+            model="smollm2", messages=ask, tools=several, tool_choice="required",
+            max_tokens=48, seed=5, temperature=0.7,
+        )  # fmt: skip
+    except openai.BadRequestError as e:
+        assert "no parseable hermes call of the tools" in str(e), e
+    else:
+        calls = resp.choices[0].message.tool_calls or []
+        assert calls and {c.function.name for c in calls} <= {"get_weather", "mail_list_mails"}  # type: ignore[union-attr]
+    for bad, said in [
+        ({"type": "function", "function": {"name": "nosuch"}}, "not among the tools"),
+        ("sometimes", "tool_choice: expected"),
+    ]:
+        with pytest.raises(openai.BadRequestError, match=said):
+            client.chat.completions.create(
+                model="smollm2", messages=ask, tools=[WEATHER], tool_choice=bad,  # type: ignore[arg-type]
+                max_tokens=4,
+            )  # fmt: skip
+    with pytest.raises(openai.BadRequestError, match="offers no tools"):
+        client.chat.completions.create(
+            model="smollm2", messages=ask, tool_choice="required", max_tokens=4
+        )
+
+
+def test_each_request_is_one_log_line(server: str, http: httpx.Client) -> None:
+    """`kwrl serve` says when its model loads and logs every request with its timing (before:
+    nothing on stderr)."""
+    post(http, f"{server}/completions", {"prompt": "Hi", "max_tokens": 3, "seed": 1})
+    http.post(f"{server}/completions", json={"prompt": 7})
+    time.sleep(0.5)  # the reader thread
+    assert any(x.startswith("kwrl-serve loaded ") for x in SERVE_LOG), SERVE_LOG
+    import re
+
+    ok = [
+        x
+        for x in SERVE_LOG
+        if re.fullmatch(r"kwrl-serve POST /v1/completions 200 [\d.]+ s tokens \d+\+3", x)
+    ]
+    bad = [x for x in SERVE_LOG if re.fullmatch(r"kwrl-serve POST /v1/completions 400 [\d.]+ s", x)]
+    assert ok and bad, SERVE_LOG

@@ -9,8 +9,14 @@ Routes (vLLM's shapes, so the same client talks to `kwrl serve` and a vLLM fleet
 - `POST /v1/chat/completions`: `messages`, `tools` (rendered into the template; calls written in
   the server's tool-call format, `kwrl serve --tool-call-parser` as vLLM names it: Hermes'
   `<tool_call>` JSON by default, `qwen3_xml` or `glm4` for those models, come back as OpenAI
-  `tool_calls`, finish reason `tool_calls`), `logprobs`,
-  `return_token_ids`. Message contents are tokenized with special tokens split
+  `tool_calls`, finish reason `tool_calls`, each call with an id of its own), `tool_choice`
+  (`auto`; `none`; `required` or a named function force a call: the format's call opening,
+  `call_prefix`, naming the function when it is named or the only tool, is written after the
+  assistant's turn starts, so the model writes the rest; a sample that does not parse or calls
+  a tool not offered is drawn again, at most `FORCED_TRIES` in all, then a 400 (the engine has
+  no grammar to constrain a name among several);
+  an unknown form or a name not among the tools is a 400), `logprobs`, `return_token_ids` (a forced
+  call's opening is among the prompt's tokens). Message contents are tokenized with special tokens split
   (`tool_prompt.chat_prompt_ids`): a `<|im_end|>` written in a message is text, never a turn.
 - `GET /v1/models`, `GET /health`; `POST /kwrl/load_weights {"path"}` loads safetensors weights
   between batches and returns the new `weight_version` (also in every response).
@@ -23,13 +29,15 @@ No streaming.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kwrl.errors import KwrlError
@@ -47,11 +55,15 @@ class BadRequest(Exception):
 
 
 def build_app(
-    engine: SamplingEngine, served_name: str | None = None, tool_call_parser: str = "hermes"
+    engine: SamplingEngine,
+    served_name: str | None = None,
+    tool_call_parser: str = "hermes",
+    log: Callable[[str], None] | None = None,
 ) -> Starlette:
     """The ASGI app serving `engine` under model name `served_name` (any requested name is
     accepted); chat tool calls are rendered and parsed in format `tool_call_parser`
-    (`kwrl.llm.formats`; a ValueError naming the known ones otherwise)."""
+    (`kwrl.llm.formats`; a ValueError naming the known ones otherwise). `log`, when given, gets
+    one line per request (`request_line`)."""
     name = served_name or engine.name
     fmt = get_format(tool_call_parser).name
 
@@ -98,20 +110,35 @@ def build_app(
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages: expected a non-empty list of chat messages")
         tools = body.get("tools") or None
-        if body.get("tool_choice") == "none":
-            tools = None
+        tools, prefix = forced_call(body.get("tool_choice"), tools, fmt)
         if "max_completion_tokens" in body and "max_tokens" not in body:
             body["max_tokens"] = body["max_completion_tokens"]
         params = _params(body, default_max=engine.max_context)
         prompt = chat_prompt_ids(engine.tokenizer, messages, tools, fmt=fmt)
+        if prefix:  # the call's opening is the prompt's: the model continues inside a call
+            prompt += list(engine.tokenizer.encode(prefix, add_special_tokens=False))
         _check_room(engine, prompt)
         n = _int(body, "n", 1)
         jobs = [(prompt, _nth(params, k)) for k in range(n)]
         outs = await _generate_all(engine, jobs)
+        for attempt in range(1, FORCED_TRIES if prefix else 1):  # a forced call must parse
+            bad = [k for k, o in enumerate(outs) if not chat_choice(k, o, tools, fmt, prefix)[1]]
+            if not bad:
+                break
+            again = [(prompt, _nth(params, k + attempt * n)) for k in bad]
+            for k, o in zip(bad, await _generate_all(engine, again), strict=True):
+                outs[k] = o
         ids = bool(body.get("return_token_ids"))
         choices = []
         for i, out in enumerate(outs):
-            choice = chat_choice(i, out, tools, fmt)
+            choice, called = chat_choice(i, out, tools, fmt, prefix)
+            if prefix and not called:
+                raise BadRequest(
+                    f"tool_choice: the model wrote no parseable {fmt} call of the tools "
+                    f"{_tool_names(tools)} in {FORCED_TRIES} samples (name the function to force "
+                    "its name)",
+                    code="tool_call_not_parsed",
+                )
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": _chat_logprobs(engine, out)}
             if ids:
@@ -135,16 +162,50 @@ def build_app(
         err = {"message": message, "type": "BadRequestError", "param": None, "code": code or 400}
         return JSONResponse({"object": "error", "error": err, **err}, status_code=400)
 
+    def logged(handler: Handler) -> Handler:
+        if log is None:
+            return handler
+
+        async def run(request: Request) -> Response:
+            t0 = time.perf_counter()
+            resp: Response | None = None
+            try:
+                resp = await handler(request)
+            except (BadRequest, KwrlError) as e:
+                resp = await on_bad_request(request, e)
+            finally:
+                took = time.perf_counter() - t0
+                assert log is not None
+                log(request_line(request.method, request.url.path, resp, took))
+            assert resp is not None  # an exception other than a bad request went on up
+            return resp
+
+        return run
+
     return Starlette(
         routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/v1/completions", completions, methods=["POST"]),
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/kwrl/load_weights", load_weights, methods=["POST"]),
+            Route("/health", logged(health), methods=["GET"]),
+            Route("/v1/models", logged(models), methods=["GET"]),
+            Route("/v1/completions", logged(completions), methods=["POST"]),
+            Route("/v1/chat/completions", logged(chat), methods=["POST"]),
+            Route("/kwrl/load_weights", logged(load_weights), methods=["POST"]),
         ],
         exception_handlers={BadRequest: on_bad_request, KwrlError: on_bad_request},
     )
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def request_line(method: str, path: str, resp: Response | None, seconds: float) -> str:
+    """`kwrl-serve POST /v1/chat/completions 200 1.84 s tokens 312+41`: one request, its status
+    (500 when it raised), seconds and token counts (prompt + completion, where it has usage)."""
+    status = 500 if resp is None else resp.status_code
+    line = f"kwrl-serve {method} {path} {status} {seconds:.2f} s"
+    if resp is not None and path.endswith("completions") and status == 200:
+        usage = json.loads(bytes(resp.body)).get("usage") or {}
+        line += f" tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}"
+    return line
 
 
 async def _json(request: Request) -> dict[str, Any]:
@@ -225,20 +286,79 @@ def _check_room(engine: SamplingEngine, ids: list[int]) -> None:
         )
 
 
+FORCED_TRIES = 3
+"""Samples a forced tool call (`tool_choice` required or named) gets to parse before a 400."""
+
+CHOICE_FORMS = '"auto", "none", "required" or {"type": "function", "function": {"name": NAME}}'
+
+
+def forced_call(
+    tool_choice: Any, tools: list[dict[str, Any]] | None, fmt: str
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """A request's `tool_choice` -> (the tools to render, the text that opens the forced call).
+
+    `auto` (or none given): no prefix; `none`: no tools; `required`: the format's call opening
+    (naming the tool when only one is offered); a named function: the opening of that call, so
+    the model writes only its arguments. Anything else, a forced call without tools or a name not
+    among them is a BadRequest (400)."""
+    if tool_choice in (None, "auto"):
+        return tools, ""
+    if tool_choice == "none":
+        return None, ""
+    names = _tool_names(tools)
+    if tool_choice == "required":
+        name = names[0] if len(names) == 1 else None
+    elif (
+        isinstance(tool_choice, dict)
+        and tool_choice.get("type") == "function"
+        and isinstance(tool_choice.get("function"), dict)
+        and isinstance(tool_choice["function"].get("name"), str)
+    ):
+        name = tool_choice["function"]["name"]
+        if name not in names:
+            raise BadRequest(f"tool_choice: function {name!r} is not among the tools {names}")
+    else:
+        raise BadRequest(f"tool_choice: expected {CHOICE_FORMS}, got {tool_choice!r}")
+    if not names:
+        raise BadRequest(f"tool_choice {tool_choice!r}: the request offers no tools")
+    try:
+        return tools, get_format(fmt).call_prefix(name)
+    except NotImplementedError as e:
+        raise BadRequest(f"tool_choice: {e}") from None
+
+
 def chat_choice(
-    index: int, out: EngineOutput, tools: list[dict[str, Any]] | None, fmt: str = "hermes"
-) -> dict[str, Any]:
-    """One chat completion choice: the sampled text, its tool calls in format `fmt` split out as
-    OpenAI `tool_calls` when the request offered tools (finish reason `tool_calls` then)."""
-    content, calls = parse_tool_calls(out.text, fmt, tools) if tools else (out.text, [])
+    index: int,
+    out: EngineOutput,
+    tools: list[dict[str, Any]] | None,
+    fmt: str = "hermes",
+    prefix: str = "",
+) -> tuple[dict[str, Any], bool]:
+    """One chat completion choice and whether it calls only tools offered: the sampled text (after `prefix`,
+    a forced call's opening written into the prompt), its tool calls in format `fmt` split out as
+    OpenAI `tool_calls` when the request offered tools (finish reason `tool_calls` then), each
+    with an id of its own."""
+    text = prefix + out.text
+    content, calls = parse_tool_calls(text, fmt, tools) if tools else (text, [])
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
+        for call in calls:
+            call["id"] = f"call_{uuid.uuid4().hex[:24]}"
         message["content"] = content or None
         message["tool_calls"] = calls
     choice: dict[str, Any] = {"index": index, "message": message, **_finish(out)}
     if calls and out.finish_reason == FinishReason.STOP:
         choice["finish_reason"] = "tool_calls"
-    return choice
+    offered = set(_tool_names(tools))
+    return choice, bool(calls) and all(c["function"]["name"] in offered for c in calls)
+
+
+def _tool_names(tools: list[dict[str, Any]] | None) -> list[str]:
+    return [
+        t["function"].get("name")
+        for t in tools or []
+        if isinstance(t, dict) and isinstance(t.get("function"), dict)
+    ]
 
 
 async def _generate_all(

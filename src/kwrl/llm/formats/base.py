@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kwrl.llm.formats.blocks import Blocks, split_blocks
+from kwrl.llm.formats.blocks import TOOL_CALL_OPEN, Blocks, split_blocks
 
 Schemas = Mapping[str, dict[str, Any]]
 """{tool name: its parameters' JSON schema} (`tool_schemas_by_name`)."""
@@ -61,6 +61,14 @@ class ToolCallFormat(ABC):
     @abstractmethod
     def parse_body(self, body: str, schemas: Schemas) -> tuple[str, dict[str, Any]]:
         """The text between the tags -> (name, arguments); raise ValueError with a short reason."""
+
+    def call_prefix(self, name: str | None = None) -> str:
+        """The text that opens a call (of `name` when given), as the model writes it: what a
+        server writes after the assistant's turn starts to force a call (`kwrl serve`'s
+        `tool_choice`). The default opens a block and leaves the name to the model."""
+        if name is not None:
+            raise NotImplementedError(f"format {self.name!r} cannot force a named call")
+        return TOOL_CALL_OPEN
 
     def render_tools(self, system: str, tools: list[dict[str, Any]]) -> str:
         """`system` followed by the tools' JSON schemas and how to call them (Qwen2.5's wording)."""

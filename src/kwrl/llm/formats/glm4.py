@@ -41,6 +41,9 @@ class Glm4(ToolCallFormat):
         )
         return f"{TOOL_CALL_OPEN}{name}\n{pairs}{TOOL_CALL_CLOSE}"
 
+    def call_prefix(self, name: str | None = None) -> str:
+        return TOOL_CALL_OPEN + ("" if name is None else f"{name}\n")
+
     def parse_body(self, body: str, schemas: Schemas) -> tuple[str, dict[str, Any]]:
         head = body.split("<arg_key>", 1)[0]
         name = head.strip()

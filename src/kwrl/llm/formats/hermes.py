@@ -38,6 +38,11 @@ class Hermes(ToolCallFormat):
         body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
         return f"{TOOL_CALL_OPEN}\n{body}\n{TOOL_CALL_CLOSE}"
 
+    def call_prefix(self, name: str | None = None) -> str:
+        if name is None:
+            return f'{TOOL_CALL_OPEN}\n{{"name": "'
+        return f'{TOOL_CALL_OPEN}\n{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": '
+
     def parse_body(self, body: str, schemas: Schemas) -> tuple[str, dict[str, Any]]:
         try:
             obj = json.loads(body.strip())

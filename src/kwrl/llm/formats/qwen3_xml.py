@@ -49,6 +49,9 @@ class Qwen3Xml(ToolCallFormat):
         )
         return f"{TOOL_CALL_OPEN}\n<function={name}>\n{params}</function>\n{TOOL_CALL_CLOSE}"
 
+    def call_prefix(self, name: str | None = None) -> str:
+        return f"{TOOL_CALL_OPEN}\n<function=" + ("" if name is None else f"{name}>\n")
+
     def parse_body(self, body: str, schemas: Schemas) -> tuple[str, dict[str, Any]]:
         m = _FUNCTION_RE.search(body)
         if m is None:
