@@ -122,7 +122,11 @@ def build_app(
         jobs = [(prompt, _nth(params, k)) for k in range(n)]
         outs = await _generate_all(engine, jobs)
         for attempt in range(1, FORCED_TRIES if prefix else 1):  # a forced call must parse
-            bad = [k for k, o in enumerate(outs) if not chat_choice(k, o, tools, fmt, prefix)[1]]
+            bad = [
+                k
+                for k, o in enumerate(outs)
+                if not calls_offered(chat_choice(k, o, tools, fmt, prefix), tools)
+            ]
             if not bad:
                 break
             again = [(prompt, _nth(params, k + attempt * n)) for k in bad]
@@ -131,8 +135,8 @@ def build_app(
         ids = bool(body.get("return_token_ids"))
         choices = []
         for i, out in enumerate(outs):
-            choice, called = chat_choice(i, out, tools, fmt, prefix)
-            if prefix and not called:
+            choice = chat_choice(i, out, tools, fmt, prefix)
+            if prefix and not calls_offered(choice, tools):
                 raise BadRequest(
                     f"tool_choice: the model wrote no parseable {fmt} call of the tools "
                     f"{_tool_names(tools)} in {FORCED_TRIES} samples (name the function to force "
@@ -333,8 +337,8 @@ def chat_choice(
     tools: list[dict[str, Any]] | None,
     fmt: str = "hermes",
     prefix: str = "",
-) -> tuple[dict[str, Any], bool]:
-    """One chat completion choice and whether it calls only tools offered: the sampled text (after `prefix`,
+) -> dict[str, Any]:
+    """One chat completion choice: the sampled text (after `prefix`,
     a forced call's opening written into the prompt), its tool calls in format `fmt` split out as
     OpenAI `tool_calls` when the request offered tools (finish reason `tool_calls` then), each
     with an id of its own."""
@@ -349,8 +353,14 @@ def chat_choice(
     choice: dict[str, Any] = {"index": index, "message": message, **_finish(out)}
     if calls and out.finish_reason == FinishReason.STOP:
         choice["finish_reason"] = "tool_calls"
+    return choice
+
+
+def calls_offered(choice: dict[str, Any], tools: list[dict[str, Any]] | None) -> bool:
+    """Whether a chat choice calls tools, each of them one `tools` offers (a forced call's test)."""
+    calls = choice["message"].get("tool_calls") or []
     offered = set(_tool_names(tools))
-    return choice, bool(calls) and all(c["function"]["name"] in offered for c in calls)
+    return bool(calls) and all(c["function"]["name"] in offered for c in calls)
 
 
 def _tool_names(tools: list[dict[str, Any]] | None) -> list[str]:

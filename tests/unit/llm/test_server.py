@@ -88,3 +88,42 @@ def test_kwrl_serve_refuses_an_unknown_format_before_loading_a_model() -> None:
     r = CliRunner().invoke(app, ["serve", "/nonexistent", "--tool-call-parser", "nope"])
     assert r.exit_code == 2
     assert "--tool-call-parser" in r.output and "qwen3_xml" in r.output
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "qwen3_xml", "glm4"])
+def test_a_forced_call_is_the_formats_opening_and_the_model_writes_the_rest(fmt: str) -> None:
+    """`tool_choice` required or named: the format's call opening goes into the prompt, and the
+    opening with what the model writes after it parses as a call of the named tool, with an id
+    of its own."""
+    from kwrl.llm.server import calls_offered, forced_call
+
+    call = get_format(fmt).render_call("mail_search", {"query": "fee", "limit": 3})
+    named = {"type": "function", "function": {"name": "mail_search"}}
+    for choice in ("required", named):
+        tools, prefix = forced_call(choice, [SEARCH], fmt)
+        assert tools == [SEARCH] and prefix and call.startswith(prefix)
+        out = chat_choice(0, _out(call.removeprefix(prefix)), tools, fmt, prefix)
+        assert calls_offered(out, tools)
+        (got,) = out["message"]["tool_calls"]
+        assert got["function"]["name"] == "mail_search" and got["id"] != "call_0"
+    assert forced_call("auto", [SEARCH], fmt) == ([SEARCH], "")
+    assert forced_call("none", [SEARCH], fmt) == (None, "")
+    other = {**SEARCH, "function": {**SEARCH["function"], "name": "mail_read"}}
+    _, prefix = forced_call("required", [SEARCH, other], fmt)  # the model names the tool
+    assert "mail_search" not in prefix and call.startswith(prefix)
+    prose = chat_choice(0, _out("I will not."), [SEARCH], fmt, "")
+    assert not calls_offered(prose, [SEARCH])
+
+
+def test_bad_tool_choices_are_400s() -> None:
+    from kwrl.llm.server import BadRequest, forced_call
+
+    for choice, said in [
+        ("always", "expected"),
+        ({"type": "function", "function": {"name": "nosuch"}}, "not among the tools"),
+        ({"type": "function"}, "expected"),
+    ]:
+        with pytest.raises(BadRequest, match=said):
+            forced_call(choice, [SEARCH], "hermes")
+    with pytest.raises(BadRequest, match="offers no tools"):
+        forced_call("required", None, "hermes")
