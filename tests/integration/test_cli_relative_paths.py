@@ -87,7 +87,12 @@ def test_the_readme_stock_harbor_command_with_its_default_relative_jobs_dir(work
            "kwrl.sandbox.local:LocalEnvironment")  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     rewards = [json.loads(p.read_text()) for p in (work / "jobs").glob("*/*/verifier/reward.json")]
-    assert [x["reward"] for x in rewards] == [1.0], r.stdout
+    assert rewards == [{"reward": 1.0}], r.stdout
+    # harbor's summary shows each key of reward.json: the reward alone, no per-criterion column
+    # (before: `criterion/...` columns and a progress line of `Criterion/...-C1: 0.125`)
+    summary = " ".join(r.stdout.split())
+    assert "Mean: 1.000" in summary and "│ 1.0 │ 1 │" in summary, r.stdout
+    assert "criterion" not in r.stdout.lower() and "pass" not in r.stdout.lower(), r.stdout
 
 
 def test_a_run_with_no_trial_graded_has_no_score_and_exits_1(work: Path) -> None:

@@ -98,7 +98,10 @@ def test_outputs_over_the_budget_are_graded_zero_not_masked(
     rec = trials[task]
     assert rec.cause is FailureCause.NONE and rec.cause not in INFRA, (rec.cause, rec.error)
     rewards, grades, phase = _verifier(rec)
-    assert rewards == {"reward": 0.0, "pass": 0.0, "criterion/c1": 0.0, "criterion/c2": 0.0}
+    assert rewards == {"reward": 0.0} and (rec.criteria, rec.passed) == (
+        {"c1": 0.0, "c2": 0.0},
+        False,
+    )
     assert phase.strip() == "done" and why in grades["error"]
     assert all(
         g["rationale"].startswith("evidence over budget: ") and why in g["rationale"]

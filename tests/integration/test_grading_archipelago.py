@@ -89,8 +89,11 @@ def test_the_right_path_passes_and_a_wrong_one_fails(
     bad, _ = run_trial(
         tmp_path, task_dir, judge, "The gorilla is at /animals/ab47z/rt3ky.png.", "bad"
     )
-    assert json.loads((good / "verifier/reward.json").read_text()) == {"reward": 1.0, "pass": 1.0,
-                                                                        "criterion/ver_001": 1.0}  # fmt: skip
+    assert json.loads((good / "verifier/reward.json").read_text()) == {"reward": 1.0}
+    grades = json.loads((good / "verifier/grades.json").read_text())
+    assert grades["pass"] is True and [
+        (g["verifier_id"], g["score"]) for g in grades["grades"]
+    ] == [("ver_001", 1.0)]
     assert json.loads((bad / "verifier/reward.json").read_text())["reward"] == 0.0
 
     grades = json.loads((good / "verifier/grades.json").read_text())

@@ -449,6 +449,11 @@ def test_answers_a_judge_fails_score_zero_through_kwrl_rollout(
     )  # fmt: skip
     rewards = {p.parent.parent.name.rsplit("__", 1)[0]: json.loads(p.read_text())
                for p in out.glob("trials/*/verifier/reward.json")}  # fmt: skip
+    for name, r in rewards.items():  # each criterion's score is grades.json's
+        grades = json.loads(
+            (out / "trials").glob(f"{name}__*/verifier/grades.json").__next__().read_text()
+        )
+        r.update({f"criterion/{g['verifier_id']}": g["score"] for g in grades["grades"]})
     assert len(rewards) == len(plan) + len(hostile) + 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     failures = []
     for dest, (vid, answer) in plan.items():

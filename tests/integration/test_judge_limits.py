@@ -64,6 +64,11 @@ def verify(tmp: Path, task_dir: Path, answer: str, note: str, judge: FakeJudge) 
             "reward": json.loads(reward.read_text()) if reward.exists() else None}  # fmt: skip
 
 
+def scores(grades: dict[str, Any]) -> dict[str, float]:
+    """grades.json's score per criterion (reward.json keeps `reward` alone)."""
+    return {g["verifier_id"]: g["score"] for g in grades["grades"]}
+
+
 def test_overflow_and_refusal_provoked_by_the_agent_are_graded(
     tmp_path: Path, judge: FakeJudge
 ) -> None:
@@ -85,14 +90,16 @@ def test_overflow_and_refusal_provoked_by_the_agent_are_graded(
     assert note["rationale"] == (
         "[evidence cut to 9,375 characters to fit the judge's context] scripted: met"
     )
-    assert dirty["reward"] == {"reward": 0.5, "pass": 0.0, "criterion/ver_0": 0.0,
-                               "criterion/ver_1": 1.0}  # fmt: skip
+    assert dirty["reward"] == {"reward": 0.5}
+    assert (
+        scores(dirty["grades"]) == {"ver_0": 0.0, "ver_1": 1.0} and dirty["grades"]["pass"] is False
+    )
     # the answer and its probe; the note at 300,000, 150,000, 75,000, 37,500, 18,750 and 9,375
     assert len(judge.requests) == 2 + 6
 
     clean = verify(tmp_path / "clean", t, f"The total is {GOLD}.", big_note, judge)
     assert clean["rc"] == 0, clean["stderr"]
-    assert clean["reward"]["criterion/ver_0"] == 1.0 and clean["reward"]["reward"] == 1.0
+    assert scores(clean["grades"])["ver_0"] == 1.0 and clean["reward"] == {"reward": 1.0}
 
 
 def test_a_criterion_the_filter_refuses_is_an_infrastructure_error(

@@ -138,8 +138,7 @@ def test_a_judged_apex_task_is_graded_by_the_judge_through_a_real_trial(
         "ver_cfo": ("judge", 0.0, "scripted: not met"),
     }
     assert {g["judge_model"] for g in grades.values()} == {f"{judge.url}#m"}
-    assert json.loads((trial / "verifier/reward.json").read_text()) == {
-        "reward": 0.5, "pass": 0.0, "criterion/ver_rev": 1.0, "criterion/ver_cfo": 0.0}  # fmt: skip
+    assert json.loads((trial / "verifier/reward.json").read_text()) == {"reward": 0.5}
 
     # nothing of the judge reached the agent phase
     assert (trial / "agent/judge_vars.txt").read_text().strip() == "0"

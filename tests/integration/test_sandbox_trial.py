@@ -34,7 +34,8 @@ async def test_the_oracle_scores_one_and_nop_scores_zero(graded_task: Path, tmp_
         graded_task, RolloutConfig(agent="oracle", environment_kwargs=NO_GW), tmp_path, "oracle"
     )
     assert oracle.cause is FailureCause.NONE, oracle.error
-    assert oracle.rewards == {"reward": 1.0, "pass": 1.0, "criterion/c1": 1.0, "criterion/c2": 1.0}
+    assert oracle.rewards == {"reward": 1.0}
+    assert (oracle.criteria, oracle.passed) == ({"c1": 1.0, "c2": 1.0}, True)
     grades = json.loads((Path(oracle.trial_dir) / "verifier" / "grades.json").read_text())
     assert [g["method"] for g in grades["grades"]] == ["machine", "machine"]
     nop = await run_trial(

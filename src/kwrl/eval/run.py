@@ -76,7 +76,8 @@ def rollout_config(cfg: EvalConfig) -> RolloutConfig:
 # ---------------------------------------------------------------- reading a trial dir
 
 
-def _criteria(grades: list[CriterionGrade], rewards: dict[str, float]) -> list[CriterionResult]:
+def _criteria(grades: list[CriterionGrade], criteria: dict[str, float]) -> list[CriterionResult]:
+    """The trial's criteria: grades.json's rows, else the scores alone (`TrialRecord.criteria`)."""
     if grades:
         return [
             CriterionResult(
@@ -90,11 +91,7 @@ def _criteria(grades: list[CriterionGrade], rewards: dict[str, float]) -> list[C
             )
             for g in grades
         ]
-    return [
-        CriterionResult(verifier_id=k.removeprefix("criterion/"), score=v, passed=v >= 1.0)
-        for k, v in rewards.items()
-        if k.startswith("criterion/")
-    ]
+    return [CriterionResult(verifier_id=k, score=v, passed=v >= 1.0) for k, v in criteria.items()]
 
 
 def task_labels(task_dir: Path) -> dict[str, str | None]:
@@ -118,9 +115,9 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
             use = tools.setdefault(UNKNOWN_TOOL if unknown else call.name, ToolUse())
             use.calls += 1
             use.ok += int(call.ok)
-    criteria = _criteria(files.grades, rec.rewards)
-    if "pass" in rec.rewards:
-        passed = rec.rewards["pass"] == 1.0
+    criteria = _criteria(files.grades, rec.criteria)
+    if rec.passed is not None:
+        passed = rec.passed
     else:
         passed = rec.reward is not None and bool(criteria) and all(c.passed for c in criteria)
     try:

@@ -39,8 +39,8 @@ could trade a 0 for a mask (`_judge_one`):
   (`JudgeConfig.agent_chars`), so only a judge slower than its configured reading rate, or an
   output built to slow it, gets here.
 
-`TrialGrades.reward_json()` is harbor's flat `reward.json` (`reward`, `pass`,
-`criterion/<verifier_id>`); `grades_json()` is the audit trail (each verdict, its rationale, and the
+`TrialGrades.reward_json()` is harbor's `reward.json`, `{"reward": score}` alone (what stock
+harbor's summaries read; each key would be a column); `grades_json()` is the audit trail (each verdict, its rationale, and the
 evidence shown to the judge or check).
 """
 
@@ -105,10 +105,9 @@ class TrialGrades:
     failed for it."""
 
     def reward_json(self) -> dict[str, float]:
-        out: dict[str, float] = {"reward": self.score, "pass": 1.0 if self.passed else 0.0}
-        for g in self.grades:
-            out[f"criterion/{g.verifier_id}"] = g.score
-        return out
+        """harbor's reward.json: the score alone (harbor's progress line and summary show every
+        key as a column; the criteria and the pass live in `grades_json`)."""
+        return {"reward": self.score}
 
     def grades_json(self) -> dict[str, Any]:
         return {

@@ -46,7 +46,9 @@ ROLLOUT_LEGACY = (*TRIAL_LEGACY, Legacy(("--agent", "-a"), _old_agent))
 """`kwrl rollout`'s flags of the release before its config's flags, kept one release."""
 
 
-def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
+def _criteria_table(trial_dir: Path, criteria: dict[str, float]) -> Any:
+    """The trial's criteria ({verifier_id: score}, `TrialRecord.criteria`) with grades.json's
+    method, text and rationale."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -56,10 +58,7 @@ def _criteria_table(trial_dir: Path, rewards: dict[str, float]) -> Any:
     table = Table(title=f"criteria ({trial_dir.name})")
     for col in ("criterion", "score", "method", "criteria / rationale"):
         table.add_column(col)
-    for key, value in rewards.items():
-        if not key.startswith("criterion/"):
-            continue
-        vid = key.removeprefix("criterion/")
+    for vid, value in criteria.items():
         g = by_id.get(vid)
         # The text quotes the agent's output (a rationale, a criterion on its answer): never markup.
         text = escape(g.criteria) if g is not None else ""
@@ -111,7 +110,7 @@ def trial_run(
     name += f"-{n}" if n else ""
     rec = asyncio.run(run_trial(task_dir, cfg, out, name))
     console = Console()
-    console.print(_criteria_table(Path(rec.trial_dir), rec.rewards))
+    console.print(_criteria_table(Path(rec.trial_dir), rec.criteria))
     reward = "-" if rec.reward is None else f"{rec.reward:g}"
     decision = trial_decision(rec.cause, rec.reward)  # as a group of one
     train = f"trained with {decision.reward:g}" if decision.trained else "masked"

@@ -41,7 +41,7 @@ from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
 from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
-from kwrl.rollout.trial import read_json
+from kwrl.rollout.trial import read_json, trial_scores
 
 ROLLOUT_FILES = ("trials", "summary.json")
 """What `run_rollout` writes at the top of its `out` (`kwrl.io.OutputDir.open`)."""
@@ -122,6 +122,11 @@ class TrialRecord:
     cause: FailureCause
     reward: float | None = None
     rewards: dict[str, float] = field(default_factory=dict)
+    """harbor's verifier rewards (reward.json: kwrl's grader writes `reward` alone)."""
+    criteria: dict[str, float] = field(default_factory=dict)
+    """Score per criterion, {verifier_id: score} (`kwrl.rollout.trial.trial_scores`)."""
+    passed: bool | None = None
+    """Whether every criterion the pass needs passed (grades.json `pass`); None: not recorded."""
     error: str | None = None
     seconds: float = 0.0
     trained: bool = False
@@ -200,6 +205,8 @@ def _record_result(record: TrialRecord, result: Any, trial_dir: Path) -> None:
     )
     record.rewards = {k: float(v) for k, v in (rewards or {}).items()}
     record.reward = record.rewards.get("reward")
+    if record.reward is not None:
+        record.criteria, record.passed = trial_scores(trial_dir, record.rewards)
     if result.exception_info is not None:
         info = result.exception_info
         record.error = f"{info.exception_type}: {info.exception_message}"[:2000]
@@ -444,9 +451,7 @@ def summarize(
         "retries": len(history) - len(finals),
         "graded": len(graded),
         "mean_reward": sum(graded) / len(graded) if graded else None,
-        "pass_rate": sum(1 for r in finals if r.rewards.get("pass") == 1.0) / len(finals)
-        if finals
-        else None,
+        "pass_rate": sum(1 for r in finals if r.passed) / len(finals) if finals else None,
         "causes": causes,
         "trained": sum(r.trained for r in finals),
         "tasks": tasks,

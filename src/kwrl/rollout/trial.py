@@ -40,6 +40,38 @@ def read_json(path: Path) -> Any:
         return None
 
 
+CRITERION_PREFIX = "criterion/"
+"""How reward.json named a criterion's score before it kept `reward` alone (older trial dirs, other
+graders)."""
+
+
+def trial_scores(
+    trial_dir: Path | str, rewards: dict[str, float]
+) -> tuple[dict[str, float], bool | None]:
+    """A trial's score per criterion ({verifier_id: score}) and whether it passed, from kwrl's
+    verifier/grades.json; where that has none, from reward.json's `criterion/<id>` and `pass` keys
+    (`rewards`: trials written before reward.json kept `reward` alone, other graders). None: no
+    pass recorded."""
+    grades = read_json(Path(trial_dir) / "verifier" / "grades.json")
+    rows = grades.get("grades") if isinstance(grades, dict) else None
+    if isinstance(rows, list) and rows:
+        criteria = {
+            str(g["verifier_id"]): float(g["score"])
+            for g in rows
+            if isinstance(g, dict)
+            and "verifier_id" in g
+            and isinstance(g.get("score"), int | float)
+        }
+        passed = grades.get("pass") if isinstance(grades, dict) else None
+        return criteria, passed if isinstance(passed, bool) else None
+    criteria = {
+        k.removeprefix(CRITERION_PREFIX): v
+        for k, v in rewards.items()
+        if k.startswith(CRITERION_PREFIX)
+    }
+    return criteria, None if "pass" not in rewards else rewards["pass"] == 1.0
+
+
 @dataclass(frozen=True)
 class TrialFiles:
     """A finished trial's files: the agent's metadata, its token counts, grades, final answer."""

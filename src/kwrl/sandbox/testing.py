@@ -8,8 +8,8 @@ does both, so the oracle scores 1.0 and the nop agent 0.0.
 Two verifiers (`grader=`):
 - `"kwrl"`: the real one (`tests/test.sh` from `kwrl.tasks.taskdir`, i.e. `kwrl.grading.verify`)
   with machine checks only, so no judge is called;
-- `"shell"`: a self-contained bash verifier writing the same files (reward.json with
-  `criterion/<id>` keys, grades.json), for testing the sandbox without the grader.
+- `"shell"`: a self-contained bash verifier writing the same files (reward.json with `reward`
+  alone, grades.json with the pass and each criterion), for testing the sandbox without the grader.
 
 Agent kinds for failure tests are solve.sh variants (`SOLUTIONS`): `sleep` (outlives any timeout),
 `forkbomb`, `memhog`, `daemon` (leaves a background process behind), and hostile agents that
@@ -105,10 +105,10 @@ grep -q 42 /logs/agent/final_answer.txt 2>/dev/null && c2=1
 reward=$(awk "BEGIN{print ($c1+$c2)/2}")
 pass=$(( c1 & c2 ))
 cat > /logs/verifier/reward.json <<EOF
-{"reward": $reward, "pass": $pass, "criterion/c1": $c1, "criterion/c2": $c2}
+{"reward": $reward}
 EOF
 cat > /logs/verifier/grades.json <<EOF
-{"grades": [{"verifier_id": "c1", "score": $c1, "criteria": "answer.txt holds 42"},
+{"pass": $( ((pass)) && echo true || echo false ), "grades": [{"verifier_id": "c1", "score": $c1, "criteria": "answer.txt holds 42"},
             {"verifier_id": "c2", "score": $c2, "criteria": "final answer says 42"}]}
 EOF
 """

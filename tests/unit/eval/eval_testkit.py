@@ -79,9 +79,8 @@ def make_trial(
             "exception_traceback": "", "occurred_at": result["finished_at"],
         }  # fmt: skip
     else:
-        rewards = {"reward": reward, "pass": float(reward >= 0.99)}
-        for g in grades["grades"]:
-            rewards[f"criterion/{g['verifier_id']}"] = g["score"]
+        rewards = {"reward": reward}  # kwrl's grader: the pass and criteria are grades.json's
+        grades["pass"] = reward >= 0.99
         result["verifier_result"] = {"rewards": rewards}
         (d / "verifier" / "reward.json").write_text(json.dumps(rewards))
         (d / "verifier" / "grades.json").write_text(json.dumps(grades))

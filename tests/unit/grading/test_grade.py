@@ -91,8 +91,15 @@ async def test_machine_checks_auto_fail_and_judge_are_combined(
         and "/summary.txt" not in v3_prompt
     )
     assert by_id["v3"].evidence == ["ARTIFACT 1 (file modified: /memo.docx)"]
-    assert grades.reward_json() == {"reward": 0.5, "pass": 0.0, "criterion/v1": 1.0, "criterion/v2": 0.0,
-                                    "criterion/v3": 1.0, "criterion/v4": 0.0}  # fmt: skip
+    assert grades.reward_json() == {"reward": 0.5}  # harbor's summaries show each key as a column
+    scored = grades.grades_json()
+    assert scored["pass"] is False
+    assert [(g["verifier_id"], g["score"]) for g in scored["grades"]] == [
+        ("v1", 1.0),
+        ("v2", 0.0),
+        ("v3", 1.0),
+        ("v4", 0.0),
+    ]
     assert grades.grades_json()["grades"][1]["rationale"].startswith(
         "no artifact of the expected type"
     )

@@ -73,3 +73,27 @@ def test_grades_another_grader_wrote_read_with_an_unknown_method(tmp_path: Path)
         ("c1", 1.0, "unknown", ""),
         ("c2", 0.0, "unknown", ""),
     ]
+
+
+def test_criteria_and_pass_come_from_grades_json_or_an_older_reward_json(tmp_path: Path) -> None:
+    """reward.json keeps `reward` alone (what stock harbor's summaries read); each criterion's
+    score and the pass are grades.json's. A trial dir written before (criterion/<id> and pass in
+    reward.json, or a grader without grades.json) still reads the same."""
+    from kwrl.rollout.trial import trial_scores
+
+    grades = TrialGrades(
+        grades=[
+            CriterionGrade("c1", "a", 1.0, "machine", "met"),
+            CriterionGrade("c2", "b", 0.0, "machine", "not met"),
+        ],
+        scoring="apex_v1",
+        score=0.5,
+        passed=False,
+    )
+    assert grades.reward_json() == {"reward": 0.5}
+    (tmp_path / "new" / "verifier").mkdir(parents=True)
+    (tmp_path / "new" / "verifier" / "grades.json").write_text(json.dumps(grades.grades_json()))
+    assert trial_scores(tmp_path / "new", grades.reward_json()) == ({"c1": 1.0, "c2": 0.0}, False)
+    old = {"reward": 1.0, "pass": 1.0, "criterion/c1": 1.0}
+    assert trial_scores(tmp_path / "old", old) == ({"c1": 1.0}, True)
+    assert trial_scores(tmp_path / "old", {"reward": 1.0}) == ({}, None)

@@ -19,6 +19,6 @@ def test_a_rationale_quoting_the_agent_prints_as_text_not_markup(tmp_path: Path)
              "rationale": "the answer 'POR 120,[/.-] [red]' does not say 42"}  # fmt: skip
     (tmp_path / "verifier" / "grades.json").write_text(json.dumps({"grades": [grade]}))
     console = Console(record=True, width=200)
-    console.print(_criteria_table(tmp_path, {"reward": 0.0, "criterion/c1": 0.0}))
+    console.print(_criteria_table(tmp_path, {"c1": 0.0}))
     out = console.export_text()
     assert "POR 120,[/.-] [red]' does not say 42" in out and "Says [b]42[/b]" in out

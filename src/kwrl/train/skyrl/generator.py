@@ -281,12 +281,11 @@ class KwrlHarborGenerator(GeneratorInterface):
         m["kwrl/trained"] = sum(r.trained for r in finals)
         if graded:
             m["kwrl/mean_reward"] = sum(float(r.reward or 0.0) for r in graded) / len(graded)
-            m["kwrl/pass_rate"] = sum(r.rewards.get("pass") == 1.0 for r in graded) / len(graded)
+            m["kwrl/pass_rate"] = sum(bool(r.passed) for r in graded) / len(graded)
         crit: dict[str, list[float]] = defaultdict(list)
         for r in graded:
-            for k, v in r.rewards.items():
-                if k.startswith("criterion/"):
-                    crit[k].append(v)
+            for k, v in r.criteria.items():
+                crit[f"criterion/{k}"].append(v)
         all_scores = [v for vs in crit.values() for v in vs]
         if all_scores:
             m["kwrl/criterion_pass_rate"] = sum(v >= 0.99 for v in all_scores) / len(all_scores)

@@ -62,11 +62,7 @@ class FakeTrials:
             tdir = trials_dir / name
             tdir.mkdir(parents=True)
             (tdir / "result.json").write_text(json.dumps({"agent_result": {"metadata": meta}}))
-            rewards = (
-                {"reward": reward, "criterion/c1": reward, "pass": reward}
-                if reward is not None
-                else {}
-            )
+            rewards = {"reward": reward} if reward is not None else {}
             attempts.append(
                 TrialRecord(
                     task=task_dir.name,
@@ -77,6 +73,8 @@ class FakeTrials:
                     cause=cause,
                     reward=reward,
                     rewards=rewards,
+                    criteria={"c1": reward} if reward is not None else {},
+                    passed=None if reward is None else reward == 1.0,
                 )
             )
             if cause not in (FailureCause.SANDBOX, FailureCause.MODEL, FailureCause.VERIFIER):
