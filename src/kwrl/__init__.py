@@ -9,6 +9,6 @@ import os
 
 __version__ = "0.1.0"
 
-# harbor and litellm reach the network at import unless told not to (DESIGN §8); kwrl never does.
+# harbor and litellm reach the network at import unless told not to; kwrl never does.
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

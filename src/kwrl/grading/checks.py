@@ -4,10 +4,10 @@ Each check kind of `kwrl.tasks.models.MachineCheck` has one pure-ish function he
 check, the trial's `Evidence`, the criterion's `expected_file_type` and the task's figures, and
 returns a `CheckResult` (passed, a rationale a person can audit, the evidence it looked at, and
 whether it could decide). `run_check` dispatches on the check's type through the `CHECKS`
-registry. Policy (DESIGN §6): a criterion with a machine check is graded by it; the judge grades
+registry. Policy: a criterion with a machine check is graded by it; the judge grades
 the rest, and the criteria whose check could not decide.
 
-The checks keep the judge's semantics (DESIGN §6: strict; claims are not evidence; hedging fails):
+The checks keep the judge's semantics (strict; claims are not evidence; hedging fails):
 - What is read follows the judge's view: a criterion expecting a file type reads only the
   produced files of that type, and when none was produced the check fails; the check's `source`
   says whether the answer, the files or both count. File names are never read as content.

@@ -1,6 +1,6 @@
 """How a text states an answer: the reading that machine checks share (`kwrl.grading.checks`).
 
-A judge following the prompt (DESIGN §6) fails an answer that hedges, negates or lists candidates,
+A judge following the prompt (`kwrl.grading.judges`) fails an answer that hedges, negates or lists candidates,
 and passes the same answer in other words. This module reads a text the same way, for a number
 (`value_asserted`) and for a name, date or identifier (`text_stated`, `rivals_failure`); each
 returns a `Finding`: passed, why, and `decided`. An undecided finding is a statement only a reader

@@ -1,4 +1,4 @@
-"""Reward and loss-mask rules for trials and groups (DESIGN §7, RECIPE tito_harbor_generator).
+"""Reward and loss-mask rules for trials and groups (docs/contracts.md).
 
 Pure functions over `FailureCause`s; a group is the samples of one prompt (task).
 

@@ -56,7 +56,7 @@ class TrialRun(KwrlConfig):
     concurrency: int = Field(default=4, ge=1)
     """Trials running at once."""
     retries: int = Field(default=2, ge=0)
-    """Retries of a trial that failed for an infrastructure reason (DESIGN §7: 2)."""
+    """Retries of a trial that failed for an infrastructure reason (never a failure of the policy)."""
     agent_timeout_sec: float | None = Field(default=None, gt=0)
     """Override of task.toml's agent timeout (seconds); None: the task's."""
 

@@ -3,7 +3,7 @@
 - `task-dirs` (docs/architecture.md): `worlds/<world_id>/{world.json, filesystem/, .apps_data/}`
   once per world, `tasks/<slug>/` per task through `kwrl.tasks.taskdir.write_task_dir`, with the
   overlay in `environment/overlay/`, `solution/solve.sh` and `solution/gold_calls.json`.
-- `apex-hf` (DESIGN §3a): `tasks_and_rubrics.json`, `world_descriptions.json`,
+- `apex-hf` (APEX-Agents' Hugging Face layout): `tasks_and_rubrics.json`, `world_descriptions.json`,
   `world_files_zipped/<world_id>.zip`, `task_files/<task_id>/` overlays. Machine checks and gold
   calls have no place in that format; rubric text and gold answers do.
 

@@ -1,4 +1,4 @@
-"""Convert the APEX-Agents Hugging Face layout into a kwrl dataset (DESIGN §3a -> §3b).
+"""Convert the APEX-Agents Hugging Face layout into a kwrl dataset of task dirs.
 
 Input (a local folder, or a HF dataset id fetched with `snapshot_download`):
 

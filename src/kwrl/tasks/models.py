@@ -1,4 +1,4 @@
-"""pydantic models of every on-disk format kwrl reads or writes (DESIGN §3).
+"""pydantic models of every on-disk format kwrl reads or writes (docs/contracts.md).
 
 - APEX-Agents HF layout: `ApexTask` (tasks_and_rubrics.json rows), `ApexWorld`
   (world_descriptions.json rows).

@@ -1,6 +1,6 @@
 """Training task dirs: read one (`load_task`), write one (`write_task_dir`).
 
-A task dir (DESIGN §3b, docs/architecture.md) is a harbor task plus Archipelago's grading inputs:
+A task dir (docs/architecture.md) is a harbor task plus Archipelago's grading inputs:
 
     instruction.md  task.toml  archipelago.json
     environment/Dockerfile                         docker preset: FROM the world's image

@@ -1,6 +1,6 @@
 """From trajectories to padded training tensors (pure).
 
-A trajectory (TITO, DESIGN §5) is one strictly appending token list: `prompt_ids` (the first
+A trajectory (TITO: token in, token out) is one strictly appending token list: `prompt_ids` (the first
 rendering of system + user) then `response_ids` (everything after: policy turns and the
 observations between them), with `loss_mask` (1 = policy-sampled) and `logprobs` (the sampler's,
 0.0 where the mask is 0) aligned to `response_ids`.

@@ -2,7 +2,7 @@
 
 A draft is everything a task needs before it has ids: prompt, rubric (criteria with machine
 checks, the first the primary objective), the gold tool calls and final answer, and any overlay
-files. Gold calls name tools as the gateway exposes them (`<server>_<tool>`, DESIGN §4) with the
+files. Gold calls name tools as the gateway exposes them (`<server>_<tool>`, docs/contracts.md) with the
 argument names of the app modules in `kwrl.worlds.apps`; `kwrl.synth.gold` renders them as
 solution/gold_calls.json and solution/solve.sh.
 """

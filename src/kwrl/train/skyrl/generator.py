@@ -13,7 +13,7 @@ from the trial dir by `kwrl.train.batch.trajectories_from_records`), not step-wi
 `prompt_token_ids` = the first prompt, `response_ids` = everything after it (tool observations
 included, loss mask 0 on them), `rollout_logprobs` aligned with `response_ids`.
 
-Masking (DESIGN §7, `kwrl.rollout.masking`), applied by the batch runner
+Masking (`kwrl.rollout.masking`), applied by the batch runner
 (`kwrl.rollout.runner.apply_group_decisions`) per prompt group (`instance_id`) in the training
 phase: a masked trial becomes a one-token placeholder row with loss mask [0] (the row
 stays so SkyRL's group sizes hold, it carries no gradient) whose reward is the mean of its group's
