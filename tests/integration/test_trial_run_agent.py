@@ -38,6 +38,11 @@ def test_trial_run_passes_agent_settings_and_fits_the_tools_to_the_model(tmp_pat
         proc.stdout[-2000:] + proc.stderr[-2000:]
     )
     assert meta["turn_stats"][0]["completion_tokens"] <= 8
+    # progress on stderr while it runs (before: nothing for minutes): the model's loading, each turn
+    lines = proc.stderr.splitlines()
+    assert "kwrl: loading model smollm2-135m (engine) ..." in lines, proc.stderr[-2000:]
+    assert any(x.startswith("kwrl: loading model smollm2-135m (engine): ") for x in lines)
+    assert any(x.startswith("kwrl: turn 1: policy ") and "+" in x for x in lines), proc.stderr
     assert meta["context_window"] == 8192 and meta["tool_prompt"] == "compact"
     assert "over half the 8192-token context window" in meta["tool_prompt_reason"]
     assert meta["turn_stats"][0]["prompt_tokens"] < 8192 // 2

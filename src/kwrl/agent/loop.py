@@ -37,6 +37,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 
+from kwrl import progress
 from kwrl.agent.config import AgentConfig
 from kwrl.agent.meta import AgentMeta, CutOff, DriftValue, ToolStat, TurnStats
 from kwrl.agent.parsers import ParsedToolCall, build_parser
@@ -306,6 +307,7 @@ class AgentLoop:
                 break
             run.turns.append(stats)
             stop = await self._step(completion, stats, remaining)
+            progress.turn(stats)
             if stop is not None:
                 run.stop_reason = stop
                 break

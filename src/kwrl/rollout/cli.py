@@ -92,6 +92,8 @@ def trial_run(
     """Run one harbor trial and print its reward per criterion; exit 1 if it failed (no reward)."""
     from rich.console import Console
 
+    from kwrl import progress
+    from kwrl.agent.config import AgentConfig
     from kwrl.io import check_output_path
     from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.preflight import preflight
@@ -108,6 +110,10 @@ def trial_run(
     while (out / (name + (f"-{n}" if n else ""))).exists():
         n += 1
     name += f"-{n}" if n else ""
+    if cfg.agent == KWRL_AGENT:  # a model samples: a line per turn (stderr), not minutes of silence
+        progress.show_turns()
+        steps = cfg.agent_kwargs.get("max_steps", AgentConfig().max_steps)
+        progress.note(f"trial {name}: {cfg.model}, up to {steps} turns")
     rec = asyncio.run(run_trial(task_dir, cfg, out, name))
     console = Console()
     console.print(_criteria_table(Path(rec.trial_dir), rec.criteria))

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from kwrl import progress
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError, PolicyError
 from kwrl.llm.engines.base import SamplingEngine
@@ -73,7 +74,8 @@ def load_engine(kind: str, model: str, settings: KwrlConfig) -> SamplingEngine:
     key = f"{kind}\n{model}\n{settings.model_dump_json(exclude={'model'})}"
     with _LOAD_LOCK:
         if key not in _LOADED:
-            _LOADED[key] = loader(model, settings)
+            with progress.step(f"loading model {model} ({kind})"):
+                _LOADED[key] = loader(model, settings)
         return _LOADED[key]
 
 

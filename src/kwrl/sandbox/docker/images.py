@@ -47,6 +47,7 @@ from packaging.requirements import Requirement
 from pydantic import Field
 
 import kwrl
+from kwrl import progress
 from kwrl.config import KwrlConfig
 from kwrl.errors import SandboxError
 from kwrl.sandbox.docker.init import IMAGE_ENV, PYTHON, RUN_DIR, START_ARGV
@@ -382,7 +383,10 @@ async def ensure_image(spec: ImageSpec) -> bool:
         key = spec.key
         if await image_key(spec.tag) == key:
             return False
-        with tempfile.TemporaryFile() as f:
+        with (
+            progress.step(f"building docker image {spec.tag} (its key changed or it is new)"),
+            tempfile.TemporaryFile() as f,
+        ):
             spec.write_tar(f)  # type: ignore[arg-type]
             f.seek(0)
             rc, out = await _run(
@@ -396,8 +400,8 @@ async def ensure_image(spec: ImageSpec) -> bool:
                 "-",
                 stdin=f.fileno(),
             )
-        if rc != 0:
-            raise SandboxError(f"docker build of {spec.tag} failed ({rc}): {out[-3000:]}")
+            if rc != 0:
+                raise SandboxError(f"docker build of {spec.tag} failed ({rc}): {out[-3000:]}")
         return True
 
 
