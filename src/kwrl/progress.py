@@ -18,10 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kwrl.agent.meta import TurnStats
+from typing import Any
 
 QUIET_ENV = "KWRL_QUIET"
 _state = {"turns": False, "quiet": False}
@@ -60,9 +57,10 @@ def quiet(on: bool = True) -> None:
     _state["quiet"] = on
 
 
-def turn(stats: TurnStats) -> None:
+def turn(stats: Any) -> None:
     """`turn 3: policy 4.2 s (812+57 tokens), tools mail_search, excel_read 0.3 s` when turns
-    are shown."""
+    are shown; `stats` is a `kwrl.agent.meta.TurnStats` (untyped here: this module sits below
+    every folder)."""
     if not _state["turns"]:
         return
     calls = ", ".join(c.name for c in stats.tool_calls) or "none"

@@ -34,7 +34,9 @@ GRADING_MAY_IMPORT = {"tasks", "llm"}
 # sandbox and the grader alike, so its judge attacks are graded by the grader's loopback judge.
 ALLOWED = {("kwrl.sandbox.testing", "kwrl.grading.judges.loopback")}
 # Modules of no folder that every folder may import (they import no folder).
-BASE = {"kwrl", "kwrl.cli_config", "kwrl.config", "kwrl.errors", "kwrl.io", "kwrl.net"}
+BASE = {
+    "kwrl", "kwrl.cli_config", "kwrl.config", "kwrl.errors", "kwrl.io", "kwrl.net", "kwrl.progress"
+}  # fmt: skip
 TOP = "kwrl.cli"  # the command table imports every stage (by name, through importlib)
 
 
