@@ -6,7 +6,7 @@
 Builds, once, in `--work` (rerun the same command on the same dir to resume a run this script did
 not finish), a dataset of cheap tasks: `gold` (the oracle's answer, a shell grader), `judged-<i>`
 (the oracle's answer, one criterion only a judge grades), `nop` (a solution that does nothing),
-hostile tasks (`kwrl.sandbox.testing.ATTACKS`, graded by kwrl's grader) and tasks `kwrl data synth`
+hostile tasks (`kwrl.sandbox.conformance.testing.ATTACKS`, graded by kwrl's grader) and tasks `kwrl data synth`
 generated (their gold calls replayed through the gateway). Then runs `kwrl eval --model oracle`
 over it (about N trials: -k N / tasks) and `kwrl eval` of a scripted KwrlAgent policy over HTTP
 (`kwrl.llm.loopback.LoopbackPolicy`, about `--policy-share` of N) on `gold`, both with the fault
@@ -53,7 +53,7 @@ TOKENIZER = "qwen2.5-coder-0.5b"
 
 def build(work: Path, synth_tasks: int) -> dict[str, str]:
     """The dataset at `work/data` (once) and each task's expected reward: "1", "0" or "<0.5"."""
-    from kwrl.sandbox.testing import ATTACK_TASKS, make_task, make_world
+    from kwrl.sandbox.conformance.testing import ATTACK_TASKS, make_task, make_world
 
     data, marker = work / "data", work / "data" / "expected.json"
     if marker.is_file():

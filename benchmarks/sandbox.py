@@ -43,7 +43,8 @@ class _Phases:
     """Wall time of start()'s parts, by wrapping the functions it calls (this process only)."""
 
     def __init__(self) -> None:
-        from kwrl.sandbox import cgroups, zygote
+        from kwrl.sandbox import cgroups
+        from kwrl.sandbox.gateway import zygote
         from kwrl.sandbox.local import gateway
 
         self.times: dict[str, list[float]] = {}
@@ -95,8 +96,8 @@ async def bench_ready(
     task: Path, tmp: Path, n: int, pool: int, gap_s: float, phases: _Phases
 ) -> None:
     """`n` sequential trials (after one warm-up): start(), then one MCP session listing the tools."""
+    from kwrl.sandbox.conformance.testing import make_environment
     from kwrl.sandbox.local import LocalEnvironment
-    from kwrl.sandbox.testing import make_environment
     from kwrl.worlds.client import GatewayClient
 
     ready: list[float] = []
@@ -156,7 +157,7 @@ def _kind(pid: int) -> str:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return "gone"
-    if b"kwrl.sandbox.zygote" in argv or b"kwrl.sandbox.gateway" in argv:
+    if b"kwrl.sandbox.gateway.zygote" in argv or b"kwrl.sandbox.gateway.launch" in argv:
         return "gateway"
     if argv[0].endswith(b"bwrap"):
         return "bwrap"
@@ -176,7 +177,7 @@ def rollup(pid: int) -> dict[str, float]:
 
 async def bench_idle(task: Path, tmp: Path, n: int) -> None:
     """`n` sandboxes with their gateways up, idle; then each gateway serves one MCP session."""
-    from kwrl.sandbox.testing import make_environment
+    from kwrl.sandbox.conformance.testing import make_environment
     from kwrl.worlds.client import GatewayClient
 
     base = mem_available_mb()
@@ -228,7 +229,7 @@ async def main() -> None:
     ap.add_argument("--concurrent", type=int, default=32)
     ap.add_argument("--idle", default="16", help="sandboxes held idle; a comma list for several")
     args = ap.parse_args()
-    from kwrl.sandbox.testing import make_dataset
+    from kwrl.sandbox.conformance.testing import make_dataset
 
     with tempfile.TemporaryDirectory(prefix="kwrl-bench-") as d:
         tmp = Path(d)

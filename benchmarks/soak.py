@@ -5,7 +5,7 @@
 Runs N harbor trials through `kwrl.rollout.runner` in the local sandbox, cycling through three
 kinds: the oracle (reward 1), the nop agent (reward 0), and an agent killed by its timeout
 (a solve.sh that sleeps past a 1 s agent timeout); `--hostile` mixes in the hostile agents of
-`kwrl.sandbox.testing.ATTACKS` (graded by the real grader, each on a task with the settings it is
+`kwrl.sandbox.conformance.testing.ATTACKS` (graded by the real grader, each on a task with the settings it is
 meant for, `ATTACK_TASKS`; each must stay below reward 0.5 and be trained, not masked, when its
 trial is taken alone (`kwrl.rollout.masking.trial_decision`), else the run prints BROKEN). Then
 counts what this process left behind:
@@ -72,7 +72,7 @@ def leaks(sandbox_dir: Path) -> dict[str, int]:
 
     me = os.getpid()
     prefix = f"{sandbox_dir}/{me}-"
-    procs = [p for p in descendants(me) if "kwrl.sandbox.zygote" not in cmdline(p)]
+    procs = [p for p in descendants(me) if "kwrl.sandbox.gateway.zygote" not in cmdline(p)]
     bwraps = [
         d.name for d in Path("/proc").iterdir()
         if d.name.isdigit() and cmdline(int(d.name)).startswith("bwrap") and prefix in cmdline(int(d.name))
@@ -102,7 +102,7 @@ async def main() -> None:
     from kwrl.grading.judges.loopback import breakouts
     from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.runner import RolloutConfig, run_trial
-    from kwrl.sandbox.testing import (
+    from kwrl.sandbox.conformance.testing import (
         ATTACK_TASKS,
         ATTACKS,
         JUDGE_ATTACKS,

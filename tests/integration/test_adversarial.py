@@ -1,6 +1,6 @@
 """Hostile agents against real trials: a wrong answer never reaches reward 0.5, no host secret leaks.
 
-Each attack of issue 23 is a task whose `solution/solve.sh` attacks (`kwrl.sandbox.testing.ATTACKS`),
+Each attack of issue 23 is a task whose `solution/solve.sh` attacks (`kwrl.sandbox.conformance.testing.ATTACKS`),
 run as a real harbor trial (oracle agent, local sandbox with the world gateway, the real grader)
 while the host process holds a fake API key. Attacks that cannot interfere share one trial. The
 sandbox-level attacks on the gateway's socket, the zygote, output and disk run against a started
@@ -23,16 +23,16 @@ from typer.testing import CliRunner
 
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
-from kwrl.sandbox import zygote
 from kwrl.sandbox.base import SandboxLimitError, base_env
-from kwrl.sandbox.outputs import OUTPUT_CAP
-from kwrl.sandbox.testing import (
+from kwrl.sandbox.conformance.testing import (
     linked_workbook,
     loopback_listener,
     make_environment,
     make_task,
     make_world,
 )
+from kwrl.sandbox.gateway import zygote
+from kwrl.sandbox.outputs import OUTPUT_CAP
 from kwrl.tasks.taskdir import TEST_SH_TEXT
 from kwrl.tasks.validate import validate_task
 
@@ -217,7 +217,7 @@ async def test_the_relay_socket_output_and_agent_logs_are_bounded(
         # 5: the gateway's environ and memory are closed to agent code; no host secret in them.
         r = await env.exec(
             "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done; "
-            "pid=$(pgrep -f kwrl.sandbox.zygote || pgrep python | head -1); "
+            "pid=$(pgrep -f kwrl.sandbox.gateway.zygote || pgrep python | head -1); "
             "cat /proc/$pid/environ > /dev/null 2>&1 || echo ENVIRON-DENIED"
         )
         assert SECRET not in r.stdout and "ENVIRON-DENIED" in r.stdout

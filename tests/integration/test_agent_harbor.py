@@ -37,8 +37,8 @@ async def test_kwrl_agent_completes_a_harbor_trial_with_tito_arrays(tmp_path: Pa
 
     from kwrl.llm.base import SamplingParams
     from kwrl.llm.openai_completions import OpenAICompletionsClient
+    from kwrl.sandbox.conformance.testing import make_dataset
     from kwrl.sandbox.presets import environment_config
-    from kwrl.sandbox.testing import make_dataset
 
     (task_dir,) = make_dataset(tmp_path / "data", 1, grader="shell", agent_timeout_sec=900)
     with policy_server() as base_url:

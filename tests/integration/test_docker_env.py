@@ -31,10 +31,15 @@ from test_verifier_egress import _lines, _probe  # the same probe as the local s
 
 from fake_judge import FakeJudge
 from kwrl.errors import SandboxLimitError
+from kwrl.sandbox.conformance.testing import (
+    loopback_listener,
+    make_environment,
+    make_task,
+    make_world,
+)
 from kwrl.sandbox.docker import DockerEnvironment
 from kwrl.sandbox.docker.environment import STORAGE_MOUNTS
 from kwrl.sandbox.docker.images import docker_missing
-from kwrl.sandbox.testing import loopback_listener, make_environment, make_task, make_world
 from kwrl.synth.generate import SynthConfig, generate
 from kwrl.tasks.taskdir import SANDBOX_UID, task_dirs
 
@@ -223,7 +228,7 @@ async def test_the_verifier_reaches_the_judge_on_the_hosts_loopback_and_nothing_
     overlay_task: Path, tmp_path: Path
 ) -> None:
     """The container has no network; the grader's one way out is the egress proxy on
-    /kwrl/run/egress.sock, which admits the judge (`kwrl.sandbox.egress`, as the local sandbox)."""
+    /kwrl/run/egress.sock, which admits the judge (`kwrl.sandbox.network.egress`, as the local sandbox)."""
     with loopback_listener() as (judge, judge_hits), loopback_listener() as (other, other_hits):
         env = _environment(overlay_task, tmp_path / "trial")
         await env.start(force_build=False)

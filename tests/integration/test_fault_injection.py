@@ -26,7 +26,7 @@ from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.faults import FaultKind, FaultSettings
 from kwrl.rollout.masking import trial_decision
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_with_retries
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

@@ -2,7 +2,7 @@
 
 A grader that crashes or times out is an infrastructure failure to the trainer (retried, masking
 the whole group), so a policy could prefer breaking it to taking a 0. Each attack here
-(`kwrl.sandbox.testing.ATTACKS`) made the old grader crash or run for minutes; it runs as a real
+(`kwrl.sandbox.conformance.testing.ATTACKS`) made the old grader crash or run for minutes; it runs as a real
 harbor trial (oracle agent with a hostile solve.sh, local sandbox, the real grader) and must come
 back graded: reward.json written, the attacked criteria 0, cause `none` (trained with its 0). One
 trial lets harbor's own verifier timeout cut the grader off while it reads: `grader_budget`,
@@ -24,7 +24,7 @@ import pytest
 
 from kwrl.rollout.failures import INFRA, FailureCause
 from kwrl.rollout.runner import RolloutConfig, TrialRecord, run_rollout
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

@@ -416,7 +416,7 @@ def test_answers_a_judge_fails_score_zero_through_kwrl_rollout(
     """Hedged, negated, tabled and sprayed answers, each a solve.sh of a copy of a generated task
     (and the hostile `ATTACKS` of the hand-made task), run through `kwrl rollout --agent oracle`
     in real sandboxed trials: each scores 0 on the criterion it targets; the gold answers 1.0."""
-    from kwrl.sandbox.testing import make_task, make_world
+    from kwrl.sandbox.conformance.testing import make_task, make_world
 
     root = tmp_path / "ds"
     (root / "worlds").mkdir(parents=True)

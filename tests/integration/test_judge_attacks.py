@@ -1,4 +1,4 @@
-"""The judge attacks of the adversarial suite (`kwrl.sandbox.testing.JUDGE_ATTACKS`) through the
+"""The judge attacks of the adversarial suite (`kwrl.sandbox.conformance.testing.JUDGE_ATTACKS`) through the
 real CLI: `kwrl trial run` and `kwrl rollout` over real harbor trials in the local sandbox, graded
 by the real grader against `attack_judge()`, a loopback judge that logs every request, says "met"
 whenever agent text breaks out of its block (`credulous`) and is slower on long prompts.
@@ -36,7 +36,7 @@ from kwrl.grading.judges.loopback import (
     credulous,
 )
 from kwrl.grading.judges.prompt import WITHHELD
-from kwrl.sandbox.testing import (
+from kwrl.sandbox.conformance.testing import (
     ATTACK_TASKS,
     JUDGE_ATTACKS,
     attack_judge,

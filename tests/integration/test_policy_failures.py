@@ -2,7 +2,7 @@
 
 Issue 35's attacks that turned a 0 into a masked trial, each through the real CLI (`kwrl rollout
 -n N`, `kwrl trial run`) over real harbor trials in the local sandbox, graded by the real grader:
-- `memory_fill` (`kwrl.sandbox.testing.ATTACKS`): a wrong workbook of formulas, then the world's
+- `memory_fill` (`kwrl.sandbox.conformance.testing.ATTACKS`): a wrong workbook of formulas, then the world's
   tmpfs filled to just under memory_mb; the grader or LibreOffice was OOM-killed in the verifier
   phase -> `resource_limit` -> masked. The verifier now has memory of its own: graded 0.
 - `clock`: the wrong answer, then `sleep` past the agent timeout -> `agent_timeout` -> masked, two
@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 from kwrl.cli import app
 from kwrl.llm.loopback import LoopbackPolicy
 from kwrl.rollout.trial import read_trial
-from kwrl.sandbox.testing import ATTACK_TASKS, make_task, make_world
+from kwrl.sandbox.conformance.testing import ATTACK_TASKS, make_task, make_world
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

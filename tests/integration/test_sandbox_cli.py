@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kwrl.cli import app
-from kwrl.sandbox.testing import make_dataset
+from kwrl.sandbox.conformance.testing import make_dataset
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

@@ -1,4 +1,4 @@
-"""Every environment kwrl ships passes the conformance suite (`kwrl.sandbox.conformance`).
+"""Every environment kwrl ships passes the conformance suite (`kwrl.sandbox.conformance.suite`).
 
 One entry of `ENVIRONMENTS` per environment: its import path (or preset), its kwargs, and why it
 is skipped where it cannot run. The default run has the fast suite; the whole one (one generated
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kwrl.sandbox.conformance import FAST_ATTACKS, conform
+from kwrl.sandbox.conformance.suite import FAST_ATTACKS, conform
 from kwrl.sandbox.contract import INITIAL_OVERLAY, INITIAL_WORLD
 from kwrl.sandbox.docker.images import docker_missing
 from kwrl.sandbox.local import LocalEnvironment

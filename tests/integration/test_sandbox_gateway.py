@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kwrl.sandbox.testing import make_dataset, make_environment
+from kwrl.sandbox.conformance.testing import make_dataset, make_environment
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,6 +1,6 @@
 """The local sandbox really isolates: real bubblewrap, overlayfs, cgroups and processes.
 
-Each test starts a `LocalEnvironment` on a hand-made task (kwrl.sandbox.testing) and runs shell
+Each test starts a `LocalEnvironment` on a hand-made task (kwrl.sandbox.conformance.testing) and runs shell
 commands in it the way harbor does. Needs root and bwrap (skipped otherwise).
 """
 
@@ -18,8 +18,8 @@ import pytest
 
 from kwrl.sandbox import cgroups
 from kwrl.sandbox.base import SandboxLimitError
+from kwrl.sandbox.conformance.testing import make_dataset, make_environment
 from kwrl.sandbox.local import LocalEnvironment
-from kwrl.sandbox.testing import make_dataset, make_environment
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

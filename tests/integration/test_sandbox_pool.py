@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kwrl.sandbox.conformance.testing import make_dataset, make_environment
 from kwrl.sandbox.local import LocalEnvironment, pool
-from kwrl.sandbox.testing import make_dataset, make_environment
 
 pytestmark = [
     pytest.mark.slow,

@@ -14,7 +14,7 @@ import pytest
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import RolloutConfig, run_rollout, run_trial
 from kwrl.sandbox.cgroups import leftovers
-from kwrl.sandbox.testing import make_dataset, make_task, make_world
+from kwrl.sandbox.conformance.testing import make_dataset, make_task, make_world
 
 NO_GW = {"gateway": False}
 

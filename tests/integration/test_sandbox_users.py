@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kwrl.sandbox.base import python_paths
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 

@@ -16,7 +16,7 @@ from cli_helpers import kwrl, snapshot
 
 from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.runner import BatchJob, RolloutConfig, run_batch
-from kwrl.sandbox.testing import make_dataset
+from kwrl.sandbox.conformance.testing import make_dataset
 
 
 @pytest.fixture(scope="module")

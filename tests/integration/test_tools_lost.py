@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from kwrl.rollout.failures import FailureCause, classify_result
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kwrl.sandbox.testing import make_dataset
+from kwrl.sandbox.conformance.testing import make_dataset
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

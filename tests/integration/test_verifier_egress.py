@@ -1,4 +1,4 @@
-"""The verifier phase reaches the judge and nothing else on the host (`kwrl.sandbox.egress`).
+"""The verifier phase reaches the judge and nothing else on the host (`kwrl.sandbox.network.egress`).
 
 A real sandbox (`LocalEnvironment`) enters its verifier phase as harbor makes it (uploading
 /tests), then runs commands there as harbor runs test.sh: the judge's loopback endpoint answers
@@ -17,8 +17,13 @@ from pathlib import Path
 import pytest
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
+from kwrl.sandbox.conformance.testing import (
+    loopback_listener,
+    make_environment,
+    make_task,
+    make_world,
+)
 from kwrl.sandbox.local import LocalEnvironment
-from kwrl.sandbox.testing import loopback_listener, make_environment, make_task, make_world
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"

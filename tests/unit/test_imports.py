@@ -32,7 +32,7 @@ RANK = {
 GRADING_MAY_IMPORT = {"tasks", "llm"}
 # Arrows across same-rank folders that are allowed by name: the adversarial kit attacks the
 # sandbox and the grader alike, so its judge attacks are graded by the grader's loopback judge.
-ALLOWED = {("kwrl.sandbox.testing", "kwrl.grading.judges.loopback")}
+ALLOWED = {("kwrl.sandbox.conformance.testing", "kwrl.grading.judges.loopback")}
 # Modules of no folder that every folder may import (they import no folder).
 BASE = {
     "kwrl", "kwrl.cli_config", "kwrl.config", "kwrl.errors", "kwrl.io", "kwrl.net", "kwrl.progress"

@@ -172,7 +172,7 @@ def check_task_config(task_dir: Path) -> None:
     from harbor.models.task.config import TaskConfig
 
     from kwrl.errors import TaskFormatError
-    from kwrl.sandbox.local import check_limits
+    from kwrl.sandbox.contract import check_limits
     from kwrl.tasks.taskdir import INSTRUCTION, META_JSON, read_meta, resolve_world
 
     task_dir = Path(task_dir)

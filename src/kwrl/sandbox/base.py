@@ -8,7 +8,7 @@
 - `host_binds()`: the read-only host paths a sandbox needs: /usr (and the merged-/usr symlinks),
   a few /etc files, the Python prefix and kwrl's own source (kwrl is an editable install), so
   `$KWRL_PYTHON -m kwrl...` works inside at the same paths as outside (symlinked ones too).
-- `GatewayLaunch`: what the gateway's starters (`kwrl.sandbox.gateway`, `kwrl.sandbox.zygote`) get
+- `GatewayLaunch`: what the gateway's starters (`kwrl.sandbox.gateway.launch`, `kwrl.sandbox.gateway.zygote`) get
   from the sandbox that asks for a gateway.
 - `SandboxLimitError`, `SandboxTimeoutError`: `kwrl.errors`' typed limit errors, importable here too.
 - `bwrap_argv(...)`: one pure function from a `SandboxSpec` to bwrap's argv, shared by the
@@ -122,7 +122,7 @@ class LocalSandboxConfig(KwrlConfig):
 @dataclass(frozen=True)
 class GatewayLaunch:
     """What starting a world gateway in a running sandbox takes (`kwrl.sandbox.gateway.start_gateway`,
-    `kwrl.sandbox.zygote.fork_gateway`): the sandbox's coordinates, not the environment object."""
+    `kwrl.sandbox.gateway.zygote.fork_gateway`): the sandbox's coordinates, not the environment object."""
 
     mode: Literal["fork", "exec"]
     """`LocalSandboxConfig.gateway_mode`."""

@@ -47,14 +47,14 @@ def conform(
         typer.Option("--only", help="Run only checks named so or starting so (repeatable)."),
     ] = None,
 ) -> None:
-    """Run the conformance suite (`kwrl.sandbox.conformance`): real trials of generated tasks in
+    """Run the conformance suite (`kwrl.sandbox.conformance.suite`): real trials of generated tasks in
     ENV; one line per check; exit 1 when any fails, naming it."""
     from rich.console import Console
     from rich.markup import escape
 
     from kwrl.config import parse_override
     from kwrl.io import claim_output, write_json
-    from kwrl.sandbox.conformance import conform as run_suite
+    from kwrl.sandbox.conformance.suite import conform as run_suite
 
     kwargs: dict[str, Any] = {}
     for item in ek or []:

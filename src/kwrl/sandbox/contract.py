@@ -2,7 +2,7 @@
 
 harbor's `BaseEnvironment` runs commands and moves files; a kwrl trial needs more, and
 `KwrlEnvironment` (a `BaseEnvironment`) states it. An environment that subclasses it and passes
-the conformance suite (`kwrl sandbox conform --env module:Class`, `kwrl.sandbox.conformance`)
+the conformance suite (`kwrl sandbox conform --env module:Class`, `kwrl.sandbox.conformance.suite`)
 runs kwrl's tasks as `kwrl.sandbox.local:LocalEnvironment` does; docs/contracts.md says the same
 in prose, docs/extending.md how to add one.
 
@@ -99,7 +99,7 @@ class LimitsReport:
     dropped_total: int = 0
     """How many agent outputs were left out in all (a dir left out counts once)."""
     egress: dict[str, Any] | None = None
-    """What the verifier phase reached or was denied on its way out (`kwrl.sandbox.egress`)."""
+    """What the verifier phase reached or was denied on its way out (`kwrl.sandbox.network.egress`)."""
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"limits": self.limits}

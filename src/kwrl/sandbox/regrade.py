@@ -14,7 +14,7 @@ verifier phase runs test.sh:
   sandbox as `nobody` (`kwrl.grading.recalc`), as in the verifier phase;
 - an env of the sandbox's base variables plus the judge's and the grader's settings (`KWRL_*`, the
   judge's key variables) and nothing else of the user's;
-- the judge reachable through the egress proxy (`kwrl.sandbox.egress`: the judge's endpoint and
+- the judge reachable through the egress proxy (`kwrl.sandbox.network.egress`: the judge's endpoint and
   nothing else, never the host's loopback or networks), none at all without a judge.
 
 The grader's output and exit status are the command's. `KWRL_GRADE_SANDBOX=off` grades in the
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kwrl.sandbox.base import base_env, host_binds, sandbox_python
-from kwrl.sandbox.egress import Allowlist, EgressProxy, judge_endpoints, relay_argv
+from kwrl.sandbox.network.egress import Allowlist, EgressProxy, judge_endpoints, relay_argv
 
 _PASS_ENV = re.compile(
     r"^(KWRL_.*|.*_API_KEY|GOOGLE_APPLICATION_CREDENTIALS|TERM|COLUMNS|NO_COLOR|FORCE_COLOR)$"

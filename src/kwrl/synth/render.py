@@ -197,7 +197,7 @@ def plan_files(w: World) -> dict[str, Builder]:
     author = w.firm.name
     rng = Rng("files", w.seed, w.index)
     root = ROOT_DIR[w.domain]
-    d = w.domain
+    per_domain = {"Investment Banking": _banking_files, "Law": _law_files}
 
     def add(path: str, b: Builder) -> str:
         files[path] = b
@@ -205,7 +205,6 @@ def plan_files(w: World) -> dict[str, Builder]:
 
     for i, p in enumerate(w.projects):
         base = f"/{root}/{p.short}"
-        c = p.client.name
         tbl = table_rows(p)
 
         def deck_slides(p: Project = p, tbl: list[list[str]] = tbl) -> list[Slide]:
@@ -222,211 +221,241 @@ def plan_files(w: World) -> dict[str, Builder]:
                 Slide(f"{first} by period", chart=(p.table.periods, {first: p.table.rows[first]})),
             ]
 
-        if d == "Investment Banking":
-            p.files["model"] = add(
-                f"{base}/Model/{c} - Operating Model.xlsx",
-                lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} model", author),
-            )
-            if i % 2 == 0:
-                p.files["model_old"] = add(
-                    f"{base}/Model/Archive/{c} - Operating Model (v1 OLD).xlsx",
-                    lambda p=p: xlsx_bytes(
-                        model_sheets(p, d, scale=0.96), f"{p.code} model v1", author
-                    ),
-                )
-            memo = [
-                ("h", "Transaction overview"),
-                (
-                    "p",
-                    f"{p.code} is the proposed acquisition of {c}, a {p.client.sector.lower()} business based in {p.client.city}, by {p.counterparty.name}. {w.firm.name} acts as financial adviser.",
-                ),
-                (
-                    "table",
-                    _facts_table(p, ["offer_ev", "net_debt", "equity_value", "advisory_fee"]),
-                ),
-                ("h", "Recommendation"),
-                ("p", f"The deal team recommends proceeding to final bids. Lead: {p.lead.name}."),
-            ]
-            p.files["memo"] = add(
-                f"{base}/{p.short} - IC Memo.docx",
-                lambda p=p, memo=memo: docx_bytes(
-                    f"{p.code} - Investment Committee Memo", memo, author
-                ),
-            )
-            p.files["deck"] = add(
-                f"{base}/{p.short} - Pitch Book.pptx",
-                lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Pitch Book", s(), author),
-            )
-            p.files["deck_dup"] = add(
-                f"{base}/Drafts/{p.short} - Pitch Book (draft).pptx",
-                lambda p=p, s=deck_slides: pptx_bytes(
-                    f"{p.code} - Pitch Book (draft)", s()[:2], author
-                ),
-            )
-            teaser = [
-                (
-                    "p",
-                    f"{c} is a leading {p.client.sector.lower()} company headquartered in {p.client.city}.",
-                ),
-                ("h", "Historical financials"),
-                ("table", tbl),
-            ]
-            p.files["teaser"] = add(
-                f"{base}/{p.short} - Information Memorandum.pdf",
-                lambda p=p, b=teaser: pdf_bytes(
-                    f"{p.client.name} - Confidential Information Memorandum", b, author
-                ),
-            )
-            p.files["nda"] = add(
-                f"{base}/Legal/{p.short} - NDA.docx",
-                lambda p=p: docx_bytes(
-                    f"Non-Disclosure Agreement - {p.client.name}",
-                    [
-                        (
-                            "p",
-                            f"This agreement is made between {p.client.name} and {p.counterparty.name}. Confidential Information shall be kept confidential for 24 months.",
-                        )
-                    ],
-                    author,
-                ),
-            )
-        elif d == "Law":
-            p.files["billing"] = add(
-                f"{base}/Billing/{p.short} - Billing.xlsx",
-                lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} billing", author),
-            )
-            clauses: list[Block] = [
-                (
-                    "p",
-                    f"This Master Services Agreement is made between {c} (the Customer) and {p.counterparty.name} (the Supplier). The annual contract value is {p.facts['contract_value'].text}.",
-                )
-            ]
-            for cl in sorted(p.clauses, key=lambda x: float(x.number)):
-                clauses += [("h", f"{cl.number} {cl.name}"), ("p", cl.text)]
-            p.files["contract"] = add(
-                f"{base}/Contracts/{c} - {p.counterparty.short} MSA (executed).docx",
-                lambda p=p, b=clauses: docx_bytes(
-                    f"Master Services Agreement - {p.client.name}", b, author
-                ),
-            )
-            draft = [
-                (k, v.replace("days", "days (TBC)") if isinstance(v, str) else v)
-                for k, v in clauses
-            ]
-            p.files["contract_draft"] = add(
-                f"{base}/Contracts/Drafts/{c} - {p.counterparty.short} MSA (draft v1).docx",
-                lambda p=p, b=draft: docx_bytes(
-                    f"DRAFT Master Services Agreement - {p.client.name}", b, author
-                ),
-            )
-            dmg = float(p.facts["damages"].value)
-            parts = [round(dmg * 0.5, 1), round(dmg * 0.3, 1)]
-            parts.append(round(dmg - sum(parts), 1))
-            complaint = [
-                (
-                    "p",
-                    f"{c} (Claimant) v. {p.counterparty.name} (Respondent). The Claimant seeks damages for breach of the Master Services Agreement.",
-                ),
-                (
-                    "table",
-                    [
-                        ["Head of loss", "Amount"],
-                        ["Lost profits", fmt(parts[0], "$m")],
-                        ["Remediation costs", fmt(parts[1], "$m")],
-                        ["Consequential losses", fmt(parts[2], "$m")],
-                        ["Total damages claimed", p.facts["damages"].text],
-                    ],
-                ),
-            ]
-            p.files["complaint"] = add(
-                f"{base}/Pleadings/{p.short} - Statement of Claim.pdf",
-                lambda p=p, b=complaint: pdf_bytes(
-                    f"Statement of Claim - {p.client.name}", b, author
-                ),
-            )
-            p.files["update"] = add(
-                f"{base}/{p.short} - Case Update.pptx",
-                lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Case Update", s(), author),
-            )
-            advice: list[Block] = [
-                ("h", "Summary"),
-                (
-                    "p",
-                    f"We act for {c} against {p.counterparty.name}. The next filing deadline is {p.facts['filing_deadline'].text}.",
-                ),
-                ("p", "Our view is that the claim has reasonable prospects."),
-            ]
-            p.files["advice"] = add(
-                f"{base}/{p.short} - Advice Memo.docx",
-                lambda p=p, b=advice: docx_bytes(f"{p.code} - Advice Memo", b, author),
-            )
-        else:
-            p.files["kpi"] = add(
-                f"{base}/Data/{c} - KPI Data.xlsx",
-                lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} KPIs", author),
-            )
-            if i % 2 == 0:
-                p.files["kpi_old"] = add(
-                    f"{base}/Data/Old/{c} - KPI Data (old extract).xlsx",
-                    lambda p=p: xlsx_bytes(
-                        model_sheets(p, d, scale=1.03), f"{p.code} KPIs old", author
-                    ),
-                )
-            market = [
-                ("p", f"This report sizes the {p.client.sector.lower()} market for {c}."),
-                ("table", _facts_table(p, ["market_size", "market_cagr"])),
-            ]
-            p.files["market"] = add(
-                f"{base}/Research/{p.short} - Market Report.pdf",
-                lambda p=p, b=market: pdf_bytes(f"{p.client.sector} Market Report", b, author),
-            )
-            p.files["steerco"] = add(
-                f"{base}/{p.short} - Steering Committee.pptx",
-                lambda p=p, s=deck_slides: pptx_bytes(
-                    f"{p.code} - Steering Committee", s(), author
-                ),
-            )
-            prop = [
-                ("h", "Scope"),
-                (
-                    "p",
-                    f"{w.firm.name} will support {c} on an operating model review across {p.facts['sites'].text} sites.",
-                ),
-                ("table", _facts_table(p, ["fee", "savings_target", "sites"])),
-            ]
-            p.files["proposal"] = add(
-                f"{base}/{p.short} - Proposal.docx",
-                lambda p=p, b=prop: docx_bytes(f"{p.code} - Proposal", b, author),
-            )
-            p.files["interviews"] = add(
-                f"{base}/{p.short} - Interview Notes.docx",
-                lambda p=p: docx_bytes(
-                    f"{p.code} - Interview Notes",
-                    [
-                        (
-                            "p",
-                            f"Interviews with {p.client.name} leadership on {p.client.sector.lower()} priorities.",
-                        )
-                    ],
-                    author,
-                ),
-            )
-        notes = rng.sample(range(1, 29), 4)
-        add(
-            f"{base}/Notes/2026-02-{notes[0]:02d} team notes.docx",
-            lambda p=p: docx_bytes(
-                f"{p.code} team notes",
-                [
-                    ("p", f"Attendees: {', '.join(x.name for x in p.team)}."),
-                    ("p", f"Action items for {p.code}: circulate materials."),
-                ],
-                author,
-            ),
+        per_domain.get(w.domain, _consulting_files)(w, p, i, base, add, deck_slides, author)
+        _note_files(p, base, add, rng, author)
+    _firm_files(w, add, rng, author)
+    return files
+
+
+_Add = Callable[[str, Builder], str]
+_Slides = Callable[[], list[Slide]]
+
+
+def _banking_files(
+    w: World, p: Project, i: int, base: str, add: _Add, slides: _Slides, author: str
+) -> None:
+    """An investment bank's deal files: model (and an archived v1), IC memo, pitch book and its
+    draft, information memorandum, NDA."""
+    c = p.client.name
+    d = w.domain
+    tbl = table_rows(p)
+    deck_slides = slides
+    p.files["model"] = add(
+        f"{base}/Model/{c} - Operating Model.xlsx",
+        lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} model", author),
+    )
+    if i % 2 == 0:
+        p.files["model_old"] = add(
+            f"{base}/Model/Archive/{c} - Operating Model (v1 OLD).xlsx",
+            lambda p=p: xlsx_bytes(model_sheets(p, d, scale=0.96), f"{p.code} model v1", author),
         )
-        for k, nd in enumerate(notes[1:]):
-            text = f"# {p.code} call notes ({nd} Feb 2026)\n\nAttendees: {', '.join(x.name for x in p.team[: 2 + k % 2])}\n\n- Workstream {k + 1}: materials in progress.\n- Next check-in with {p.client.name} to be scheduled.\n"
-            add(f"{base}/Notes/2026-02-{nd:02d} call notes.md", lambda text=text: text.encode())
-    # Firm-wide files.
+    memo = [
+        ("h", "Transaction overview"),
+        (
+            "p",
+            f"{p.code} is the proposed acquisition of {c}, a {p.client.sector.lower()} business based in {p.client.city}, by {p.counterparty.name}. {w.firm.name} acts as financial adviser.",
+        ),
+        (
+            "table",
+            _facts_table(p, ["offer_ev", "net_debt", "equity_value", "advisory_fee"]),
+        ),
+        ("h", "Recommendation"),
+        ("p", f"The deal team recommends proceeding to final bids. Lead: {p.lead.name}."),
+    ]
+    p.files["memo"] = add(
+        f"{base}/{p.short} - IC Memo.docx",
+        lambda p=p, memo=memo: docx_bytes(f"{p.code} - Investment Committee Memo", memo, author),
+    )
+    p.files["deck"] = add(
+        f"{base}/{p.short} - Pitch Book.pptx",
+        lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Pitch Book", s(), author),
+    )
+    p.files["deck_dup"] = add(
+        f"{base}/Drafts/{p.short} - Pitch Book (draft).pptx",
+        lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Pitch Book (draft)", s()[:2], author),
+    )
+    teaser = [
+        (
+            "p",
+            f"{c} is a leading {p.client.sector.lower()} company headquartered in {p.client.city}.",
+        ),
+        ("h", "Historical financials"),
+        ("table", tbl),
+    ]
+    p.files["teaser"] = add(
+        f"{base}/{p.short} - Information Memorandum.pdf",
+        lambda p=p, b=teaser: pdf_bytes(
+            f"{p.client.name} - Confidential Information Memorandum", b, author
+        ),
+    )
+    p.files["nda"] = add(
+        f"{base}/Legal/{p.short} - NDA.docx",
+        lambda p=p: docx_bytes(
+            f"Non-Disclosure Agreement - {p.client.name}",
+            [
+                (
+                    "p",
+                    f"This agreement is made between {p.client.name} and {p.counterparty.name}. Confidential Information shall be kept confidential for 24 months.",
+                )
+            ],
+            author,
+        ),
+    )
+
+
+def _law_files(
+    w: World, p: Project, i: int, base: str, add: _Add, slides: _Slides, author: str
+) -> None:
+    """A law firm's matter files: billing, the executed contract and its draft, the statement of
+    claim, the case update deck, the advice memo."""
+    c = p.client.name
+    d = w.domain
+    deck_slides = slides
+    p.files["billing"] = add(
+        f"{base}/Billing/{p.short} - Billing.xlsx",
+        lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} billing", author),
+    )
+    clauses: list[Block] = [
+        (
+            "p",
+            f"This Master Services Agreement is made between {c} (the Customer) and {p.counterparty.name} (the Supplier). The annual contract value is {p.facts['contract_value'].text}.",
+        )
+    ]
+    for cl in sorted(p.clauses, key=lambda x: float(x.number)):
+        clauses += [("h", f"{cl.number} {cl.name}"), ("p", cl.text)]
+    p.files["contract"] = add(
+        f"{base}/Contracts/{c} - {p.counterparty.short} MSA (executed).docx",
+        lambda p=p, b=clauses: docx_bytes(
+            f"Master Services Agreement - {p.client.name}", b, author
+        ),
+    )
+    draft = [(k, v.replace("days", "days (TBC)") if isinstance(v, str) else v) for k, v in clauses]
+    p.files["contract_draft"] = add(
+        f"{base}/Contracts/Drafts/{c} - {p.counterparty.short} MSA (draft v1).docx",
+        lambda p=p, b=draft: docx_bytes(
+            f"DRAFT Master Services Agreement - {p.client.name}", b, author
+        ),
+    )
+    dmg = float(p.facts["damages"].value)
+    parts = [round(dmg * 0.5, 1), round(dmg * 0.3, 1)]
+    parts.append(round(dmg - sum(parts), 1))
+    complaint = [
+        (
+            "p",
+            f"{c} (Claimant) v. {p.counterparty.name} (Respondent). The Claimant seeks damages for breach of the Master Services Agreement.",
+        ),
+        (
+            "table",
+            [
+                ["Head of loss", "Amount"],
+                ["Lost profits", fmt(parts[0], "$m")],
+                ["Remediation costs", fmt(parts[1], "$m")],
+                ["Consequential losses", fmt(parts[2], "$m")],
+                ["Total damages claimed", p.facts["damages"].text],
+            ],
+        ),
+    ]
+    p.files["complaint"] = add(
+        f"{base}/Pleadings/{p.short} - Statement of Claim.pdf",
+        lambda p=p, b=complaint: pdf_bytes(f"Statement of Claim - {p.client.name}", b, author),
+    )
+    p.files["update"] = add(
+        f"{base}/{p.short} - Case Update.pptx",
+        lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Case Update", s(), author),
+    )
+    advice: list[Block] = [
+        ("h", "Summary"),
+        (
+            "p",
+            f"We act for {c} against {p.counterparty.name}. The next filing deadline is {p.facts['filing_deadline'].text}.",
+        ),
+        ("p", "Our view is that the claim has reasonable prospects."),
+    ]
+    p.files["advice"] = add(
+        f"{base}/{p.short} - Advice Memo.docx",
+        lambda p=p, b=advice: docx_bytes(f"{p.code} - Advice Memo", b, author),
+    )
+
+
+def _consulting_files(
+    w: World, p: Project, i: int, base: str, add: _Add, slides: _Slides, author: str
+) -> None:
+    """A consultancy's engagement files: KPI data (and an old extract), market report, steering
+    committee deck, proposal, interview notes."""
+    c = p.client.name
+    d = w.domain
+    deck_slides = slides
+    p.files["kpi"] = add(
+        f"{base}/Data/{c} - KPI Data.xlsx",
+        lambda p=p: xlsx_bytes(model_sheets(p, d), f"{p.code} KPIs", author),
+    )
+    if i % 2 == 0:
+        p.files["kpi_old"] = add(
+            f"{base}/Data/Old/{c} - KPI Data (old extract).xlsx",
+            lambda p=p: xlsx_bytes(model_sheets(p, d, scale=1.03), f"{p.code} KPIs old", author),
+        )
+    market = [
+        ("p", f"This report sizes the {p.client.sector.lower()} market for {c}."),
+        ("table", _facts_table(p, ["market_size", "market_cagr"])),
+    ]
+    p.files["market"] = add(
+        f"{base}/Research/{p.short} - Market Report.pdf",
+        lambda p=p, b=market: pdf_bytes(f"{p.client.sector} Market Report", b, author),
+    )
+    p.files["steerco"] = add(
+        f"{base}/{p.short} - Steering Committee.pptx",
+        lambda p=p, s=deck_slides: pptx_bytes(f"{p.code} - Steering Committee", s(), author),
+    )
+    prop = [
+        ("h", "Scope"),
+        (
+            "p",
+            f"{w.firm.name} will support {c} on an operating model review across {p.facts['sites'].text} sites.",
+        ),
+        ("table", _facts_table(p, ["fee", "savings_target", "sites"])),
+    ]
+    p.files["proposal"] = add(
+        f"{base}/{p.short} - Proposal.docx",
+        lambda p=p, b=prop: docx_bytes(f"{p.code} - Proposal", b, author),
+    )
+    p.files["interviews"] = add(
+        f"{base}/{p.short} - Interview Notes.docx",
+        lambda p=p: docx_bytes(
+            f"{p.code} - Interview Notes",
+            [
+                (
+                    "p",
+                    f"Interviews with {p.client.name} leadership on {p.client.sector.lower()} priorities.",
+                )
+            ],
+            author,
+        ),
+    )
+
+
+def _note_files(p: Project, base: str, add: _Add, rng: Rng, author: str) -> None:
+    """A project's team notes (docx) and call notes (markdown), dated in February 2026."""
+    notes = rng.sample(range(1, 29), 4)
+    add(
+        f"{base}/Notes/2026-02-{notes[0]:02d} team notes.docx",
+        lambda p=p: docx_bytes(
+            f"{p.code} team notes",
+            [
+                ("p", f"Attendees: {', '.join(x.name for x in p.team)}."),
+                ("p", f"Action items for {p.code}: circulate materials."),
+            ],
+            author,
+        ),
+    )
+    for k, nd in enumerate(notes[1:]):
+        text = f"# {p.code} call notes ({nd} Feb 2026)\n\nAttendees: {', '.join(x.name for x in p.team[: 2 + k % 2])}\n\n- Workstream {k + 1}: materials in progress.\n- Next check-in with {p.client.name} to be scheduled.\n"
+        add(f"{base}/Notes/2026-02-{nd:02d} call notes.md", lambda text=text: text.encode())
+
+
+def _firm_files(w: World, add: _Add, rng: Rng, author: str) -> None:
+    """Firm-wide files: portfolio tracker, staff directory, office guide (and a law firm's
+    contract playbook)."""
+    d = w.domain
     projects_tbl = [["Code", "Client", "Lead", "Status"]] + [
         [p.code, p.client.name, p.lead.name, rng.pick(("Active", "Active", "On hold"))]
         for p in w.projects
@@ -492,7 +521,6 @@ def plan_files(w: World) -> dict[str, Builder]:
                 author,
             ),
         )
-    return files
 
 
 def apps_files(w: World) -> dict[str, bytes]:

@@ -68,7 +68,7 @@ def test_tokenizer_is_the_named_one_else_the_policys_own_else_the_served_names(
 
 
 def test_gateway_url_prefers_a_kwrl_environment_then_task_servers(tmp_path: Path) -> None:
-    from kwrl.sandbox.testing import make_dataset, make_environment
+    from kwrl.sandbox.conformance.testing import make_dataset, make_environment
 
     class Lookalike:  # not a kwrl.sandbox.contract.KwrlEnvironment: its attribute is not asked
         mcp_url = "http://127.0.0.1:8/mcp/"

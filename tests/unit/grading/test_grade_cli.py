@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from kwrl.cli import app
 from kwrl.errors import TaskFormatError
 from kwrl.grading.cli import EXIT_NOT_REGRADABLE
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 
 runner = CliRunner(env={"COLUMNS": "250"})
 

@@ -22,7 +22,7 @@ from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
 from kwrl.grading.recalc import strip_external
 from kwrl.grading.render import clear_cache, render_file
-from kwrl.sandbox.testing import loopback_listener, write_linked_workbook
+from kwrl.sandbox.conformance.testing import loopback_listener, write_linked_workbook
 from kwrl.tasks.models import XlsxCellCheck
 
 pytestmark = pytest.mark.skipif(

@@ -14,7 +14,7 @@ from kwrl.rollout import faults
 from kwrl.rollout.failures import FailureCause, classify
 from kwrl.rollout.faults import FaultKind, FaultSettings
 from kwrl.rollout.runner import RolloutConfig
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 
 
 def test_off_unless_the_environment_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:

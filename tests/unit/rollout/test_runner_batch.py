@@ -21,7 +21,7 @@ from kwrl.rollout.runner import (
     apply_group_decisions,
     run_batch,
 )
-from kwrl.sandbox.testing import make_dataset
+from kwrl.sandbox.conformance.testing import make_dataset
 
 BROKEN = RolloutConfig(agent="oracle", environment="kwrl.no_such_module:Env", retries=1)
 

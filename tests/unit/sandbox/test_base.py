@@ -9,8 +9,8 @@ from harbor.models.trial.config import TaskConfig, TrialConfig
 
 from kwrl.errors import ConfigError, TaskFormatError
 from kwrl.sandbox.base import SandboxSpec, base_env, bwrap_argv, resolve_world, storage_inodes
+from kwrl.sandbox.conformance.testing import make_dataset
 from kwrl.sandbox.presets import DOCKER_IMPORT_PATH, LOCAL_IMPORT_PATH, environment_config
-from kwrl.sandbox.testing import make_dataset
 
 
 def test_a_task_finds_its_world_seed_and_overlay(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_an_unknown_preset_says_what_is_accepted() -> None:
 
 
 def test_bad_environment_kwargs_are_config_errors(tmp_path: Path) -> None:
-    from kwrl.sandbox.testing import make_environment
+    from kwrl.sandbox.conformance.testing import make_environment
 
     task = make_dataset(tmp_path, 1)[0]
     with pytest.raises(ConfigError, match="pids_max"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kwrl.sandbox import cgroups
-from kwrl.sandbox.forward import UnixForwarder
+from kwrl.sandbox.gateway.forward import UnixForwarder
 
 
 def test_owner_alive_reads_the_pid_prefix() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kwrl.sandbox.conformance.testing import make_dataset, make_environment
 from kwrl.sandbox.contract import INITIAL_OVERLAY, INITIAL_WORLD, KwrlEnvironment, LimitsReport
-from kwrl.sandbox.testing import make_dataset, make_environment
 
 
 def test_the_initial_copy_is_the_seed_and_the_overlay_or_an_empty_dir(tmp_path: Path) -> None:

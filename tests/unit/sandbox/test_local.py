@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from kwrl.errors import ConfigError
-from kwrl.sandbox.local import check_limits
+from kwrl.sandbox.contract import check_limits
 from kwrl.tasks.taskdir import TEST_SH_TEXT, limit_problems, outdated_test_sh
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kwrl.sandbox.egress_relay import SANDBOX_SOCKET
+from kwrl.sandbox.network.relay import SANDBOX_SOCKET
 from kwrl.sandbox.regrade import passed_env, regrade_argv
 
 
@@ -38,5 +38,5 @@ def test_the_regrade_runs_without_network_and_writes_only_where_asked(tmp_path: 
 
     judged = regrade_argv(["TRIAL"], ro=[], rw=[], run_dir=tmp_path / "run", env={}, egress=True)
     inner = judged[judged.index("--") + 1 :]
-    assert inner[1:5] == ["-I", "-m", "kwrl.sandbox.egress_relay", "--port"]
+    assert inner[1:5] == ["-I", "-m", "kwrl.sandbox.network.relay", "--port"]
     assert SANDBOX_SOCKET in inner and inner[-1] == "--in-sandbox"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tasks_builders import make_spec, reward_doing_nothing, synth_dataset
 
-from kwrl.sandbox.testing import make_task, make_world
+from kwrl.sandbox.conformance.testing import make_task, make_world
 from kwrl.tasks.taskdir import write_task_dir
 from kwrl.tasks.validate import report_json, run_control, validate_dataset, validate_task
 

@@ -5,7 +5,7 @@ chat-completions protocol (`POST /v1/chat/completions`), logs every request it g
 path, JSON body, Authorization header) and answers each with a verdict decided by `decide(body)`.
 It is no judge kind of `JUDGES`: a trial's grader reaches it through `openai_http` with the spec
 `LoopbackJudge.spec`. tests/fake_judge.py's `FakeJudge` builds its scripted faults on it; the
-adversarial suite (`kwrl.sandbox.testing.JUDGE_ATTACKS`, tests/integration/test_judge_attacks.py,
+adversarial suite (`kwrl.sandbox.conformance.testing.JUDGE_ATTACKS`, tests/integration/test_judge_attacks.py,
 `benchmarks/soak.py --hostile`) grades its judge attacks against it.
 
 Fault routes: `/fault/<kind>/v1/chat/completions` answers every request with the fault injector's

@@ -18,7 +18,7 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
 - The gateway. The image's entry point (`kwrl.sandbox.docker.init`) binds the gateway's Unix
   socket in /kwrl/run as root and serves the world on it as `SANDBOX_UID`; the socket is reached
   from the host through that bound dir and relayed to `mcp_url` (`http://127.0.0.1:PORT/mcp/`,
-  `kwrl.sandbox.forward.UnixForwarder`), so the container needs no network at all. `start()`
+  `kwrl.sandbox.gateway.forward.UnixForwarder`), so the container needs no network at all. `start()`
   returns once `GET /health` answers. `gateway_fate()` tells a gateway ended by agent code
   (the socket refuses) from one that serves.
 - The agent phase. Commands run as `SANDBOX_UID` (an explicit `user` is kept), with no capability
@@ -32,7 +32,7 @@ kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/d
 - The verifier phase (harbor uploads /tests): every process of `SANDBOX_UID` is killed (the
   gateway and whatever agent code left), /tmp and /logs/verifier emptied, and later commands run
   as root in the same container. Its one way out is the local sandbox's egress proxy
-  (`kwrl.sandbox.egress`: the judge, the task's allowlist; none under `no-network`), whose socket
+  (`kwrl.sandbox.network.egress`: the judge, the task's allowlist; none under `no-network`), whose socket
   the host opens in /kwrl/run only now; each command runs under its relay.
 - Limits: cpus and memory_mb through harbor's compose resources, `pids_max` as the container's
   pids limit, hits counted from the container's cgroups into `sandbox.json` `events`. storage_mb
@@ -100,13 +100,13 @@ from kwrl.sandbox.docker.init import (
     POPULATE_ENV,
     PYTHON,
 )
-from kwrl.sandbox.egress import (
+from kwrl.sandbox.gateway.forward import UnixForwarder
+from kwrl.sandbox.network.egress import (
     SANDBOX_SOCKET,
     Allowlist,
     EgressProxy,
     relay_argv,
 )
-from kwrl.sandbox.forward import UnixForwarder
 from kwrl.tasks.taskdir import SANDBOX_UID
 
 _REMOUNT_DEV_RO = """

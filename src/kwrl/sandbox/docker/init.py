@@ -86,7 +86,7 @@ def start_gateway() -> int:
             os.chdir("/")
             os.environ.clear()
             os.environ.update(IMAGE_ENV)
-            from kwrl.sandbox.gateway import serve_fd
+            from kwrl.sandbox.gateway.launch import serve_fd
 
             serve_fd(sock.fileno())
         finally:

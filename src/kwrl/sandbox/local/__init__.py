@@ -11,8 +11,8 @@ conformance suite (`kwrl sandbox conform`). The package, by seam:
   before anything inside is loaded (C where the host compiles it, else Python; `native` compiles);
 - `pool`: pre-started spare sandboxes a trial's start() takes (`LocalSandboxConfig.pool`, off by
   default);
-- `state`: the fields and helpers they share. The gateway's starters (`kwrl.sandbox.gateway`,
-  `kwrl.sandbox.zygote`) take a `GatewayLaunch`, not the environment.
+- `state`: the fields and helpers they share. The gateway's starters (`kwrl.sandbox.gateway.launch`,
+  `kwrl.sandbox.gateway.zygote`) take a `GatewayLaunch`, not the environment.
 
 Use it by import path: `harbor run -p TASK -a oracle -e kwrl.sandbox.local:LocalEnvironment`, or
 `EnvironmentConfig(import_path="kwrl.sandbox.local:LocalEnvironment")` in a trial config.
@@ -43,7 +43,7 @@ Lifecycle (harbor's `BaseEnvironment` contract):
   process keeps the mounts), the agent's outputs are copied out (links, fifos and sockets left
   out, listed in sandbox.json `dropped`) and /logs/verifier emptied; then each command runs in a
   fresh bwrap over the same world, from `/` with `PYTHONSAFEPATH=1`, in a network namespace of
-  its own whose one way out is the egress proxy (`kwrl.sandbox.egress`: the judge, the task's
+  its own whose one way out is the egress proxy (`kwrl.sandbox.network.egress`: the judge, the task's
   allowlist, public hosts under harbor's `public` mode, never the host's loopback or private
   networks; nothing under `no-network`), sees `/tests`, and `/kwrl/initial/{world,overlay}`
   read-only (docs/contracts.md; an empty overlay for a task without one), and keeps one
@@ -72,7 +72,6 @@ command, and sandbox.json reports it apart (`verifier_events`) for the rollout t
 agent's.
 """
 
-from kwrl.sandbox.contract import check_limits
 from kwrl.sandbox.local.env import LocalEnvironment
 
-__all__ = ["LocalEnvironment", "check_limits"]
+__all__ = ["LocalEnvironment"]

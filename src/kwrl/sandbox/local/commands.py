@@ -6,7 +6,7 @@
   file over `storage_mb` (RLIMIT_FSIZE);
 - verifier phase: a fresh bwrap over the same world (entered through the holder's mount
   namespace) with `/tests` and the initial copy (`KwrlEnvironment.initial_layers`), its own
-  network namespace whose one way out is the egress proxy (`kwrl.sandbox.egress`), the env
+  network namespace whose one way out is the egress proxy (`kwrl.sandbox.network.egress`), the env
   harbor passes (the judge) under the sandbox's own.
 
 `_run` runs one command in its own process group and kills the group on timeout or
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kwrl.errors import SandboxError, SandboxLimitError, SandboxTimeoutError
-from kwrl.sandbox import cgroups, host, outputs
+from kwrl.sandbox import cgroups, outputs
 from kwrl.sandbox.base import (
     SANDBOX_GATEWAY_SOCKET,
     SandboxSpec,
@@ -38,8 +38,9 @@ from kwrl.sandbox.base import (
     sandbox_python,
 )
 from kwrl.sandbox.contract import AGENT_OUTPUTS, SOLUTION_DIR, TESTS_DIR, VERIFIER_DIR, under
-from kwrl.sandbox.egress import relay_argv
+from kwrl.sandbox.local import host
 from kwrl.sandbox.local.state import DROP_CAPS, LocalState
+from kwrl.sandbox.network.egress import relay_argv
 
 _WATCH_S = 0.05
 REAP_S = 5.0

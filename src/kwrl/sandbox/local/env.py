@@ -30,10 +30,10 @@ from pydantic import ValidationError
 
 from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, SandboxError
-from kwrl.sandbox import cgroups, host, outputs
+from kwrl.sandbox import cgroups, outputs
 from kwrl.sandbox.base import LocalSandboxConfig, bwrap_argv
 from kwrl.sandbox.contract import LimitsReport
-from kwrl.sandbox.local import pool
+from kwrl.sandbox.local import host, pool
 from kwrl.sandbox.local.gateway import WorldGateway, listen
 from kwrl.sandbox.local.init import READY, init_argv
 from kwrl.sandbox.local.phases import Phases

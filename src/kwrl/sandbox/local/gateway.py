@@ -16,8 +16,8 @@ import socket
 from pathlib import Path
 
 from kwrl.sandbox.base import GatewayLaunch
-from kwrl.sandbox.forward import UnixForwarder
-from kwrl.sandbox.gateway import proc_state, start_gateway
+from kwrl.sandbox.gateway.forward import UnixForwarder
+from kwrl.sandbox.gateway.launch import proc_state, start_gateway
 from kwrl.sandbox.local.state import LocalState
 
 

@@ -25,10 +25,11 @@ import tarfile
 from pathlib import Path
 
 from kwrl.errors import SandboxError
-from kwrl.sandbox import host, outputs
+from kwrl.sandbox import outputs
 from kwrl.sandbox.contract import AGENT_OUTPUTS, TESTS_DIR, VERIFIER_DIR, under
-from kwrl.sandbox.egress import Allowlist, EgressProxy
+from kwrl.sandbox.local import host
 from kwrl.sandbox.local.commands import REAP_S, Commands
+from kwrl.sandbox.network.egress import Allowlist, EgressProxy
 
 
 class Phases(Commands):

@@ -17,13 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kwrl.sandbox import cgroups, host, outputs
+from kwrl.sandbox import cgroups, outputs
 from kwrl.sandbox.base import LocalSandboxConfig, storage_inodes
 from kwrl.sandbox.contract import KwrlEnvironment
-from kwrl.sandbox.egress import EgressProxy
-from kwrl.sandbox.forward import UnixForwarder
-from kwrl.sandbox.gateway import ProcRef
+from kwrl.sandbox.gateway.forward import UnixForwarder
+from kwrl.sandbox.gateway.launch import ProcRef
+from kwrl.sandbox.local import host
 from kwrl.sandbox.local.enter import enter_argv
+from kwrl.sandbox.network.egress import EgressProxy
 
 # Writes "$$" into each cgroup.procs file given before "--", then execs the rest.
 JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'

@@ -9,8 +9,8 @@ from harbor.models.task.task import Task
 from harbor.models.trial.paths import TrialPaths
 
 from kwrl.errors import ConfigError, SandboxError
+from kwrl.sandbox.conformance.testing import make_dataset
 from kwrl.sandbox.docker import DockerEnvironment
-from kwrl.sandbox.testing import make_dataset
 
 
 def _environment(task_dir: Path, trial_dir: Path) -> DockerEnvironment:

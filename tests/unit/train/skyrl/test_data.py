@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kwrl.errors import TaskFormatError
-from kwrl.sandbox.testing import make_dataset
+from kwrl.sandbox.conformance.testing import make_dataset
 from kwrl.train.skyrl.data import write_prompts
 
 

@@ -2,7 +2,7 @@
 
 Importing the gateway (fastmcp, uvicorn, the office libraries) costs seconds; forking a process
 that has already imported it costs milliseconds, and the child shares those pages copy-on-write.
-One zygote runs per host process (`python -m kwrl.sandbox.zygote SOCKET`, a child that dies with
+One zygote runs per host process (`python -m kwrl.sandbox.gateway.zygote SOCKET`, a child that dies with
 its parent). For each request it forks; the child
 
 1. joins the trial's `sandbox` cgroups (host paths, before entering);
@@ -339,7 +339,7 @@ class _Zygote:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.path = str(d / "zygote.sock")
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-m", "kwrl.sandbox.zygote", self.path],
+                [sys.executable, "-I", "-m", "kwrl.sandbox.gateway.zygote", self.path],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 env=base_env(None),  # never the host's: its keys would be in every gateway

@@ -1,4 +1,4 @@
-"""`kwrl.sandbox.egress`: which destinations the verifier phase may reach, and the proxy's
+"""`kwrl.sandbox.network.egress`: which destinations the verifier phase may reach, and the proxy's
 handling of requests (a real proxy on a Unix socket, real loopback servers)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kwrl.llm.spec import judge_endpoint
-from kwrl.sandbox.egress import (
+from kwrl.sandbox.conformance.testing import loopback_listener
+from kwrl.sandbox.network.egress import (
     SPECIAL_V4,
     SPECIAL_V6,
     Allowlist,
@@ -19,7 +20,6 @@ from kwrl.sandbox.egress import (
     is_public,
     judge_endpoints,
 )
-from kwrl.sandbox.testing import loopback_listener
 
 HOSTILE_V4 = (
     "127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.254", "192.168.1.1",

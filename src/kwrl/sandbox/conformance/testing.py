@@ -297,7 +297,7 @@ def linked_workbook(url: str) -> str:
     """solve.sh that leaves the wrong answer and /filesystem/book.xlsx (`write_linked_workbook`):
     LibreOffice computing its formulas must send nothing to `url`."""
     return _py_attack(
-        "from pathlib import Path\nfrom kwrl.sandbox.testing import write_linked_workbook\n"
+        "from pathlib import Path\nfrom kwrl.sandbox.conformance.testing import write_linked_workbook\n"
         f"write_linked_workbook(Path('/filesystem/book.xlsx'), {url!r})\n"
     )
 

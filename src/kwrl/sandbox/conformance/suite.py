@@ -8,9 +8,9 @@ the environment named by `env` (an import path `module:Class` or a preset of
 point (`kwrl.sandbox.contract`):
 
 - `oracle` / `nop`: generated tasks (`kwrl data synth`: a few in the default run, one per task
-  family with `full`) and a hand-made one (`kwrl.sandbox.testing`) score 1.0 with the gold
+  family with `full`) and a hand-made one (`kwrl.sandbox.conformance.testing`) score 1.0 with the gold
   solution and 0.0 doing nothing;
-- `attack:<name>`: the hostile solutions of `kwrl.sandbox.testing.ATTACKS` (a fast few, all with
+- `attack:<name>`: the hostile solutions of `kwrl.sandbox.conformance.testing.ATTACKS` (a fast few, all with
   `full`), each on the task settings it is meant for, score below 0.5, or end on the agent's
   own limit (`SandboxLimitError`); one run on a small storage_mb also leaves no file of more than
   that in any dir it wrote (`disk_anywhere`'s report) and the trial dir on the host under twice it;
@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kwrl.sandbox.testing import (
+from kwrl.sandbox.conformance.testing import (
     ATTACK_TASKS,
     ATTACKS,
     host_file_breach,

@@ -21,7 +21,7 @@ listener an agent's file names) or the host's networks directly. What it may rea
   connection goes to the address checked, so a name cannot rebind to another.
 
 Mode `no-network` starts no proxy. Inside, the verifier's command runs under this module as a
-program (`python -I -m kwrl.sandbox.egress_relay --port P --socket S -- CMD...`, `relay_argv`): it listens
+program (`python -I -m kwrl.sandbox.network.relay --port P --socket S -- CMD...`, `relay_argv`): it listens
 on 127.0.0.1:P in the phase's namespace, relays every connection to the socket, and runs CMD with
 HTTP_PROXY and HTTPS_PROXY (and the lower-case forms) naming that port and NO_PROXY empty, so the
 judge's HTTP client (httpx, under litellm too) goes through the proxy. A request the allowlist
@@ -29,7 +29,7 @@ refuses gets `403 Forbidden` and is recorded (`EgressProxy.denied`, sandbox.json
 
 Each request through the proxy opens its own upstream connection (`Connection: close` for plain
 HTTP, a tunnel for CONNECT), so every byte a connection carries goes to the one destination its
-first request was admitted for. The relay (`kwrl.sandbox.egress_relay`) imports only the
+first request was admitted for. The relay (`kwrl.sandbox.network.relay`) imports only the
 standard library, and not asyncio: it starts once per verifier command.
 """
 
@@ -47,8 +47,8 @@ from pathlib import Path
 
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
-from kwrl.sandbox.egress_relay import PROXY_PORT, SANDBOX_SOCKET
-from kwrl.sandbox.forward import close_relays, pump
+from kwrl.sandbox.gateway.forward import close_relays, pump
+from kwrl.sandbox.network.relay import PROXY_PORT, SANDBOX_SOCKET
 
 ENV_EGRESS = "KWRL_JUDGE_EGRESS"
 """Extra `host[:port]` destinations for the judge, comma-separated (port 443 when not written)."""
@@ -59,7 +59,7 @@ _RECORD_MAX = 100
 
 def relay_argv(python: str, command: Sequence[str], port: int = PROXY_PORT) -> list[str]:
     """`command` run under the relay (inside the verifier phase's sandbox)."""
-    return [python, "-I", "-m", "kwrl.sandbox.egress_relay", "--port", str(port),
+    return [python, "-I", "-m", "kwrl.sandbox.network.relay", "--port", str(port),
             "--socket", SANDBOX_SOCKET, "--", *command]  # fmt: skip
 
 

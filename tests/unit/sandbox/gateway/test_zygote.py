@@ -1,4 +1,4 @@
-"""The zygote's objects are immortal before it forks (`kwrl.sandbox.zygote.immortalize`): using one
+"""The zygote's objects are immortal before it forks (`kwrl.sandbox.gateway.zygote.immortalize`): using one
 no longer writes its reference count, so a fork reading it keeps the page shared. Run in a child
 interpreter: immortal objects are never freed."""
 
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from kwrl.sandbox.zygote import LOG_LINE_MAX, BriefRecords
+from kwrl.sandbox.gateway.zygote import LOG_LINE_MAX, BriefRecords
 
 _CHILD = """
 import gc, sys
-from kwrl.sandbox.zygote import immortalize
+from kwrl.sandbox.gateway.zygote import immortalize
 state = {"tools": [{"name": f"t{i}", "schema": {"type": "object"}} for i in range(100)]}
 gc.collect()
 assert immortalize() > 100

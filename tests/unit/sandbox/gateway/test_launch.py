@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from kwrl.sandbox.gateway import ProcRef, _stat, proc_ref, proc_state
+from kwrl.sandbox.gateway.launch import ProcRef, _stat, proc_ref, proc_state
 
 
 def test_a_process_is_seen_running_stopped_and_gone() -> None:

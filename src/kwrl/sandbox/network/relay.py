@@ -1,6 +1,6 @@
-"""The verifier phase's side of `kwrl.sandbox.egress`: a relay from its own loopback to the proxy.
+"""The verifier phase's side of `kwrl.sandbox.network.egress`: a relay from its own loopback to the proxy.
 
-`python -I -m kwrl.sandbox.egress_relay --port P --socket S -- CMD...` listens on 127.0.0.1:P in the
+`python -I -m kwrl.sandbox.network.relay --port P --socket S -- CMD...` listens on 127.0.0.1:P in the
 verifier phase's network namespace, relays every connection to the proxy's Unix socket S, and runs
 CMD with HTTP_PROXY/HTTPS_PROXY (and the lower-case forms) naming that port and NO_PROXY empty; its
 exit status is CMD's. Standard library only, no asyncio: it starts once per verifier command.
@@ -71,7 +71,7 @@ def _accept(server: socket.socket, path: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Relay 127.0.0.1:PORT to SOCKET while CMD runs with the proxy variables; CMD's exit status."""
     ap = argparse.ArgumentParser(
-        prog="python -m kwrl.sandbox.egress_relay", description=main.__doc__
+        prog="python -m kwrl.sandbox.network.relay", description=main.__doc__
     )
     ap.add_argument("--port", type=int, default=PROXY_PORT)
     ap.add_argument("--socket", default=SANDBOX_SOCKET)

@@ -11,9 +11,9 @@ holds what the sandbox tells its gateway: its init's pid, its cgroups, the argv 
 log; the starter never sees the environment object.
 
 Two modes (`LocalSandboxConfig.gateway_mode`):
-- `exec`: a cold `python -m kwrl.sandbox.gateway FD` (imports everything: ~1-3 s on a busy 2-core
+- `exec`: a cold `python -m kwrl.sandbox.gateway.launch FD` (imports everything: ~1-3 s on a busy 2-core
   box); it serves the socket it inherits as FD, non-dumpable.
-- `fork`: a per-process warm "zygote" (`kwrl.sandbox.zygote`) has imported the gateway once; it
+- `fork`: a per-process warm "zygote" (`kwrl.sandbox.gateway.zygote`) has imported the gateway once; it
   forks a child that joins the trial's cgroups, enters the sandbox's namespaces with `setns`, drops
   every capability and serves. Ready in tens of milliseconds, and the child shares the zygote's
   pages copy-on-write, so an idle trial costs little memory.
@@ -121,7 +121,7 @@ async def start_gateway(
     log = asyncio.create_task(pump_log(log_r, launch.log))
     try:
         if launch.mode == "fork":
-            from kwrl.sandbox.zygote import fork_gateway
+            from kwrl.sandbox.gateway.zygote import fork_gateway
 
             pid, drain = await fork_gateway(launch, listen_fd, log_w)
             os.close(log_w)
@@ -153,7 +153,7 @@ async def _exec_gateway(
         sandbox_python(),
         "-I",
         "-m",
-        "kwrl.sandbox.gateway",
+        "kwrl.sandbox.gateway.launch",
         str(listen_fd),
     ]
     proc = await asyncio.create_subprocess_exec(
@@ -186,7 +186,7 @@ async def _both(*waits: Awaitable[None]) -> None:
 
 def serve_fd(fd: int) -> None:
     """The `exec` mode's gateway: serve the world under / on the listening socket `fd`."""
-    from kwrl.sandbox.zygote import serve_app
+    from kwrl.sandbox.gateway.zygote import serve_app
     from kwrl.tasks.layout import WorldRoots
     from kwrl.worlds.gateway import build_app
 
