@@ -20,7 +20,7 @@ from kwrl.synth.cast import Project
 from kwrl.synth.render import FACT_HOME, TABLE_HOMES
 from kwrl.synth.rng import Rng
 from kwrl.synth.world import World
-from kwrl.tasks.models import MachineCheck, NumberCheck, Source
+from kwrl.tasks.models import MachineCheck, NumberCheck, SlotCheck, Source
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -225,15 +225,11 @@ def create_doc(path: str, title: str, paragraphs: list[str]) -> Call:
     return Call("word_create_document", {"directory": d, "file_name": name, "content": content})
 
 
-def append_doc(path: str, last_paragraph: int, text: str) -> Call:
+def append_doc(path: str, paragraphs: list[str]) -> Call:
+    """New paragraphs at the end of a document's body (one per line)."""
     return Call(
         "word_add_content_text",
-        {
-            "file_path": path,
-            "identifier": f"body.p.{last_paragraph}",
-            "text": text,
-            "position": "after",
-        },
+        {"file_path": path, "identifier": "body", "text": "\n".join(paragraphs), "position": "end"},
     )
 
 
@@ -280,3 +276,48 @@ def add_slide(path: str, index: int, title: str, bullets: list[str]) -> Call:
             "bullets": bullets,
         },
     )
+
+
+# --------------------------------------------------------------------------- answer slots
+# The answer contract of generated tasks (docs/contracts.md): every value a criterion checks sits
+# in a slot line `<Label>: <value>` that the instruction names, in a place (the final answer, a
+# mail, a channel, a file); the check reads the slot (`kwrl.grading.slots`).
+
+_FORMS = {
+    "$m": "figure in $ millions, one decimal", "$bn": "figure in $ billions, two decimals",
+    "$k": "figure in $ thousands, one decimal", "$": "dollar amount", "%": "percentage",
+    "m": "number in millions, one decimal", "hours": "hours, a whole number", "x": "multiple",
+}  # fmt: skip
+
+
+def number_form(unit: str) -> str:
+    """How the instruction asks for a figure of `unit` (the form of its slot)."""
+    return _FORMS.get(unit, "number")
+
+
+def number_slot(
+    label: str, value: float, unit: str, *, pct: bool = False, rivals: list[float] | None = None,
+    **kw: Any,
+) -> SlotCheck:  # fmt: skip
+    """A figure in its slot: 0.5% relative (a percentage also 0.05 points), at `unit`'s scale."""
+    pct = pct or unit == "%"
+    return SlotCheck(
+        label=label, type="number", value=round(value, 6), rel_tol=0.005,
+        abs_tol=0.05 if pct else 0.0, scale=UNIT_SCALE.get("%" if pct else unit),
+        rivals=[f"{r:.6g}" for r in rivals or []], **kw,
+    )  # fmt: skip
+
+
+def slot_prompt(lines: list[tuple[str, str]], where: str = "End your answer with") -> str:
+    """The instruction's closing words naming each slot line: `<Label>: <form>`."""
+    if len(lines) == 1:
+        label, form = lines[0]
+        return f" {where} the line `{label}: <{form}>`."
+    shown = ", ".join(f"`{label}: <{form}>`" for label, form in lines)
+    return f" {where} one line per value: {shown}."
+
+
+def with_others(checks: list[SlotCheck]) -> list[SlotCheck]:
+    """Each slot of one place told the place's other labels (a line carrying two fails)."""
+    labels = [c.label for c in checks]
+    return [c.model_copy(update={"others": [x for x in labels if x != c.label]}) for c in checks]
