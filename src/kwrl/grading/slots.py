@@ -58,6 +58,8 @@ def _words_re(words: Iterable[str]) -> re.Pattern[str]:
 
 
 _HEDGE = _words_re(HEDGES)
+_HEDGE_PROSE = _words_re(h for h in HEDGES if h not in ("about", "around"))
+"""In prose, 'about' and 'around' are mostly prepositions ("the memo about FY2025")."""
 _HEDGE_NEAR = _words_re(h for h in HEDGES if h not in ("about", "around", "or", "either"))
 _HEDGE_MARK = re.compile(r"\?|~|≈|±|\+/-")
 _CORRECTION = _words_re(CORRECTIONS)
@@ -327,27 +329,30 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         return Reading(False, f"the slot is negated ({neg.group(0)!r})")
     if c.type == "number":
         toks = [t for t in _numbers(text) if _comparable(t, c)]
-        if len(toks) != 1:
-            return Reading(False, f"the slot holds {len(toks)} figures, not one")
+        if not toks:
+            return Reading(False, "the slot holds no figure")
         if re.search(r"\d\s*(?:-|–|—|to)\s*\d", text):
             return Reading(False, "the slot holds a range")
-        ok = _number_is(toks[0], c)
+        hits = [_number_is(t, c) for t in toks]
         shown = text[toks[0].start : toks[0].end].strip()
-        return Reading(ok, f"the slot reads {shown!r}" + ("" if ok else f", not {c.value}"), shown)
+        if all(hits):  # one value, perhaps in two spellings ("$121.9m ($121,900,000)")
+            return Reading(True, f"the slot reads {shown!r}", shown)
+        if len(toks) > 1:
+            return Reading(False, f"the slot holds {len(toks)} different figures, not one")
+        return Reading(False, f"the slot reads {shown!r}, not {c.value}", shown)
     if c.type == "date":
         want = date.fromisoformat(str(c.value))
         if _DAY_RANGE.search(text):
             return Reading(False, "the slot holds a range of days")
         found = find_dates(text, want.year)
-        days = {v for f in found for v in f.values}
-        if len(found) != 1:
-            return Reading(False, f"the slot holds {len(found)} dates, not one")
-        ok = want in days
-        return Reading(
-            ok,
-            f"the slot reads {text[found[0].start : found[0].end]!r}"
-            + ("" if ok else f", not {want}"),
-        )
+        if not found:
+            return Reading(False, "the slot holds no date")
+        shown = text[found[0].start : found[0].end]
+        if all(want in f.values for f in found):
+            return Reading(True, f"the slot reads {shown!r}")
+        if len(found) > 1:
+            return Reading(False, f"the slot holds {len(found)} different dates, not one")
+        return Reading(False, f"the slot reads {shown!r}, not {want}")
     if c.type == "time":
         h, mi = (int(x) for x in str(c.value).split(":"))
         want_t = h * 60 + mi
@@ -355,10 +360,13 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         starts = [f.values[0] for f in found]
         if len(starts) == 2 and starts[1] == starts[0] + 60:
             starts = starts[:1]  # a one-hour meeting's start and end
-        if len(starts) != 1:
-            return Reading(False, f"the slot holds {len(starts)} times, not one")
-        ok = starts[0] == want_t
-        return Reading(ok, f"the slot reads {text!r}" + ("" if ok else f", not {c.value}"))
+        if not starts:
+            return Reading(False, "the slot holds no time")
+        if set(starts) == {want_t}:
+            return Reading(True, f"the slot reads {text!r}")
+        if len(set(starts)) > 1:
+            return Reading(False, f"the slot holds {len(set(starts))} different times, not one")
+        return Reading(False, f"the slot reads {text!r}, not {c.value}")
     return _read_items(c, text, _items(c))
 
 
@@ -486,7 +494,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
                 continue
             if role == "other" and _is_allowed_number(c, t[start:end], allowed):
                 continue
-            word = _hedge_in(t) or _word(_AFFIRM, t)
+            word = _word(_HEDGE_PROSE, t) or _word(_HEDGE_MARK, t) or _word(_AFFIRM, t)
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
     return None
@@ -521,8 +529,13 @@ def _is_allowed_number(c: SlotCheck, shown: str, allowed: list[float]) -> bool:
 # --------------------------------------------------------------------------- the slot
 
 
+TEMPLATE = re.compile(r"`[^`\n]*:\s*<[^`\n]*>`")
+"""A slot line's template as the instruction shows it (`Label: <form>`): not an answer."""
+
+
 def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding:
     """The verdict of one slot in a place's text (docs/contracts.md, the verdict order)."""
+    text = TEMPLATE.sub("", text)
     labels = [c.label, *c.others]
     mine: list[SlotLine] = []
     clash: list[SlotLine] = []

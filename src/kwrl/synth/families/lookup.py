@@ -175,7 +175,8 @@ def _who(w: World, p: Project, label: str) -> SlotCheck:
     """The lead by name, where naming other people of the firm is naming another candidate."""
     return SlotCheck(
         label=label, type="text", value=[p.lead.name],
-        rivals=others(p.lead.name, [x.name for x in w.people]),
+        rivals=others(p.lead.name, [x.name for x in w.people])
+        + others(p.lead.last, [x.last for x in w.people if x is not p.lead]),
     )  # fmt: skip
 
 
