@@ -37,6 +37,7 @@ HEDGES = (
     "unsure", "alternatively", "alternative", "approximately", "approx", "roughly", "around",
     "about", "circa", "thereabouts", "give or take", "or so", "estimated", "estimate", "guess",
     "seems", "appears", "assume", "assuming", "either", "or", "tentative", "tentatively",
+    "candidate", "candidates", "options", "alternatives", "possibility", "possibilities",
 )  # fmt: skip
 """Modal and uncertain words: a value near one is not stated for certain."""
 CORRECTIONS = (
@@ -475,9 +476,23 @@ def _near(clause: str, start: int, end: int, rx: re.Pattern[str], words: int) ->
     return m.group(0) if m else None
 
 
+MAX_LISTED = 5
+"""Values of the slot's kind, neither the task's nor another slot's, that one line of prose may
+list (a table row of periods); more is a list of candidates, left to a reader."""
+
+
 def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float]) -> str | None:
     """Why the prose (the text but its slot lines) leaves the slot for a reader, or None."""
     allowed = list(allowed)
+    for line in _prose(text, skip).splitlines():
+        t = norm_periods(line)
+        listed = {
+            t[a:b].strip().casefold()
+            for a, b, role in _occurrences(c, line)
+            if role != "own" and not (role == "other" and _is_allowed_number(c, t[a:b], allowed))
+        }
+        if len(listed) > MAX_LISTED:
+            return f"the prose lists {len(listed)} other values of the kind: {line.strip()[:160]!r}"
     for clause in clauses(_prose(text, skip)):
         t = norm_periods(clause)
         for start, end, role in _occurrences(c, clause):
