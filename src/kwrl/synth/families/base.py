@@ -13,14 +13,13 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any, Literal
 
 from kwrl.synth.cast import Project
 from kwrl.synth.render import FACT_HOME, TABLE_HOMES
 from kwrl.synth.rng import Rng
 from kwrl.synth.world import World
-from kwrl.tasks.models import MachineCheck, NumberCheck, SlotCheck, Source
+from kwrl.tasks.models import MachineCheck, SlotCheck
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -113,57 +112,6 @@ def label_unit(label: str) -> str:
     """The unit a metric input's label ends with: 'Net debt ($m)' -> '$m' ('' without one)."""
     m = re.search(r"\(([^()]+)\)\s*$", label)
     return m.group(1) if m else ""
-
-
-def num(
-    value: float, *, pct: bool = False, source: Source = "answer", unit: str = ""
-) -> NumberCheck:
-    """A number check: 0.5% relative, and for percentages also 0.05 points absolute; `unit` (or
-    `pct`) sets the scale a text may restate it in ('$m': "$283m" = "$283,000,000")."""
-    return NumberCheck(
-        value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source,
-        scale=UNIT_SCALE.get("%" if pct else unit),
-    )  # fmt: skip
-
-
-_MONTH = (
-    r"(january|february|march|april|may|june|july|august|september|october|november|december"
-    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b\.?"
-)
-DATE_RIVALS = (
-    r"(?<!\d)\d{4}-\d{1,2}-\d{1,2}(?!\d)|\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b"
-    rf"|\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}(,?\s+\d{{4}})?"
-    rf"|\b{_MONTH}\s+\d{{1,2}}(st|nd|rd|th)?\b(,?\s+\d{{4}})?"
-)
-"""Any date in the spellings the families write or a reader uses (2026-04-11, 2026/04/11,
-11/04/2026, 04/11/26, 11.04.2026, '11 April 2026', '11th of April', 'April 11, 2026'): rivals of a
-date answer (checks' `rival_pattern`)."""
-_TIME = r"\d{1,2}([:.]\d{2})?\s?(am|pm|a\.m\.|p\.m\.)|\d{1,2}[:.]\d{2}\b"
-TIME_RIVALS = rf"(?<![\d:.])(?:{_TIME})"
-"""Any time of day: rivals of a time answer."""
-
-
-def time_rivals(*hours: int) -> str:
-    """TIME_RIVALS except the whole hours given (a meeting's end beside its start is no rival)."""
-    if not hours:
-        return TIME_RIVALS
-    skip = "|".join(
-        rf"0?{h}[:.]00\b|{h % 12 or 12}\s?(:00)?\s?{'p' if h >= 12 else 'a'}\.?m\b" for h in hours
-    )
-    return rf"(?<![\d:.])(?!{skip})(?:{_TIME})"
-
-
-def date_pattern(iso: str) -> str:
-    """A regex accepting the spellings of one date that DATE_RIVALS knows (ISO, '5 March',
-    'March 5', 5/3/2026 and 3/5/2026, 5.3.2026)."""
-    d = date.fromisoformat(iso)
-    mon, mo = d.strftime("%B"), d.strftime("%b")
-    dd, mm, yy = rf"0?{d.day}", rf"0?{d.month}", rf"(20)?{d.year % 100}"
-    return (
-        rf"(?<!\d){iso}(?!\d)|\b{d.year}/{mm}/{dd}\b|\b{dd}(st|nd|rd|th)?\s+(of\s+)?({mon}|{mo})\b\.?"
-        rf"|\b({mon}|{mo})\.?\s+{dd}(st|nd|rd|th)?\b"
-        rf"|\b{mm}/{dd}/{yy}\b|\b{dd}[/.-]{mm}[/.-]{yy}\b"
-    )
 
 
 def shape_pattern(text: str) -> str | None:

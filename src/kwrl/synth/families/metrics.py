@@ -24,7 +24,7 @@ from kwrl.synth.families.base import (
     table_file,
 )
 from kwrl.synth.world import World, mail_only_fact
-from kwrl.tasks.models import NumberCheck, SlotCheck, Source
+from kwrl.tasks.models import SlotCheck
 
 
 @dataclass
@@ -37,17 +37,6 @@ class Metric:
     inputs: list[tuple[str, float, str]]
     """(label, value, where) for each input; `where` is a path, 'mail' or 'computed'."""
     calls: list[Call]
-
-    def check(self, source: Source = "answer") -> NumberCheck:
-        """The value as stated to two decimals: 0.5% relative, or half a unit of the last decimal
-        (a percentage also as a fraction or in basis points)."""
-        return NumberCheck(
-            value=round(self.value, 6),
-            rel_tol=0.005,
-            abs_tol=0.05 if self.unit == "%" else 0.005,
-            source=source,
-            scale=0.01 if self.unit == "%" else None,
-        )
 
     def slot(self, **kw: Any) -> SlotCheck:
         """The value in its slot line `<label>: <value>` (as `check`: two decimals)."""
