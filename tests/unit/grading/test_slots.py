@@ -6,10 +6,18 @@ pass). Each case is an answer a person would write, not a word from the reader's
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import docx
+import pptx
+import pytest
+from pptx.util import Emu
+
+from kwrl.grading.diff import StateView
+from kwrl.grading.evidence import Evidence
+from kwrl.grading.grade import CriterionGrade, prepare
 from kwrl.grading.slots import label_words, read_slot, slot_lines
-from kwrl.tasks.models import SlotCheck
+from kwrl.tasks.models import SlotCheck, Verifier, VerifierValues
 
 REV = SlotCheck(
     label="Revenue FY2025", others=["Revenue FY2024"], type="number", value=121.9, scale=1e6,
@@ -230,3 +238,92 @@ def test_labels_are_word_sets_without_units_periods_or_small_words() -> None:
         ("At 14:00", "kick-off"),
         ("a", "b"),
     ]
+
+
+# --------------------------------------------------------------------------- through the grader
+
+
+def _grade(check: SlotCheck, answer: str = "", root: Path | None = None) -> CriterionGrade:
+    v = Verifier(verifier_id="c1", verifier_values=VerifierValues(criteria="x", kwrl_check=check))
+    final = StateView.of([root]) if root else StateView.of([])
+    ev = Evidence.collect(task="t", answer=answer, initial=StateView.of([]), final=final)
+    return prepare([v], ev).grades["c1"]
+
+
+def test_the_grader_marks_what_no_check_could_decide_and_fails_it_without_a_judge() -> None:
+    doubt = _grade(REV, "Revenue FY2025: 121.9\nThough the deck's 108.1 might be right.")
+    assert (doubt.score, doubt.undecided, doubt.method) == (0.0, True, "machine")
+    assert "no judge to read it" in doubt.rationale
+    wrong = _grade(REV, "Revenue FY2025: 108.1")
+    assert (wrong.score, wrong.undecided) == (0.0, False)
+    assert (_grade(REV, "Revenue FY2025: 121.9").score, _grade(REV, "").score) == (1.0, 0.0)
+
+
+def _deck(path: Path, slide_lines: list[str], notes: list[str] | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    frame = slide.shapes.add_textbox(Emu(0), Emu(0), Emu(9_000_000), Emu(900_000)).text_frame
+    frame.text = slide_lines[0]
+    for line in slide_lines[1:]:
+        frame.add_paragraph().text = line
+    if notes:
+        slide.notes_slide.notes_text_frame.text = "\n".join(notes)
+    deck.save(str(path))
+
+
+def _memo(path: Path, paragraphs: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = docx.Document()
+    for p in paragraphs:
+        doc.add_paragraph(p)
+    doc.save(str(path))
+
+
+FILE_REV = REV.model_copy(update={"place": "file", "path": "Outputs/Update.pptx"})
+
+
+def test_a_file_slot_reads_the_named_file_and_its_slide_text_only(tmp_path: Path) -> None:
+    fs = tmp_path / "ok" / "filesystem"
+    _deck(
+        fs / "Outputs" / "Update.pptx",
+        ["Revenue", "Revenue FY2025: 121.9", "Revenue FY2024: 100.2"],
+    )
+    assert _grade(FILE_REV, root=tmp_path / "ok").score == 1.0
+    # the value only in the speaker notes: the slide does not state it
+    fs = tmp_path / "notes" / "filesystem"
+    _deck(
+        fs / "Outputs" / "Update.pptx", ["Revenue"], notes=["Key figures", "Revenue FY2025: 121.9"]
+    )
+    g = _grade(FILE_REV, root=tmp_path / "notes")
+    assert g.score == 0.0 and "no slot line" in g.rationale
+    # a second candidate in the notes does not hurt either: the notes are not read
+    fs = tmp_path / "notes2" / "filesystem"
+    _deck(
+        fs / "Outputs" / "Update.pptx", ["Revenue FY2025: 121.9"], notes=["Revenue FY2025: 108.1"]
+    )
+    assert _grade(FILE_REV, root=tmp_path / "notes2").score == 1.0
+    # a copy beside the named file, or the file under another name, does not count
+    fs = tmp_path / "copy" / "filesystem"
+    _deck(fs / "Outputs" / "Update (edited).pptx", ["Revenue FY2025: 121.9"])
+    _deck(fs / "Update.pptx", ["Revenue FY2025: 121.9"])
+    g = _grade(FILE_REV, root=tmp_path / "copy")
+    assert g.score == 0.0 and "no file /Outputs/Update.pptx" in g.rationale
+    # a hedge in the named file fails it, whatever a copy says
+    fs = tmp_path / "hedged" / "filesystem"
+    _deck(fs / "Outputs" / "Update.pptx", ["Revenue FY2025: 121.9 (or 108.1)"])
+    _deck(fs / "Outputs" / "Update copy.pptx", ["Revenue FY2025: 121.9"])
+    assert _grade(FILE_REV, root=tmp_path / "hedged").score == 0.0
+
+
+def test_a_memo_paragraph_is_a_slot_line(tmp_path: Path) -> None:
+    check = REV.model_copy(update={"place": "file", "path": "Outputs/Memo.docx"})
+    fs = tmp_path / "a" / "filesystem"
+    _memo(
+        fs / "Outputs" / "Memo.docx",
+        ["Revenue memo", "Revenue FY2025: $121.9m (source: the FY25 model)"],
+    )
+    assert _grade(check, root=tmp_path / "a").score == 1.0
+    fs = tmp_path / "b" / "filesystem"
+    _memo(fs / "Outputs" / "Memo.docx", ["Revenue FY2025 was $121.9m, per the model."])
+    assert _grade(check, root=tmp_path / "b").score == 0.0  # no slot line
