@@ -268,7 +268,9 @@ def _deck(path: Path, slide_lines: list[str], notes: list[str] | None = None) ->
     for line in slide_lines[1:]:
         frame.add_paragraph().text = line
     if notes:
-        slide.notes_slide.notes_text_frame.text = "\n".join(notes)
+        frame = slide.notes_slide.notes_text_frame
+        assert frame is not None
+        frame.text = "\n".join(notes)
     deck.save(str(path))
 
 
