@@ -94,29 +94,9 @@ def norm_periods(text: str) -> str:
 
 _STOP = frozenset(["the", "a", "an", "of", "for", "in", "on", "at", "per", "as", "is", "by", "to"])
 _UNIT_WORDS = frozenset(
-    [
-        "m",
-        "k",
-        "bn",
-        "mn",
-        "mm",
-        "usd",
-        "millions",
-        "million",
-        "thousands",
-        "thousand",
-        "billions",
-        "billion",
-        "percent",
-        "pct",
-        "x",
-        "hours",
-        "h",
-        "hrs",
-        "utc",
-        "gmt",
-    ]
-)
+    ["m", "k", "bn", "mn", "mm", "usd", "millions", "million", "thousands", "thousand",
+     "billions", "billion", "percent", "pct", "x", "utc", "gmt"]
+)  # fmt: skip
 _WORD = re.compile(r"[a-z0-9_]+(?:\.\d+)*")
 
 

@@ -329,3 +329,16 @@ def test_a_memo_paragraph_is_a_slot_line(tmp_path: Path) -> None:
     fs = tmp_path / "b" / "filesystem"
     _memo(fs / "Outputs" / "Memo.docx", ["Revenue FY2025 was $121.9m, per the model."])
     assert _grade(check, root=tmp_path / "b").score == 0.0  # no slot line
+
+
+def test_a_row_named_by_a_unit_word_keeps_its_label() -> None:
+    """'Hours billed' and 'Fees billed' stay two labels (hours is a row here, not a unit)."""
+    hours = SlotCheck(label="Hours billed Q4 2025", others=["Fees billed Q4 2025"], type="number",
+                      value=512.0)  # fmt: skip
+    fees = hours.model_copy(
+        update={"label": "Fees billed Q4 2025", "others": [hours.label], "value": 286.7}
+    )
+    text = "Hours billed Q4 2025: 512\nFees billed (4Q25, $k): 286.7"
+    assert read_slot(hours, text).passed and read_slot(fees, text).passed
+    swapped = "Hours billed Q4 2025: 286.7\nFees billed Q4 2025: 512"
+    assert not read_slot(hours, swapped).passed and not read_slot(fees, swapped).passed
