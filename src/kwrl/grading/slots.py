@@ -59,8 +59,9 @@ def _words_re(words: Iterable[str]) -> re.Pattern[str]:
 
 
 _HEDGE = _words_re(HEDGES)
-_HEDGE_PROSE = _words_re(h for h in HEDGES if h not in ("about", "around"))
-"""In prose, 'about' and 'around' are mostly prepositions ("the memo about FY2025")."""
+_HEDGE_PROSE = _words_re(h for h in HEDGES if h not in ("about", "around", "estimate", "estimated"))
+"""In prose, 'about' and 'around' are mostly prepositions ("the memo about FY2025"), and calling
+another value an estimate ("the preliminary estimate was 21.8") does not put it forward."""
 _HEDGE_NEAR = _words_re(h for h in HEDGES if h not in ("about", "around", "or", "either"))
 _HEDGE_MARK = re.compile(r"\?|~|≈|±|\+/-")
 _CORRECTION = _words_re(CORRECTIONS)

@@ -75,6 +75,11 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         "Revenue FY2025: 121.9",
     ),
     (
+        "a preliminary estimate as context",
+        REV,
+        "Revenue FY2025: 121.9\n(The preliminary estimate in March was $108.1m.)",
+    ),
+    (
         "a rival named as wrong",
         REV,
         "The draft deck's 108.1 is stale; the workbook governs.\nRevenue FY2025: 121.9",
