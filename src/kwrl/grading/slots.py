@@ -129,7 +129,8 @@ _COLON = re.compile(r"(?<!\d):|:(?!\d)")
 
 
 def slot_lines(text: str) -> list[SlotLine]:
-    """Every line shaped `<label>: <value>` (or a two-cell table row), markdown removed."""
+    """Every line shaped `<label>: <value>` (or a two-cell table row), markdown removed: one
+    reading per colon that may end the label."""
     out: list[SlotLine] = []
     for i, raw in enumerate(text.splitlines()):
         line = raw.strip()
@@ -145,14 +146,27 @@ def slot_lines(text: str) -> list[SlotLine]:
         while k < len(line) and not (line[k].isalnum() or line[k] in "*_`$("):
             k += 1  # an emoji or symbol before the label
         line = line[k:]
-        m = _COLON.search(line)
-        if m is None:
+        for m in _COLON.finditer(line):  # each colon may end the label ("Update: Revenue: 1")
+            label, value = _strip_marks(line[: m.start()]), _strip_marks(line[m.end() :])
+            label = label.strip(" -")
+            if not label or not value.strip(" .") or len(label.split()) > 16:
+                continue
+            out.append(SlotLine(i, label, label_words(label), value.rstrip(". ").strip(), raw))
+    return out
+
+
+def place_lines(text: str, labels: Sequence[str]) -> list[tuple[SlotLine, list[str], str | None]]:
+    """The slot lines of a place: each line read at its first colon whose label carries one of
+    the place's labels, with `carried`'s (labels, owner)."""
+    out: list[tuple[SlotLine, list[str], str | None]] = []
+    seen: set[int] = set()
+    for line in slot_lines(text):
+        if line.index in seen:
             continue
-        label, value = _strip_marks(line[: m.start()]), _strip_marks(line[m.end() :])
-        label = label.strip(" -")
-        if not label or not value.strip(" .") or len(label.split()) > 16:
-            continue
-        out.append(SlotLine(i, label, label_words(label), value.rstrip(". ").strip(), raw))
+        got, owner = carried(line, labels)
+        if got:
+            seen.add(line.index)
+            out.append((line, got, owner))
     return out
 
 
@@ -536,10 +550,8 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
     mine: list[SlotLine] = []
     clash: list[SlotLine] = []
     skip: set[int] = set()
-    for line in slot_lines(text):
-        got, owner = carried(line, labels)
-        if got:
-            skip.add(line.index)
+    for line, got, owner in place_lines(text, labels):
+        skip.add(line.index)
         if c.label not in got:
             continue
         if owner is None:
