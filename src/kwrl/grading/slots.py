@@ -455,8 +455,20 @@ def _same_number(tok: NumToken, rival: NumToken, c: SlotCheck) -> bool:
     return any(close(m, w, 0.005) for m in tok.meanings(c.scale) for w in want)
 
 
+_PERCENT_FACTORS = (0.01, 1e-4)
+
+
 def _comparable(tok: NumToken, c: SlotCheck) -> bool:
+    """`tok` is a value of the slot's kind: a percentage for a percentage slot, an amount or a
+    count for the others, within 0.1x-10x of the slot's value."""
     assert isinstance(c.value, int | float)
+    pct_slot = c.scale == 0.01
+    if (
+        tok.factor is not None
+        and tok.factor != 1.0
+        and (tok.factor in _PERCENT_FACTORS) != pct_slot
+    ):
+        return False  # "up 21.7%" beside a figure in $m, "$12.3m" beside a percentage
     target = float(c.value) * (c.scale or 1.0)
     return any(
         (target == 0 and abs(m) < 10) or (target != 0 and 0.1 <= abs(m) / abs(target) <= 10)
@@ -476,9 +488,22 @@ MAX_LISTED = 5
 list (a table row of periods); more is a list of candidates, left to a reader."""
 
 
+DOUBTS = (
+    "not sure", "not confident", "unsure", "cannot confirm", "can't confirm", "could not confirm",
+    "couldn't confirm", "cannot verify", "can't verify", "could not verify", "couldn't verify",
+    "placeholder", "placeholders", "tbc", "tbd", "to be confirmed", "swapped", "mixed up",
+    "the other way round", "the other way around",
+)  # fmt: skip
+"""Words that doubt the answer itself wherever they stand in the prose (they name no value)."""
+_DOUBT = _words_re(DOUBTS)
+
+
 def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float]) -> str | None:
     """Why the prose (the text but its slot lines) leaves the slot for a reader, or None."""
     allowed = list(allowed)
+    doubt = _DOUBT.search(_prose(text, skip))
+    if doubt:
+        return f"the prose doubts the answer ({doubt.group(0)!r})"
     for line in _prose(text, skip).splitlines():
         t = norm_periods(line)
         listed = {

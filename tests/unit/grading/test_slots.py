@@ -90,6 +90,11 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         "Here are the figures for Revenue FY2025 and FY2024:\n" + TWO.format(a="121.9", b="100.2"),
     ),
     (
+        "growth in percent beside the figure",
+        REV,
+        "Revenue FY2025: 121.9\nFY2025 revenue of $121.9m is up 21.7% on the year, probably on pricing.",
+    ),
+    (
         "a prefix before the label",
         REV,
         "Iron Tundra update: Revenue FY2025: 121.9\nIron Tundra update: Revenue FY2024: 100.2",
@@ -200,6 +205,17 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
     ("another person possibly", WHO, "Sent by: Maria Okafor\nPossibly Jonas Berg sent it first."),
     ("another day perhaps", DAY, "Date: 2026-03-17\nIt may move to 2026-03-19."),
     ("another time maybe", TIME, "Start time: 14:00 UTC\nMaybe 16:30 works better."),
+    (
+        "doubt with no value",
+        REV,
+        "Revenue FY2025: 121.9\nRevenue FY2024: 100.2\nI'm not confident in these.",
+    ),
+    (
+        "a confession of swapped slots",
+        REV,
+        TWO.format(a="121.9", b="100.2") + "\nSorry, I swapped the two.",
+    ),
+    ("placeholders", REV, TWO.format(a="121.9", b="100.2") + "\n(Figures above are placeholders.)"),
     (
         "the deck's figure may be right",
         CORRECT,
