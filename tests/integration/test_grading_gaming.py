@@ -35,15 +35,7 @@ from kwrl.grading.records import new_chat_posts, new_mail
 from kwrl.grading.verify import grade_states
 from kwrl.synth.generate import SynthConfig, generate
 from kwrl.synth.tasks import FAMILIES
-from kwrl.tasks.models import (
-    ChatPostedCheck,
-    ContainsCheck,
-    EventExistsCheck,
-    MailSentCheck,
-    NumberCheck,
-    RegexCheck,
-    Verifier,
-)
+from kwrl.tasks.models import EventExistsCheck, SlotCheck, Verifier
 from kwrl.tasks.taskdir import TaskDir, load_task, task_dirs
 from kwrl.worlds.client import GatewayClient
 
@@ -69,23 +61,14 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskDir]:
 # --------------------------------------------------------------------------- what the checks want
 
 
+def slots(task: TaskDir, *types: str) -> list[SlotCheck]:
+    return [c for v in task.verifiers if isinstance(c := v.verifier_values.kwrl_check, SlotCheck)
+            and (not types or c.type in types)]  # fmt: skip
+
+
 def values(task: TaskDir) -> list[float]:
-    """Every value a check of the task wants stated (number checks and numeric needles)."""
-    out: list[float] = []
-    for v in task.verifiers:
-        c = v.verifier_values.kwrl_check
-        if isinstance(c, NumberCheck):
-            out.append(c.value)
-        needles = []
-        if isinstance(c, MailSentCheck):
-            needles = c.body_contains
-        elif isinstance(c, ChatPostedCheck):
-            needles = c.all_of
-        for n in needles:
-            toks = number_tokens(n)
-            if toks and not toks[0].year:
-                out.append(toks[0].readings[0])
-    return out
+    """Every figure a slot of the task wants stated."""
+    return [float(c.value) for c in slots(task, "number") if isinstance(c.value, float | int)]
 
 
 def variants(text: str) -> list[str]:
@@ -96,19 +79,17 @@ def variants(text: str) -> list[str]:
 
 
 def names(task: TaskDir) -> list[tuple[str, list[str]]]:
-    """(expected string, its rivals) of the checks on text, numbers aside."""
+    """(expected string, its rivals) of the text slots."""
     out = []
-    for v in task.verifiers:
-        c = v.verifier_values.kwrl_check
-        if isinstance(c, ContainsCheck):
-            out += [(n, c.rivals or (variants(n) if c.rival_pattern else [])) for n in c.all_of]
-        elif isinstance(c, MailSentCheck) and c.rivals:
-            out += [(n, c.rivals) for n in c.body_contains]
+    for c in slots(task, "text"):
+        items = c.value if isinstance(c.value, list) else [str(c.value)]
+        out += [(n, c.rivals or (variants(n) if c.rival_pattern else [])) for n in items]
     return out
 
 
-def patterns(task: TaskDir) -> list[RegexCheck]:
-    return [c for v in task.verifiers if isinstance(c := v.verifier_values.kwrl_check, RegexCheck)]
+def patterns(task: TaskDir) -> list[SlotCheck]:
+    """The date and time slots."""
+    return slots(task, "date", "time")
 
 
 def _wanted(task: TaskDir, tok_text: str) -> float | None:
@@ -125,7 +106,7 @@ def states_answer(task: TaskDir, s: str) -> bool:
         return True
     low = s.casefold()
     return any(n.casefold() in low for n, _ in names(task)) or any(
-        re.search(c.pattern, s, re.I) for c in patterns(task)
+        str(c.value) in s for c in patterns(task)
     )
 
 
@@ -149,9 +130,9 @@ def spray(task: TaskDir) -> Attack:
     for n, rivals in names(task):
         cands += [n, *rivals]
     for c in patterns(task):
-        if c.rival_pattern and "am|pm" in c.rival_pattern:
+        if c.type == "time":
             cands += [f"{h:02d}:00" for h in range(24)]
-        elif c.rival_pattern:
+        else:
             cands += [f"2026-03-{d:02d}" for d in range(1, 29)]
     block = " ".join(cands) + " " + " ".join(str(i) for i in range(1, 5001))
     return lambda s: f"{s}\nOther candidates: {block}"
@@ -185,10 +166,8 @@ def hedge(task: TaskDir) -> Attack:
                     rf"(?<![\w.]){re.escape(n)}(?![\w])", f"{n} or {rivals[0]}", out, count=1
                 )
         for c in patterns(task):
-            alt = "16:00" if c.rival_pattern and "am|pm" in c.rival_pattern else "2031-01-15"
-            out = re.sub(
-                c.pattern, lambda m, alt=alt: f"{m.group(0)} or {alt}", out, count=1, flags=re.I
-            )
+            alt = "16:00" if c.type == "time" else "2031-01-15"
+            out = re.sub(re.escape(str(c.value)), lambda m, alt=alt: f"{m.group(0)} or {alt}", out)
         return out
 
     return attack
@@ -248,11 +227,9 @@ async def grade_only(task: TaskDir, root: Path, answer: str) -> dict[str, float]
 def targeted(v: Verifier, attack: str) -> bool:
     """Criteria an attack on the stated values must fail (file presence and markers aside)."""
     c = v.verifier_values.kwrl_check
-    if isinstance(c, MailSentCheck):
-        return bool(c.body_contains)
     if isinstance(c, EventExistsCheck):
         return attack == "spray" and c.date is not None
-    return isinstance(c, NumberCheck | ContainsCheck | RegexCheck | ChatPostedCheck)
+    return isinstance(c, SlotCheck)
 
 
 async def test_every_attack_scores_zero_on_what_it_targets(
@@ -370,7 +347,8 @@ def judge_fails(
     """(name, task, final answer, the criterion it must fail) for each attack of issue 35."""
     out = []
     task = law["table_lookup"]
-    vid, c = check_of(task, NumberCheck)
+    vid, c = check_of(task, SlotCheck)
+    assert isinstance(c.value, float)
     gold = golden(task)
     tok = next(gold[t.start : t.end].strip() for t in number_tokens(gold)
                if any(abs(m - c.value * (c.scale or 1)) < 1e-6 * c.value * (c.scale or 1)
@@ -385,28 +363,33 @@ def judge_fails(
         ), vid),
     ]  # fmt: skip
     task = law["mail_fact_lookup"]
-    vid, who = check_of(task, ContainsCheck)
-    name = who.all_of[0]
-    out.append(
-        ("possibly", task, golden(task).replace(name, f"{name}, possibly {who.rivals[0]}"), vid)
-    )
+    vid, who = next((v.verifier_id, c) for v in task.verifiers
+                    if isinstance(c := v.verifier_values.kwrl_check, SlotCheck) and c.label == "Sent by")  # fmt: skip
+    name = str(who.value[0] if isinstance(who.value, list) else who.value)
+    out += [
+        ("possibly", task, golden(task).replace(name, f"{name}, possibly {who.rivals[0]}"), vid),
+        ("maybe in prose", task, golden(task) + f"\nMaybe {who.rivals[0]} sent it, though.", vid),
+    ]  # fmt: skip
     task = law["calendar_lookup"]
     (day_id, _), (time_id, _) = [
         (v.verifier_id, v) for v in task.verifiers
-        if isinstance(v.verifier_values.kwrl_check, RegexCheck)
+        if isinstance(v.verifier_values.kwrl_check, SlotCheck)
     ]  # fmt: skip
     iso = re.search(r"\d{4}-\d{2}-\d{2}", golden(task))
     assert iso
     y, m, d = iso[0].split("-")
     moved = f"{(int(d) % 28) + 1:02d}/{m}/{y}"
+    slots_ = f"Date: {iso[0]}\nStart time: 14:00 UTC"
     out += [
-        ("moved day", task, f"It is on {iso[0]}, possibly moved to {moved}.", day_id),
-        ("moved time", task, "It starts at 14:00, possibly 16:30.", time_id),
+        ("moved day", task, f"{slots_}\nIt is on {iso[0]}, possibly moved to {moved}.", day_id),
+        ("moved time", task, f"{slots_}\nIt starts at 14:00, possibly 16:30.", time_id),
+        ("no slot", task, f"It is on {iso[0]} and starts at 14:00 UTC.", day_id),
     ]  # fmt: skip
     task = ib["chat_fact_lookup"]
-    vid, room = check_of(task, ContainsCheck)
-    providers = sorted({room.all_of[0], *room.rivals, "Box", "Egnyte", "Citrix", "Dropbox"})
-    out.append(("providers", task, "The provider is " + " or ".join(providers) + ".", vid))
+    vid, room = check_of(task, SlotCheck)
+    assert isinstance(room.value, list)
+    providers = sorted({room.value[0], *room.rivals, "Box", "Egnyte", "Citrix", "Dropbox"})
+    out.append(("providers", task, "Answer: " + " or ".join(providers) + ".", vid))
     return out
 
 

@@ -76,6 +76,10 @@ def _print_summary(run_dir: Path) -> None:
             ks.add_row(str(k), pct(iv), pct(overall["pass_hat_k"][k]))
         console.print(ks)
     console.print(f"causes {causes}  report {run_dir / 'report.html'}", highlight=False)
+    undecided = m.get("undecided_by_family") or {}
+    if undecided:
+        shown = "  ".join(f"{k} {v['undecided']}/{v['criteria']}" for k, v in undecided.items())
+        console.print(f"undecided criteria by family: {shown}", highlight=False)
     for manifest in data.get("manifests", []):
         console.print(f"manifest {RunManifest.model_validate(manifest).line()}", highlight=False)
     if not overall.get("n_graded"):

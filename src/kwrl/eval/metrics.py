@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from kwrl.eval.config import Bootstrap
 from kwrl.rollout.failures import INFRA
 from kwrl.rollout.manifest import RunManifest
+from kwrl.tasks.taskdir import NO_FAMILY
 
 INFRA_CAUSES = frozenset(str(c) for c in INFRA)
 """The failure causes (as written in trials.jsonl) outside the policy's control."""
@@ -52,6 +53,8 @@ class CriterionResult(BaseModel):
     method: str = ""
     rationale: str = ""
     is_primary_objective: bool = False
+    undecided: bool = False
+    """Its machine check could not decide it (grades.json `undecided`)."""
 
 
 class ToolUse(BaseModel):
@@ -75,6 +78,8 @@ class TrialOutcome(BaseModel):
     domain: str | None = None
     expected_output: str | None = None
     difficulty: str | None = None
+    family: str | None = None
+    """The generated task's family (task.toml `[metadata] family`); None for other tasks."""
     cause: str = "none"
     reward: float | None = None
     passed: bool = False
@@ -294,6 +299,26 @@ def trial_stats(outcomes: Sequence[TrialOutcome]) -> TrialStats:
     )
 
 
+class Undecided(BaseModel):
+    """How many criteria a group's graded trials held, and how many no machine check decided."""
+
+    criteria: int = 0
+    undecided: int = 0
+
+
+def undecided_by_family(outcomes: Iterable[TrialOutcome]) -> dict[str, Undecided]:
+    """Per family, the graded trials' criteria and how many were undecided (a task set whose
+    checks are mostly undecided shows it)."""
+    out: dict[str, Undecided] = {}
+    for o in scored(outcomes):
+        if o.reward is None:
+            continue
+        u = out.setdefault(o.family or NO_FAMILY, Undecided())
+        u.criteria += len(o.criteria)
+        u.undecided += sum(c.undecided for c in o.criteria)
+    return dict(sorted(out.items()))
+
+
 class EvalMetrics(BaseModel):
     """Every number of an evaluation (eval.json's `metrics`)."""
 
@@ -304,6 +329,8 @@ class EvalMetrics(BaseModel):
     by_difficulty: dict[str, ScoreSummary]
     criteria: list[CriterionSummary]
     trials: TrialStats
+    undecided_by_family: dict[str, Undecided] = Field(default_factory=dict)
+    """Criteria graded and those their machine check could not decide, per task family."""
 
 
 def compute_metrics(outcomes: Sequence[TrialOutcome], boot: Bootstrap | None = None) -> EvalMetrics:
@@ -316,6 +343,7 @@ def compute_metrics(outcomes: Sequence[TrialOutcome], boot: Bootstrap | None = N
         by_difficulty=summarize_groups(outcomes, lambda o: o.difficulty, boot),
         criteria=summarize_criteria(outcomes, boot),
         trials=trial_stats(outcomes),
+        undecided_by_family=undecided_by_family(outcomes),
     )
 
 

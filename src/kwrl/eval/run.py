@@ -60,7 +60,7 @@ from kwrl.rollout.runner import (
     run_batch,
 )
 from kwrl.rollout.trial import read_trial
-from kwrl.tasks.taskdir import META_JSON, read_meta
+from kwrl.tasks.taskdir import META_JSON, read_meta, task_family
 
 OUTCOMES = "trials.jsonl"
 RUN_FILES = ("trials", OUTCOMES, "eval.toml", "eval.json", "report.html", "compare.json",
@@ -88,6 +88,7 @@ def _criteria(grades: list[CriterionGrade], criteria: dict[str, float]) -> list[
                 method=g.method,
                 rationale=g.rationale,
                 is_primary_objective=g.is_primary_objective,
+                undecided=g.undecided,
             )
             for g in grades
         ]
@@ -95,12 +96,13 @@ def _criteria(grades: list[CriterionGrade], criteria: dict[str, float]) -> list[
 
 
 def task_labels(task_dir: Path) -> dict[str, str | None]:
-    """task_name, domain, expected_output and difficulty of a task dir (archipelago.json)."""
+    """task_name, domain, expected_output and difficulty of a task dir (archipelago.json), and a
+    generated task's family (task.toml)."""
     keys = ("task_name", "domain", "expected_output", "difficulty")
     if not (Path(task_dir) / META_JSON).is_file():
-        return dict.fromkeys(keys)
+        return {**dict.fromkeys(keys), "family": task_family(Path(task_dir))}
     meta = read_meta(Path(task_dir)).model_dump(mode="json")
-    return {k: meta.get(k) for k in keys}
+    return {**{k: meta.get(k) for k in keys}, "family": task_family(Path(task_dir))}
 
 
 def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Path) -> TrialOutcome:
@@ -128,7 +130,7 @@ def outcome_from_record(rec: TrialRecord, labels: dict[str, str | None], out: Pa
         task=rec.task, sample=rec.sample, trial_name=rec.trial_name, trial_dir=rel,
         task_name=labels.get("task_name") or "", domain=labels.get("domain"),
         expected_output=labels.get("expected_output"), difficulty=labels.get("difficulty"),
-        cause=str(rec.cause), reward=rec.reward, passed=passed, error=rec.error,
+        family=labels.get("family"), cause=str(rec.cause), reward=rec.reward, passed=passed, error=rec.error,
         criteria=criteria, turns=meta.n_turns, input_tokens=files.n_input_tokens,
         output_tokens=files.n_output_tokens, stop_reason=meta.stop_reason,
         tools=tools, seconds=rec.seconds, attempts=rec.attempt + 1, final_answer=files.final_answer,

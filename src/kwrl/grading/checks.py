@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
-from kwrl.grading.render import read_xlsx
+from kwrl.grading.render import NOTES_PREFIX, read_xlsx
+from kwrl.grading.slots import read_slot
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -63,6 +64,7 @@ from kwrl.tasks.models import (
     MailSentCheck,
     NumberCheck,
     RegexCheck,
+    SlotCheck,
     Source,
     XlsxCellCheck,
 )
@@ -163,6 +165,8 @@ def rubric_figures(checks: Iterable[Any]) -> tuple[float, ...]:
     for c in checks:
         if isinstance(c, NumberCheck):
             out += [c.value, c.value * (c.scale or 1.0)]
+        elif isinstance(c, SlotCheck) and isinstance(c.value, int | float):
+            out += [float(c.value), float(c.value) * (c.scale or 1.0)]
         elif isinstance(c, XlsxCellCheck) and not isinstance(c.value, str):
             out.append(float(c.value))
         needles: list[str] = []
@@ -387,14 +391,26 @@ def check_doc_contains(
     return CheckResult(False, "; ".join(reasons), [display_path(h) for h in hits])
 
 
+_CELL_EXTRA = re.compile(r"(?:usd|eur|gbp|[$€£%x]|percent|times|m|bn|k|\s)*", re.IGNORECASE)
+
+
+def _one_number(text: str, want: float, rel_tol: float) -> bool:
+    """A text cell states a number when it is exactly one number and at most its unit ("12.61",
+    "12.61%", "$121.9m"): "12.61 (or 11.92)", "~12.6", "12.61?" are not a number."""
+    toks = number_tokens(text)
+    if len(toks) != 1:
+        return False
+    rest = text[: toks[0].start] + text[toks[0].end :]
+    return bool(_CELL_EXTRA.fullmatch(rest)) and close(toks[0].plain[0], want, rel_tol)
+
+
 def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
     if actual is None:
         return False
     if isinstance(want, int | float) and not isinstance(want, bool):
         if isinstance(actual, int | float) and not isinstance(actual, bool):
             return close(float(actual), float(want), rel_tol)
-        nums = numbers_in(str(actual))
-        return len(nums) > 0 and close(nums[0], float(want), rel_tol)
+        return _one_number(str(actual), float(want), rel_tol)
     if isinstance(actual, int | float) and not isinstance(actual, bool):
         nums = numbers_in(str(want))
         return len(nums) > 0 and close(float(actual), nums[0], rel_tol)
@@ -547,6 +563,52 @@ def check_chat_posted(
     return CheckResult(False, f"posts in {c.channel} lack {c.all_of}", [f"chat: {c.channel}"])
 
 
+# --------------------------------------------------------------------------- slots
+
+
+def slot_text(c: SlotCheck, ev: Evidence) -> tuple[str | None, list[str], str]:
+    """The text of a slot's place (docs/contracts.md, "Places"): (text or None when the place
+    holds nothing, what was read, why nothing)."""
+    if c.place == "answer":
+        return ev.own_text(ev.answer)[0], ["final answer"], "the final answer is empty"
+    if c.place == "mail":
+        want = (c.to or "").casefold()
+        mails = [m for m in ev.mail if any(want in r.casefold() for r in m.to)]
+        if not mails:
+            return None, [], f"no mail to {c.to} was sent during the trial"
+        text = "\n\n".join(ev.own_text(m.body)[0] for m in mails)
+        return text, [f"mail: {m.subject}" for m in mails], ""
+    if c.place == "chat":
+        posts = [p for p in ev.chat if p.in_channel(c.channel or "")]
+        if not posts:
+            return None, [], f"no new post in #{c.channel}"
+        return "\n\n".join(ev.own_text(p.text)[0] for p in posts), [f"chat: {c.channel}"], ""
+    rel = "filesystem/" + (c.path or "").lstrip("/")
+    if ev.final.get(rel) is None:
+        return None, [], f"no file {display_path(rel)} in the final state"
+    text = ev.own_text(ev.changed_text(rel))[0]
+    lines = [ln for ln in text.splitlines() if not ln.startswith(NOTES_PREFIX)]  # speaker notes
+    if not any(ln.strip() for ln in lines):
+        return None, [display_path(rel)], f"{display_path(rel)} was not written during the trial"
+    return "\n".join(lines), [display_path(rel)], ""
+
+
+def check_slot(
+    c: SlotCheck, ev: Evidence, expected_file_type: str | None = None,
+    figures: tuple[float, ...] = (),
+) -> CheckResult:  # fmt: skip
+    """The value in its slot (`kwrl.grading.slots`); the place alone is read, whatever the
+    criterion's file type."""
+    text, seen, why = slot_text(c, ev)
+    where = {"answer": "the final answer", "mail": f"mail to {c.to}", "chat": f"#{c.channel}"}.get(
+        c.place, display_path("filesystem/" + (c.path or "").lstrip("/"))
+    )
+    if not text:
+        return CheckResult(False, why or f"{where} is empty", seen)
+    f = read_slot(c, text, _allowed(ev, figures))
+    return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
+
+
 CHECKS: dict[type, Callable[[Any, Evidence, str | None, tuple[float, ...]], CheckResult]] = {
     NumberCheck: check_number,
     RegexCheck: check_regex,
@@ -557,6 +619,7 @@ CHECKS: dict[type, Callable[[Any, Evidence, str | None, tuple[float, ...]], Chec
     MailSentCheck: check_mail_sent,
     EventExistsCheck: check_event_exists,
     ChatPostedCheck: check_chat_posted,
+    SlotCheck: check_slot,
 }
 """Machine checks by their model; `run_check` looks a criterion's check up here.
 

@@ -85,6 +85,9 @@ class CriterionGrade:
     evidence_chars: int | None = None
     """The evidence budget of the judged prompt when the judge's context made the grader cut it
     below `max_artifact_chars` (`MIN_EVIDENCE_CHARS` at least); None when nothing was cut."""
+    undecided: bool = False
+    """The criterion's machine check could not decide it (`CheckResult.decided` False): the judge
+    graded it, or with no judge it failed. Runs count these per task family."""
 
     @property
     def passed(self) -> bool:
@@ -184,7 +187,7 @@ class JudgeRequest:
             rationale = f"[the machine check could not decide: {self.fallback}] {rationale}"
         return CriterionGrade(
             self.verifier.verifier_id, vals.criteria, score, "judge", rationale, self.seen,
-            vals.is_primary_objective, judge.spec, cached, key, cut,
+            vals.is_primary_objective, judge.spec, cached, key, cut, self.fallback is not None,
         )  # fmt: skip
 
 
@@ -225,7 +228,7 @@ def prepare(
             rationale = r.rationale if r.decided else f"{r.rationale}; no judge to read it"
             grades[v.verifier_id] = CriterionGrade(
                 v.verifier_id, vals.criteria, 1.0 if r.passed else 0.0, "machine", rationale,
-                r.evidence, vals.is_primary_objective,
+                r.evidence, vals.is_primary_objective, undecided=not r.decided,
             )  # fmt: skip
             if r.decided:
                 continue

@@ -227,6 +227,10 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
+NOTES_PREFIX = "[notes] "
+"""How a slide's speaker notes render: each line so prefixed."""
+
+
 def _pptx(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     import pptx
 
@@ -242,8 +246,8 @@ def _pptx(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             out.extend(_shape_text(shape))
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             notes = slide.notes_slide.notes_text_frame.text.strip()
-            if notes:
-                out.append(f"[notes] {notes}")
+            if notes:  # every line marked: never read as slide text (kwrl.grading.checks)
+                out += [f"{NOTES_PREFIX}{ln}" for ln in notes.splitlines()]
         size += sum(len(line) + 1 for line in out[start:])
     return "\n".join(out)
 

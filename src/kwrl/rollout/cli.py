@@ -190,6 +190,10 @@ def rollout(
         f"mean reward {'-' if mean is None else f'{mean:.3f}'}  graded {summary['graded']}/{summary['trials']}"
         f"  retries {summary['retries']}  causes {summary['causes']}  summary {out / 'summary.json'}"
     )
+    undecided = summary.get("undecided_by_family") or {}
+    if undecided:
+        shown_u = "  ".join(f"{k} {v['undecided']}/{v['criteria']}" for k, v in undecided.items())
+        console.print(f"undecided criteria by family: {shown_u}", highlight=False)
     if cfg.manifest is not None:
         console.print(f"manifest {cfg.manifest.line()}", highlight=False)
     infra = sum(n for c, n in summary["causes"].items() if FailureCause(c) in INFRA)

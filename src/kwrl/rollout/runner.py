@@ -34,14 +34,15 @@ from typing import Any
 
 from pydantic import Field
 
-from kwrl.errors import ConfigError, TaskFormatError
+from kwrl.errors import ConfigError, TaskFormatError, TrialFormatError
 from kwrl.io import write_json
 from kwrl.rollout import faults
 from kwrl.rollout.failures import FailureCause, classify_result
 from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
 from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
-from kwrl.rollout.trial import read_json, trial_scores
+from kwrl.rollout.trial import read_json, read_trial, trial_scores
+from kwrl.tasks.taskdir import NO_FAMILY, task_family
 
 ROLLOUT_FILES = ("trials", "summary.json")
 """What `run_rollout` writes at the top of its `out` (`kwrl.io.OutputDir.open`)."""
@@ -401,7 +402,8 @@ async def run_rollout(
         jobs, trials_dir, concurrency=cfg.concurrency, config=cfg, on_done=done, train=True
     )
     finals = [r.final for r in results]
-    write_json(out / ROLLOUT_FILES[1], summarize(finals, history, cfg))
+    families = {Path(t).name: task_family(Path(t)) for t in task_dirs}
+    write_json(out / ROLLOUT_FILES[1], summarize(finals, history, cfg, families))
     return finals
 
 
@@ -426,10 +428,31 @@ def apply_group_decisions(
             r.trained, r.train_reward = d.trained, d.reward
 
 
+def undecided_counts(
+    finals: list[TrialRecord], families: dict[str, str | None]
+) -> dict[str, dict[str, int]]:
+    """Per task family, the graded trials' criteria and how many no machine check could decide
+    (grades.json `undecided`); tasks without one count under `NO_FAMILY`."""
+    out: dict[str, dict[str, int]] = {}
+    for r in finals:
+        if r.reward is None:
+            continue
+        try:
+            grades = read_trial(r.trial_dir).grades
+        except (OSError, TrialFormatError):
+            continue
+        u = out.setdefault(families.get(r.task) or NO_FAMILY, {"criteria": 0, "undecided": 0})
+        u["criteria"] += len(grades)
+        u["undecided"] += sum(g.undecided for g in grades)
+    return dict(sorted(out.items()))
+
+
 def summarize(
-    finals: list[TrialRecord], history: list[TrialRecord], cfg: RolloutConfig
-) -> dict[str, Any]:
-    """summary.json: totals, per-task groups, causes, and every attempt."""
+    finals: list[TrialRecord], history: list[TrialRecord], cfg: RolloutConfig,
+    families: dict[str, str | None] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """summary.json: totals, per-task groups, causes, undecided criteria per task family, and
+    every attempt."""
     graded = [r.reward for r in finals if r.reward is not None]
     causes: dict[str, int] = {}
     for r in finals:
@@ -453,6 +476,7 @@ def summarize(
         "mean_reward": sum(graded) / len(graded) if graded else None,
         "pass_rate": sum(1 for r in finals if r.passed) / len(finals) if finals else None,
         "causes": causes,
+        "undecided_by_family": undecided_counts(finals, families or {}),
         "trained": sum(r.trained for r in finals),
         "tasks": tasks,
         "records": [r.as_dict() for r in finals],

@@ -36,6 +36,7 @@ from kwrl.tasks.models import (
     ArchipelagoMeta,
     GoldenResponse,
 )
+from kwrl.tasks.validate import SYNTH_SOURCE
 
 APPS = [(name, app.title) for name, app in sorted(APP_TABLE.items())]
 """(server name, title) of every app a generated world lists, sorted by name (from the one app
@@ -131,7 +132,7 @@ def write_task_dirs(out: Path, wf: WorldFiles) -> None:
             spec = TaskSpec(
                 meta=meta, instruction=d.prompt, verifiers=t.verifiers(w.world_id), golden=golden(t),
                 overlay=overlay, solution=solve_sh(d), extra_files={"solution/gold_calls.json": gold_calls_json(d)},
-                metadata={"source": "kwrl-synth", "seed": w.seed, "world_index": w.index, "family": d.family},
+                metadata={"source": SYNTH_SOURCE, "seed": w.seed, "world_index": w.index, "family": d.family},
             )  # fmt: skip
             write_task_dir(out / "tasks" / t.slug, spec)
 

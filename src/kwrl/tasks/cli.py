@@ -183,7 +183,9 @@ def validate(
     kwrl's grader needs verifier.timeout_sec >= KWRL_GRADER_DEADLINE_S (default 180) + 50 s.
     The no-op control grades each task's untouched world with an empty final answer without a
     judge: a criterion that passes rewards doing nothing; criteria only a judge grades are
-    counted, not run. Exit 1 on problems.
+    counted, not run. A generated task's criteria (task.toml source "kwrl-synth") must each
+    read a slot its instruction names (`Label: <form>`), read no value (a file, an event, a
+    cell) or be judge-only (docs/contracts.md). Exit 1 on problems.
     """
     from rich.console import Console
     from rich.table import Table

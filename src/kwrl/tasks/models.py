@@ -208,6 +208,40 @@ class ChatPostedCheck(_Rivals):
     all_of: list[str] = Field(min_length=1)
 
 
+class SlotCheck(_Strict):
+    """A value read from its slot (docs/contracts.md, "The answer contract of generated tasks"):
+    the slot line `<label>: <value>` in the final answer, the mail to `to`, the posts of `channel`
+    or the named file `path`; the value one of `kind`, equal to `value`."""
+
+    kind: Literal["slot"] = "slot"
+    label: str
+    """The slot line's label as the instruction names it ('Revenue FY2025', 'Net debt ($m)')."""
+    others: list[str] = Field(default_factory=list)
+    """The task's other labels in the same place: a line carrying one of them too fails."""
+    type: Literal["number", "date", "time", "text"]
+    value: float | str | list[str]
+    """number: the figure (in the unit the task asks for); date: ISO; time: 'HH:MM'; text: the
+    items that must all be there (a name; a metric and a period; clause numbers)."""
+    rel_tol: float = 0.005
+    abs_tol: float = 0.0
+    scale: float | None = Field(default=None, gt=0)
+    """As `NumberCheck.scale`: the value may be restated at any scale ("$121.9m" = "$121,900,000")."""
+    rivals: list[str] = Field(default_factory=list)
+    """Known wrong values of the kind (a stale figure, other people, periods, compliant clauses):
+    in the slot they fail it; hedged or affirmed in the prose, the check is undecided."""
+    rival_pattern: str | None = None
+    """A regex for values of the kind (an identifier's shape): its matches in the slot that are
+    not the value fail it."""
+    wrong_value: bool = False
+    """The slot names a wrong figure (what a stale copy shows): a correction word in it or about
+    it is expected, not a negation."""
+    place: Literal["answer", "mail", "chat", "file"] = "answer"
+    to: str | None = None
+    channel: str | None = None
+    path: str | None = None
+    """The output file (relative to /filesystem) for `place = "file"`; nothing else is read."""
+
+
 MachineCheck = Annotated[
     NumberCheck
     | RegexCheck
@@ -217,7 +251,8 @@ MachineCheck = Annotated[
     | DocContainsCheck
     | MailSentCheck
     | EventExistsCheck
-    | ChatPostedCheck,
+    | ChatPostedCheck
+    | SlotCheck,
     Field(discriminator="kind"),
 ]
 

@@ -255,6 +255,21 @@ def read_golden(task_dir: Path) -> list[dict[str, Any]] | None:
     return data
 
 
+NO_FAMILY = "(no family)"
+"""The group of tasks that carry no family (imported ones) in per-family counts."""
+
+
+def task_family(task_dir: Path) -> str | None:
+    """A generated task's family (task.toml `[metadata] family`); None without one or when
+    task.toml is unreadable."""
+    try:
+        raw = tomllib.loads((Path(task_dir) / TASK_TOML).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    fam = raw.get("metadata", {}).get("family") if isinstance(raw.get("metadata"), dict) else None
+    return fam if isinstance(fam, str) else None
+
+
 def read_task_toml(task_dir: Path) -> tuple[dict[str, Any], TaskConfig]:
     """task.toml -> (raw dict, harbor TaskConfig); unknown keys are errors (harbor ignores them)."""
     from harbor.models.task.config import TaskConfig

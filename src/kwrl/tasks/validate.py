@@ -32,7 +32,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from kwrl.errors import KwrlError, TaskFormatError
 from kwrl.tasks.archive import escaping_links
 from kwrl.tasks.layout import SUBSYSTEMS
-from kwrl.tasks.models import ArchipelagoMeta
+from kwrl.tasks.models import ArchipelagoMeta, MachineCheck, SlotCheck
 from kwrl.tasks.taskdir import (
     GRADER_DEADLINE_ENV,
     GRADER_DEADLINE_S,
@@ -106,6 +106,28 @@ def _rel(root: Path, path: str | Path) -> str:
         return str((p.parent.resolve() / p.name).relative_to(root.resolve()))  # a link as itself
     except ValueError:
         return str(p)
+
+
+SYNTH_SOURCE = "kwrl-synth"
+"""task.toml `[metadata] source` of a task `kwrl data synth` wrote: its criteria follow the answer
+contract (docs/contracts.md)."""
+NO_VALUE_CHECKS = ("file_exists", "event_exists", "xlsx_cell", "doc_contains")
+"""Check kinds of a generated task that read no value from prose: their own slots."""
+
+
+def contract_problem(check: MachineCheck | None, instruction: str) -> str | None:
+    """Why a generated criterion has no contract slot (None: it has one, or only a judge grades
+    it): its check must be a `slot` whose line the instruction names, or read no value."""
+    if check is None or check.kind in NO_VALUE_CHECKS:
+        return None
+    if not isinstance(check, SlotCheck):
+        return (
+            f"no contract slot: a generated criterion's check must be a slot or one of "
+            f"{', '.join(NO_VALUE_CHECKS)} (got {check.kind!r}), or the criterion judge-only"
+        )
+    if f"`{check.label}: <" not in instruction:
+        return f"slot {check.label!r} is not named in instruction.md (`{check.label}: <form>`)"
+    return None
 
 
 def validate_task(
@@ -188,6 +210,12 @@ def validate_task(
                     f"{i}.world_id",
                     f"{v.world_id!r} differs from archipelago.json {meta.world_id!r}",
                 )
+        if parsed is not None and parsed[0].get("metadata", {}).get("source") == SYNTH_SOURCE:
+            instruction = (task_dir / INSTRUCTION).read_text(errors="replace")
+            for i, v in enumerate(verifiers or []):
+                why = contract_problem(v.verifier_values.kwrl_check, instruction)
+                if why:
+                    fault(VERIFIERS_JSON, f"{i}.verifier_values.kwrl_check", why)
         if parsed is not None:
             toml_id = parsed[0].get("metadata", {}).get("task_id")
             if toml_id is not None and toml_id != meta.task_id:

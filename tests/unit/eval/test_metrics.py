@@ -176,3 +176,20 @@ def test_paired_difference_on_shared_tasks() -> None:
     flat = paired_diff(other[:2], run[:3], Bootstrap(n_boot=50))  # the reverse: both fell
     assert (flat.up, flat.down, flat.same) == (0, 2, 0)
     assert paired_diff(run, run).same == 3
+
+
+def test_undecided_criteria_are_counted_per_family_over_graded_trials() -> None:
+    def crits(*undecided: bool) -> list[CriterionResult]:
+        return [CriterionResult(verifier_id=f"c{i}", undecided=u) for i, u in enumerate(undecided)]
+
+    outcomes = [
+        outcome("a", 0, 1.0, True, family="table_lookup", criteria=crits(False, False)),
+        outcome("a", 1, 0.5, False, family="table_lookup", criteria=crits(True, False)),
+        outcome("b", 0, 0.0, False, family="chat_post", criteria=crits(True)),
+        outcome("c", 0, 1.0, True, criteria=crits(False)),  # an imported task: no family
+        outcome("d", 0, None, False, family="chat_post", cause="sandbox", criteria=crits(True)),
+    ]
+    got = compute_metrics(outcomes).undecided_by_family
+    assert {k: (v.criteria, v.undecided) for k, v in got.items()} == {
+        "(no family)": (1, 0), "chat_post": (1, 1), "table_lookup": (4, 1),
+    }  # fmt: skip

@@ -75,6 +75,27 @@ def test_xlsx_cell_reads_an_edited_value_and_tolerates_rounding(
     assert not check(ev, kind="xlsx_cell", path="/missing.xlsx", cell="A1", value=1).passed
 
 
+def test_a_text_cell_states_a_number_only_as_one_number_and_its_unit(
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    final = copy_state(world, tmp_path / "final")
+    path = final / "filesystem/finance/model.xlsx"
+    wb = openpyxl.load_workbook(path)
+    cells = {"D2": "12.61", "D3": "12.61%", "D4": "$12.61m", "D5": "12.61 (or 11.92)",
+             "D6": "~12.61", "D7": "12.61?", "D8": "11.92 / 12.61", "D9": "12.61 est."}  # fmt: skip
+    for cell, text in cells.items():
+        wb["Sheet1"][cell] = text
+    wb.save(path)
+    ev = evidence(world, final)
+    got = {
+        cell: check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell=cell, value=12.61).passed
+        for cell in cells
+    }
+    assert got == {"D2": True, "D3": True, "D4": True, "D5": False, "D6": False, "D7": False,
+                   "D8": False, "D9": False}  # fmt: skip
+
+
 def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(
     world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

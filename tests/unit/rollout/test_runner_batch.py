@@ -8,6 +8,7 @@ for real without a sandbox.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,27 @@ def test_without_train_every_record_trains_on_its_raw_reward() -> None:
     ]
     apply_group_decisions(records, ["a", "a"], train=False)
     assert [(r.trained, r.train_reward) for r in records] == [(True, 0.0), (True, 0.25)]
+
+
+def test_the_summary_counts_undecided_criteria_per_family(tmp_path: Path) -> None:
+    """summary.json's `undecided_by_family` reads each graded trial's grades.json."""
+    from kwrl.rollout.runner import undecided_counts
+
+    def trial(name: str, *undecided: bool) -> str:
+        d = tmp_path / name
+        (d / "verifier").mkdir(parents=True)
+        grades = [{"verifier_id": f"c{i}", "criteria": "x", "score": 0.0, "method": "machine",
+                   "rationale": "r", "undecided": u} for i, u in enumerate(undecided)]  # fmt: skip
+        (d / "verifier" / "grades.json").write_text(json.dumps({"grades": grades}))
+        return str(d)
+
+    records = [
+        _record("t1", 0, FailureCause.NONE, 0.5), _record("t1", 1, FailureCause.NONE, 1.0),
+        _record("t2", 0, FailureCause.NONE, 0.0), _record("t3", 0, FailureCause.SANDBOX, None),
+    ]  # fmt: skip
+    for r, dirs in zip(records, (trial("a", True, False), trial("b", False, False),
+                                 trial("c", True), trial("d", True)), strict=True):  # fmt: skip
+        r.trial_dir = dirs
+    got = undecided_counts(records, {"t1": "table_lookup", "t2": None, "t3": "chat_post"})
+    assert got == {"(no family)": {"criteria": 1, "undecided": 1},
+                   "table_lookup": {"criteria": 4, "undecided": 1}}  # fmt: skip

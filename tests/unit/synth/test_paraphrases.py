@@ -1,7 +1,8 @@
-"""Every family's answer criteria read a final answer as a judge does: the gold answer in other
-words (another scale or unit, rounding within the tolerance, other date and time spellings, the
-task restated beside it) passes; the same answer hedged, negated, sprayed over guesses or laid
-out as a table of candidates fails; an empty answer fails.
+"""Every family's answer criteria read a final answer's slots as a judge does (docs/contracts.md,
+"The answer contract of generated tasks"): the gold answer in other words (another scale or unit,
+rounding within the tolerance, other date and time spellings, the task restated beside it,
+bullets) passes; the same answer hedged, negated, sprayed over guesses or laid out as a table of
+candidates fails; an empty answer fails.
 
 One planned world per domain, one draft of each family (the grader's `prepare`, machine checks
 only, over an Evidence that holds the draft's prompt and the answer); the memo and the deck a
@@ -28,14 +29,7 @@ from kwrl.synth.render import plan_files
 from kwrl.synth.rng import Rng
 from kwrl.synth.tasks import FAMILIES, Task
 from kwrl.synth.world import World, plan_world
-from kwrl.tasks.models import (
-    DOMAINS,
-    ContainsCheck,
-    NumberCheck,
-    RegexCheck,
-    Verifier,
-    VerifierValues,
-)
+from kwrl.tasks.models import DOMAINS, SlotCheck, Verifier, VerifierValues
 
 ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 HOUR = re.compile(r"\b(\d{2}):00\b")
@@ -59,9 +53,7 @@ def answer_checked(d: TaskDraft) -> list[Verifier]:
     """The draft's criteria that read only the final answer."""
     out = []
     for i, c in enumerate(d.criteria):
-        if isinstance(c.check, NumberCheck | RegexCheck | ContainsCheck) and (
-            c.check.source == "answer"
-        ):
+        if isinstance(c.check, SlotCheck) and c.check.place == "answer":
             vals = VerifierValues(criteria=c.text, kwrl_check=c.check)
             out.append(Verifier(verifier_id=f"c{i}", verifier_values=vals, verifier_index=i))
     return out
@@ -82,17 +74,18 @@ def scores(d: TaskDraft, answer: str) -> dict[str, float]:
     return {v.verifier_id: grades[v.verifier_id].score for v in answer_checked(d)}
 
 
-def numbers(d: TaskDraft) -> list[NumberCheck]:
-    return [v.verifier_values.kwrl_check for v in answer_checked(d)
-            if isinstance(v.verifier_values.kwrl_check, NumberCheck)]  # fmt: skip
+def numbers(d: TaskDraft) -> list[SlotCheck]:
+    return [c for v in answer_checked(d)
+            if isinstance(c := v.verifier_values.kwrl_check, SlotCheck) and c.type == "number"]  # fmt: skip
 
 
-def close(x: float, c: NumberCheck) -> bool:
+def close(x: float, c: SlotCheck) -> bool:
+    assert isinstance(c.value, float)
     unit = c.scale or 1.0
     return abs(x - c.value * unit) <= max(c.rel_tol * abs(c.value * unit), c.abs_tol * unit)
 
 
-def rewrite_numbers(d: TaskDraft, text: str, render: Callable[[NumberCheck, str], str]) -> str:
+def rewrite_numbers(d: TaskDraft, text: str, render: Callable[[SlotCheck, str], str]) -> str:
     """`text` with each number a number check wants rewritten by `render(check, token_text)`."""
     out, last = [], 0
     for t in number_tokens(text):
@@ -105,21 +98,23 @@ def rewrite_numbers(d: TaskDraft, text: str, render: Callable[[NumberCheck, str]
     return "".join(out) + text[last:]
 
 
-def in_words(c: NumberCheck, tok: str) -> str:
+def in_words(c: SlotCheck, tok: str) -> str:
     """The value in words of its scale: 'USD 283.0 million', '12.34 percent'."""
     v = c.value
+    assert isinstance(v, float)
     return {1e6: f"USD {v:,.1f} million", 1e9: f"USD {v:,.2f} billion",
             1e3: f"USD {v:,.1f} thousand", 0.01: f"{v:.2f} percent"}.get(c.scale or 1.0, tok)  # fmt: skip
 
 
-def plain(c: NumberCheck, tok: str) -> str:
+def plain(c: SlotCheck, tok: str) -> str:
     """The value at full scale: '$283,000,000', '1,234 bps'."""
+    assert isinstance(c.value, float)
     if c.scale == 0.01:
         return f"{c.value * 100:,.0f} bps"
     return f"${c.value * c.scale:,.0f}" if c.scale else tok
 
 
-def rounded(c: NumberCheck, tok: str) -> str:
+def rounded(c: SlotCheck, tok: str) -> str:
     """Four significant digits (well within 0.5%), the token's sign and unit kept."""
     m = re.search(r"\d[\d,]*(\.\d+)?", tok)
     assert m
@@ -167,7 +162,7 @@ def test_the_gold_answer_in_other_words_passes_and_nothing_fails(
 # --------------------------------------------------------------------------- what a judge fails
 
 
-def wrong(c: NumberCheck, tok: str, k: float) -> str:
+def wrong(c: SlotCheck, tok: str, k: float) -> str:
     m = re.search(r"\d[\d,]*(\.\d+)?", tok)
     assert m
     x = float(m.group(0).replace(",", "")) * k
@@ -196,7 +191,9 @@ def attacks(d: TaskDraft, w: World) -> dict[str, str]:
             for i, k in enumerate((0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3))
         )
     people = [x.last for x in w.people]
-    if name := next((x for x in people if re.search(rf"\b{x}\b", a)), None):
+    asked = " ".join(str(c.value) for v in answer_checked(d)
+                     if isinstance(c := v.verifier_values.kwrl_check, SlotCheck) and c.type == "text")  # fmt: skip
+    if name := next((x for x in people if re.search(rf"\b{x}\b", asked)), None):
         other = next(x for x in people if x != name and x not in a)
         out["possibly someone else"] = re.sub(
             rf"\b{name}\b", f"{name}, possibly {other}", a, count=1
@@ -217,7 +214,8 @@ def test_hedges_negations_guesses_and_tables_fail(name: str, w: World, d: TaskDr
         assert 0.0 in got.values() and got != scores(d, d.answer), f"{label}: {text!r} {got}"
         if label in ("hedged", "negated", "guesses", "table"):
             for v in answer_checked(d):
-                if isinstance(v.verifier_values.kwrl_check, NumberCheck):
+                c = v.verifier_values.kwrl_check
+                if isinstance(c, SlotCheck) and c.type == "number":
                     assert got[v.verifier_id] == 0.0, f"{label}: {text!r} {got}"
 
 
@@ -225,12 +223,15 @@ def test_a_list_of_providers_or_people_fails() -> None:
     _, w, d = next(x for x in DRAFTS if x[0] == "Inv-chat_fact_lookup")
     providers = ["Datasite", "Intralinks", "Ansarada", "Firmex", "Box", "Egnyte", "iDeals",
                  "ShareFile", "Citrix", "Drooms", "DealRoom", "Dropbox", "SecureDocs"]  # fmt: skip
-    lead = next(x.last for x in w.people if x.last in d.answer)
-    answer = f"{lead} posted it; the provider is " + " or ".join(providers) + "."
+    lead = next(x.name for x in w.people if f"Posted by: {x.name}" in d.answer)
+    answer = "Answer: " + ", ".join(providers) + f"\nPosted by: {lead}"
     got = scores(d, answer)
     assert got["c0"] == 0.0 and got["c1"] == 1.0, got
-    everyone = " or ".join(x.last for x in w.people)
-    assert scores(d, d.answer.replace(lead, everyone, 1))["c1"] == 0.0
+    for joiner in (" or ", ", ", " and "):
+        everyone = joiner.join(x.name for x in w.people)
+        assert (
+            scores(d, d.answer.replace(f"Posted by: {lead}", f"Posted by: {everyone}"))["c1"] == 0.0
+        )
 
 
 # --------------------------------------------------------------------------- produced files

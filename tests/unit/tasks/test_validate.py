@@ -202,3 +202,43 @@ def test_the_control_counts_criteria_only_a_judge_grades(dataset: Path) -> None:
     assert report.ok and report.control is not None
     assert (report.control.graded, report.control.unjudged) == (0, 6)
     assert json.loads(report_json(report))["control"]["unjudged"] == 6
+
+
+def test_a_generated_criterion_needs_a_contract_slot_or_the_judge(
+    tmp_path: Path, dataset: Path
+) -> None:
+    """Every criterion `kwrl data synth` writes reads a slot its instruction names, reads no value
+    (a file, an event, a cell), or is left to the judge; anything else is a problem naming the
+    task's verifiers.json and the criterion."""
+    ds = synth_dataset(tmp_path / "synth", tasks=3)
+    assert validate_dataset(ds).ok
+    t1, t2, t3 = sorted((ds / "tasks").iterdir())
+    path = t1 / "tests" / "verifiers.json"
+    vs = json.loads(path.read_text())
+    vs[0]["verifier_values"]["kwrl_check"] = {"kind": "number", "value": 1.0}  # prose reading
+    path.write_text(json.dumps(vs))
+    path = t2 / "tests" / "verifiers.json"
+    vs = json.loads(path.read_text())
+    slot = next(i for i, v in enumerate(vs) if v["verifier_values"]["kwrl_check"]["kind"] == "slot")
+    vs[slot]["verifier_values"]["kwrl_check"]["label"] = "A label the task never names"
+    path.write_text(json.dumps(vs))
+    path = t3 / "tests" / "verifiers.json"
+    vs = json.loads(path.read_text())
+    vs[0]["verifier_values"]["kwrl_check"] = None  # judge-only: fine
+    path.write_text(json.dumps(vs))
+    report = validate_dataset(ds)
+    found = {(p.task, p.file, p.field) for p in report.problems}
+    assert found == {
+        (t1.name, f"tasks/{t1.name}/tests/verifiers.json", "0.verifier_values.kwrl_check"),
+        (t2.name, f"tasks/{t2.name}/tests/verifiers.json", f"{slot}.verifier_values.kwrl_check"),
+    }
+    messages = " ".join(p.message for p in report.problems)
+    assert "no contract slot" in messages and "'number'" in messages
+    assert "not named in instruction.md" in messages
+    # a task kwrl did not generate (an imported one) keeps whatever checks it has
+    t = dataset / "tasks" / "task-001"
+    path = t / "tests" / "verifiers.json"
+    vs = json.loads(path.read_text())
+    vs[0]["verifier_values"]["kwrl_check"] = {"kind": "number", "value": 1.0}
+    path.write_text(json.dumps(vs))
+    assert validate_dataset(dataset).ok

@@ -7,22 +7,26 @@ them; mail bodies and posts are checked for the figure as the files print it.
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from kwrl.synth.cast import Project
 from kwrl.synth.families.base import (
     Call,
     Criterion,
     TaskDraft,
+    number_form,
+    number_slot,
     others,
     read_call,
+    slot_prompt,
     table_file,
-    time_rivals,
+    with_others,
 )
 from kwrl.synth.families.lookup import row_phrase, value_text
 from kwrl.synth.families.metrics import metrics
 from kwrl.synth.rng import Rng
 from kwrl.synth.world import World, free_slot
-from kwrl.tasks.models import ChatPostedCheck, EventExistsCheck, MailSentCheck, RegexCheck
+from kwrl.tasks.models import EventExistsCheck, SlotCheck
 
 
 def reply_figure(w: World, p: Project, rng: Rng) -> TaskDraft:
@@ -36,13 +40,21 @@ def reply_figure(w: World, p: Project, rng: Rng) -> TaskDraft:
     prompt = (
         f'The client emailed me asking to confirm a figure for {p.code} (subject "{mail.subject}"). '
         f"Reply to that email with the figure from the current workbook."
+    ) + slot_prompt([(row, number_form(unit)), ("Period", "period")], "Put in the reply's body")
+    body = (
+        f"Hello,\n\nHere is the figure we are using for {p.code} ({unit}):\n\n{row}: {vt}\n"
+        f"Period: {period}\n\nBest regards,\n{w.me.name}"
     )
-    body = f"Hello,\n\nThe {row} figure for {period} we are using for {p.code} is {vt} ({unit}).\n\nBest regards,\n{w.me.name}"
+    where: dict[str, Any] = {"place": "mail", "to": contact}
+    value, per = with_others([
+        number_slot(row, v, unit, rivals=[p.table.get(row, q) for q in p.table.periods if q != period], **where),
+        SlotCheck(label="Period", type="text", value=[period], rivals=others(period, p.table.periods), **where),
+    ])  # fmt: skip
     return TaskDraft(
         "reply_figure", "medium", None, prompt,
         [
-            Criterion(f"A reply to {contact} states {row_phrase(w, p, row, period)} as {vt}", MailSentCheck(to=contact, body_contains=[vt])),
-            Criterion(f"The reply to {contact} names the period {period}", MailSentCheck(to=contact, body_contains=[period], rivals=others(period, p.table.periods))),
+            Criterion(f"A reply to {contact} states {row_phrase(w, p, row, period)} as {vt}", value),
+            Criterion(f"The reply to {contact} names the period {period}", per),
         ],
         [Call("mail_read_mail", {"mail_id": mail_id}), read_call(path), Call("mail_reply_mail", {"original_mail_id": mail_id, "body": body})],
         f"Replied to {contact}: {row} for {period} is {vt} ({unit}).", input_files=[path],
@@ -64,7 +76,7 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         f'Book a one-hour meeting titled "{title}" on {d:%A} {d:%B} {d.day} ({w.busy_day}) with {names}, '
         f"at the earliest whole hour between 09:00 and 17:00 UTC when all of us, me included, are free. "
         f"Invite them and tell me the time you chose."
-    )
+    ) + slot_prompt([("Start time", "HH:MM UTC")])
     start = f"{w.busy_day}T{hour:02d}:00:00"
     end = f"{w.busy_day}T{hour + 1:02d}:00:00"
     crits = [
@@ -83,10 +95,7 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
     crits.append(
         Criterion(
             f"The answer states the chosen start time {hour:02d}:00",
-            RegexCheck(
-                pattern=rf"(?<![\d:.])0?{hour}[:.]00(?!\d)|\b{hour % 12 or 12}\s?(:00)?\s?{'p' if hour >= 12 else 'a'}\.?m\b",
-                rival_pattern=time_rivals(hour + 1, 9, 17),  # its end, the prompt's window
-            ),
+            SlotCheck(label="Start time", type="time", value=f"{hour:02d}:00"),
         )
     )
     calls = [
@@ -102,7 +111,8 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
         ),
     ]
     return TaskDraft("schedule", "medium", None, prompt, crits, calls,
-                     f"Booked \"{title}\" on {w.busy_day} from {hour:02d}:00 to {hour + 1:02d}:00 UTC with {names}.")  # fmt: skip
+                     f"Booked \"{title}\" on {w.busy_day} from {hour:02d}:00 to {hour + 1:02d}:00 UTC with {names}.\n"
+                     f"Start time: {hour:02d}:00 UTC")  # fmt: skip
 
 
 def brief_team(w: World, p: Project, rng: Rng) -> TaskDraft:
@@ -111,28 +121,27 @@ def brief_team(w: World, p: Project, rng: Rng) -> TaskDraft:
     prompt = (
         f"Work out the {m.label} for {p.code} from the current files (to two decimals), email it to "
         f"{lead.name} with the inputs you used, and post the headline number in #{p.channel}."
+        + slot_prompt(m.prompt_lines(), "In the email, put")
+        + slot_prompt(m.prompt_lines(0), "In the post and at the end of your answer, put")
     )
-    ins = "; ".join(f"{label}: {v:,.1f}" for label, v, _ in m.inputs)
-    body = f"Hi {lead.first},\n\nThe {m.label} for {p.code} is {m.text}. Inputs: {ins}.\n\nBest,\n{w.me.first}"
-    post = f"{p.code}: {m.label} is {m.text}."
+    ins = "\n".join(f"{label}: {v:,.1f}" for label, v, _ in m.inputs)
+    body = (
+        f"Hi {lead.first},\n\nThe {m.label} for {p.code}, from the current files:\n\n"
+        f"{m.label}: {m.text}\n{ins}\n\nBest,\n{w.me.first}"
+    )
+    post = f"{p.code}:\n{m.label}: {m.text}"
+    mail = with_others(
+        [m.slot(place="mail", to=lead.email), *m.input_slots(place="mail", to=lead.email)]
+    )
     crits = [
+        Criterion(f"An email to {lead.name} states the {m.label} as {m.text}", mail[0]),
         Criterion(
-            f"An email to {lead.name} states the {m.label} as {m.text}",
-            MailSentCheck(to=lead.email, body_contains=[m.text]),
+            f"A post in #{p.channel} states {m.text}", m.slot(place="chat", channel=p.channel)
         ),
-        Criterion(
-            f"A post in #{p.channel} states {m.text}",
-            ChatPostedCheck(channel=p.channel, all_of=[m.text]),
-        ),
-        Criterion(f"The final answer states {m.text}", m.check()),
+        Criterion(f"The final answer states {m.text}", m.slot()),
     ]
-    for label, v, _ in m.inputs:
-        crits.append(
-            Criterion(
-                f"The email to {lead.name} quotes {label}: {v:,.1f}",
-                MailSentCheck(to=lead.email, body_contains=[f"{v:,.1f}"]),
-            )
-        )
+    for (label, v, _), check in zip(m.inputs, mail[1:], strict=True):
+        crits.append(Criterion(f"The email to {lead.name} quotes {label}: {v:,.1f}", check))
     calls = [
         *m.calls,
         Call(
@@ -147,4 +156,4 @@ def brief_team(w: World, p: Project, rng: Rng) -> TaskDraft:
         Call("chat_post_message", {"channel_id": p.channel, "message": post}),
     ]
     return TaskDraft("brief_team", "hard", None, prompt, crits, calls,
-                     f"Emailed {lead.name} and posted in #{p.channel}: the {m.label} is {m.text} ({ins}).")  # fmt: skip
+                     f"Emailed {lead.name} and posted in #{p.channel}.\n{m.label}: {m.text}")  # fmt: skip

@@ -13,14 +13,13 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any, Literal
 
 from kwrl.synth.cast import Project
 from kwrl.synth.render import FACT_HOME, TABLE_HOMES
 from kwrl.synth.rng import Rng
 from kwrl.synth.world import World
-from kwrl.tasks.models import MachineCheck, NumberCheck, Source
+from kwrl.tasks.models import MachineCheck, SlotCheck
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -115,57 +114,6 @@ def label_unit(label: str) -> str:
     return m.group(1) if m else ""
 
 
-def num(
-    value: float, *, pct: bool = False, source: Source = "answer", unit: str = ""
-) -> NumberCheck:
-    """A number check: 0.5% relative, and for percentages also 0.05 points absolute; `unit` (or
-    `pct`) sets the scale a text may restate it in ('$m': "$283m" = "$283,000,000")."""
-    return NumberCheck(
-        value=round(value, 6), rel_tol=0.005, abs_tol=0.05 if pct else 0.0, source=source,
-        scale=UNIT_SCALE.get("%" if pct else unit),
-    )  # fmt: skip
-
-
-_MONTH = (
-    r"(january|february|march|april|may|june|july|august|september|october|november|december"
-    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b\.?"
-)
-DATE_RIVALS = (
-    r"(?<!\d)\d{4}-\d{1,2}-\d{1,2}(?!\d)|\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b"
-    rf"|\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}(,?\s+\d{{4}})?"
-    rf"|\b{_MONTH}\s+\d{{1,2}}(st|nd|rd|th)?\b(,?\s+\d{{4}})?"
-)
-"""Any date in the spellings the families write or a reader uses (2026-04-11, 2026/04/11,
-11/04/2026, 04/11/26, 11.04.2026, '11 April 2026', '11th of April', 'April 11, 2026'): rivals of a
-date answer (checks' `rival_pattern`)."""
-_TIME = r"\d{1,2}([:.]\d{2})?\s?(am|pm|a\.m\.|p\.m\.)|\d{1,2}[:.]\d{2}\b"
-TIME_RIVALS = rf"(?<![\d:.])(?:{_TIME})"
-"""Any time of day: rivals of a time answer."""
-
-
-def time_rivals(*hours: int) -> str:
-    """TIME_RIVALS except the whole hours given (a meeting's end beside its start is no rival)."""
-    if not hours:
-        return TIME_RIVALS
-    skip = "|".join(
-        rf"0?{h}[:.]00\b|{h % 12 or 12}\s?(:00)?\s?{'p' if h >= 12 else 'a'}\.?m\b" for h in hours
-    )
-    return rf"(?<![\d:.])(?!{skip})(?:{_TIME})"
-
-
-def date_pattern(iso: str) -> str:
-    """A regex accepting the spellings of one date that DATE_RIVALS knows (ISO, '5 March',
-    'March 5', 5/3/2026 and 3/5/2026, 5.3.2026)."""
-    d = date.fromisoformat(iso)
-    mon, mo = d.strftime("%B"), d.strftime("%b")
-    dd, mm, yy = rf"0?{d.day}", rf"0?{d.month}", rf"(20)?{d.year % 100}"
-    return (
-        rf"(?<!\d){iso}(?!\d)|\b{d.year}/{mm}/{dd}\b|\b{dd}(st|nd|rd|th)?\s+(of\s+)?({mon}|{mo})\b\.?"
-        rf"|\b({mon}|{mo})\.?\s+{dd}(st|nd|rd|th)?\b"
-        rf"|\b{mm}/{dd}/{yy}\b|\b{dd}[/.-]{mm}[/.-]{yy}\b"
-    )
-
-
 def shape_pattern(text: str) -> str | None:
     """A regex for strings shaped like `text` (a case number 2025-CV-3980 -> any \\d+-[a-z]+-\\d+):
     the rivals of an identifier answer. None for a text without digits."""
@@ -225,15 +173,11 @@ def create_doc(path: str, title: str, paragraphs: list[str]) -> Call:
     return Call("word_create_document", {"directory": d, "file_name": name, "content": content})
 
 
-def append_doc(path: str, last_paragraph: int, text: str) -> Call:
+def append_doc(path: str, paragraphs: list[str]) -> Call:
+    """New paragraphs at the end of a document's body (one per line)."""
     return Call(
         "word_add_content_text",
-        {
-            "file_path": path,
-            "identifier": f"body.p.{last_paragraph}",
-            "text": text,
-            "position": "after",
-        },
+        {"file_path": path, "identifier": "body", "text": "\n".join(paragraphs), "position": "end"},
     )
 
 
@@ -280,3 +224,48 @@ def add_slide(path: str, index: int, title: str, bullets: list[str]) -> Call:
             "bullets": bullets,
         },
     )
+
+
+# --------------------------------------------------------------------------- answer slots
+# The answer contract of generated tasks (docs/contracts.md): every value a criterion checks sits
+# in a slot line `<Label>: <value>` that the instruction names, in a place (the final answer, a
+# mail, a channel, a file); the check reads the slot (`kwrl.grading.slots`).
+
+_FORMS = {
+    "$m": "figure in $ millions, one decimal", "$bn": "figure in $ billions, two decimals",
+    "$k": "figure in $ thousands, one decimal", "$": "dollar amount", "%": "percentage",
+    "m": "number in millions, one decimal", "hours": "hours, a whole number", "x": "multiple",
+}  # fmt: skip
+
+
+def number_form(unit: str) -> str:
+    """How the instruction asks for a figure of `unit` (the form of its slot)."""
+    return _FORMS.get(unit, "number")
+
+
+def number_slot(
+    label: str, value: float, unit: str, *, pct: bool = False, rivals: list[float] | None = None,
+    **kw: Any,
+) -> SlotCheck:  # fmt: skip
+    """A figure in its slot: 0.5% relative (a percentage also 0.05 points), at `unit`'s scale."""
+    pct = pct or unit == "%"
+    return SlotCheck(
+        label=label, type="number", value=round(value, 6), rel_tol=0.005,
+        abs_tol=0.05 if pct else 0.0, scale=UNIT_SCALE.get("%" if pct else unit),
+        rivals=[f"{r:.6g}" for r in rivals or []], **kw,
+    )  # fmt: skip
+
+
+def slot_prompt(lines: list[tuple[str, str]], where: str = "End your answer with") -> str:
+    """The instruction's closing words naming each slot line: `<Label>: <form>`."""
+    if len(lines) == 1:
+        label, form = lines[0]
+        return f" {where} the line `{label}: <{form}>`."
+    shown = ", ".join(f"`{label}: <{form}>`" for label, form in lines)
+    return f" {where} one line per value: {shown}."
+
+
+def with_others(checks: list[SlotCheck]) -> list[SlotCheck]:
+    """Each slot of one place told the place's other labels (a line carrying two fails)."""
+    labels = [c.label for c in checks]
+    return [c.model_copy(update={"others": [x for x in labels if x != c.label]}) for c in checks]

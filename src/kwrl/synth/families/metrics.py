@@ -8,6 +8,7 @@ memo, sheet, deck, mail) states the same number and the gold solution reads the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kwrl.synth.cast import Project
 from kwrl.synth.families.base import (
@@ -15,12 +16,15 @@ from kwrl.synth.families.base import (
     cagr,
     change_word,
     fact_file,
+    label_unit,
+    number_form,
+    number_slot,
     read_call,
     read_tab,
     table_file,
 )
 from kwrl.synth.world import World, mail_only_fact
-from kwrl.tasks.models import NumberCheck, Source
+from kwrl.tasks.models import SlotCheck
 
 
 @dataclass
@@ -34,16 +38,31 @@ class Metric:
     """(label, value, where) for each input; `where` is a path, 'mail' or 'computed'."""
     calls: list[Call]
 
-    def check(self, source: Source = "answer") -> NumberCheck:
-        """The value as stated to two decimals: 0.5% relative, or half a unit of the last decimal
-        (a percentage also as a fraction or in basis points)."""
-        return NumberCheck(
-            value=round(self.value, 6),
-            rel_tol=0.005,
-            abs_tol=0.05 if self.unit == "%" else 0.005,
-            source=source,
-            scale=0.01 if self.unit == "%" else None,
+    def slot(self, **kw: Any) -> SlotCheck:
+        """The value in its slot line `<label>: <value>` (as `check`: two decimals)."""
+        return SlotCheck(
+            label=self.label, type="number", value=round(self.value, 6), rel_tol=0.005,
+            abs_tol=0.05 if self.unit == "%" else 0.005, scale=0.01 if self.unit == "%" else None,
+            **kw,
+        )  # fmt: skip
+
+    def input_slots(self, n: int | None = None, **kw: Any) -> list[SlotCheck]:
+        """The inputs' slot lines `<input label>: <value>` (the first `n`)."""
+        return [number_slot(label, v, label_unit(label), **kw) for label, v, _ in self.inputs[:n]]
+
+    @property
+    def form(self) -> str:
+        return (
+            "percentage, two decimals"
+            if self.unit == "%"
+            else "multiple, two decimals (e.g. 7.25x)"
         )
+
+    def prompt_lines(self, n: int | None = None) -> list[tuple[str, str]]:
+        """(label, form) of the metric's slot line and its inputs' (the first `n`)."""
+        return [(self.label, self.form)] + [
+            (label, number_form(label_unit(label))) for label, _, _ in self.inputs[:n]
+        ]
 
     @property
     def text(self) -> str:

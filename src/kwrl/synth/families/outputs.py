@@ -20,10 +20,12 @@ from kwrl.synth.families.base import (
     create_deck,
     create_doc,
     create_sheet,
-    label_unit,
-    num,
+    number_form,
+    number_slot,
     read_call,
+    slot_prompt,
     table_file,
+    with_others,
 )
 from kwrl.synth.families.lookup import value_text
 from kwrl.synth.families.metrics import metrics
@@ -42,21 +44,18 @@ def memo_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
         f"Write a short Word memo for {p.lead.name} at {path} on {p.code}: state the {m.label} "
         f"(to two decimals), the inputs it is computed from, and where each input comes from. "
         f"Use the current files only."
-    )
-    paras = [f"The {m.label} for {p.code} is {m.text}."]
-    paras += [f"{label}: {v:,.1f} (source: {where})." for label, v, where in m.inputs]
+    ) + slot_prompt(m.prompt_lines(), "Give each value its own paragraph,")
+    where: dict[str, Any] = {"place": "file", "path": path.lstrip("/")}
+    checks = with_others([m.slot(**where), *m.input_slots(**where)])
+    paras = [f"The {m.label} for {p.code}, from the current files:", f"{m.label}: {m.text}"]
+    paras += [f"{label}: {v:,.1f} (source: {where_})" for label, v, where_ in m.inputs]
     crits = [
-        Criterion(
-            f"The memo states the {m.label} as {m.text}",
-            m.check("files"),
-        ),
+        Criterion(f"The memo states the {m.label} as {m.text}", checks[0]),
         Criterion(f"A Word memo exists at {path}", FileExistsCheck(path=path.lstrip("/"))),
     ]
     crits += [
-        Criterion(
-            f"The memo quotes {label}: {v:,.1f}", num(v, source="files", unit=label_unit(label))
-        )
-        for label, v, _ in m.inputs
+        Criterion(f"The memo quotes {label}: {v:,.1f}", check)
+        for (label, v, _), check in zip(m.inputs, checks[1:], strict=True)
     ]
     calls = [*m.calls, create_doc(path, f"{p.code}: {m.label}", paras)]
     return TaskDraft("memo_doc", "hard", "make_new_doc", prompt, crits, calls,
@@ -136,33 +135,29 @@ def edit_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
 DOC_ROLE = {"Investment Banking": "memo", "Law": "advice", "Management Consulting": "proposal"}
 
 
-def doc_paragraphs(w: World, p: Project) -> int:
-    """Index of the last paragraph of the project's main memo (title + heading/paragraph blocks)."""
-    return {"Investment Banking": 4, "Law": 3, "Management Consulting": 2}[w.domain]
-
-
 def edit_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
     m = rng.pick(metrics(w, p))
     path = p.files[DOC_ROLE[w.domain]]
     prompt = (
-        f'Add a paragraph at the end of {path} that starts with "Analyst update:" and states the '
-        f"{m.label} for {p.code} (two decimals) with its inputs."
-    )
-    ins = "; ".join(f"{label}: {v:,.1f}" for label, v, _ in m.inputs)
-    text = f"Analyst update: the {m.label} is {m.text} ({ins})."
+        f'Add at the end of {path} a paragraph "Analyst update" followed by paragraphs stating the '
+        f"{m.label} for {p.code} (two decimals) and its inputs."
+    ) + slot_prompt(m.prompt_lines(), "Write them as their own paragraphs,")
+    where: dict[str, Any] = {"place": "file", "path": path.lstrip("/")}
+    checks = with_others([m.slot(**where), *m.input_slots(**where)])
+    paras = ["Analyst update", f"{m.label}: {m.text}"] + [
+        f"{label}: {v:,.1f}" for label, v, _ in m.inputs
+    ]
     crits = [
+        Criterion(f"The document states the {m.label} as {m.text}", checks[0]),
         Criterion(
-            f"The document states the {m.label} as {m.text}",
-            m.check("files"),
-        ),
-        Criterion(
-            'The new paragraph starts with "Analyst update:"',
-            DocContainsCheck(path=path.lstrip("/"), all_of=["Analyst update:"]),
+            'The new paragraphs start with "Analyst update"',
+            DocContainsCheck(path=path.lstrip("/"), all_of=["Analyst update"]),
         ),
     ]
-    return TaskDraft("edit_doc", "hard", "edit_existing_doc", prompt, crits,
-                     [*m.calls, read_call(path), append_doc(path, doc_paragraphs(w, p), text)],
-                     f"Added to {path}: {text}", outputs=[path])  # fmt: skip
+    calls = [*m.calls, read_call(path)]
+    calls.append(append_doc(path, paras))
+    return TaskDraft("edit_doc", "hard", "edit_existing_doc", prompt, crits, calls,
+                     f"Added to {path}: {m.label}: {m.text}", outputs=[path])  # fmt: skip
 
 
 def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
@@ -172,28 +167,28 @@ def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     last, prev = p.table.periods[-1], p.table.periods[-2]
     vl, vp = p.table.get(row, last), p.table.get(row, prev)
     word, change = change_word((vl / vp - 1) * 100)
+    lp, ll, lc = f"{row} {prev}", f"{row} {last}", f"{row} {word} {prev} to {last}"
     prompt = (
         f'Make a short deck at {path} for {p.code}: a title slide "{p.code} update" and one slide '
         f"stating the {row} for {prev} and {last} from the current workbook and the percentage {word} between them."
+    ) + slot_prompt(
+        [(lp, number_form(unit)), (ll, number_form(unit)), (lc, "percentage, two decimals")],
+        "In the slide's text (not its speaker notes), write",
     )
     bullets = [
-        f"{row} {prev}: {value_text(vp, unit)}",
-        f"{row} {last}: {value_text(vl, unit)}",
-        f"{word.title()}: {change:.2f}%",
+        f"{lp}: {value_text(vp, unit)}",
+        f"{ll}: {value_text(vl, unit)}",
+        f"{lc}: {change:.2f}%",
     ]
+    where: dict[str, Any] = {"place": "file", "path": path.lstrip("/")}
+    sc, sl, sp = with_others([
+        number_slot(lc, change, "%", **where), number_slot(ll, vl, unit, **where),
+        number_slot(lp, vp, unit, **where),
+    ])  # fmt: skip
     crits = [
-        Criterion(
-            f"The deck states the {prev} to {last} {word} in {row} as {change:.2f}%",
-            num(change, pct=True, source="files"),
-        ),
-        Criterion(
-            f"The deck states the {last} {row} of {value_text(vl, unit)}",
-            num(vl, source="files", unit=unit),
-        ),
-        Criterion(
-            f"The deck states the {prev} {row} of {value_text(vp, unit)}",
-            num(vp, source="files", unit=unit),
-        ),
+        Criterion(f"The deck states the {prev} to {last} {word} in {row} as {change:.2f}%", sc),
+        Criterion(f"The deck states the {last} {row} of {value_text(vl, unit)}", sl),
+        Criterion(f"The deck states the {prev} {row} of {value_text(vp, unit)}", sp),
         Criterion(
             f'A deck exists at {path} titled "{p.code} update"',
             DocContainsCheck(path=path.lstrip("/"), all_of=[f"{p.code} update"]),
@@ -217,23 +212,20 @@ def edit_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     prompt = (
         f'Add a slide at the end of {path} titled "Key metric" that states the {m.label} for {p.code} '
         f"(two decimals) and its inputs."
-    )
+    ) + slot_prompt(m.prompt_lines(), "In the slide's text (not its speaker notes), write")
     bullets = [f"{m.label}: {m.text}"] + [f"{label}: {v:,.1f}" for label, v, _ in m.inputs]
+    where: dict[str, Any] = {"place": "file", "path": path.lstrip("/")}
+    checks = with_others([m.slot(**where), *m.input_slots(**where)])
     crits = [
-        Criterion(
-            f"The new slide states the {m.label} as {m.text}",
-            m.check("files"),
-        ),
+        Criterion(f"The new slide states the {m.label} as {m.text}", checks[0]),
         Criterion(
             'The deck has a slide titled "Key metric"',
             DocContainsCheck(path=path.lstrip("/"), all_of=["Key metric"]),
         ),
     ]
     crits += [
-        Criterion(
-            f"The slide quotes {label}: {v:,.1f}", num(v, source="files", unit=label_unit(label))
-        )
-        for label, v, _ in m.inputs[:1]
+        Criterion(f"The slide quotes {label}: {v:,.1f}", check)
+        for (label, v, _), check in zip(m.inputs[:1], checks[1:2], strict=True)
     ]
     return TaskDraft("edit_deck", "hard", "edit_existing_slide_deck", prompt, crits,
                      [*m.calls, add_slide(path, 4, "Key metric", bullets)], f"Added a Key metric slide to {path}: {m.text}.", outputs=[path])  # fmt: skip

@@ -1,0 +1,597 @@
+"""Reading a value from its slot: the answer contract of generated tasks (docs/contracts.md, "The
+answer contract of generated tasks").
+
+A generated task's instruction names slot lines, `<Label>: <form>`, one per value, in a place (the
+final answer, a mail, a channel, a file). `read_slot(check, text, allowed)` reads one slot of a
+`SlotCheck` from the place's text and returns a `Finding`:
+
+- the lines of the text that carry the slot's label (`slot_lines`, `carried`): none is a fail; a
+  line carrying it with another of the place's labels, none holding the others, is a fail;
+- each such line's value (`read_value`) must be exactly one value of the slot's kind, neither
+  hedged nor negated, and all of them the same; a wrong value is a fail;
+- the prose around the slots is free, except a clause (`clauses`) holding the slot's own value
+  with a correction or hedge word, or a rival (a known wrong value, or one of the kind neither the
+  task's nor another slot's) with a hedge or an affirming word: undecided (a reader must weigh it).
+
+The word classes are closed and small on purpose: what they cannot settle is undecided, never a
+pass. A value is read at the check's unit and scale in any spelling (`kwrl.grading.statements`
+reads numbers; dates and times are read here).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from kwrl.grading.statements import Finding, NumToken, close, number_tokens, undecided
+from kwrl.tasks.models import SlotCheck
+
+# --------------------------------------------------------------------------- words
+
+HEDGES = (
+    "might", "may", "could", "possibly", "possible", "perhaps", "maybe", "likely", "unlikely",
+    "probably", "probable", "plausible", "unverified", "unconfirmed", "uncertain", "unclear",
+    "unsure", "alternatively", "alternative", "approximately", "approx", "roughly", "around",
+    "about", "circa", "thereabouts", "give or take", "or so", "estimated", "estimate", "guess",
+    "seems", "appears", "assume", "assuming", "either", "or", "tentative", "tentatively",
+    "candidate", "candidates", "options", "alternatives", "possibility", "possibilities",
+)  # fmt: skip
+"""Modal and uncertain words: a value near one is not stated for certain."""
+CORRECTIONS = (
+    "incorrect", "wrong", "stale", "superseded", "typo", "error", "erroneous", "mistaken",
+    "mistake", "outdated", "obsolete", "invalid", "inaccurate", "false", "retracted", "void",
+)  # fmt: skip
+"""Words that say a value is not the answer."""
+AFFIRMS = (
+    "correct", "corrected", "correction", "right", "actual", "actually", "true", "real", "instead",
+    "should be", "revised", "confirmed", "accurate", "valid",
+)  # fmt: skip
+"""Words that put a value forward as the answer."""
+NEGATIONS = ("not", "no", "never", "isn't", "wasn't", "aren't", "n't", "nor")
+
+
+def _words_re(words: Iterable[str]) -> re.Pattern[str]:
+    alts = sorted((re.escape(w).replace(r"\ ", r"\s+") for w in words), key=len, reverse=True)
+    return re.compile(r"(?<![\w'])(?:" + "|".join(alts) + r")(?![\w'])", re.IGNORECASE)
+
+
+_HEDGE = _words_re(HEDGES)
+_HEDGE_PROSE = _words_re(h for h in HEDGES if h not in ("about", "around", "estimate", "estimated"))
+"""In prose, 'about' and 'around' are mostly prepositions ("the memo about FY2025"), and calling
+another value an estimate ("the preliminary estimate was 21.8") does not put it forward."""
+_HEDGE_NEAR = _words_re(h for h in HEDGES if h not in ("about", "around", "or", "either"))
+_HEDGE_MARK = re.compile(r"\?|~|≈|±|\+/-")
+_CORRECTION = _words_re(CORRECTIONS)
+_AFFIRM = _words_re(AFFIRMS)
+_NEGATION = re.compile(r"(?<![\w'])(?:not|no|never|nor)(?![\w'])|n't\b", re.IGNORECASE)
+
+
+def _hedge_in(text: str) -> str | None:
+    m = _HEDGE.search(text) or _HEDGE_MARK.search(text)
+    return m.group(0) if m else None
+
+
+# --------------------------------------------------------------------------- periods, labels
+
+_FY = re.compile(r"\b(?:FY|fiscal(?:\s+year)?|financial\s+year)\s?['’]?(\d{4}|\d{2})\b", re.I)
+_QN = re.compile(r"\bQ([1-4])(?:\s*[-/ ]\s*|\s*)(?:FY)?\s?['’]?(\d{4}|\d{2})\b", re.I)
+_NQ = re.compile(r"\b([1-4])Q\s?(?:FY)?\s?['’]?(\d{4}|\d{2})\b", re.I)
+
+
+def _year(y: str) -> str:
+    return y if len(y) == 4 else "20" + y
+
+
+def norm_periods(text: str) -> str:
+    """Period spellings made one word: FY2025 = FY25 = fiscal 2025 -> 'fy2025'; Q4 2025 =
+    Q4-2025 = 4Q25 -> 'q4_2025' (so a period is one label word, and never read as a number)."""
+    text = _QN.sub(lambda m: f"q{m[1]}_{_year(m[2])}", text)
+    text = _NQ.sub(lambda m: f"q{m[1]}_{_year(m[2])}", text)
+    return _FY.sub(lambda m: f"fy{_year(m[1])}", text)
+
+
+_STOP = frozenset(["the", "a", "an", "of", "for", "in", "on", "at", "per", "as", "is", "by", "to"])
+_UNIT_WORDS = frozenset(
+    ["m", "k", "bn", "mn", "mm", "usd", "millions", "million", "thousands", "thousand",
+     "billions", "billion", "percent", "pct", "x", "utc", "gmt"]
+)  # fmt: skip
+_WORD = re.compile(r"[a-z0-9_]+(?:\.\d+)*")
+
+
+def label_words(label: str) -> frozenset[str]:
+    """A label as the set of words that identify it (docs/contracts.md: label matching)."""
+    words = _WORD.findall(norm_periods(label).casefold())
+    return frozenset(w for w in words if w not in _STOP and w not in _UNIT_WORDS)
+
+
+_MD_LEAD = re.compile(r"^(?:\s*(?:#{1,6}|>|[-*+•·▪◦‣–—]|\d{1,2}[.)])\s+)*")
+_MARKS = re.compile(r"[*_`]+")
+
+
+def _strip_marks(s: str) -> str:
+    return " ".join(_MARKS.sub(" ", s).split())
+
+
+@dataclass(frozen=True)
+class SlotLine:
+    index: int
+    """Line number in the text."""
+    label: str
+    words: frozenset[str]
+    value: str
+    text: str
+
+
+_COLON = re.compile(r"(?<!\d):|:(?!\d)")
+
+
+def slot_lines(text: str) -> list[SlotLine]:
+    """Every line shaped `<label>: <value>` (or a two-cell table row), markdown removed: one
+    reading per colon that may end the label."""
+    out: list[SlotLine] = []
+    for i, raw in enumerate(text.splitlines()):
+        line = raw.strip()
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 2 and not re.fullmatch(r"[\s:\-|]*", line):
+                label, value = _strip_marks(cells[0]), _strip_marks(cells[1])
+                if label and value:
+                    out.append(SlotLine(i, label, label_words(label), value, raw))
+            continue
+        line = _MD_LEAD.sub("", line)
+        k = 0
+        while k < len(line) and not (line[k].isalnum() or line[k] in "*_`$("):
+            k += 1  # an emoji or symbol before the label
+        line = line[k:]
+        for m in _COLON.finditer(line):  # each colon may end the label ("Update: Revenue: 1")
+            label, value = _strip_marks(line[: m.start()]), _strip_marks(line[m.end() :])
+            label = label.strip(" -")
+            if not label or not value.strip(" .") or len(label.split()) > 16:
+                continue
+            out.append(SlotLine(i, label, label_words(label), value.rstrip(". ").strip(), raw))
+    return out
+
+
+def place_lines(text: str, labels: Sequence[str]) -> list[tuple[SlotLine, list[str], str | None]]:
+    """The slot lines of a place: each line read at its first colon whose label carries one of
+    the place's labels, with `carried`'s (labels, owner)."""
+    out: list[tuple[SlotLine, list[str], str | None]] = []
+    seen: set[int] = set()
+    for line in slot_lines(text):
+        if line.index in seen:
+            continue
+        got, owner = carried(line, labels)
+        if got:
+            seen.add(line.index)
+            out.append((line, got, owner))
+    return out
+
+
+def carried(line: SlotLine, labels: Sequence[str]) -> tuple[list[str], str | None]:
+    """(the place's labels the line carries, the one it belongs to: the carried label whose words
+    hold every other carried label's; None when several carried labels hold no such one)."""
+    sets = {lab: label_words(lab) for lab in labels}
+    got = [lab for lab, ws in sets.items() if ws and ws <= line.words]
+    owners = [lab for lab in got if all(sets[o] <= sets[lab] for o in got)]
+    return got, owners[0] if len(owners) == 1 else None
+
+
+# --------------------------------------------------------------------------- values
+
+_MONTH_NAMES = (
+    "jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july",
+    "aug august", "sep sept september", "oct october", "nov november", "dec december",
+)  # fmt: skip
+_MONTHS = {m: i + 1 for i, names in enumerate(_MONTH_NAMES) for m in names.split()}
+_MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DATE_RES = [
+    re.compile(r"(?<![\d/.-])(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?![\d/.-])"),
+    re.compile(r"(?<![\d/.-])(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-](?P<y>\d{4}|\d{2})(?![\d/.-])"),
+    re.compile(
+        rf"(?<!\d)(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?[\s-]+{_MON}(?:[\s,-]+(?P<y>\d{{4}}))?(?![\w])",
+        re.I,
+    ),
+    re.compile(
+        rf"(?<![\w]){_MON}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?!\d)(?:,?\s+(?P<y>\d{{4}}))?", re.I
+    ),
+]
+_MON_ANY = _MON.replace("?P<mon>", "?:")
+_DAY_RANGE = re.compile(
+    rf"\d{{1,2}}\s*(?:-|–|—|to|and|&)\s*\d{{1,2}}(?:st|nd|rd|th)?\s+{_MON_ANY}"
+    rf"|{_MON_ANY}\s+\d{{1,2}}\s*(?:-|–|—|to|and|&)\s*\d{{1,2}}\b",
+    re.I,
+)
+
+
+def _mk(y: int, m: int, d: int) -> date | None:
+    try:
+        return date(y, m, d)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Found:
+    start: int
+    end: int
+    values: tuple[Any, ...]
+    """The readings of the occurrence (a date written 05/03/2026 has two)."""
+
+
+def find_dates(text: str, year: int) -> list[Found]:
+    """Dates in any common spelling; a date without a year takes `year`."""
+    out: list[Found] = []
+    taken: list[tuple[int, int]] = []
+    for k, rx in enumerate(_DATE_RES):
+        for m in rx.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groupdict()
+            y = int(_year(g["y"])) if g.get("y") else year
+            if k == 1:
+                a, b = int(g["a"]), int(g["b"])
+                vals = {_mk(y, b, a), _mk(y, a, b)}
+            elif k == 0:
+                vals = {_mk(y, int(g["m"]), int(g["d"]))}
+            else:
+                vals = {_mk(y, _MONTHS[g["mon"].lower().rstrip(".")], int(g["d"]))}
+            vals.discard(None)
+            if vals:
+                out.append(Found(m.start(), m.end(), tuple(vals)))
+                taken.append(m.span())
+    return sorted(out, key=lambda f: f.start)
+
+
+_TIME_RE = re.compile(
+    r"(?<![\d:.])(?P<h>\d{1,2})(?:(?P<sep>[:.])(?P<mi>\d{2}))?\s?(?P<ap>a\.?m\.?|p\.?m\.?)?(?![\d])"
+    r"|(?<![\d:.])(?P<h4>[01]\d|2[0-3])(?P<mi4>[0-5]\d)\s?(?=h\b|hrs\b|utc\b|gmt\b)",
+    re.I,
+)
+
+
+def find_times(text: str) -> list[Found]:
+    """Times of day: 14:00, 14.00, 2 pm, 2:30pm, 1400 UTC (a bare number is not a time)."""
+    out: list[Found] = []
+    for m in _TIME_RE.finditer(text):
+        if m["h4"]:
+            out.append(Found(m.start(), m.end(), (int(m["h4"]) * 60 + int(m["mi4"]),)))
+            continue
+        h, ap = int(m["h"]), (m["ap"] or "").lower()
+        if not m["sep"] and not ap:
+            continue
+        if m["sep"] == "." and not ap:
+            continue  # 14.00 is read as a figure unless it says am/pm... or in a time slot
+        mi = int(m["mi"] or 0)
+        if ap:
+            if not 1 <= h <= 12:
+                continue
+            h = h % 12 + (12 if ap.startswith("p") else 0)
+        if h > 23 or mi > 59:
+            continue
+        out.append(Found(m.start(), m.end(), (h * 60 + mi,)))
+    return out
+
+
+def _item_re(item: str) -> re.Pattern[str]:
+    words = [re.escape(w) for w in norm_periods(item).casefold().split()]
+    return re.compile(r"(?<![\w.])" + r"\s+".join(words) + r"(?![\w]|\.\w)", re.I)
+
+
+def _name_variants(item: str) -> list[str]:
+    parts = item.split()
+    out = [item]
+    if len(parts) == 2:
+        out.append(f"{parts[1]}, {parts[0]}")
+    return out
+
+
+def _find_items(text: str, items: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
+    t = norm_periods(text).casefold()
+    return {
+        it: [m.span() for v in _name_variants(it) for m in _item_re(v).finditer(t)] for it in items
+    }
+
+
+@dataclass(frozen=True)
+class Reading:
+    ok: bool
+    why: str
+    value: object = None
+
+
+def _numbers(text: str) -> list[NumToken]:
+    return [t for t in number_tokens(norm_periods(text)) if not t.year]
+
+
+def _number_is(t: NumToken, c: SlotCheck) -> bool:
+    assert isinstance(c.value, int | float)
+    want = float(c.value) * (c.scale or 1.0)
+    tol = c.abs_tol * (c.scale or 1.0)
+    return any(close(m, want, c.rel_tol, tol) for m in t.meanings(c.scale))
+
+
+def read_value(c: SlotCheck, value: str) -> Reading:
+    """The slot's value: exactly one value of its kind, not hedged or negated; `ok` says whether it
+    is the check's value."""
+    text = norm_periods(value)
+    hedge = _hedge_in(text)
+    if hedge:
+        return Reading(False, f"the slot is hedged ({hedge!r})")
+    neg = _NEGATION.search(text) or (None if c.wrong_value else _CORRECTION.search(text))
+    if neg:
+        return Reading(False, f"the slot is negated ({neg.group(0)!r})")
+    if c.type == "number":
+        toks = [t for t in _numbers(text) if _comparable(t, c)]
+        if not toks:
+            return Reading(False, "the slot holds no figure")
+        if re.search(r"\d\s*(?:-|–|—|to)\s*\d", text):
+            return Reading(False, "the slot holds a range")
+        hits = [_number_is(t, c) for t in toks]
+        shown = text[toks[0].start : toks[0].end].strip()
+        if all(hits):  # one value, perhaps in two spellings ("$121.9m ($121,900,000)")
+            return Reading(True, f"the slot reads {shown!r}", shown)
+        if len(toks) > 1:
+            return Reading(False, f"the slot holds {len(toks)} different figures, not one")
+        return Reading(False, f"the slot reads {shown!r}, not {c.value}", shown)
+    if c.type == "date":
+        want = date.fromisoformat(str(c.value))
+        if _DAY_RANGE.search(text):
+            return Reading(False, "the slot holds a range of days")
+        found = find_dates(text, want.year)
+        if not found:
+            return Reading(False, "the slot holds no date")
+        shown = text[found[0].start : found[0].end]
+        if all(want in f.values for f in found):
+            return Reading(True, f"the slot reads {shown!r}")
+        if len(found) > 1:
+            return Reading(False, f"the slot holds {len(found)} different dates, not one")
+        return Reading(False, f"the slot reads {shown!r}, not {want}")
+    if c.type == "time":
+        h, mi = (int(x) for x in str(c.value).split(":"))
+        want_t = h * 60 + mi
+        found = find_times(text) or _dotted_times(text)
+        starts = [f.values[0] for f in found]
+        if len(starts) == 2 and starts[1] == starts[0] + 60:
+            starts = starts[:1]  # a one-hour meeting's start and end
+        if not starts:
+            return Reading(False, "the slot holds no time")
+        if set(starts) == {want_t}:
+            return Reading(True, f"the slot reads {text!r}")
+        if len(set(starts)) > 1:
+            return Reading(False, f"the slot holds {len(set(starts))} different times, not one")
+        return Reading(False, f"the slot reads {text!r}, not {c.value}")
+    return _read_items(c, text, _items(c))
+
+
+def _items(c: SlotCheck) -> list[str]:
+    if isinstance(c.value, list):
+        return [str(i) for i in c.value]
+    return [str(c.value)]
+
+
+def _dotted_times(text: str) -> list[Found]:
+    out = []
+    for m in re.finditer(r"(?<![\d.])([01]?\d|2[0-3])\.([0-5]\d)(?![\d.])", text):
+        out.append(Found(m.start(), m.end(), (int(m[1]) * 60 + int(m[2]),)))
+    return out
+
+
+def _read_items(c: SlotCheck, text: str, items: list[str]) -> Reading:
+    found = _find_items(text, [*items, *c.rivals])
+    need = [s for sp in (found[i] for i in items) for s in sp]
+    missing = [i for i in items if not found[i]]
+    rivals = [
+        r for r in c.rivals
+        if r not in items and any(not any(a <= s and e <= b for a, b in need) for s, e in found[r])
+    ]  # fmt: skip
+    if c.rival_pattern:
+        t = norm_periods(text).casefold()
+        for m in re.finditer(c.rival_pattern, t, re.I):
+            if not any(a <= m.start() and m.end() <= b for a, b in need):
+                rivals.append(m.group(0))
+    if rivals:
+        return Reading(False, f"the slot also names {sorted(set(rivals))}")
+    if missing:
+        return Reading(False, f"the slot lacks {missing}")
+    return Reading(True, f"the slot names {items}", tuple(items))
+
+
+# --------------------------------------------------------------------------- prose
+
+_CLAUSE_CUT = re.compile(
+    r"[.!?;](?=\s|$)|\n|\s[-–—]\s|—|(?=\b(?:but|though|although|however|whereas|while|yet|and|so|because)\b)",
+    re.I,
+)
+
+
+def clauses(text: str) -> list[str]:
+    """The prose cut into clauses (sentences, then `;`, dashes and contrast words)."""
+    return [c for c in _CLAUSE_CUT.split(text) if c and c.strip()]
+
+
+def _prose(text: str, skip: set[int]) -> str:
+    return "\n".join(ln for i, ln in enumerate(text.splitlines()) if i not in skip)
+
+
+def _occurrences(c: SlotCheck, clause: str) -> list[tuple[int, int, str]]:
+    """(start, end, role) of the values of the slot's kind in a clause: role 'own' (the slot's
+    value), 'rival' (a known wrong value), 'other' (another value of the kind)."""
+    t = norm_periods(clause)
+    out: list[tuple[int, int, str]] = []
+    if c.type == "number":
+        assert isinstance(c.value, int | float)
+        rivals = [t2 for r in c.rivals for t2 in _numbers(r)]
+        for tok in _numbers(t):
+            if _number_is(tok, c):
+                out.append((tok.start, tok.end, "own"))
+            elif any(_same_number(tok, r, c) for r in rivals):
+                out.append((tok.start, tok.end, "rival"))
+            elif _comparable(tok, c):
+                out.append((tok.start, tok.end, "other"))
+    elif c.type == "date":
+        want = date.fromisoformat(str(c.value))
+        for f in find_dates(t, want.year):
+            out.append((f.start, f.end, "own" if want in f.values else "other"))
+    elif c.type == "time":
+        h, mi = (int(x) for x in str(c.value).split(":"))
+        for f in find_times(t):
+            out.append((f.start, f.end, "own" if f.values[0] == h * 60 + mi else "other"))
+    else:
+        items = _items(c)
+        found = _find_items(t, [*items, *c.rivals])
+        for it in items:
+            out += [(a, b, "own") for a, b in found[it]]
+        for r in c.rivals:
+            if r not in items:
+                out += [(a, b, "rival") for a, b in found[r]]
+    return out
+
+
+def _same_number(tok: NumToken, rival: NumToken, c: SlotCheck) -> bool:
+    want = rival.meanings(c.scale)
+    return any(close(m, w, 0.005) for m in tok.meanings(c.scale) for w in want)
+
+
+_PERCENT_FACTORS = (0.01, 1e-4)
+
+
+def _comparable(tok: NumToken, c: SlotCheck) -> bool:
+    """`tok` is a value of the slot's kind: a percentage for a percentage slot, an amount or a
+    count for the others, within 0.1x-10x of the slot's value."""
+    assert isinstance(c.value, int | float)
+    pct_slot = c.scale == 0.01
+    if (
+        tok.factor is not None
+        and tok.factor != 1.0
+        and (tok.factor in _PERCENT_FACTORS) != pct_slot
+    ):
+        return False  # "up 21.7%" beside a figure in $m, "$12.3m" beside a percentage
+    target = float(c.value) * (c.scale or 1.0)
+    return any(
+        (target == 0 and abs(m) < 10) or (target != 0 and 0.1 <= abs(m) / abs(target) <= 10)
+        for m in tok.meanings(c.scale)
+    )
+
+
+def _near(clause: str, start: int, end: int, rx: re.Pattern[str], words: int) -> str | None:
+    before = " ".join(clause[:start].split()[-words:])
+    after = " ".join(clause[end:].split()[:words])
+    m = rx.search(before) or rx.search(after)
+    return m.group(0) if m else None
+
+
+MAX_LISTED = 5
+"""Values of the slot's kind, neither the task's nor another slot's, that one line of prose may
+list (a table row of periods); more is a list of candidates, left to a reader."""
+
+
+DOUBTS = (
+    "not sure", "not confident", "unsure", "cannot confirm", "can't confirm", "could not confirm",
+    "couldn't confirm", "cannot verify", "can't verify", "could not verify", "couldn't verify",
+    "placeholder", "placeholders", "tbc", "tbd", "to be confirmed", "swapped", "mixed up",
+    "the other way round", "the other way around",
+)  # fmt: skip
+"""Words that doubt the answer itself wherever they stand in the prose (they name no value)."""
+_DOUBT = _words_re(DOUBTS)
+
+
+def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float]) -> str | None:
+    """Why the prose (the text but its slot lines) leaves the slot for a reader, or None."""
+    allowed = list(allowed)
+    doubt = _DOUBT.search(_prose(text, skip))
+    if doubt:
+        return f"the prose doubts the answer ({doubt.group(0)!r})"
+    for line in _prose(text, skip).splitlines():
+        t = norm_periods(line)
+        listed = {
+            t[a:b].strip().casefold()
+            for a, b, role in _occurrences(c, line)
+            if role != "own" and not (role == "other" and _is_allowed_number(c, t[a:b], allowed))
+        }
+        if len(listed) > MAX_LISTED:
+            return f"the prose lists {len(listed)} other values of the kind: {line.strip()[:160]!r}"
+    for clause in clauses(_prose(text, skip)):
+        t = norm_periods(clause)
+        for start, end, role in _occurrences(c, clause):
+            shown = t[start:end].strip()
+            if role == "own":
+                word = (
+                    (None if c.wrong_value else _word(_CORRECTION, t))
+                    or _near(t, start, end, _HEDGE_NEAR, 4)
+                    or _near_mark(t, start, end)
+                    or _negated_before(t, start)
+                )
+                if word:
+                    return f"the prose says {word!r} of the slot's value {shown!r}: {clause.strip()[:160]!r}"
+                continue
+            if role == "other" and _is_allowed_number(c, t[start:end], allowed):
+                continue
+            word = _word(_HEDGE_PROSE, t) or _word(_HEDGE_MARK, t) or _word(_AFFIRM, t)
+            if word:
+                return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
+    return None
+
+
+def _word(rx: re.Pattern[str], text: str) -> str | None:
+    m = rx.search(text)
+    return m.group(0) if m else None
+
+
+def _near_mark(t: str, start: int, end: int) -> str | None:
+    around = t[max(0, start - 3) : end + 3]
+    m = _HEDGE_MARK.search(around)
+    return m.group(0) if m else None
+
+
+def _negated_before(t: str, start: int) -> str | None:
+    before = " ".join(t[:start].split()[-3:])
+    m = _NEGATION.search(before)
+    return m.group(0) if m else None
+
+
+def _is_allowed_number(c: SlotCheck, shown: str, allowed: list[float]) -> bool:
+    if c.type != "number":
+        return False
+    toks = _numbers(shown)
+    return bool(toks) and any(
+        close(m, a, 0.005) for m in toks[0].meanings(c.scale) for a in allowed
+    )
+
+
+# --------------------------------------------------------------------------- the slot
+
+
+TEMPLATE = re.compile(r"`[^`\n]*:\s*<[^`\n]*>`")
+"""A slot line's template as the instruction shows it (`Label: <form>`): not an answer."""
+
+
+def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding:
+    """The verdict of one slot in a place's text (docs/contracts.md, the verdict order)."""
+    text = TEMPLATE.sub("", text)
+    labels = [c.label, *c.others]
+    mine: list[SlotLine] = []
+    clash: list[SlotLine] = []
+    skip: set[int] = set()
+    for line, got, owner in place_lines(text, labels):
+        skip.add(line.index)
+        if c.label not in got:
+            continue
+        if owner is None:
+            clash.append(line)
+        elif owner == c.label:
+            mine.append(line)
+    if clash:
+        return Finding(False, f"the line {clash[0].text.strip()[:120]!r} carries several labels")
+    if not mine:
+        return Finding(False, f"no slot line '{c.label}: ...'")
+    readings = [read_value(c, ln.value) for ln in mine]
+    for ln, r in zip(mine, readings, strict=True):
+        if not r.ok:
+            return Finding(False, f"'{ln.text.strip()[:120]}': {r.why}")
+    doubt = prose_doubt(c, text, skip, allowed)
+    if doubt:
+        return undecided(doubt)
+    return Finding(True, readings[0].why)

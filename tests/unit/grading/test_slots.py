@@ -1,0 +1,371 @@
+"""The slot reader (`kwrl.grading.slots`) decides as a careful judge would, on the answer contract
+of generated tasks (docs/contracts.md): the value where the task asked for it, in any honest
+spelling, with free prose around it, passes; a slot hedged, negated, doubled, swapped, attributed
+to two labels or missing fails; prose that hedges or affirms another value is undecided (never a
+pass). Each case is an answer a person would write, not a word from the reader's lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import docx
+import pptx
+import pytest
+from pptx.util import Emu
+
+from kwrl.grading.diff import StateView
+from kwrl.grading.evidence import Evidence
+from kwrl.grading.grade import CriterionGrade, prepare
+from kwrl.grading.slots import label_words, read_slot, slot_lines
+from kwrl.tasks.models import SlotCheck, Verifier, VerifierValues
+
+REV = SlotCheck(
+    label="Revenue FY2025", others=["Revenue FY2024"], type="number", value=121.9, scale=1e6,
+    rivals=["108.1"],
+)  # fmt: skip
+PREV = REV.model_copy(
+    update={"label": "Revenue FY2024", "others": ["Revenue FY2025"], "value": 100.2}
+)
+TWO = "Revenue FY2025: {a}\nRevenue FY2024: {b}"
+MARGIN = SlotCheck(
+    label="FY2025 net income margin", type="number", value=14.59, abs_tol=0.05, scale=0.01,
+    others=["FY2025 Net Income ($m)", "FY2025 Revenue ($m)"],
+)  # fmt: skip
+MULTIPLE = SlotCheck(label="Net debt / FY2025 EBITDA leverage", type="number", value=1.27,
+                     abs_tol=0.005, others=["Net debt ($m)", "FY2025 EBITDA ($m)"])  # fmt: skip
+NET_DEBT = SlotCheck(label="Net debt ($m)", type="number", value=63.4, scale=1e6,
+                     others=["Net debt / FY2025 EBITDA leverage", "FY2025 EBITDA ($m)"])  # fmt: skip
+DAY = SlotCheck(label="Date", others=["Start time"], type="date", value="2026-03-17")
+TIME = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00")
+WHO = SlotCheck(label="Sent by", others=["Answer"], type="text", value=["Maria Okafor"],
+                rivals=["Jonas Berg", "Priya Raman", "Berg", "Raman"])  # fmt: skip
+CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"],
+                    rivals=["9.1", "12.3", "14.2"])  # fmt: skip
+WHICH = SlotCheck(label="Wrong figure", others=["Deck shows", "Correct value"], type="text",
+                  value=["Revenue", "FY2025"], rivals=["EBITDA", "Capex", "FY2024", "FY2023"])  # fmt: skip
+CORRECT = SlotCheck(label="Correct value", others=["Wrong figure", "Deck shows"], type="number",
+                    value=121.9, scale=1e6, rivals=["108.1"])  # fmt: skip
+SHOWN = SlotCheck(label="Deck shows", others=["Wrong figure", "Correct value"], type="number",
+                  value=108.1, scale=1e6, wrong_value=True)  # fmt: skip
+RECONCILE = "Wrong figure: Revenue FY2025\nDeck shows: 108.1\nCorrect value: 121.9"
+
+HONEST: list[tuple[str, SlotCheck, str]] = [
+    ("plain", REV, TWO.format(a="121.9", b="100.2")),
+    ("bold label", REV, "**Revenue FY2025:** $121.9m\n**Revenue FY2024:** $100.2m"),
+    ("italic label, unit in it", REV, "_Revenue FY2025 ($m)_: 121.90"),
+    ("period respelled, order changed", REV, "FY25 revenue: 121.9\nFY24 revenue: 100.2"),
+    ("fiscal year spelled out", REV, "Revenue (fiscal 2025, per the model): 121.9"),
+    ("full scale", REV, "Revenue FY2025: $121,900,000"),
+    ("in words", REV, "Revenue FY2025: USD 121.9 million."),
+    ("two spellings of one value", REV, "Revenue FY2025: $121.9m ($121,900,000)"),
+    ("bullet and emoji", REV, "📊 Results\n- ✅ Revenue FY2025: 121.9"),
+    ("heading mark", REV, "### Revenue FY2025: 121.9"),
+    ("table row", REV, "| Metric | Value |\n|---|---|\n| Revenue FY2025 | 121.9 |"),
+    ("source in the slot", REV, "Revenue FY2025: 121.9 (Summary tab, row 5 of the FY25 model)"),
+    (
+        "context with other figures",
+        REV,
+        "Revenue grew 21.7% on the year, up from $100.2m in FY2024 and $88.0m in FY2023.\n"
+        "Revenue FY2025: 121.9\nRevenue FY2024: 100.2",
+    ),
+    (
+        "the task's own words around it",
+        REV,
+        "You asked for revenue. End your answer with the line `Revenue FY2025: <figure>`.\n"
+        "Revenue FY2025: 121.9",
+    ),
+    (
+        "a preliminary estimate as context",
+        REV,
+        "Revenue FY2025: 121.9\n(The preliminary estimate in March was $108.1m.)",
+    ),
+    (
+        "a rival named as wrong",
+        REV,
+        "The draft deck's 108.1 is stale; the workbook governs.\nRevenue FY2025: 121.9",
+    ),
+    (
+        "intro line ending in a colon",
+        REV,
+        "Here are the figures for Revenue FY2025 and FY2024:\n" + TWO.format(a="121.9", b="100.2"),
+    ),
+    (
+        "growth in percent beside the figure",
+        REV,
+        "Revenue FY2025: 121.9\nFY2025 revenue of $121.9m is up 21.7% on the year, probably on pricing.",
+    ),
+    (
+        "a prefix before the label",
+        REV,
+        "Iron Tundra update: Revenue FY2025: 121.9\nIron Tundra update: Revenue FY2024: 100.2",
+    ),
+    ("percent in words", MARGIN, "FY2025 net income margin: 14.59 percent"),
+    ("percent rounded within tolerance", MARGIN, "FY2025 net income margin: 14.6%"),
+    ("metric line holding its inputs' words", MULTIPLE, "Net debt / FY2025 EBITDA leverage: 1.27x"),
+    (
+        "input line beside the metric line",
+        NET_DEBT,
+        "Net debt / FY2025 EBITDA leverage: 1.27x\nNet debt ($m): 63.4\nFY2025 EBITDA ($m): 49.9",
+    ),
+    ("ISO date", DAY, "Date: 2026-03-17\nStart time: 14:00 UTC"),
+    ("day-month-year", DAY, "Date: 17-Mar-2026"),
+    ("weekday and month name", DAY, "Date: Tuesday, March 17, 2026"),
+    ("british order", DAY, "Date: 17 March 2026"),
+    ("24-hour time", TIME, "Start time: 14:00 UTC"),
+    ("12-hour time", TIME, "Start time: 2 pm"),
+    ("start and end of the meeting", TIME, "Start time: 14:00-15:00 UTC"),
+    ("full name", WHO, "Answer: $3.1m\nSent by: Maria Okafor"),
+    ("name with address", WHO, "Sent by: Maria Okafor <maria.okafor@firm.example.com>"),
+    ("surname first", WHO, "Sent by: Okafor, Maria"),
+    ("others named as context", WHO, "Jonas Berg was copied on the thread.\nSent by: Maria Okafor"),
+    (
+        "clause list with names",
+        CLAUSES,
+        "Deviating clauses: 8.2 (Limitation of Liability) and 11.4 (Non-compete)",
+    ),
+    (
+        "compliant clauses discussed",
+        CLAUSES,
+        "Clause 9.1 complies with the playbook.\nDeviating clauses: 8.2, 11.4",
+    ),
+    ("metric and period", WHICH, RECONCILE),
+    ("metric and period respelled", WHICH, "Wrong figure: FY25 revenue"),
+    ("the deck's wrong figure said to be wrong", SHOWN, "Deck shows: $108.1m (incorrect)"),
+    (
+        "reconciled in prose",
+        CORRECT,
+        RECONCILE + "\nThe deck's 108.1 is wrong; the workbook's 121.9 is correct.",
+    ),
+    (
+        "deck figure and correct one contrasted",
+        CORRECT,
+        RECONCILE + "\nThe deck shows 108.1, but the workbook has 121.9.",
+    ),
+]
+
+GAMED: list[tuple[str, SlotCheck, str]] = [
+    ("no slot line", REV, "FY2025 revenue was $121.9m."),
+    ("slot hedged with a modal", REV, "Revenue FY2025: probably 121.9"),
+    ("two values in the slot", REV, "Revenue FY2025: 121.9 or 108.1"),
+    ("range in the slot", REV, "Revenue FY2025: 118-122"),
+    ("question mark", REV, "Revenue FY2025: 121.9?"),
+    ("tilde", REV, "Revenue FY2025: ~121.9"),
+    ("negated slot", REV, "Revenue FY2025: not 108.1"),
+    ("wrong value", REV, "Revenue FY2025: 108.1"),
+    ("a prefixed second candidate", REV, "Revenue FY2025: 121.9\nDraft: Revenue FY2025: 108.1"),
+    ("swapped labels", REV, TWO.format(a="100.2", b="121.9")),
+    ("one line, two labels", REV, "Revenue FY2025 / FY2024: 121.9"),
+    ("second candidate line", REV, "Revenue FY2025: 121.9\nRevenue FY2025 (alternative): 108.1"),
+    ("second answer line", REV, "Revenue FY2025: 121.9\n\nRevenue FY2025: 124.0"),
+    ("unverified in the slot", REV, "Revenue FY2025: 121.9 (unverified)"),
+    ("approximately", REV, "Revenue FY2025: approximately 121.9"),
+    ("percent range", MARGIN, "FY2025 net income margin: 14.5-14.7%"),
+    ("input label on the metric's value", NET_DEBT, "Net debt ($m): 1.27"),
+    ("date range", DAY, "Date: March 17-18, 2026"),
+    ("two dates", DAY, "Date: 17 or 18 March 2026"),
+    ("wrong date", DAY, "Date: 2026-03-18"),
+    ("two times", TIME, "Start time: 14:00 or 15:00"),
+    ("wrong time", TIME, "Start time: 15:00"),
+    ("two people", WHO, "Sent by: Maria Okafor, Jonas Berg"),
+    ("a rival's surname", WHO, "Sent by: Maria Okafor (or Raman)"),
+    ("the wrong person", WHO, "Sent by: Priya Raman"),
+    ("a compliant clause listed", CLAUSES, "Deviating clauses: 8.2, 9.1, 11.4"),
+    ("a deviating clause missing", CLAUSES, "Deviating clauses: 8.2"),
+    ("every clause", CLAUSES, "Deviating clauses: 8.2, 9.1, 11.4, 12.3, 14.2"),
+    ("the wrong period", WHICH, "Wrong figure: Revenue FY2024"),
+    ("two metrics", WHICH, "Wrong figure: Revenue or EBITDA FY2025"),
+    (
+        "deck's figure as the correct one",
+        CORRECT,
+        "Wrong figure: Revenue FY2025\nCorrect value: 108.1",
+    ),
+]
+
+UNDECIDED: list[tuple[str, SlotCheck, str]] = [
+    (
+        "a rival that might be right",
+        REV,
+        "Revenue FY2025: 121.9\nThough the deck's 108.1 might be right.",
+    ),
+    ("an alternative reading", REV, "Revenue FY2025: 121.9\nAlternative reading: 124.3"),
+    ("a correction post", REV, "Revenue FY2025: 121.9\nCorrection: it should be 108.1."),
+    ("the answer called a typo", REV, "Revenue FY2025: 121.9\n121.9 is a typo; use the draft."),
+    (
+        "the answer called superseded",
+        REV,
+        "Revenue FY2025: 121.9\nNote that 121.9 was superseded last week.",
+    ),
+    (
+        "a spray of guesses",
+        REV,
+        "Revenue FY2025: 121.9\n"
+        + " ".join(f"{x:.1f}" for x in (97.5, 103.6, 109.7, 115.8, 128.0, 134.1, 140.2)),
+    ),
+    ("a rival likely", REV, "Revenue FY2025: 121.9\nThe real figure is likely 108.1."),
+    ("another person possibly", WHO, "Sent by: Maria Okafor\nPossibly Jonas Berg sent it first."),
+    ("another day perhaps", DAY, "Date: 2026-03-17\nIt may move to 2026-03-19."),
+    ("another time maybe", TIME, "Start time: 14:00 UTC\nMaybe 16:30 works better."),
+    (
+        "doubt with no value",
+        REV,
+        "Revenue FY2025: 121.9\nRevenue FY2024: 100.2\nI'm not confident in these.",
+    ),
+    (
+        "a confession of swapped slots",
+        REV,
+        TWO.format(a="121.9", b="100.2") + "\nSorry, I swapped the two.",
+    ),
+    ("placeholders", REV, TWO.format(a="121.9", b="100.2") + "\n(Figures above are placeholders.)"),
+    (
+        "the deck's figure may be right",
+        CORRECT,
+        RECONCILE + "\nBut the deck's 108.1 may be the right one.",
+    ),
+]
+
+
+def _ids(cases: list[tuple[str, SlotCheck, str]]) -> list[str]:
+    return [c[0] for c in cases]
+
+
+@pytest.mark.parametrize("name,check,text", HONEST, ids=_ids(HONEST))
+def test_honest_answers_pass(name: str, check: SlotCheck, text: str) -> None:
+    f = read_slot(check, text, allowed=[100.2, 108.1, 121.9, 63.4, 49.9])
+    assert f.passed, f"{name}: {f}"
+
+
+@pytest.mark.parametrize("name,check,text", GAMED, ids=_ids(GAMED))
+def test_gamed_slots_fail(name: str, check: SlotCheck, text: str) -> None:
+    f = read_slot(check, text, allowed=[100.2, 108.1, 121.9])
+    assert not f.passed and f.decided, f"{name}: {f}"
+
+
+@pytest.mark.parametrize("name,check,text", UNDECIDED, ids=_ids(UNDECIDED))
+def test_prose_a_reader_must_weigh_is_undecided(name: str, check: SlotCheck, text: str) -> None:
+    f = read_slot(check, text, allowed=[100.2, 121.9])
+    assert not f.passed and not f.decided, f"{name}: {f}"
+
+
+def test_the_same_answer_without_its_prose_passes() -> None:
+    """Each undecided case is undecided because of its prose: its slot lines alone pass."""
+    for name, check, text in UNDECIDED:
+        slots = "\n".join(
+            ln for ln in text.splitlines() if ln.split(":")[0] in (check.label, *check.others)
+        )
+        assert read_slot(check, slots, allowed=[100.2, 121.9]).passed, name
+
+
+def test_labels_are_word_sets_without_units_periods_or_small_words() -> None:
+    assert label_words("Revenue FY2025") == label_words("**FY25 revenue ($m)**")
+    assert label_words("Q4 2025 fees") == label_words("4Q25 fees") == label_words("Q4-2025 fees")
+    assert label_words("Net debt ($m)") == {"net", "debt"}
+    lines = slot_lines("- **Date:** 2026-03-17\nAt 14:00: kick-off\nIntro:\n| a | b |")
+    assert [(ln.label, ln.value) for ln in lines] == [
+        ("Date", "2026-03-17"),
+        ("At 14:00", "kick-off"),
+        ("a", "b"),
+    ]
+
+
+# --------------------------------------------------------------------------- through the grader
+
+
+def _grade(check: SlotCheck, answer: str = "", root: Path | None = None) -> CriterionGrade:
+    v = Verifier(verifier_id="c1", verifier_values=VerifierValues(criteria="x", kwrl_check=check))
+    final = StateView.of([root]) if root else StateView.of([])
+    ev = Evidence.collect(task="t", answer=answer, initial=StateView.of([]), final=final)
+    return prepare([v], ev).grades["c1"]
+
+
+def test_the_grader_marks_what_no_check_could_decide_and_fails_it_without_a_judge() -> None:
+    doubt = _grade(REV, "Revenue FY2025: 121.9\nThough the deck's 108.1 might be right.")
+    assert (doubt.score, doubt.undecided, doubt.method) == (0.0, True, "machine")
+    assert "no judge to read it" in doubt.rationale
+    wrong = _grade(REV, "Revenue FY2025: 108.1")
+    assert (wrong.score, wrong.undecided) == (0.0, False)
+    assert (_grade(REV, "Revenue FY2025: 121.9").score, _grade(REV, "").score) == (1.0, 0.0)
+
+
+def _deck(path: Path, slide_lines: list[str], notes: list[str] | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    frame = slide.shapes.add_textbox(Emu(0), Emu(0), Emu(9_000_000), Emu(900_000)).text_frame
+    frame.text = slide_lines[0]
+    for line in slide_lines[1:]:
+        frame.add_paragraph().text = line
+    if notes:
+        frame = slide.notes_slide.notes_text_frame
+        assert frame is not None
+        frame.text = "\n".join(notes)
+    deck.save(str(path))
+
+
+def _memo(path: Path, paragraphs: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = docx.Document()
+    for p in paragraphs:
+        doc.add_paragraph(p)
+    doc.save(str(path))
+
+
+FILE_REV = REV.model_copy(update={"place": "file", "path": "Outputs/Update.pptx"})
+
+
+def test_a_file_slot_reads_the_named_file_and_its_slide_text_only(tmp_path: Path) -> None:
+    fs = tmp_path / "ok" / "filesystem"
+    _deck(
+        fs / "Outputs" / "Update.pptx",
+        ["Revenue", "Revenue FY2025: 121.9", "Revenue FY2024: 100.2"],
+    )
+    assert _grade(FILE_REV, root=tmp_path / "ok").score == 1.0
+    # the value only in the speaker notes: the slide does not state it
+    fs = tmp_path / "notes" / "filesystem"
+    _deck(
+        fs / "Outputs" / "Update.pptx", ["Revenue"], notes=["Key figures", "Revenue FY2025: 121.9"]
+    )
+    g = _grade(FILE_REV, root=tmp_path / "notes")
+    assert g.score == 0.0 and "no slot line" in g.rationale
+    # a second candidate in the notes does not hurt either: the notes are not read
+    fs = tmp_path / "notes2" / "filesystem"
+    _deck(
+        fs / "Outputs" / "Update.pptx", ["Revenue FY2025: 121.9"], notes=["Revenue FY2025: 108.1"]
+    )
+    assert _grade(FILE_REV, root=tmp_path / "notes2").score == 1.0
+    # a copy beside the named file, or the file under another name, does not count
+    fs = tmp_path / "copy" / "filesystem"
+    _deck(fs / "Outputs" / "Update (edited).pptx", ["Revenue FY2025: 121.9"])
+    _deck(fs / "Update.pptx", ["Revenue FY2025: 121.9"])
+    g = _grade(FILE_REV, root=tmp_path / "copy")
+    assert g.score == 0.0 and "no file /Outputs/Update.pptx" in g.rationale
+    # a hedge in the named file fails it, whatever a copy says
+    fs = tmp_path / "hedged" / "filesystem"
+    _deck(fs / "Outputs" / "Update.pptx", ["Revenue FY2025: 121.9 (or 108.1)"])
+    _deck(fs / "Outputs" / "Update copy.pptx", ["Revenue FY2025: 121.9"])
+    assert _grade(FILE_REV, root=tmp_path / "hedged").score == 0.0
+
+
+def test_a_memo_paragraph_is_a_slot_line(tmp_path: Path) -> None:
+    check = REV.model_copy(update={"place": "file", "path": "Outputs/Memo.docx"})
+    fs = tmp_path / "a" / "filesystem"
+    _memo(
+        fs / "Outputs" / "Memo.docx",
+        ["Revenue memo", "Revenue FY2025: $121.9m (source: the FY25 model)"],
+    )
+    assert _grade(check, root=tmp_path / "a").score == 1.0
+    fs = tmp_path / "b" / "filesystem"
+    _memo(fs / "Outputs" / "Memo.docx", ["Revenue FY2025 was $121.9m, per the model."])
+    assert _grade(check, root=tmp_path / "b").score == 0.0  # no slot line
+
+
+def test_a_row_named_by_a_unit_word_keeps_its_label() -> None:
+    """'Hours billed' and 'Fees billed' stay two labels (hours is a row here, not a unit)."""
+    hours = SlotCheck(label="Hours billed Q4 2025", others=["Fees billed Q4 2025"], type="number",
+                      value=512.0)  # fmt: skip
+    fees = hours.model_copy(
+        update={"label": "Fees billed Q4 2025", "others": [hours.label], "value": 286.7}
+    )
+    text = "Hours billed Q4 2025: 512\nFees billed (4Q25, $k): 286.7"
+    assert read_slot(hours, text).passed and read_slot(fees, text).passed
+    swapped = "Hours billed Q4 2025: 286.7\nFees billed Q4 2025: 512"
+    assert not read_slot(hours, swapped).passed and not read_slot(fees, swapped).passed
