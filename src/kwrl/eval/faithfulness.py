@@ -200,6 +200,22 @@ class Facts:
         self.values[f"{name}_text"] = text if text is not None else _num_text(v, unit)
         self.values[f"{name}_raw"] = v * SCALE.get(unit, 1.0)
         self.values[f"{name}_unit"] = unit
+        raw = v * SCALE.get(unit, 1.0)
+        plain = self.values[f"{name}_text"].rstrip("%x")
+        if unit.startswith("$"):
+            word = {"$m": "million", "$k": "thousand", "$bn": "billion"}.get(unit, "")
+            full, long, alt = f"${raw:,.0f}", f"${plain} {word}".rstrip(), f"USD {plain}{unit[1:]}"
+        elif unit == "%":
+            full, long, alt = f"{v:.2f}%", f"{v:.2f} percent", f"{v:.2f} per cent"
+        elif unit == "x":
+            full, long, alt = f"{v:.2f}x", f"{v:.2f} times", f"{v:.2f}×"
+        elif unit:
+            full, long, alt = f"{plain} {unit}", f"{plain} {unit}", f"{plain} {unit}"
+        else:
+            full = long = alt = plain
+        self.values[f"{name}_full"] = full
+        self.values[f"{name}_long"] = long
+        self.values[f"{name}_alt"] = alt
 
 
 def _world(seed: int, index: int, domain: str, n_tasks: int) -> tuple[Any, list[Any]]:
@@ -221,6 +237,7 @@ def family_of(task: TaskDir) -> str:
 
 def task_facts(task: TaskDir) -> dict[str, Any]:
     """The placeholders of a generated task (README beside the fixtures lists them)."""
+    from kwrl.synth.cast import fmt
     from kwrl.synth.families.metrics import metrics
 
     md = task.config_raw.get("metadata", {})
@@ -236,12 +253,6 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
     p = next(x for x in w.projects if x.code == code)
     f = Facts()
     ins = task.instruction
-    slots = _slots(ins) or ["Answer"]
-    f["slot"] = slots[0]
-    for i, s in enumerate(slots, 1):
-        f[f"slot{i}"] = s
-    for i in range(len(slots) + 1, 6):
-        f[f"slot{i}"] = slots[-1]
     others = [x for x in w.people if x.last != p.lead.last and x is not w.me]
     other_p = next(x for x in w.projects if x is not p)
     f.values.update(
@@ -266,6 +277,7 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
         prev = prev or periods[j - 1 if j else 1]
         f["prev"] = prev
         f.number("pv", table.get(row, prev), unit)
+        f["v_minus_pv"] = table.get(row, period) - table.get(row, prev)
         other_period = next(x for x in reversed(periods) if x not in (period, prev))
         f["other_period"] = other_period
         f.number("ov", table.get(row, other_period), unit)
@@ -320,11 +332,10 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
         rivals = [r for r in rivals if r != fact.text]
         f["rival"] = rivals[0] if rivals else fact.text
         f["rival2"] = rivals[1] if len(rivals) > 1 else f.values["rival"]
-        # a preliminary figure of the same fact (mail threads carry one)
-        stale = re.search(
-            r"could land around ([^\s,.;]+(?:\.\d+)?[a-z]*)", " ".join(m.body for m in w.mails if p.code in m.subject)
+        # the preliminary figure the lead's mail gives (the fact x 1.2), for a number
+        f["prelim"] = (
+            f.values["rival"] if isinstance(fact.value, str) else fmt(round(float(fact.value) * 1.2, 1), fact.unit)
         )  # fmt: skip
-        f["prelim"] = stale.group(1) if stale else f.values["rival"]
 
     if fam in ("table_lookup",):
         row = next(r for r in sorted(table.rows, key=len, reverse=True) if r.lower() in ins.lower())
@@ -461,7 +472,44 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
         f["other_period"] = other
         f.number("ov", table.get(row, other), unit)
         f.number("change_wrong", abs((vl / table.get(row, other) - 1) * 100), "%")
+    contract_slots(fam, f.values, _slots(ins))
     return f.values
+
+
+def _slot_labels(fam: str, v: dict[str, Any]) -> list[tuple[str, str]]:
+    """(placeholder, label) of each slot of the family's answer contract, in the order its
+    instruction names them (docs/contracts.md, "The slots of each family")."""
+    metric = [("slot", v.get("m_label", "")), ("slot_in1", v.get("in1_label", "")),
+              ("slot_in2", v.get("in2_label", ""))]  # fmt: skip
+    return {
+        "table_lookup": [("slot_v", f"{v.get('row')} {v.get('period')}"), ("slot_pv", f"{v.get('row')} {v.get('prev')}")],
+        "file_fact_lookup": [("slot", "Answer")],
+        "mail_fact_lookup": [("slot", "Answer"), ("slot_who", "Sent by")],
+        "chat_fact_lookup": [("slot", "Answer"), ("slot_who", "Posted by")],
+        "calendar_lookup": [("slot_date", "Date"), ("slot_time", "Start time")],
+        "chat_post": [("slot", f"{v.get('row')} {v.get('period')}")],
+        "compute": metric,
+        "reconcile_deck": [("slot_which", "Wrong figure"), ("slot_deck", "Deck shows"), ("slot_correct", "Correct value")],
+        "clause_review": [("slot", "Deviating clauses")],
+        "reply_figure": [("slot", str(v.get("row"))), ("slot_period", "Period")],
+        "schedule": [("slot", "Start time")],
+        "brief_team": metric,
+        "memo_doc": metric,
+        "edit_doc": [("slot", v.get("m_label", ""))],
+        "edit_deck": metric[:2],
+        "new_deck": [("slot_vp", f"{v.get('row')} {v.get('prev')}"), ("slot_vl", f"{v.get('row')} {v.get('last')}"),
+                     ("slot_change", f"{v.get('row')} {v.get('word')} {v.get('prev')} to {v.get('last')}")],
+    }.get(fam, [("slot", "Answer")])  # fmt: skip
+
+
+def contract_slots(fam: str, v: dict[str, Any], named: list[str]) -> None:
+    """Fill the slot placeholders: the labels the instruction names where it names as many as
+    the family has, else the contract's labels built from the world's facts."""
+    slots = _slot_labels(fam, v)
+    labels = named if len(named) == len(slots) else [label for _, label in slots]
+    for (key, _), label in zip(slots, labels, strict=True):
+        v[key] = label
+    v.setdefault("slot", labels[0])
 
 
 # --------------------------------------------------------------------------- rendering
