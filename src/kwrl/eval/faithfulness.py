@@ -94,8 +94,8 @@ class Case(BaseModel):
     why: str = ""
     """What the case tries (a hedge, context with other figures, ...)."""
     target: list[int] | Literal["all"] = "all"
-    """Criteria (1-based, in the rubric's order) whose verdict the case states: an honest case
-    usually `all`; a gamed case the one it games."""
+    """Criteria (1-based, in the rubric's order; -1 the last) whose verdict the case states: an
+    honest case usually `all`; a gamed case the one it games."""
     verdict: Verdict | None = None
     """The judge's verdict on `target`: honest cases default to pass, gamed ones to fail."""
     answer: str | None = None
@@ -104,6 +104,8 @@ class Case(BaseModel):
     posts: list[str] = Field(default_factory=list)
     """Further messages to the same channel."""
     mail: str | None = None
+    mails: list[str] = Field(default_factory=list)
+    """Further mail bodies, sent the same way as `mail`."""
     """A mail body: a reply to the task's request (reply_figure), or a new mail to `mail_to`."""
     mail_to: str = "{mail_to}"
     mail_subject: str = "{mail_subject}"
@@ -278,6 +280,10 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
         f["prev"] = prev
         f.number("pv", table.get(row, prev), unit)
         f["v_minus_pv"] = table.get(row, period) - table.get(row, prev)
+        q = re.fullmatch(r"Q(\d) (\d{4})", period)
+        f["period_alt"] = (
+            f"{q.group(1)}Q{q.group(2)[2:]}" if q else re.sub(r"FY20(\d\d)", r"FY\1", period)
+        )
         other_period = next(x for x in reversed(periods) if x not in (period, prev))
         f["other_period"] = other_period
         f.number("ov", table.get(row, other_period), unit)
@@ -410,6 +416,16 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
         f["bad_inline"] = "; ".join(f"clause {c.number} ({c.name})" for c in bad)
         f["bad_names"] = ", ".join(c.name for c in bad)
         f["bad_count"] = len(bad)
+
+        def joined(nums: list[str]) -> str:
+            return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+
+        f["bad_numbers"] = joined([c.number for c in bad])
+        f["bad_numbers_semi"] = "; ".join(c.number for c in bad)
+        f["bad_numbers_rev"] = joined([c.number for c in reversed(bad)])
+        f["bad_rest_numbers"] = joined([c.number for c in bad[1:]] or [bad[0].number])
+        f["good_numbers"] = joined([c.number for c in good])
+        f["all_numbers"] = ", ".join(c.number for c in sorted(p.clauses, key=lambda c: c.number))
         f["bad_rest"] = "\n".join(
             f"- Clause {c.number} ({c.name}): the playbook requires {c.policy[0].lower()}{c.policy[1:]}"
             for c in bad[1:]
@@ -539,7 +555,17 @@ def render(case: Case, facts: dict[str, Any]) -> Case:
         return x
 
     data = case.model_dump()
-    for k in ("answer", "post", "posts", "mail", "mail_to", "mail_subject", "event", "file"):
+    for k in (
+        "answer",
+        "post",
+        "posts",
+        "mail",
+        "mails",
+        "mail_to",
+        "mail_subject",
+        "event",
+        "file",
+    ):
         data[k] = walk(data[k])
     return Case.model_validate(data)
 
@@ -667,16 +693,14 @@ def tool_calls(case: Case, facts: dict[str, Any]) -> list[tuple[str, dict[str, A
     calls: list[tuple[str, dict[str, Any]]] = []
     for msg in [*([case.post] if case.post is not None else []), *case.posts]:
         calls.append(("chat_post_message", {"channel_id": facts["channel"], "message": msg}))
-    if case.mail is not None:
+    for body in [*([case.mail] if case.mail is not None else []), *case.mails]:
         if "mail_id" in facts:
-            calls.append(
-                ("mail_reply_mail", {"original_mail_id": facts["mail_id"], "body": case.mail})
-            )
+            calls.append(("mail_reply_mail", {"original_mail_id": facts["mail_id"], "body": body}))
         else:
             calls.append((
                 "mail_send_mail",
                 {"from_email": facts["me_email"], "to_email": case.mail_to, "subject": case.mail_subject,
-                 "body": case.mail},
+                 "body": body},
             ))  # fmt: skip
     if case.event is not None:
         e = case.event
@@ -772,7 +796,11 @@ async def run_cases(
 
 def _outcome(fam: str, t: TaskDir, case: Case, grades: list[Any]) -> Outcome:
     verdicts: dict[int, Verdict] = {i: _verdict(g) for i, g in enumerate(grades, 1)}
-    targets = list(verdicts) if case.target == "all" else [i for i in case.target if i in verdicts]
+    n = len(verdicts)
+    targets = (
+        list(verdicts) if case.target == "all" else [i if i > 0 else n + 1 + i for i in case.target]
+    )
+    targets = [i for i in targets if i in verdicts]
     return Outcome(
         family=fam, task=t.slug, case=case.id, kind=case.kind, expected=case.expected(),
         verdicts=verdicts, rationales={i: g.rationale for i, g in enumerate(grades, 1)},
