@@ -295,6 +295,7 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
 
     def metric_facts(m: Any, prefix: str = "m") -> None:
         f[f"{prefix}_label"] = m.label
+        f[f"{prefix}_label_cap"] = m.label[:1].upper() + m.label[1:]
         f.number(prefix, m.value, m.unit, m.text)
         f[f"{prefix}_pct"] = m.unit == "%"
         for i, (label, v, where) in enumerate(m.inputs, 1):
@@ -633,15 +634,18 @@ def file_bytes(spec: FileSpec, path: str, existing: bytes | None) -> bytes:
     return buf.getvalue()
 
 
-def file_writes(case: Case, facts: dict[str, Any], root: Path) -> dict[str, bytes]:
-    """Model-facing path -> bytes of every file the case writes (the world's own file read from
-    `root` where the task edits one)."""
+def file_writes(case: Case, facts: dict[str, Any], layers: list[Path]) -> dict[str, bytes]:
+    """Model-facing path -> bytes of every file the case writes (an edited file starts from the
+    task's own: the last of `layers`, world roots, that holds it)."""
     spec = case.file
     if spec is None:
         return {}
     path = spec.path or str(facts["out_path"])
-    src = root / "filesystem" / path.lstrip("/")
-    existing = src.read_bytes() if src.is_file() else None
+    existing = None
+    for layer in layers:
+        src = layer / "filesystem" / path.lstrip("/")
+        if src.is_file():
+            existing = src.read_bytes()
     data = file_bytes(spec, path, existing)
     out = {} if spec.only_copies else {path: data}
     for c in spec.copies:
@@ -754,25 +758,27 @@ async def run_cases(
         if cases.get(family_of(t)):
             by_world[t.world_dir].append(t)
     for n, (_wdir, wtasks) in enumerate(sorted(by_world.items())):
+        # The gateway serves a root holding the apps' data only; a case's final state is the
+        # task's layers under that root (its apps' data, and the files the case wrote).
         root = work / f"w{n}"
-        root.mkdir(parents=True, exist_ok=True)
-        reset_root(root, wtasks[0])
+        reset_apps(root, wtasks[0])
         gw = Gateway(root, work / f"w{n}.sock")
         try:
             async with GatewayClient(gw.url) as client:
                 for t in wtasks:
                     fam = family_of(t)
                     facts = task_facts(t)
-                    initial = StateView.of(task_layers(t.world_dir, t.overlay_dir))
+                    layers = task_layers(t.world_dir, t.overlay_dir)
+                    initial = StateView.of(layers)
                     for case in cases[fam]:
                         if case.domains and t.meta.domain not in case.domains:
                             continue
                         c = render(case, facts)
                         calls = tool_calls(c, facts)
-                        writes = file_writes(c, facts, root) if c.file else {}
+                        writes = file_writes(c, facts, layers)
                         final = initial
                         if calls or writes:
-                            reset_root(root, t)
+                            reset_apps(root, t)
                             for tool, args in calls:
                                 res = await client.call_flat(tool, args)
                                 if res.is_error:
@@ -783,7 +789,7 @@ async def run_cases(
                                 dst = root / "filesystem" / path.lstrip("/")
                                 dst.parent.mkdir(parents=True, exist_ok=True)
                                 dst.write_bytes(data)
-                            final = StateView.of([root])
+                            final = StateView.of([*layers, root])
                         grades = await grade_states(
                             verifiers=t.verifiers, task=t.instruction, answer=c.answer or "",
                             initial=initial, final=final, judge_config=None,
@@ -792,6 +798,16 @@ async def run_cases(
         finally:
             gw.close()
     return outcomes
+
+
+def reset_apps(root: Path, task: TaskDir) -> None:
+    """`root`: the task's apps' data (world seed, then overlay) and an empty filesystem."""
+    for sub in ("filesystem", ".apps_data"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    (root / "filesystem").mkdir(parents=True)
+    shutil.copytree(task.world_dir / ".apps_data", root / ".apps_data")
+    if (task.overlay_dir / ".apps_data").is_dir():
+        shutil.copytree(task.overlay_dir / ".apps_data", root / ".apps_data", dirs_exist_ok=True)
 
 
 def _outcome(fam: str, t: TaskDir, case: Case, grades: list[Any]) -> Outcome:
@@ -917,7 +933,7 @@ def table(r: dict[str, Rates]) -> str:
 # --------------------------------------------------------------------------- real trials
 
 
-def trial_script(case: Case, facts: dict[str, Any], root: Path) -> str:
+def trial_script(case: Case, facts: dict[str, Any], layers: list[Path]) -> str:
     """A solve.sh that delivers the case inside a trial: its calls through `kwrl world call`, its
     files written under /filesystem, its answer to the answer file."""
     lines = ["#!/usr/bin/env bash", "set -euo pipefail", 'KWRL="${KWRL:-kwrl}"']
@@ -925,7 +941,7 @@ def trial_script(case: Case, facts: dict[str, Any], root: Path) -> str:
         lines.append(
             f'"$KWRL" world call {shlex.quote(tool)} {shlex.quote(json.dumps(args))} >/dev/null'
         )
-    for path, data in file_writes(case, facts, root).items():
+    for path, data in file_writes(case, facts, layers).items():
         dst = "/filesystem/" + path.lstrip("/")
         b64 = base64.b64encode(data).decode()
         lines.append(f"mkdir -p {shlex.quote(dst.rsplit('/', 1)[0])}")
@@ -949,9 +965,8 @@ def run_trials(
         tdir = work / "trialds" / "tasks" / f"task-{n}"
         shutil.rmtree(tdir, ignore_errors=True)
         shutil.copytree(t.path, tdir, symlinks=True)
-        root = work / "roots" / f"root-{n}"
-        reset_root(root, t)
-        (tdir / "solution" / "solve.sh").write_text(trial_script(c, facts, root))
+        layers = [t.world_dir, t.overlay_dir]
+        (tdir / "solution" / "solve.sh").write_text(trial_script(c, facts, layers))
         _link_world(tdir, t)
         out = work / f"trials-{n}"
         proc = subprocess.run(
