@@ -556,19 +556,15 @@ def render(case: Case, facts: dict[str, Any]) -> Case:
         return x
 
     data = case.model_dump()
-    for k in (
-        "answer",
-        "post",
-        "posts",
-        "mail",
-        "mails",
-        "mail_to",
-        "mail_subject",
-        "event",
-        "file",
-    ):
-        data[k] = walk(data[k])
+    try:
+        filled = {k: walk(data[k]) for k in _FILLED}
+    except KeyError as e:
+        raise KeyError(f"case {case.id}: unknown placeholder {{{e.args[0]}}}") from None
+    data.update(filled)
     return Case.model_validate(data)
+
+
+_FILLED = ("answer", "post", "posts", "mail", "mails", "mail_to", "mail_subject", "event", "file")
 
 
 # --------------------------------------------------------------------------- files
