@@ -512,18 +512,19 @@ def _slot_labels(fam: str, v: dict[str, Any]) -> list[tuple[str, str]]:
         "schedule": [("slot", "Start time")],
         "brief_team": metric,
         "memo_doc": metric,
-        "edit_doc": [("slot", v.get("m_label", ""))],
-        "edit_deck": metric[:2],
+        "edit_doc": metric,
+        "edit_deck": metric,
         "new_deck": [("slot_vp", f"{v.get('row')} {v.get('prev')}"), ("slot_vl", f"{v.get('row')} {v.get('last')}"),
                      ("slot_change", f"{v.get('row')} {v.get('word')} {v.get('prev')} to {v.get('last')}")],
     }.get(fam, [("slot", "Answer")])  # fmt: skip
 
 
 def contract_slots(fam: str, v: dict[str, Any], named: list[str]) -> None:
-    """Fill the slot placeholders: the labels the instruction names where it names as many as
-    the family has, else the contract's labels built from the world's facts."""
+    """Fill the slot placeholders: the labels the instruction names, in order, where it names at
+    least as many as the family has (brief_team names its metric's slot twice: mail, then post
+    and answer), else the contract's labels built from the world's facts."""
     slots = _slot_labels(fam, v)
-    labels = named if len(named) == len(slots) else [label for _, label in slots]
+    labels = named[: len(slots)] if len(named) >= len(slots) else [label for _, label in slots]
     for (key, _), label in zip(slots, labels, strict=True):
         v[key] = label
     v.setdefault("slot", labels[0])
@@ -673,11 +674,11 @@ class Outcome:
 
 
 def _verdict(g: Any) -> Verdict:
+    """A criterion's verdict from its grade: a grader that marks what its check could not decide
+    (`undecided`) has those criteria undecided (failed, with no judge)."""
     if g.passed:
         return "pass"
-    if "undecided" in (g.rationale or "").lower() or getattr(g, "method", "") == "undecided":
-        return "undecided"
-    return "fail"
+    return "undecided" if getattr(g, "undecided", False) else "fail"
 
 
 def reset_root(root: Path, task: TaskDir) -> None:
@@ -976,9 +977,9 @@ def run_trials(
         data = json.loads(grades[0].read_text())
         verdicts: dict[int, Verdict] = {}
         for i, g in enumerate(data["grades"], 1):
-            verdicts[i] = "pass" if g.get("passed") else (
-                "undecided" if "undecided" in str(g.get("rationale", "")).lower() else "fail"
-            )  # fmt: skip
+            verdicts[i] = (
+                "pass" if g.get("passed") else ("undecided" if g.get("undecided") else "fail")
+            )
         yield t, case, verdicts, ""
 
 
