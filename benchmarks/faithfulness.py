@@ -85,14 +85,12 @@ def trial_control(
     """`n` cases spread over families and kinds through real trials; (agreeing verdicts, compared
     verdicts, trials without grades)."""
     by_key = {(o.task, o.case): o for o in outcomes}
+    ran = [t for t in tasks if cases.get(F.family_of(t))]
     picks = []
-    i = 0
-    while len(picks) < n and i < 100:
-        for t in tasks:
-            fam_cases = cases.get(F.family_of(t), [])
-            if i < len(fam_cases) and len(picks) < n:
-                picks.append((t, fam_cases[(i * 7) % len(fam_cases)]))
-        i += 1
+    for j in range(min(n, 10 * len(ran))):
+        t = ran[(j * 5) % len(ran)]
+        fam_cases = cases[F.family_of(t)]
+        picks.append((t, fam_cases[(j * 7 + 3) % len(fam_cases)]))
     agree = total = failed = 0
     for t, case, verdicts, err in F.run_trials(picks, work):
         o = by_key.get((t.slug, case.id))
