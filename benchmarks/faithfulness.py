@@ -98,6 +98,8 @@ def trial_control(
             failed += 1
             print(f"  trial {t.slug} {case.id}: no grades: {err[-300:]}")
             continue
+        same = sum(verdicts.get(k) == v for k, v in o.verdicts.items())
+        print(f"  trial {t.slug} {case.id} ({case.kind}): {same}/{len(o.verdicts)} verdicts agree")
         for k, v in o.verdicts.items():
             total += 1
             agree += verdicts.get(k) == v
