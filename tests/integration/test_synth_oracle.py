@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kwrl.eval.faithfulness import Gateway, reset_root
 from kwrl.grading.diff import StateView, task_layers
 from kwrl.grading.verify import grade_states
 from kwrl.synth.generate import SynthConfig, generate
@@ -42,33 +42,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make(tmp_path_factory.mktemp("synth"), 1, 10, ["Law"])
 
 
-def reset(root: Path, task: TaskDir) -> None:
-    for sub in ("filesystem", ".apps_data"):
-        shutil.rmtree(root / sub, ignore_errors=True)
-        shutil.copytree(task.world_dir / sub, root / sub)
-        if (task.overlay_dir / sub).is_dir():
-            shutil.copytree(task.overlay_dir / sub, root / sub, dirs_exist_ok=True)
-
-
-class Gateway:
-    def __init__(self, root: Path, sock: Path) -> None:
-        self.proc = subprocess.Popen(
-            [*KWRL, "world", "serve", str(root), "--uds", str(sock), "--in-place"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # blocks until ready or exit
-        if "kwrl-gateway ready" not in line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise RuntimeError(f"gateway did not start: {line!r} {err[-2000:]}")
-        self.url = line.split()[-1]
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+reset = reset_root
+"""The scratch root back to the task's world seed plus its overlay."""
 
 
 async def grade(task: TaskDir, root: Path | None, answer: str) -> tuple[float, list[str]]:
