@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "vocabulary.md"
 WORDS = ["task", "world", "trial", "trial record", "rollout", "group", "trajectory", "reward",
-         "advantage", "criterion", "check", "judge", "grader", "policy", "engine", "learner"]  # fmt: skip
+         "advantage", "criterion", "check", "slot", "judge", "grader", "policy", "engine", "learner"]  # fmt: skip
 # a place: `path.py` or `folder/`, then optionally ` (`Name`, `other`...)`
 PLACE = re.compile(r"`([a-z_/]+(?:\.py|/))`(?: \(([^)]*)\))?")
 
