@@ -158,7 +158,7 @@ def with_discovery(instruction: str, calls: list[dict[str, Any]]) -> list[dict[s
                 if folder not in listed and folder not in instruction:
                     listed.add(folder)
                     out.append({"tool": "filesystem_list_files", "arguments": {"path": folder}})
-        ids = [args.get(k) for k in MAIL_ID_ARGS if isinstance(args.get(k), str)]
+        ids = [v for k in MAIL_ID_ARGS if isinstance(v := args.get(k), str)]
         if not searched and any(i not in instruction for i in ids):
             m = _SUBJECT.search(instruction) or _PROJECT.search(instruction)
             if m:
