@@ -428,13 +428,24 @@ class RLTrainer:
             self.stopped_early = True
         return self.stopped_early
 
+    def _final_eval_fits(self) -> bool:
+        """Whether the last weights get their held-out evaluation: always when the run ended,
+        and when the deadline stopped it, if the last evaluation's seconds still fit (a curve
+        whose last point is the last step's, not an earlier checkpoint's)."""
+        if not self.stopped_early:
+            return True
+        left = (self.deadline or 0.0) - time.time()
+        return self.state.step > 0 and 0.0 < self._last_s["heldout"] < left
+
     def _next_step_s(self) -> float:
         """What the next step, with its held-out evaluation and checkpoint when due, should take:
         the last ones' seconds (0 before any ran)."""
         nxt = self.state.step + 1
         last = nxt >= self.cfg.rl.steps
         s = self._last_s["step"]
-        if heldout_eval.is_due(self.cfg, nxt, last=last):
+        # the next step's evaluation when due, else the reserve for a final one after it (the
+        # deadline then stops the run with the last weights' evaluation still to fit)
+        if self.cfg.heldout.dataset is not None:
             s += self._last_s["heldout"]
         if self._checkpoints(nxt) or last:
             s += self._last_s["checkpoint"]
@@ -448,7 +459,7 @@ class RLTrainer:
                 await self.evaluate_heldout()
             await self._loop()
             self.checkpoint(force=True)
-            if self.cfg.rl.mode != "disaggregated" and not self.stopped_early:
+            if self.cfg.rl.mode != "disaggregated" and self._final_eval_fits():
                 await self.evaluate_heldout(last=True)
         finally:
             self.gpu.close()
