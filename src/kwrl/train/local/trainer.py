@@ -510,11 +510,14 @@ class RLTrainer:
         versions after the weights it started sampling with (weights pushed meanwhile land between
         engine steps: a trial's later turns may sample with newer ones; DPPO's ratio is against
         the logprobs each token was sampled with). Held-out evaluations run between steps as in
-        sync mode (the producer may sample beside them); the step-0 one before sampling starts.
+        sync mode, the step-0 one before sampling starts; no batch starts during one (a batch
+        already sampling finishes beside it).
         """
         rl = self.cfg.rl
         queue: asyncio.Queue[SampledBatch | None] = asyncio.Queue()
         stepped = asyncio.Event()
+        not_evaluating = asyncio.Event()
+        not_evaluating.set()
         start_step = self.state.step
 
         async def produce() -> None:
@@ -525,6 +528,7 @@ class RLTrainer:
                 while self.state.step - start_step < j - 1 - rl.max_staleness:
                     stepped.clear()
                     await stepped.wait()
+                await not_evaluating.wait()  # no new batch beside an evaluation
                 hint += 1
                 sb = await self.sample(hint)
                 await queue.put(sb)
@@ -555,7 +559,11 @@ class RLTrainer:
                     self.checkpoint()
                     prog.update(bar, advance=1, info=f"reward {m.get('reward_mean')}")
                     t_eval = time.perf_counter()
-                    await self.evaluate_heldout(last=self.state.step >= rl.steps)
+                    not_evaluating.clear()
+                    try:
+                        await self.evaluate_heldout(last=self.state.step >= rl.steps)
+                    finally:
+                        not_evaluating.set()
                     if time.perf_counter() - t_eval > 1.0:  # an evaluation is not step time
                         self._step_end = time.perf_counter()
                         self._step_mark = self.gpu.mark()
