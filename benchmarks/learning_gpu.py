@@ -210,11 +210,13 @@ def step_summary(steps: list[dict[str, Any]]) -> dict[str, Any]:
             "sandbox set-up": total["trial_setup_s"],
         }
         top = max(phases, key=lambda k: phases[k])
+        # async steps overlap sampling with the learner: their shares add up to more than 1
         total["bound_by"] = (
             f"learner ({learn / total['step_s']:.0%} of step time)"
             if learn > total["sample_s"]
-            else f"sampling ({total['sample_s'] / total['step_s']:.0%} of step time; "
-            f"of the trials' own time, {top} is the largest part)"
+            else f"sampling ({total['sample_s'] / total['step_s']:.0%} of step time"
+            + (", overlapping the learner" if total["sample_s"] + learn > total["step_s"] else "")
+            + f"; of the trials' own time, {top} is the largest part)"
         )
     return total
 
