@@ -2,8 +2,10 @@
 
     python benchmarks/learning_gpu.py [--out runs/learning-gpu] [--model qwen2.5-coder-0.5b]
         [--train-worlds 8] [--heldout-worlds 9] [--tasks-per-world 24] [--rl-steps 36]
-        [--eval-every 9] [--prompts-per-step 8] [--samples-per-prompt 8] [--concurrency 64]
+        [--eval-every 9] [--prompts-per-step 8] [--samples-per-prompt 8] [--concurrency 96]
         [--time-budget-s S] [--no-base-eval] [--rollout-engine vllm|engine] [--device cuda:0]
+        [--mode async|sync] [--max-staleness 1] [--[no-]dynamic] [--oversample 1.5]
+        [--max-sample-factor 3] [--[no-]steer] [--[no-]discover] [--heldout-family chat-post]
 
 The GPU version of `benchmarks/learning.py`, one command, every stage the real one:
 1. `kwrl data synth` training worlds (seed S) and held-out worlds (seed S+1000: other companies,
@@ -20,10 +22,21 @@ The GPU version of `benchmarks/learning.py`, one command, every stage the real o
 5. the paired comparison (`kwrl report --compare`, common random numbers via `--eval-seed`):
    last RL checkpoint minus warm start, mean over held-out tasks with a 95% bootstrap interval.
 
+The levers, all on by default (`--no-...` turns each off): async generation overlapping the
+learner (`--mode async`, staleness at most `--max-staleness`); dynamic sampling (`--dynamic`:
+1.5x the tasks a step, the groups that scored alike dropped, refills up to 3x); pass-rate
+steering (`--steer`: tasks whose recent trials all scored alike drawn less, never dropped); SFT on
+gold trajectories with their discovery calls (`--discover`: the folders of a file the instruction
+does not name are listed and the mail searched before the gold calls, as an agent must); and one
+task family left out of SFT and RL altogether (`--heldout-family`), whose held-out tasks the
+record compares at SFT and at the end. The record also holds per-family curves, informative
+groups per step and the no-op control on the held-out set.
+
 The agent is offered the tools the training tasks' gold solutions call plus the smoke's read tools
 (`tools_for`), listed compactly (one line each: ~850 prompt tokens for 18 tools with Qwen's
-tokenizer, so a 6,144-token window holds a whole trial); gold trajectories are at most ~2,300
-tokens and their longest turn ~210 tokens, hence 6 turns of at most 320 tokens.
+tokenizer, so a 6,144-token window holds a whole trial); gold trajectories are at most ~2,900
+tokens with their discovery calls and their longest turn ~210 tokens, hence 8 turns (the
+longest discovered gold solution, reply-figure's, takes 7) of at most 320 tokens.
 
 RL trains LoRA adapters (rank 32, lr 2e-4) by default: on CPU (learning.py, HISTORY.md) full
 fine-tuning at a few dozen trials a step moved every weight along mostly-noise gradients and
