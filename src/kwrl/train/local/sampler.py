@@ -108,8 +108,10 @@ class PromptSampler:
         return out
 
     def record(self, task_id: str, rewards: Sequence[float]) -> None:
-        """A group's training rewards for `task_id` (pass-rate steering's history)."""
-        self.state.record(task_id, rewards, self.steering.window)
+        """A group's training rewards for `task_id` (pass-rate steering's history; kept only
+        while steering is on, so a run without it has the state it always had)."""
+        if self.steering.on:
+            self.state.record(task_id, rewards, self.steering.window)
 
     def load_state(self, state: SamplerState) -> None:
         self.state = state.model_copy(deep=True)

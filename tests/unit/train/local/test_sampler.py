@@ -36,9 +36,9 @@ def test_history_keeps_the_last_window_rewards() -> None:
 def draws(steer: bool, epochs: int = 40) -> Counter[str]:
     s = PromptSampler(TASKS, seed=0, epochs=epochs, steering=Steering(on=steer, keep=0.25))
     for t in TASKS[:10]:  # half the tasks: every recent trial solved (or failed) them
-        s.record(t, [float(TASKS.index(t) % 2)] * 8)
+        s.state.record(t, [float(TASKS.index(t) % 2)] * 8, window=16)
     for t in TASKS[10:]:
-        s.record(t, [1.0, 0.0] * 4)
+        s.state.record(t, [1.0, 0.0] * 4, window=16)
     return Counter(s.next(10_000))
 
 
@@ -73,3 +73,10 @@ def test_resume_from_a_state_draws_the_same_tasks_with_steering() -> None:
     b = PromptSampler(TASKS, seed=1, epochs=10, steering=Steering(on=True))
     b.load_state(saved)
     assert b.next(60) == rest
+
+
+def test_without_steering_no_history_is_kept() -> None:
+    # a run without steering checkpoints the sampler state it always did
+    s = PromptSampler(TASKS, seed=0)
+    s.record("t00", [1.0, 1.0])
+    assert s.state.history == {}
