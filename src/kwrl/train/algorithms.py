@@ -98,6 +98,41 @@ def zero_variance_keep(
     return keep_B
 
 
+def trained_advantages(
+    rewards_B: torch.Tensor,
+    group_ids: Sequence[int | str],
+    trained_B: Sequence[bool],
+    *,
+    norm_by_std: bool = False,
+    drop_zero_variance: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The one reward-to-advantage path of a batch of grouped trials: GRPO advantages over each
+    group's trained members (`trained_B`; a masked member is left out of the baseline and gets
+    0), and which members train (trained, and with `drop_zero_variance` in a group whose trained
+    members scored differently). kwrl's trainer trains on these; SkyRL's GRPO, given
+    `placeholder_rewards` for the masked rows, computes the same advantages for the trained ones
+    (tests/unit/train/skyrl/test_trained_advantages.py)."""
+    adv_B = grpo_advantages(rewards_B, group_ids, norm_by_std=norm_by_std, valid_B=trained_B)
+    keep_B = torch.tensor([bool(x) for x in trained_B], dtype=torch.bool)
+    if drop_zero_variance:
+        keep_B &= zero_variance_keep(rewards_B, group_ids, valid_B=trained_B)
+    return adv_B, keep_B
+
+
+def placeholder_rewards(
+    rewards_B: Sequence[float], group_ids: Sequence[int | str], trained_B: Sequence[bool]
+) -> list[float]:
+    """Rewards for a trainer that keeps every row in its GRPO baseline (SkyRL): a masked row gets
+    its group's trained members' mean (0.0 when none is), so the group's mean, and so the trained
+    members' advantages, stay what `trained_advantages` gives (without std normalisation)."""
+    groups = _groups(group_ids, trained_B)
+    means = {g: sum(float(rewards_B[i]) for i in idx) / len(idx) for g, idx in groups.items()}
+    return [
+        float(r) if ok else means.get(g, 0.0)
+        for r, g, ok in zip(rewards_B, group_ids, trained_B, strict=True)
+    ]
+
+
 # --------------------------------------------------------------------------- losses
 
 

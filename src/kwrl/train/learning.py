@@ -187,6 +187,51 @@ def answer_checks(ev: dict[str, Any], sample: int = 5) -> dict[str, Any]:
     }
 
 
+def family_curves(evals: dict[int, dict[str, Any]]) -> dict[str, list[list[float]]]:
+    """Each family's held-out mean score at each evaluated step: {family: [[step, mean], ...]}
+    from {step: eval.json}."""
+    out: dict[str, list[list[float]]] = {}
+    for step in sorted(evals):
+        for fam, v in breakdown(evals[step])["family"].items():
+            out.setdefault(fam, []).append([step, round(v["mean"], 4)])
+    return dict(sorted(out.items()))
+
+
+def paired_subset(per_task: dict[str, dict[str, Any]], family: str) -> dict[str, Any]:
+    """The paired difference (run minus other, `kwrl report --compare`'s per-task means) over one
+    family's tasks, with a seeded 95% bootstrap interval, and tasks up / down / same."""
+    from kwrl.eval.metrics import bootstrap_mean
+
+    rows = {t: v for t, v in per_task.items() if family_of(t) == family}
+    diffs = [float(v["diff"]) for v in rows.values()]
+    ci = bootstrap_mean(diffs)
+    mean = lambda k: sum(float(v[k]) for v in rows.values()) / len(rows) if rows else None  # noqa: E731
+    return {
+        "family": family,
+        "tasks": len(rows),
+        "run": mean("run"),
+        "other": mean("other"),
+        "diff": {"value": ci.value, "lo": ci.lo, "hi": ci.hi},
+        "up_down_same": [sum(d > 0 for d in diffs), sum(d < 0 for d in diffs),
+                         sum(d == 0 for d in diffs)],
+    }  # fmt: skip
+
+
+def noop_control(dataset: Path) -> dict[str, Any]:
+    """The no-op control on a task-dirs dataset (`kwrl.tasks.validate.run_control`: each
+    criterion graded on the untouched world with an empty answer): criteria graded, and how many
+    passed (the share a policy that does nothing would score)."""
+    from kwrl.tasks.validate import run_control
+
+    problems, summary = run_control(dataset)
+    graded = int(getattr(summary, "graded", 0) or 0)
+    return {
+        "criteria_graded": graded,
+        "criteria_passed": len(problems),
+        "pass_rate": len(problems) / graded if graded else None,
+    }
+
+
 # ---------------------------------------------------------------- the curve
 
 

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from kwrl.train.learning import answer_checks, breakdown, family_of, make_splits
+from kwrl.train.learning import (
+    answer_checks,
+    breakdown,
+    family_curves,
+    family_of,
+    make_splits,
+    paired_subset,
+)
 
 
 def _trial(task: str, tier: str, reward: float, **kw: Any) -> dict[str, Any]:
@@ -55,3 +62,29 @@ def test_answer_checks_count_candidate_lists_limits_and_sample_passed_answers() 
 def test_splits_that_share_a_world_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="share worlds"):
         make_splits(tmp_path, {"train": (1, 3), "heldout": (1, 3)}, tasks_per_world=2)
+
+
+def test_family_curves_hold_each_familys_mean_at_each_evaluated_step() -> None:
+    evals = {
+        0: _eval([_trial("ib-w0000-000-compute", "medium", 0.0),
+                  _trial("ib-w0000-001-chat-post", "easy", 0.5)]),
+        9: _eval([_trial("ib-w0000-000-compute", "medium", 0.25),
+                  _trial("ib-w0000-001-chat-post", "easy", 1.0)]),
+    }  # fmt: skip
+    assert family_curves(evals) == {
+        "chat-post": [[0, 0.5], [9, 1.0]],
+        "compute": [[0, 0.0], [9, 0.25]],
+    }
+
+
+def test_paired_subset_compares_one_family_only() -> None:
+    per_task = {
+        "ib-w0000-000-chat-post": {"run": 1.0, "other": 0.5, "diff": 0.5},
+        "ib-w0000-001-chat-post": {"run": 0.5, "other": 0.5, "diff": 0.0},
+        "ib-w0000-002-compute": {"run": 0.0, "other": 1.0, "diff": -1.0},
+    }
+    got = paired_subset(per_task, "chat-post")
+    assert got["tasks"] == 2 and got["run"] == 0.75 and got["other"] == 0.5
+    assert got["diff"]["value"] == 0.25 and got["up_down_same"] == [1, 0, 1]
+    assert 0.0 <= got["diff"]["lo"] <= 0.25 <= got["diff"]["hi"] <= 0.5
+    assert paired_subset(per_task, "new-deck")["tasks"] == 0

@@ -19,6 +19,7 @@ from kwrl.config import KwrlConfig, OutputConfig
 from kwrl.llm.engines import EngineConfig, VLLMConfig
 from kwrl.llm.spec import live_spec, make_spec
 from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
+from kwrl.train.local.sampler import Steering
 from kwrl.train.losses import POLICY_LOSSES, DPPOLoss, PolicyLossConfig
 
 
@@ -123,6 +124,24 @@ _FLAT_LOSS_KEYS = ("delta_low", "delta_high", "eps_low", "eps_high")
 """The loss settings the release before kept as `LearnerConfig` fields."""
 
 
+class DynamicSampling(KwrlConfig):
+    """Dynamic sampling: a step's batch holds informative groups (trials that scored differently)
+    instead of groups that score alike and train nothing (`kwrl.train.local.dynamic`). The step
+    samples `ceil(oversample * prompts_per_step)` tasks, keeps the groups whose trained members'
+    rewards differ, and while fewer than `prompts_per_step` are informative samples more tasks
+    (as many as are missing, times `oversample`), until the step has sampled `max_factor *
+    prompts_per_step` tasks. The learner gets at most `prompts_per_step` groups: the informative
+    ones first, then alike ones to fill (they train nothing, as before)."""
+
+    on: bool = False
+    """Oversample and refill (off: exactly `prompts_per_step` tasks, as sampled)."""
+    oversample: float = Field(default=1.5, ge=1.0)
+    """Tasks sampled per missing informative group, first wave and refills alike."""
+    max_factor: float = Field(default=3.0, ge=1.0)
+    """A step samples at most this many times `prompts_per_step` tasks (the cap on extra
+    sampling)."""
+
+
 class RLConfig(KwrlConfig):
     prompts_per_step: int = Field(default=2, ge=1)
     """Tasks (GRPO groups) per optimizer step (recipe: 16)."""
@@ -137,13 +156,19 @@ class RLConfig(KwrlConfig):
     disaggregated: as async, but generation runs in worker processes (see [disaggregated])."""
     max_staleness: int = Field(default=1, ge=0)
     """async, disaggregated: a batch sampled by policy version v trains only while learner
-    version - v <= this."""
+    version - v <= this; in async mode the next batch starts sampling only once the learner is
+    at most this many versions ahead of the weights it samples with (1: generation of batch k+1
+    overlaps the learner's update on batch k)."""
     norm_adv_by_std: bool = False
     """Divide GRPO advantages by the group's std (the recipe does not)."""
     drop_zero_variance: bool = True
     """Drop groups whose trials all got the same reward (no signal)."""
     ckpt_every: int = Field(default=1, ge=1)
     """Save a checkpoint every this many steps (and at the end)."""
+    dynamic: DynamicSampling = Field(default_factory=DynamicSampling)
+    """Dynamic sampling (oversample, drop groups that score alike, refill); off by default."""
+    steer: Steering = Field(default_factory=Steering)
+    """Pass-rate steering of which tasks are drawn (`kwrl.train.local.sampler`); off by default."""
 
 
 class LoRAConfig(KwrlConfig):
@@ -274,10 +299,10 @@ class TrainConfig(TrialSettings, OutputConfig):
             raise ValueError(
                 "rollout_engine = 'vllm' runs in the trainer's process; use rl.mode sync or async"
             )
-        if self.heldout.dataset is not None and self.rl.mode != "sync":
+        if self.heldout.dataset is not None and self.rl.mode == "disaggregated":
             raise ValueError(
-                "heldout.dataset: held-out evaluations run between steps of rl.mode = 'sync' "
-                "only (an async producer would sample beside them); unset it or use sync"
+                "heldout.dataset: held-out evaluations run on the trainer's engine, in rl.mode "
+                "sync or async (disaggregated workers hold their own); unset it or use one of those"
             )
         if self.lora.rank > 0 and self.rl.mode == "disaggregated":
             raise ValueError(

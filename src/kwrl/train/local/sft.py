@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import shutil
 import tempfile
 import time
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import torch
@@ -70,6 +71,11 @@ class SFTConfig(OutputConfig):
     the checkpoint is written from it as on CPU."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
     """Agent settings, as in training (system prompt, tools, parser) so the format matches."""
+    discover: bool = False
+    """Replay each gold solution with the discovery calls an agent needs before it (`with_discovery`):
+    list the folders of a file whose path the instruction does not give, search the mail for a
+    mail id it does not give. Off, a trajectory reads a path or mail id it could not know, and
+    the model learns to guess one (the families that need such a path scored 0)."""
 
 
 class GoldPolicy(PolicyClient):
@@ -122,6 +128,47 @@ class _InMemoryTools:
         return await self.client.call_tool_mcp(name, arguments)
 
 
+PATH_ARGS = ("file_path", "path")
+MAIL_ID_ARGS = ("mail_id", "original_mail_id")
+_SUBJECT = re.compile(r'subject "([^"]+)"', re.IGNORECASE)
+_PROJECT = re.compile(r"\b(?:Project|Matter) [A-Z][\w-]*(?: [A-Z][\w-]*)*")
+
+
+def with_discovery(instruction: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gold calls with the discovery an agent needs before them (`SFTConfig.discover`).
+
+    Before a call naming a file whose path the instruction does not hold, the folders it sits in
+    are listed (`filesystem_list_files`), from the one below the top-level folder down to its
+    own, each once. Before the first call naming a mail id that neither the instruction nor an
+    earlier search call gives, the mail is searched by the subject the instruction quotes (else by
+    the project it names); where it names neither, no search is added. The gold calls themselves
+    are unchanged and in order."""
+    out: list[dict[str, Any]] = []
+    listed: set[str] = set()
+    searched = any(c["tool"] == "mail_search_mail" for c in calls)
+    for c in calls:
+        args = c.get("arguments") or {}
+        for key in PATH_ARGS:
+            path = args.get(key)
+            if not isinstance(path, str) or not path.startswith("/") or path in instruction:
+                continue
+            parts = PurePosixPath(path).parent.parts  # ("/", "Deals", "X", "Model")
+            for depth in range(3, len(parts) + 1):
+                folder = str(PurePosixPath(*parts[:depth]))
+                if folder not in listed and folder not in instruction:
+                    listed.add(folder)
+                    out.append({"tool": "filesystem_list_files", "arguments": {"path": folder}})
+        ids = [v for k in MAIL_ID_ARGS if isinstance(v := args.get(k), str)]
+        if not searched and any(i not in instruction for i in ids):
+            m = _SUBJECT.search(instruction) or _PROJECT.search(instruction)
+            if m:
+                subject = m.group(1) if m.re is _SUBJECT else m.group(0)
+                out.append({"tool": "mail_search_mail", "arguments": {"subject": subject}})
+            searched = True
+        out.append(c)
+    return out
+
+
 def _world_copy(task: Any, dest: Path) -> None:
     for sub in ("filesystem", ".apps_data"):
         src = task.world_dir / sub
@@ -132,8 +179,11 @@ def _world_copy(task: Any, dest: Path) -> None:
             shutil.copytree(over, dest / sub, symlinks=True, dirs_exist_ok=True)
 
 
-async def gold_trajectory(task_dir: Path, tokenizer: Any, agent: AgentConfig) -> Trajectory | None:
-    """The TITO trajectory of a task's gold solution, or None when it has none."""
+async def gold_trajectory(
+    task_dir: Path, tokenizer: Any, agent: AgentConfig, *, discover: bool = False
+) -> Trajectory | None:
+    """The TITO trajectory of a task's gold solution, or None when it has none; `discover`: with
+    the discovery calls before it (`with_discovery`)."""
     from fastmcp import Client
 
     from kwrl.agent.loop import AgentLoop, StopReason
@@ -146,6 +196,8 @@ async def gold_trajectory(task_dir: Path, tokenizer: Any, agent: AgentConfig) ->
         return None
     task = load_task(task_dir)
     calls = json.loads(calls_file.read_text())
+    if discover:
+        calls = with_discovery(task.instruction, calls)
     golden = task.golden or []
     answer = next(
         (g["golden_text_response"] for g in golden if g.get("golden_text_response")), "Done."
@@ -206,14 +258,25 @@ def _accumulate(model: Any, chunk: list[Trajectory], pad: int, share: bool) -> f
 
 
 async def gold_trajectories(
-    dirs: Iterable[Path], tokenizer: Any, agent: AgentConfig, max_len: int
+    dirs: Iterable[Path],
+    tokenizer: Any,
+    agent: AgentConfig,
+    max_len: int,
+    *,
+    discover: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[Trajectory]:
-    """The gold trajectories of these task dirs that have one, up to `max_len` tokens each."""
+    """The gold trajectories of these task dirs that have one, up to `max_len` tokens each (the
+    names of longer ones go into `skipped`)."""
     out = []
     for d in dirs:
-        t = await gold_trajectory(d, tokenizer, agent)
-        if t is not None and len(t.prompt_ids) + len(t.response_ids) <= max_len:
+        t = await gold_trajectory(d, tokenizer, agent, discover=discover)
+        if t is None:
+            continue
+        if len(t.prompt_ids) + len(t.response_ids) <= max_len:
             out.append(t)
+        elif skipped is not None:
+            skipped.append(d.name)
     return out
 
 
@@ -251,10 +314,18 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
     dirs = task_dirs(cfg.dataset, cfg.tasks)
     share = cfg.share_prefix and prefix_pack.enable(model)
     t0 = time.perf_counter()
-    trajs = asyncio.run(gold_trajectories(dirs, tokenizer, cfg.agent, cfg.max_len))
+    skipped: list[str] = []
+    trajs = asyncio.run(
+        gold_trajectories(
+            dirs, tokenizer, cfg.agent, cfg.max_len, discover=cfg.discover, skipped=skipped
+        )
+    )
     if not trajs:
         raise TrainError(f"{cfg.dataset}: no gold trajectories within max_len={cfg.max_len}")
-    console.print(f"SFT: {len(trajs)} gold trajectories in {time.perf_counter() - t0:.1f}s")
+    console.print(
+        f"SFT: {len(trajs)} gold trajectories in {time.perf_counter() - t0:.1f}s"
+        + (f"; {len(skipped)} over max_len={cfg.max_len} skipped: {skipped}" if skipped else "")
+    )
     opt = optimizer(model, cfg.lr)
     rng = random.Random(cfg.seed)
     steps_per_epoch = (len(trajs) + cfg.batch_size - 1) // cfg.batch_size
@@ -275,7 +346,10 @@ def sft(cfg: SFTConfig, *, console: Console | None = None) -> Path:
                 state.step += 1
                 metrics.append({"step": state.step, "epoch": epoch, "nll_per_token": loss_total})
                 prog.update(bar, advance=1, info=f"nll/token {loss_total:.3f}")
-    state.extra = {"kind": "sft", "trajectories": len(trajs), "metrics": metrics}
+    state.extra = {
+        "kind": "sft", "trajectories": len(trajs), "skipped_over_max_len": skipped,
+        "discover": cfg.discover, "metrics": metrics,
+    }  # fmt: skip
     ckpt = save_checkpoint(cfg.out, state, model, opt, tokenizer)
     write_json(cfg.out / "sft_metrics.json", metrics)
     return ckpt / "model"

@@ -104,10 +104,13 @@ class GpuBusy:
             self._thread.join(timeout=5)
 
 
-def step_times(sample_s: float, learner_s: float, push_s: float, graded: int) -> dict[str, Any]:
+def step_times(
+    sample_s: float, learner_s: float, push_s: float, graded: int, *, wall_s: float | None = None
+) -> dict[str, Any]:
     """A step's wall-clock split and its graded trials per hour of that wall time (learner and
-    weight push included)."""
-    step_s = sample_s + learner_s + push_s
+    weight push included). `wall_s`: the step's own wall time where sampling overlapped the
+    learner (async mode), else it is sampling + learner + push."""
+    step_s = sample_s + learner_s + push_s if wall_s is None else wall_s
     per_hour = graded * 3600.0 / step_s if step_s > 0 else None
     return {
         "step_s": round(step_s, 3),

@@ -40,9 +40,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import shutil
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,8 +58,9 @@ from kwrl.errors import TrainError
 from kwrl.io import write_text
 from kwrl.llm.engines import register_engine
 from kwrl.tasks.taskdir import task_dirs
-from kwrl.train.algorithms import grpo_advantages, zero_variance_keep
+from kwrl.train.algorithms import trained_advantages
 from kwrl.train.batch import Trajectory, collate, trajectories_from_records
+from kwrl.train.local import dynamic
 from kwrl.train.local import heldout as heldout_eval
 from kwrl.train.local.checkpoint import (
     TrainerState,
@@ -111,7 +114,9 @@ class RLTrainer:
         self.tasks = {p.name: p for p in task_dirs(cfg.dataset, cfg.tasks)}
         if not self.tasks:
             raise TrainError(f"{cfg.dataset}: no task dirs")
-        self.sampler = PromptSampler(list(self.tasks), seed=cfg.seed, epochs=cfg.rl.epochs)
+        self.sampler = PromptSampler(
+            list(self.tasks), seed=cfg.seed, epochs=cfg.rl.epochs, steering=cfg.rl.steer
+        )
         self.state = TrainerState()
 
         resume = latest_checkpoint(self.out)
@@ -152,6 +157,10 @@ class RLTrainer:
         self.stale_dropped = int(self.state.extra.get("stale_dropped", 0))
         self.deadline = deadline
         self.gpu = GpuBusy(cfg.learner.device)
+        self._overlapped = False
+        """Async mode's steps: sampling overlaps the learner, a step's time is wall time."""
+        self._step_end, self._step_mark = time.perf_counter(), self.gpu.mark()
+        """When the last step ended, and the GPU poll index then (async steps' wall time)."""
         self._last_s = {"step": 0.0, "heldout": 0.0, "checkpoint": 0.0}
         """The last step's, held-out evaluation's and checkpoint's seconds: the deadline's guess."""
 
@@ -204,27 +213,74 @@ class RLTrainer:
     # ------------------------------------------------------------------ sampling
 
     async def sample(self, step_hint: int) -> SampledBatch | None:
+        """One step's batch: `prompts_per_step` tasks' groups, or with dynamic sampling
+        (`rl.dynamic`) waves of tasks until that many groups are informative or the cap on extra
+        sampling is reached (`kwrl.train.local.dynamic`); each task's trained rewards go into the
+        sampler's pass-rate history."""
         from kwrl.rollout.runner import run_rollout
 
-        ids = self.sampler.next(self.cfg.rl.prompts_per_step)
+        rl = self.cfg.rl
+        dyn = rl.dynamic
+        target = rl.prompts_per_step
+        cap = math.floor(target * dyn.max_factor) if dyn.on else target
+        ids = self.sampler.next(
+            dynamic.first_wave(target, dyn.oversample, cap) if dyn.on else target
+        )
         if not ids:
             return None
-        after = self.sampler.state.model_copy(deep=True)
         version = int(self.engine.weight_version)
         t0, mark = time.perf_counter(), self.gpu.mark()
         rcfg = self.cfg.rollout_config(self.policy_dir, self.cfg.engine, self.engine_handle)
-        out = self.out / "rollouts" / f"batch-{step_hint:06d}"
-        if out.exists():  # from a run killed before training this batch: never reuse its trials
-            shutil.rmtree(out)
-        records = await run_rollout([self.tasks[i] for i in ids], rcfg, out)
-        trajs = trajectories_from_records(records, version)
-        summary = json.loads((out / "summary.json").read_text())
+        sampled: list[str] = []
+        records: list[Any] = []
+        trajs: list[Trajectory] = []
+        causes: Counter[str] = Counter()
+        wave = 0
+        while ids:
+            name = f"batch-{step_hint:06d}" + (f"-w{wave}" if wave else "")
+            out = self.out / "rollouts" / name
+            if out.exists():  # from a run killed before training this batch: never reuse its trials
+                shutil.rmtree(out)
+            got = await run_rollout([self.tasks[i] for i in ids], rcfg, out)
+            new = trajectories_from_records(got, version)
+            summary = json.loads((out / "summary.json").read_text())
+            causes.update(summary.get("causes", {}))
+            for task, rewards in dynamic.group_rewards(new).items():
+                self.sampler.record(task, rewards)
+            sampled += ids
+            records += got
+            trajs += new
+            wave += 1
+            if not dyn.on:
+                break
+            groups = dynamic.group_rewards(trajs)
+            have = sum(dynamic.informative(r) for r in groups.values())
+            n = dynamic.refill(target, have, len(sampled), dyn.oversample, cap)
+            ids = self.sampler.next(n) if n else []
+        graded = [float(r.reward) for r in records if isinstance(r.reward, int | float)]
+        groups = dynamic.group_rewards(trajs)
+        n_informative = sum(dynamic.informative(r) for r in groups.values())
+        if dyn.on:
+            kept = set(dynamic.select(groups, target))
+            trajs = [t for t in trajs if str(t.group_id) in kept]
+        after = self.sampler.state.model_copy(deep=True)
         timing = {
             "sample_s": time.perf_counter() - t0,
             "gpu_busy_sample": self.gpu.mean(mark),
             **trial_split(r.trial_dir for r in records),
         }
-        return SampledBatch(step_hint, version, ids, trajs, after, summary, timing, mark)
+        stats = {
+            "tasks_sampled": len(sampled),
+            "trials_sampled": len(records),
+            "sample_waves": wave,
+            "informative_sampled": n_informative,
+            "sampler_passed_over": after.passed_over,
+            "graded_sampled": len(graded),
+            "reward_sampled_mean": round(sum(graded) / len(graded), 4) if graded else None,
+        }
+        rollout = {"causes": dict(causes), **stats}
+        kept_ids = list(dict.fromkeys(str(t.group_id) for t in trajs)) if dyn.on else sampled
+        return SampledBatch(step_hint, version, kept_ids, trajs, after, rollout, timing, mark)
 
     # ------------------------------------------------------------------ learning
 
@@ -234,13 +290,15 @@ class RLTrainer:
         rewards = torch.tensor([t.reward for t in trajs])
         groups = [t.group_id for t in trajs]
         scored = [bool(t.meta.get("trained", True)) for t in trajs]  # masked: not in the baseline
-        adv = grpo_advantages(rewards, groups, norm_by_std=rl.norm_adv_by_std, valid_B=scored)
-        if rl.drop_zero_variance:
-            keep = zero_variance_keep(rewards, groups, valid_B=scored)
-            for t, k in zip(trajs, keep.tolist(), strict=True):
-                t.trainable = t.trainable and k
+        adv, keep = trained_advantages(
+            rewards, groups, scored, norm_by_std=rl.norm_adv_by_std,
+            drop_zero_variance=rl.drop_zero_variance,
+        )  # fmt: skip
+        for t, k in zip(trajs, keep.tolist(), strict=True):
+            t.trainable = t.trainable and (k or not rl.drop_zero_variance)
         trainable = [t for t in trajs if t.trainable]
         graded = [float(r) for t in trajs if isinstance(r := t.meta.get("reward"), int | float)]
+        by_group = dynamic.group_rewards(trajs)
         metrics: dict[str, Any] = {
             "step": self.state.step + 1,
             "sampled_version": sb.version,
@@ -248,7 +306,13 @@ class RLTrainer:
             "tasks": sb.task_ids,
             "trials": len(trajs),
             "trainable_trials": len(trainable),
+            "groups": len(by_group),
+            "informative_groups": sum(dynamic.informative(r) for r in by_group.values()),
             "reward_mean": sum(graded) / len(graded) if graded else None,
+            "task_rewards": {
+                g: round(sum(r) / len(r), 3) if r else None for g, r in by_group.items()
+            },
+            **{k: v for k, v in sb.rollout.items() if k != "causes"},
             "causes": sb.rollout.get("causes", {}),
         }
         pad = self.tokenizer.pad_token_id or 0
@@ -271,11 +335,16 @@ class RLTrainer:
         if sb.timing:
             metrics.update(sb.timing)
             sample_s, learner_s = sb.timing["sample_s"], metrics.get("learner_s", 0.0)
+            # async: the step's wall time is from the last step's end to this one's (sampling
+            # overlapped the last learner step); sync: sampling + learner + push
+            wall = time.perf_counter() - self._step_end if self._overlapped else None
+            n_graded = int(sb.rollout.get("graded_sampled", len(graded)))
             metrics.update(
-                step_times(sample_s, learner_s, push_s, len(graded)),
+                step_times(sample_s, learner_s, push_s, n_graded, wall_s=wall),
                 gpu_busy_learn=self.gpu.mean(mark),
-                gpu_busy=self.gpu.mean(sb.gpu_mark),
+                gpu_busy=self.gpu.mean(self._step_mark if self._overlapped else sb.gpu_mark),
             )
+        self._step_end, self._step_mark = time.perf_counter(), self.gpu.mark()
         release_free_memory()  # the step's tensors and trials: back to the OS, not the arenas
         return metrics
 
@@ -359,13 +428,24 @@ class RLTrainer:
             self.stopped_early = True
         return self.stopped_early
 
+    def _final_eval_fits(self) -> bool:
+        """Whether the last weights get their held-out evaluation: always when the run ended,
+        and when the deadline stopped it, if the last evaluation's seconds still fit (a curve
+        whose last point is the last step's, not an earlier checkpoint's)."""
+        if not self.stopped_early:
+            return True
+        left = (self.deadline or 0.0) - time.time()
+        return self.state.step > 0 and 0.0 < self._last_s["heldout"] < left
+
     def _next_step_s(self) -> float:
         """What the next step, with its held-out evaluation and checkpoint when due, should take:
         the last ones' seconds (0 before any ran)."""
         nxt = self.state.step + 1
         last = nxt >= self.cfg.rl.steps
         s = self._last_s["step"]
-        if heldout_eval.is_due(self.cfg, nxt, last=last):
+        # the next step's evaluation when due, else the reserve for a final one after it (the
+        # deadline then stops the run with the last weights' evaluation still to fit)
+        if self.cfg.heldout.dataset is not None:
             s += self._last_s["heldout"]
         if self._checkpoints(nxt) or last:
             s += self._last_s["checkpoint"]
@@ -375,11 +455,11 @@ class RLTrainer:
         t0 = time.perf_counter()
         (self.out / "DONE").unlink(missing_ok=True)  # from an earlier run to fewer steps
         try:
-            if self.cfg.rl.mode == "sync":
+            if self.cfg.rl.mode != "disaggregated":
                 await self.evaluate_heldout()
             await self._loop()
             self.checkpoint(force=True)
-            if self.cfg.rl.mode == "sync" and not self.stopped_early:
+            if self.cfg.rl.mode != "disaggregated" and self._final_eval_fits():
                 await self.evaluate_heldout(last=True)
         finally:
             self.gpu.close()
@@ -423,23 +503,46 @@ class RLTrainer:
                 await self.evaluate_heldout(last=self.state.step >= self.cfg.rl.steps)
 
     async def _run_async(self) -> None:
+        """Generation overlaps learning: batch k+1 samples while the learner trains on batch k.
+
+        The producer starts batch j (counted from this run's start) only once the learner has
+        finished j - 1 - max_staleness steps, so no batch is trained more than `max_staleness`
+        versions after the weights it started sampling with (weights pushed meanwhile land between
+        engine steps: a trial's later turns may sample with newer ones; DPPO's ratio is against
+        the logprobs each token was sampled with). Held-out evaluations run between steps as in
+        sync mode, the step-0 one before sampling starts; no batch starts during one (a batch
+        already sampling finishes beside it).
+        """
         rl = self.cfg.rl
-        queue: asyncio.Queue[SampledBatch | None] = asyncio.Queue(maxsize=max(rl.max_staleness, 1))
+        queue: asyncio.Queue[SampledBatch | None] = asyncio.Queue()
+        stepped = asyncio.Event()
+        not_evaluating = asyncio.Event()
+        not_evaluating.set()
+        start_step = self.state.step
 
         async def produce() -> None:
             hint = int(self.state.extra.get("batch", self.state.step))
+            j = 0
             while True:
+                j += 1
+                while self.state.step - start_step < j - 1 - rl.max_staleness:
+                    stepped.clear()
+                    await stepped.wait()
+                await not_evaluating.wait()  # no new batch beside an evaluation
                 hint += 1
                 sb = await self.sample(hint)
                 await queue.put(sb)
                 if sb is None:
                     return
 
+        self._overlapped = True
+        self._step_end, self._step_mark = time.perf_counter(), self.gpu.mark()
         producer = asyncio.create_task(produce())
         try:
             with self._progress() as prog:
                 bar = prog.add_task("steps", total=rl.steps, completed=self.state.step, info="")
                 while not self._done():
+                    t0 = time.perf_counter()
                     sb = await queue.get()
                     if sb is None:
                         break
@@ -449,10 +552,21 @@ class RLTrainer:
                         self.log({"step": self.state.step, "dropped_stale_batch": sb.version})
                         continue
                     m = await asyncio.to_thread(self.learn, sb)
+                    stepped.set()
                     m["stale_dropped"] = self.stale_dropped
                     self.log(m)
+                    self._last_s["step"] = time.perf_counter() - t0
                     self.checkpoint()
                     prog.update(bar, advance=1, info=f"reward {m.get('reward_mean')}")
+                    t_eval = time.perf_counter()
+                    not_evaluating.clear()
+                    try:
+                        await self.evaluate_heldout(last=self.state.step >= rl.steps)
+                    finally:
+                        not_evaluating.set()
+                    if time.perf_counter() - t_eval > 1.0:  # an evaluation is not step time
+                        self._step_end = time.perf_counter()
+                        self._step_mark = self.gpu.mark()
         finally:
             producer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

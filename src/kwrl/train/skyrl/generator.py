@@ -55,6 +55,7 @@ from kwrl.rollout.runner import (
     run_batch,
 )
 from kwrl.rollout.trial import read_trial
+from kwrl.train.algorithms import placeholder_rewards
 from kwrl.train.batch import Trajectory, trajectories_from_records
 from kwrl.train.skyrl.config import KwrlSection, kwrl_section
 
@@ -230,23 +231,27 @@ class KwrlHarborGenerator(GeneratorInterface):
         logprobs: list[list[float]] = []
         rewards: list[float] = []
         stops: list[str] = []
-        baseline = _trained_means(records, [tid.instance_id for tid in tids])
-        for t, r, m, tid in zip(trajs, records, metas, tids, strict=True):
+        # kwrl's one reward-to-advantage path (`trained_advantages`): SkyRL keeps every row in
+        # its GRPO baseline, so a masked row carries its group's trained mean
+        row_rewards = placeholder_rewards(
+            [float(r.train_reward or 0.0) for r in records],
+            [tid.instance_id for tid in tids],
+            [bool(r.trained) for r in records],
+        )
+        for t, r, m, reward in zip(trajs, records, metas, row_rewards, strict=True):
             if t.trainable and t.response_ids and t.prompt_ids:
                 prompts.append(list(t.prompt_ids))
                 responses.append(list(t.response_ids))
                 masks.append([int(x) for x in t.loss_mask])
                 logprobs.append(list(t.logprobs))
-                rewards.append(float(t.reward))
+                rewards.append(reward)
                 stops.append(m.stop_reason or "stop")
             else:
                 prompts.append([self.pad_token_id])
                 responses.append([self.pad_token_id])
                 masks.append([0])
                 logprobs.append([0.0])
-                rewards.append(
-                    float(r.train_reward or 0.0) if r.trained else baseline[tid.instance_id]
-                )
+                rewards.append(reward)
                 stops.append("error" if r.cause is not FailureCause.NONE else "masked")
         return GeneratorOutput(
             prompt_token_ids=prompts,
@@ -312,16 +317,6 @@ class KwrlHarborGenerator(GeneratorInterface):
             for server, c in tools.items():
                 m[f"kwrl/tool_mix/{server}"] = c / calls
         return m
-
-
-def _trained_means(records: list[TrialRecord], groups: list[str]) -> dict[str, float]:
-    """The mean training reward of each group's trained members (0.0 for a group with none): a
-    masked member's placeholder reward, which leaves the others' GRPO baseline as it is."""
-    trained: dict[str, list[float]] = {g: [] for g in groups}
-    for r, g in zip(records, groups, strict=True):
-        if r.trained:
-            trained[g].append(float(r.train_reward or 0.0))
-    return {g: sum(v) / len(v) if v else 0.0 for g, v in trained.items()}
 
 
 def _skyrl_metrics(out: GeneratorOutput) -> dict[str, Any]:

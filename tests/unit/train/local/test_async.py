@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kwrl.train.local.sampler import SamplerState
+from kwrl.train.local.steptime import GpuBusy
 from kwrl.train.local.trainer import RLTrainer, SampledBatch
 
 
@@ -37,9 +38,13 @@ class FakeRolloutTrainer(RLTrainer):
         self.sample_s, self.learn_s = sample_s, learn_s
         self.trained_staleness: list[int] = []
         self.logged: list[dict[str, Any]] = []
+        self.gpu = GpuBusy("cpu")
+        self._last_s = {"step": 0.0, "heldout": 0.0, "checkpoint": 0.0}
+        self.started_at_step: list[int] = []
 
     async def sample(self, step_hint: int) -> SampledBatch | None:
         version = self._engine.weight_version
+        self.started_at_step.append(self.state.step)
         await asyncio.sleep(self.sample_s)
         return SampledBatch(step_hint, version, [], [], SamplerState(), {})
 
@@ -80,3 +85,15 @@ def test_generation_overlaps_learning() -> None:
     t = FakeRolloutTrainer(steps=5, max_staleness=1, sample_s=0.02, learn_s=0.02)
     asyncio.run(t._run_async())
     assert 1 in t.trained_staleness
+
+
+def test_the_producer_runs_at_most_max_staleness_batches_ahead() -> None:
+    # Sampling is much faster than learning: without the gate the producer would run ahead and
+    # every later batch would be dropped as stale; with it batch j starts only after step
+    # j - 1 - max_staleness, so nothing is dropped and every trained batch is exactly 1 stale.
+    t = FakeRolloutTrainer(steps=6, max_staleness=1, sample_s=0.001, learn_s=0.02)
+    asyncio.run(t._run_async())
+    assert t.state.step == 6
+    assert t.stale_dropped == 0
+    assert t.trained_staleness[1:] == [1] * 5
+    assert all(at >= j - 1 - 1 for j, at in enumerate(t.started_at_step, start=1))

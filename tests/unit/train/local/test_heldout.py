@@ -48,9 +48,14 @@ def test_an_evaluation_runs_trials_as_the_trainer_does(tmp_path: Path) -> None:
     assert ecfg.tokenizer == str(tmp_path / "policy")
 
 
-def test_held_out_evaluations_are_refused_outside_sync_mode(tmp_path: Path) -> None:
+def test_held_out_evaluations_run_in_sync_and_async_mode_not_disaggregated(tmp_path: Path) -> None:
+    for mode in ("sync", "async"):
+        TrainConfig(
+            dataset=tmp_path, rl=RLConfig(mode=mode),
+            heldout=HeldoutConfig(dataset=tmp_path / "heldout"),
+        )  # fmt: skip
     with pytest.raises(ValidationError, match=r"heldout\.dataset"):
         TrainConfig(
-            dataset=tmp_path, rl=RLConfig(mode="async"),
+            dataset=tmp_path, rl=RLConfig(mode="disaggregated"), lora={"rank": 0},
             heldout=HeldoutConfig(dataset=tmp_path / "heldout"),
         )  # fmt: skip

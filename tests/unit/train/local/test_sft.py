@@ -114,3 +114,67 @@ def test_a_packed_batch_gives_the_one_at_a_time_loss_and_gradients(
     for (name, a), b in zip(one.named_parameters(), packed.parameters(), strict=True):
         assert a.grad is not None and b.grad is not None, name
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_discovery_lists_the_folders_and_searches_the_mail_a_gold_solution_skips() -> None:
+    from kwrl.train.local.sft import with_discovery
+
+    instruction = (
+        'The client emailed me (subject "Question on Capex (Project Golden Viper)"). Reply with '
+        "the figure from the current workbook."
+    )
+    path = "/Deals/Golden Viper/Model/Verdant Corp. - Operating Model.xlsx"
+    calls = [
+        {"tool": "mail_read_mail", "arguments": {"mail_id": "<x.3@p.example.com>"}},
+        {"tool": "excel_read_tab", "arguments": {"file_path": path, "tab_index": 0}},
+        {"tool": "mail_reply_mail", "arguments": {"original_mail_id": "<x.3@p.example.com>"}},
+    ]
+    got = with_discovery(instruction, calls)
+    assert [c["tool"] for c in got] == [
+        "mail_search_mail", "mail_read_mail", "filesystem_list_files", "filesystem_list_files",
+        "excel_read_tab", "mail_reply_mail",
+    ]  # fmt: skip
+    assert got[0]["arguments"] == {"subject": "Question on Capex (Project Golden Viper)"}
+    assert [c["arguments"]["path"] for c in got[2:4]] == [
+        "/Deals/Golden Viper",
+        path.rsplit("/", 1)[0],
+    ]
+    assert [c for c in got if c in calls] == calls  # the gold calls, unchanged and in order
+
+
+def test_discovery_adds_nothing_the_instruction_or_the_solution_already_gives() -> None:
+    from kwrl.train.local.sft import with_discovery
+
+    path = "/Deals/Golden Viper/Golden Viper - IC Memo.docx"
+    calls = [
+        {"tool": "mail_search_mail", "arguments": {"subject": "Project Winter Tiger"}},
+        {"tool": "mail_read_mail", "arguments": {"mail_id": "<a.1@p.example.com>"}},
+        {"tool": "word_read_document_content", "arguments": {"file_path": path}},
+    ]
+    assert with_discovery(f"Edit {path} for Project Winter Tiger.", calls) == calls
+
+
+def test_a_discovered_gold_trajectory_replays_on_the_real_world(
+    dataset: Path, tokenizer: object
+) -> None:
+    from kwrl.train.local.sft import gold_trajectory, with_discovery
+
+    def unknown_path(task: Path) -> str | None:
+        gold = json.loads((task / "solution" / "gold_calls.json").read_text())
+        found = with_discovery((task / "instruction.md").read_text(), gold)
+        listed = [c for c in found if c["tool"] == "filesystem_list_files"]
+        return next(
+            (str(c["arguments"]["file_path"]) for c in gold if "file_path" in c["arguments"]),
+            None,
+        ) if listed else None  # fmt: skip
+
+    task = next(d for d in sorted((dataset / "tasks").iterdir()) if unknown_path(d))
+    name = str(unknown_path(task))
+    agent = AgentConfig(tools=[*SMOKE_TOOLS, "excel_read_tab", "word_read_document_content"])
+    plain = asyncio.run(gold_trajectory(task, tokenizer, agent))
+    found = asyncio.run(gold_trajectory(task, tokenizer, agent, discover=True))
+    assert plain is not None and found is not None
+    text = tokenizer.decode(found.response_ids)  # type: ignore[attr-defined]
+    listing, read = text.index("filesystem_list_files"), text.index(name.rsplit("/", 1)[1])
+    assert listing < read  # the file's name came back from a listing before the read names it
+    assert len(found.response_ids) > len(plain.response_ids)
