@@ -625,6 +625,13 @@ _DECOR = _words_re(
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
      *_MONTHS]
 )  # fmt: skip
+_SOURCED = re.compile(
+    r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
+    + _SOURCE.pattern.replace("(?<![\\w'])", "(?<![\\w'])", 1)
+    + ")",
+    re.I,
+)
+"""Where a value comes from, said with a preposition (`from the FY2025 model`, `per the deck`)."""
 _CITE = re.compile(r"\b(?:[Ff]rom|[Pp]er|[Ss]ource|[Aa]ccording to|[Vv]ia)\s+(?:the\s+)?[A-Z#/]")
 """A citation by name: `per Noble Harbor`, `from #deals` (a capitalised name, not `from a skim`)."""
 _PERIOD_WORD = re.compile(r"\b(?:fy\d{4}|q[1-4]_\d{4})\b", re.I)
@@ -727,7 +734,7 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     ]
                 if not refs:
                     continue
-                if _SOURCE.search(part) and not (
+                if (_SOURCED.search(part) or _CITE.search(part)) and not (
                     _NEGATION.search(part) or _CORRECTION.search(part) or _HEDGE_PROSE.search(part)
                 ):
                     continue  # "This is from the FY2025 workbook."
