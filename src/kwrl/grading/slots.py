@@ -732,6 +732,8 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     refs = [
                         r for r in refs if re.search(r"\b(?:one|above|earlier|previous)$", r, re.I)
                     ]
+                if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
+                    refs = [r for r in refs if r.casefold() != "it"]
                 if not refs:
                     continue
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (

@@ -156,6 +156,11 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
     ),
     # prose that points at the answer only to say where it comes from, or before it
     (
+        "it is a place of the world, not the answer",
+        CORRECT,
+        RECONCILE + "\nPlease fix the deck before it goes to the client.",
+    ),
+    (
         "the answer's source after it",
         REV,
         "Revenue FY2025: 121.9\nThat figure is from the FY2025 model.",
