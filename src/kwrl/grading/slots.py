@@ -316,7 +316,7 @@ def _number_is(t: NumToken, c: SlotCheck) -> bool:
 def read_value(c: SlotCheck, value: str) -> Reading:
     """The slot's value: exactly one value of its kind, not hedged or negated; `ok` says whether it
     is the check's value."""
-    text = norm_periods(value)
+    text = drop_restatements(c, norm_periods(value))
     hedge = _hedge_in(text)
     if hedge:
         return Reading(False, f"the slot is hedged ({hedge!r})")
@@ -353,7 +353,7 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         h, mi = (int(x) for x in str(c.value).split(":"))
         want_t = h * 60 + mi
         found = find_times(text) or _dotted_times(text)
-        starts = [f.values[0] for f in found]
+        starts = sorted({f.values[0] for f in found})
         if len(starts) == 2 and starts[1] == starts[0] + 60:
             starts = starts[:1]  # a one-hour meeting's start and end
         if not starts:
@@ -561,6 +561,189 @@ def _is_allowed_number(c: SlotCheck, shown: str, allowed: list[float]) -> bool:
     )
 
 
+# --------------------------------------------------------------------------- what else the slot says
+
+_PAREN = re.compile(r"\(([^()]*)\)(?!\.\w)")
+"""A parenthesis, not one inside a file name (`MSA (executed).docx`)."""
+_SEG_CUT = re.compile(r",\s|;|\s[-–—]\s|(?<!\d)\.\s|(?<=\d)\.\s(?=[A-Z])")
+
+
+def _decimals(shown: str) -> int:
+    m = re.search(r"\d+(?:\.(\d+))?", shown.replace(",", ""))
+    return len(m[1]) if m and m[1] else 0
+
+
+def _restates(c: SlotCheck, seg: str) -> bool:
+    """`seg` holds the slot's own value again (a rounding of it, another spelling) and no other
+    value of the kind."""
+    t = norm_periods(seg)
+    if c.type == "number":
+        assert isinstance(c.value, int | float)
+        toks = [k for k in _numbers(t) if _comparable(k, c)]
+        want = float(c.value) * (c.scale or 1.0)
+
+        def rounds(k: NumToken) -> bool:
+            half = 0.5 * 10 ** -_decimals(t[k.start : k.end]) * (c.scale or 1.0)
+            return _number_is(k, c) or any(
+                abs(m - want) <= half + 1e-12 for m in k.meanings(c.scale)
+            )
+
+        return bool(toks) and all(rounds(k) for k in toks)
+    if c.type == "time":
+        h, mi = (int(x) for x in str(c.value).split(":"))
+        found = find_times(t)
+        return bool(found) and all(f.values[0] == h * 60 + mi for f in found)
+    if c.type == "date":
+        want = date.fromisoformat(str(c.value))
+        found = find_dates(t, want.year)
+        return bool(found) and all(want in f.values for f in found)
+    return False
+
+
+def drop_restatements(c: SlotCheck, text: str) -> str:
+    """The slot's text without parentheses that restate its value (`18.78% (about 19% rounded)`,
+    `16:00 UTC (4 pm)`): a restatement neither hedges nor offers another value."""
+    return _PAREN.sub(lambda m: " " if _restates(c, m[1]) else m[0], text)
+
+
+SOURCES = (
+    "source", "sources", "file", "files", "folder", "workbook", "spreadsheet", "sheet", "tab",
+    "deck", "slide", "slides", "memo", "document", "doc", "mail", "email", "e-mail", "inbox",
+    "message", "thread", "chat", "channel", "post", "model", "table", "report", "statement",
+    "invoice", "calendar", "invite", "contract", "agreement", "filing", "ledger", "page", "row",
+    "column", "cell", "pleading", "pleadings", "claim", "msa",
+)  # fmt: skip
+"""The kinds of place a world keeps facts in: a segment naming one cites where the value comes
+from (a path, a file name, a `#channel` or an address does too)."""
+_SOURCE = re.compile(
+    _words_re(SOURCES).pattern + r"|/|#\w|@\w|\.(?:docx?|xlsx?|pptx?|pdf|csv|md|txt)\b", re.I
+)
+_DECOR = _words_re(
+    [*_UNIT_WORDS, "hours", "hour", "hrs", "h", "times", "eur", "gbp", "am", "pm", "a.m", "p.m",
+     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+     "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
+     "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
+     *_MONTHS]
+)  # fmt: skip
+_SOURCED = re.compile(
+    r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
+    + _SOURCE.pattern.replace("(?<![\\w'])", "(?<![\\w'])", 1)
+    + ")",
+    re.I,
+)
+"""Where a value comes from, said with a preposition (`from the FY2025 model`, `per the deck`)."""
+_CITE = re.compile(r"\b(?:[Ff]rom|[Pp]er|[Ss]ource|[Aa]ccording to|[Vv]ia)\s+(?:the\s+)?[A-Z#/]")
+"""A citation by name: `per Noble Harbor`, `from #deals` (a capitalised name, not `from a skim`)."""
+_PERIOD_WORD = re.compile(r"\b(?:fy\d{4}|q[1-4]_\d{4})\b", re.I)
+
+
+def _bare(c: SlotCheck, seg: str) -> str:
+    """The words of a segment of the slot once its values, units, periods and marks are gone."""
+    t = norm_periods(seg)
+    spans = [(f.start, f.end) for f in find_dates(t, 2000)] + [
+        (f.start, f.end) for f in find_times(t)
+    ]
+    for a, b in sorted(spans, reverse=True):
+        t = t[:a] + " " + t[b:]
+    t = re.sub(r"[$£€]?\d[\d,.:]*\s*(?:%|x\b)?", " ", t)
+    t = _PERIOD_WORD.sub(" ", _DECOR.sub(" ", t))
+    return " ".join(re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", t))
+
+
+def _segments(text: str) -> list[str]:
+    inner = [m[1] for m in _PAREN.finditer(text)]
+    outer = list(_SEG_CUT.split(_PAREN.sub(" ", text)))
+    return [*outer[:1], *(s for p in [*outer[1:], *inner] for s in _SEG_CUT.split(p))]
+
+
+_CAP = r"[A-Z][\w.&'-]*"
+_ROLE = re.compile(rf"{_CAP}(?:\s+(?:of|and|the|for|&|in|to)?\s*{_CAP})*(?:\s+[a-z]+)?")
+
+
+def slot_residue(c: SlotCheck, value: str) -> str | None:
+    """What the slot says beyond its value (docs/contracts.md, "What else a slot may say"): its
+    value once more, its unit, a period, a source (a place of the world, a path, a `#channel`) or,
+    for a meeting, its end are read; any other words (`provisional`, `first pass`, `I think`,
+    `TBC`) say something about the value that the reader cannot weigh: the segment, else None."""
+    if c.wrong_value:
+        return None
+    text = drop_restatements(c, norm_periods(value))
+    segs = _segments(text)
+    for k, seg in enumerate(segs):
+        if not seg.strip() or not _bare(c, seg):
+            continue
+        if k == 0 and c.type == "text":
+            continue  # the items are read by `_read_items`; words beside them name them
+        if (_SOURCE.search(seg) or _CITE.search(seg)) and not (
+            _NEGATION.search(seg) or _CORRECTION.search(seg)
+        ):
+            continue
+        if k == 0:
+            return seg.strip()
+        if c.type == "time" and _is_end(c, seg):
+            continue
+        if c.type == "text" and (
+            _ROLE.fullmatch(seg.strip()) or any(_occurrences(c, seg)) or not _bare(c, seg).strip()
+        ):
+            continue  # a name's role or firm: "Jane Doe (Crystal Zephyr lead)"
+        return seg.strip()
+    return None
+
+
+def _is_end(c: SlotCheck, seg: str) -> bool:
+    h, mi = (int(x) for x in str(c.value).split(":"))
+    found = find_times(norm_periods(seg)) or _dotted_times(seg)
+    return bool(found) and all(f.values[0] == h * 60 + mi + 60 for f in found)
+
+
+_ANSWER_NOUN = (
+    r"(?:figure|figures|number|numbers|value|values|answer|answers|result|results|estimate|"
+    r"estimates|one|line|lines|post|message|list|headline)"
+)
+BACKREF = re.compile(
+    r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b"
+    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%-]+\s+)?{_ANSWER_NOUN}\b"
+    r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
+    r"should|will|would|may|might|can|could|needs?|has|have)\b))"
+    r"|(?<=\w\s)it\b",
+    re.I,
+)
+"""Words that point back at the answer: a place before (`above`, `the first line`), the answer's
+own nouns with a determiner (`that figure`, `the real one`), `this`/`these` standing alone, and
+`it` as an object (`drop it`)."""
+
+
+def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
+    """A clause of the prose that points back at the answer (after the slot's line; before it,
+    only `this`/`these` standing alone) and says anything but where it comes from: the reader
+    cannot weigh it (docs/contracts.md)."""
+    if c.wrong_value:
+        return None
+    for i, line in enumerate(text.splitlines()):
+        if i == after or i in skip:
+            continue
+        for clause in clauses(line):
+            for part in re.split(r",\s", clause):
+                refs = [r[0] for r in BACKREF.finditer(part)]
+                if i < after:
+                    refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
+                if any(role != "own" for _, _, role in _occurrences(c, part)):
+                    # "the preliminary estimate was $108.1m" names another value, not the answer
+                    refs = [
+                        r for r in refs if re.search(r"\b(?:one|above|earlier|previous)$", r, re.I)
+                    ]
+                if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
+                    refs = [r for r in refs if r.casefold() != "it"]
+                if not refs:
+                    continue
+                if (_SOURCED.search(part) or _CITE.search(part)) and not (
+                    _NEGATION.search(part) or _CORRECTION.search(part) or _HEDGE_PROSE.search(part)
+                ):
+                    continue  # "This is from the FY2025 workbook."
+                return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"
+    return None
+
+
 # --------------------------------------------------------------------------- the slot
 
 
@@ -585,13 +768,32 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
             mine.append(line)
     if clash:
         return Finding(False, f"the line {clash[0].text.strip()[:120]!r} carries several labels")
+    valued = [ln for ln in mine if c.type == "text" or _holds_kind(c, ln.value)]
+    if valued and len(valued) < len(mine):  # "Source of Net debt: <path>" is prose
+        skip -= {ln.index for ln in mine if ln not in valued}
+        mine = valued
     if not mine:
         return Finding(False, f"no slot line '{c.label}: ...'")
     readings = [read_value(c, ln.value) for ln in mine]
     for ln, r in zip(mine, readings, strict=True):
         if not r.ok:
             return Finding(False, f"'{ln.text.strip()[:120]}': {r.why}")
-    doubt = prose_doubt(c, text, skip, allowed)
+    for ln in mine:
+        more = slot_residue(c, ln.value)
+        if more:
+            return undecided(f"the slot says more than its value ({more[:80]!r})")
+    doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
+        c, text, min(ln.index for ln in mine), skip
+    )
     if doubt:
         return undecided(doubt)
     return Finding(True, readings[0].why)
+
+
+def _holds_kind(c: SlotCheck, value: str) -> bool:
+    t = norm_periods(value)
+    if c.type == "number":
+        return bool(_numbers(t))
+    if c.type == "date":
+        return bool(find_dates(t, date.fromisoformat(str(c.value)).year))
+    return bool(find_times(t) or _dotted_times(t))
