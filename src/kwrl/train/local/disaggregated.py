@@ -234,7 +234,14 @@ class DisaggregatedTrainer(RLTrainer):
                     f"disaggregated: workers did not join within {dcfg.start_timeout_s} s"
                 )
         if (err := fut.exception()) is not None:
-            dead = [p.name for p in self._procs if not p.is_alive()]
+            # A worker that crashed shows here first as its peer's closed connection: give the
+            # crashed one a few seconds to be seen exiting, so the error names it.
+            dead: list[str] = []
+            for _ in range(50):
+                dead = [p.name for p in self._procs if not p.is_alive()]
+                if dead:
+                    break
+                await asyncio.sleep(0.1)
             raise TrainError(
                 f"disaggregated: joining the generation workers failed ({err!r})"
                 + (f"; exited: {dead}" if dead else "")
