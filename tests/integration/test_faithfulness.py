@@ -80,6 +80,7 @@ def _trial_agrees(
         assert verdicts == by_key[(t.slug, case.id)].verdicts, (t.slug, case.id)
 
 
+@pytest.mark.slow  # ~60 s of real trials; `benchmarks/faithfulness.py --trials N` runs the same check
 def test_a_real_trial_grades_a_case_as_the_harness_does(
     tasks: list[TaskDir], outcomes: list[F.Outcome], tmp_path: Path
 ) -> None:

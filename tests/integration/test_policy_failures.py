@@ -156,6 +156,8 @@ def test_two_clock_attacks_never_mask_a_member_that_scored(agent_group: dict[str
     assert agent_group["tasks"]["clock-group"]["trained"] == 3
 
 
+@pytest.mark.slow  # a 50 s clock; tests/unit/rollout/test_failures.py checks, in the default run,
+# the 30 s excess that blames the endpoint
 def test_a_hung_policy_endpoint_masks_its_trial_as_infrastructure(tmp_path: Path) -> None:
     """The endpoint never answers a request of at most 2 tokens: no honest generation explains
     the wait, 30 s past the request's due time (`SLOW_EXCESS_S`), so the timeout is the

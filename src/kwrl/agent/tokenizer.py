@@ -2,9 +2,10 @@
 
 The agent needs the exact tokenizer and chat template the sampler uses. A folder (a
 `save_pretrained` layout, model or tokenizer only) is loaded as is; anything else goes through
-the llm stage's `resolve_model` (packaged names are converted once into the kwrl cache; a hub id
-is passed through and read from the local HF cache). Cached per process: the trials of one
-rollout share one tokenizer.
+the llm stage: a packaged name gives its tokenizer-only folder (`ensure_tokenizer`: seconds, the
+weights are not converted; the converted model folder where it exists), a hub id is passed
+through and read from the local HF cache. Cached per process: the trials of one rollout share
+one tokenizer.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ from kwrl.errors import AgentError, KwrlError
 def load_tokenizer(spec: str) -> Any:
     from transformers import AutoTokenizer
 
-    from kwrl.llm.packaged import resolve_model
+    from kwrl.llm.packaged import ensure_tokenizer, is_packaged, resolve_model
 
     try:
-        where = spec if Path(spec).expanduser().is_dir() else resolve_model(spec)
+        if Path(spec).expanduser().is_dir():
+            where = spec
+        elif is_packaged(spec):
+            where = str(ensure_tokenizer(spec))
+        else:
+            where = resolve_model(spec)
         return AutoTokenizer.from_pretrained(
             str(Path(where).expanduser()) if Path(where).expanduser().is_dir() else where
         )
