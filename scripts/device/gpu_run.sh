@@ -162,9 +162,18 @@ learn_start() {
   fi
   echo "learn-start: budget ${budget} s, run dir $run, args ${LEARN_ARGS:-}"
   date +%s > /root/learn.started
-  # shellcheck disable=SC2086
-  PYTHONUNBUFFERED=1 COLUMNS=160 setsid nohup python3 benchmarks/learning_gpu.py \
-    --out "$run" --allow-missing-limits --time-budget-s "$budget" ${LEARN_ARGS:-} \
+  # The levers' async mode had not run with vLLM before: if the run exits with an error, the
+  # daemon resumes it in sync mode (data and SFT kept, RL from its last checkpoint) within what is
+  # left of the budget, unless LEARN_FALLBACK=none.
+  # shellcheck disable=SC2016
+  PYTHONUNBUFFERED=1 COLUMNS=160 setsid nohup bash -c '
+    t0=$(date +%s)
+    python3 benchmarks/learning_gpu.py --out "$1" --allow-missing-limits --time-budget-s "$2" $3
+    rc=$?; left=$(( $2 - ($(date +%s) - t0) ))
+    if [ "$rc" != 0 ] && [ "$4" = sync ] && [ "$left" -gt 240 ]; then
+      echo "learn: exit $rc; resuming in sync mode with ${left} s left"
+      python3 benchmarks/learning_gpu.py --out "$1" --allow-missing-limits --time-budget-s "$left" $3 --mode sync
+    fi' learn "$run" "$budget" "${LEARN_ARGS:-}" "${LEARN_FALLBACK:-sync}" \
     > /root/learn.log 2>&1 < /dev/null &
   echo $! > /root/learn.pid
   sleep "${START_WATCH_S:-20}"
