@@ -14,7 +14,7 @@ from kwrl.agent.atif import build_trajectory
 from kwrl.agent.harbor_agent import KwrlAgent
 from kwrl.agent.loop import AgentRun, StopReason, ToolStat, TurnStats
 from kwrl.agent.parsers import ParsedToolCall
-from kwrl.errors import AgentError
+from kwrl.errors import AgentError, ConfigError
 
 
 def test_harbor_builds_the_agent_by_import_path_with_loop_settings(tmp_path: Path) -> None:
@@ -33,7 +33,7 @@ def test_harbor_builds_the_agent_by_import_path_with_loop_settings(tmp_path: Pat
 def test_settings_are_validated_and_a_policy_is_required(tmp_path: Path) -> None:
     with pytest.raises(AgentError, match="needs a policy"):
         KwrlAgent(tmp_path)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match=r"KwrlAgent kwargs: invalid config\n.*agent\.max_steps"):
         KwrlAgent(tmp_path, "engine:smollm2-135m", max_steps=0)
 
 
