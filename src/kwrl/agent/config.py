@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.config import KwrlConfig, format_validation_error, load_config
 from kwrl.errors import ConfigError
 from kwrl.llm.policy import PolicySettings
 
@@ -130,15 +131,19 @@ kwrl's runs give it `settings` alone; the others are how a harbor command line s
 
 
 def agent_settings(
-    settings: Any, flat: dict[str, Any], source: str = "KwrlAgent kwargs"
-) -> KwrlAgentSettings:
+    settings: Any, flat: dict[str, Any], agent_config: Path | None = None,
+    source: str = "KwrlAgent kwargs",
+) -> KwrlAgentSettings:  # fmt: skip
     """The one validation of KwrlAgent's settings: `settings` (`KwrlAgentSettings` JSON, or
-    None) with a harbor command line's kwargs `flat` over it (AgentConfig fields, `tokenizer`,
-    `policy_config`: a dict of policy settings). A ConfigError names `source` and each field."""
+    None) over `agent_config` (a TOML file of AgentConfig fields), and a harbor command line's
+    kwargs `flat` over both (AgentConfig fields, `tokenizer`, `policy_config`: a dict of policy
+    settings). A ConfigError names `source` (or the TOML file) and each field."""
     data = dict(settings or {})
-    agent = {k: v for k, v in flat.items() if k in AgentConfig.model_fields}
-    if agent:
-        data["agent"] = {**(data.get("agent") or {}), **agent}
+    agent = dict(data.get("agent") or {})
+    if agent_config is not None:
+        agent = {**load_config(AgentConfig, agent_config).model_dump(exclude_unset=True), **agent}
+    agent |= {k: v for k, v in flat.items() if k in AgentConfig.model_fields}
+    data["agent"] = agent
     if flat.get("policy_config"):
         data["policy"] = {**(data.get("policy") or {}), **flat["policy_config"]}
     if flat.get("tokenizer") is not None:

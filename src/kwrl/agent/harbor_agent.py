@@ -49,7 +49,6 @@ from kwrl.agent.config import ENV_TOKENIZER, AgentConfig, agent_settings
 from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
 from kwrl.agent.meta import DriftValue
-from kwrl.config import load_config
 from kwrl.errors import AgentError, WorldError
 from kwrl.io import write_json, write_text
 from kwrl.llm.base import PolicyClient
@@ -91,10 +90,7 @@ class KwrlAgent(BaseAgent):
         flat = {k: kwargs.pop(k) for k in list(kwargs) if k in AgentConfig.model_fields}
         flat |= {"policy_config": policy_config, "tokenizer": tokenizer}
         super().__init__(logs_dir, model_name, *args, **kwargs)
-        if agent_config:  # a TOML file of AgentConfig fields, under the kwargs
-            base = load_config(AgentConfig, Path(agent_config)).model_dump(exclude_unset=True)
-            settings = {**(settings or {}), "agent": {**base, **(settings or {}).get("agent", {})}}
-        self.settings = agent_settings(settings, flat)
+        self.settings = agent_settings(settings, flat, Path(agent_config) if agent_config else None)
         self.config = self.settings.agent
         self.policy_spec = policy or model_name
         if not self.policy_spec:
