@@ -148,7 +148,7 @@ async def bench_concurrent(tasks: list[Path], out: Path) -> tuple[float, list[fl
 
     cfg = RolloutConfig(agent="oracle", concurrency=len(tasks), retries=0)
     t0 = time.perf_counter()
-    records = await run_rollout(tasks, cfg, out)
+    records = (await run_rollout(tasks, cfg, out)).records
     return time.perf_counter() - t0, [r.reward for r in records]
 
 

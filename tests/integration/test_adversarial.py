@@ -93,7 +93,7 @@ def trials(
     (tasks[1] / "tests" / "test.sh").write_text(OLD_TEST_SH)
     out = root / "out"
     cfg = RolloutConfig(agent="oracle", concurrency=3, retries=0)
-    records = asyncio.run(run_rollout(tasks, cfg, out))
+    records = asyncio.run(run_rollout(tasks, cfg, out)).records
     return {r.task: r for r in records}, out
 
 
@@ -318,7 +318,7 @@ def side_effects(
         tests.write_text(json.dumps(verifiers))
         init = make_task(root, "init-log", world_id=world, grader="kwrl", solution="init_log")
         cfg = RolloutConfig(agent="oracle", concurrency=2, retries=0)
-        records = asyncio.run(run_rollout([links, init], cfg, root / "out"))
+        records = asyncio.run(run_rollout([links, init], cfg, root / "out")).records
         yield {r.task: r for r in records}, hits
 
 

@@ -75,7 +75,7 @@ def trials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TrialRecord]:
         ),
     ]
     cfg = RolloutConfig(agent="oracle", concurrency=3, retries=0)
-    return {r.task: r for r in asyncio.run(run_rollout(tasks, cfg, root / "out"))}
+    return {r.task: r for r in asyncio.run(run_rollout(tasks, cfg, root / "out")).records}
 
 
 def _verifier(rec: TrialRecord) -> tuple[dict[str, float], dict[str, Any], str]:
@@ -179,7 +179,7 @@ def test_bad_task_limits_are_a_config_error_reported_once(tmp_path: Path) -> Non
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"{missing}: no such task dir" in r.stdout + r.stderr
-    recs = asyncio.run(run_rollout([bad], RolloutConfig(agent="oracle"), tmp_path / "r"))
+    recs = asyncio.run(run_rollout([bad], RolloutConfig(agent="oracle"), tmp_path / "r")).records
     assert [(r.cause, r.attempt) for r in recs] == [(FailureCause.CONFIG, 0)]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["attempts"] == 1 and "environment.memory_mb" in recs[0].error
@@ -199,7 +199,7 @@ def test_libreoffice_recalculating_a_flood_of_workbooks_is_cut_at_the_deadline(
                      verifier_env={"KWRL_GRADER_DEADLINE_S": "15"})  # fmt: skip
     (rec,) = asyncio.run(
         run_rollout([task], RolloutConfig(agent="oracle", retries=0), tmp_path / "o")
-    )
+    ).records
     assert rec.cause is FailureCause.NONE, (rec.cause, rec.error)
     rewards, grades, phase = _verifier(rec)
     assert rewards["reward"] == 0.0 and phase.strip() == "done"

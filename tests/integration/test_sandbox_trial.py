@@ -61,8 +61,8 @@ async def test_failing_agents_are_classified_and_the_others_go_on(tmp_path: Path
     cfg = RolloutConfig(
         agent="oracle", concurrency=5, environment_kwargs={"gateway": False, "pids_max": 64}
     )
-    records = await run_rollout(tasks, cfg, tmp_path / "out")
-    by_task = {r.task: r for r in records}
+    result = await run_rollout(tasks, cfg, tmp_path / "out")
+    by_task = {r.task: r for r in result.records}
     assert by_task["ok"].cause is FailureCause.NONE and by_task["ok"].reward == 1.0
     assert by_task["daemon"].cause is FailureCause.NONE and by_task["daemon"].reward == 1.0
     assert by_task["bomb"].cause is FailureCause.RESOURCE_LIMIT
@@ -72,9 +72,10 @@ async def test_failing_agents_are_classified_and_the_others_go_on(tmp_path: Path
     for name in ("slow", "bomb", "hog"):
         assert by_task[name].trained and by_task[name].train_reward == 0.0, name
     assert by_task["ok"].trained
+    assert result.summary.causes == {"none": 2, "resource_limit": 2, "agent_timeout": 1}
+    assert result.summary.retries == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["causes"] == {"none": 2, "resource_limit": 2, "agent_timeout": 1}
-    assert summary["retries"] == 0
+    assert (summary["causes"], summary["retries"]) == (result.summary.causes, 0)
     assert not leftovers(os.getpid())
     sandboxes = Path("/tmp/kwrl-sandboxes")
     # the gateway zygote's dir is the process's, not a trial's (an earlier test may have started it)

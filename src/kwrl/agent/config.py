@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.config import KwrlConfig, format_validation_error, load_config
 from kwrl.errors import ConfigError
+from kwrl.llm.policy import PolicySettings
 
 ENV_TOKENIZER = "KWRL_TOKENIZER"
 """Environment variable naming the tokenizer KwrlAgent renders with (a folder, a packaged name or a
@@ -98,8 +100,58 @@ class AgentConfig(KwrlConfig):
         return self.max_tokens_per_turn or max(1, window // TURN_SHARE)
 
 
-KWRL_AGENT_KWARGS = frozenset({"policy", "policy_config", "tokenizer", "mcp_url", "agent_config"})
-"""KwrlAgent's harbor kwargs besides AgentConfig's fields (`kwrl.agent.harbor_agent.KwrlAgent`)."""
+class KwrlAgentSettings(KwrlConfig):
+    """Everything a run sets for KwrlAgent: its loop settings, its policy client's and its
+    tokenizer. `kwrl.rollout.runner.build_rollout_config` builds it once per run; it crosses
+    harbor as one agent kwarg (`SETTINGS_KWARG`, this model's JSON) and KwrlAgent validates it
+    once (`agent_settings`)."""
+
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """The agent loop's settings."""
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    """The policy client's settings; the policy's spec is harbor's model name (the run's model)."""
+    tokenizer: str | None = None
+    """Tokenizer the agent renders with (packaged name, folder or hub id); None: the policy's
+    (`ENV_TOKENIZER`, or an in-process policy's own)."""
+
+    def with_agent(self, **fields: Any) -> KwrlAgentSettings:
+        """These settings with `fields` of the agent's set over them (validated)."""
+        agent = AgentConfig.model_validate({**self.agent.model_dump(exclude_unset=True), **fields})
+        return self.model_copy(update={"agent": agent})
+
+
+SETTINGS_KWARG = "settings"
+"""The harbor agent kwarg that carries `KwrlAgentSettings` (its JSON) to KwrlAgent."""
+
+KWRL_AGENT_KWARGS = frozenset(
+    {SETTINGS_KWARG, "policy", "policy_config", "tokenizer", "mcp_url", "agent_config"}
+)
+"""KwrlAgent's harbor kwargs besides AgentConfig's fields (`kwrl.agent.harbor_agent.KwrlAgent`):
+kwrl's runs give it `settings` alone; the others are how a harbor command line sets it."""
+
+
+def agent_settings(
+    settings: Any, flat: dict[str, Any], agent_config: Path | None = None,
+    source: str = "KwrlAgent kwargs",
+) -> KwrlAgentSettings:  # fmt: skip
+    """The one validation of KwrlAgent's settings: `settings` (`KwrlAgentSettings` JSON, or
+    None) over `agent_config` (a TOML file of AgentConfig fields), and a harbor command line's
+    kwargs `flat` over both (AgentConfig fields, `tokenizer`, `policy_config`: a dict of policy
+    settings). A ConfigError names `source` (or the TOML file) and each field."""
+    data = dict(settings or {})
+    agent = dict(data.get("agent") or {})
+    if agent_config is not None:
+        agent = {**load_config(AgentConfig, agent_config).model_dump(exclude_unset=True), **agent}
+    agent |= {k: v for k, v in flat.items() if k in AgentConfig.model_fields}
+    data["agent"] = agent
+    if flat.get("policy_config"):
+        data["policy"] = {**(data.get("policy") or {}), **flat["policy_config"]}
+    if flat.get("tokenizer") is not None:
+        data["tokenizer"] = flat["tokenizer"]
+    try:
+        return KwrlAgentSettings.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(source, e)) from None
 
 
 def check_agent_kwargs(kwargs: dict[str, Any], source: str) -> None:

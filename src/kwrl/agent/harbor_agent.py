@@ -3,14 +3,17 @@
 Inputs, in harbor's terms:
 - policy: the `model_name` harbor passes (`--model`), a `kwrl.llm` spec: `http://HOST:PORT/v1#NAME`
   (TITO over `/v1/completions`, e.g. `kwrl serve`), `engine:MODEL` or `litellm:PROVIDER/MODEL`;
-  or the `policy` kwarg. Kwarg `policy_config` (a dict of `PolicyConfig` fields) tunes the client.
-- tokenizer (token policies): kwarg `tokenizer` or env `KWRL_TOKENIZER` (a folder, a packaged
+  or the `policy` kwarg. `settings.policy` (`kwrl.llm.policy.PolicySettings`) tunes the client.
+- settings: kwarg `settings`, a `kwrl.agent.config.KwrlAgentSettings` as JSON (agent loop, policy
+  client, tokenizer): what kwrl's runs hand it, validated once here. A harbor command line may
+  set the same flat instead: any `AgentConfig` field (`max_steps=250`), `agent_config` (a TOML
+  path of them), `policy_config` (a dict of policy settings), `tokenizer`; those go over `settings`.
+- tokenizer (token policies): `settings.tokenizer` or env `KWRL_TOKENIZER` (a folder, a packaged
   name or a hub id); by default the policy's own (an in-process engine's: `engine:`, `vllm:`,
   `live:`, `PolicyClient.tokenizer`), else the served name of a `...#smollm2-135m` spec.
 - tools: the environment's `mcp_url` (a `kwrl.sandbox.contract.KwrlEnvironment`), else the first
   HTTP MCP server harbor hands over (`mcp_servers`, task.toml), else kwarg `mcp_url` / env
   `KWRL_AGENT_MCP_URL`.
-- loop settings: any `AgentConfig` field as a kwarg (`max_steps=250`), or `agent_config` (TOML path).
 
 Outputs: `/logs/agent/final_answer.txt` in the environment (docs/contracts.md); an ATIF
 `trajectory.json` and `tito_debug.txt` in the agent logs dir; `context.metadata` with the TITO
@@ -42,11 +45,10 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
-from kwrl.agent.config import ENV_TOKENIZER, AgentConfig
+from kwrl.agent.config import ENV_TOKENIZER, AgentConfig, agent_settings
 from kwrl.agent.drift import measure_drift
 from kwrl.agent.loop import AgentLoop, AgentRun, StopReason
 from kwrl.agent.meta import DriftValue
-from kwrl.config import load_config
 from kwrl.errors import AgentError, WorldError
 from kwrl.io import write_json, write_text
 from kwrl.llm.base import PolicyClient
@@ -77,6 +79,7 @@ class KwrlAgent(BaseAgent):
         logs_dir: Path,
         model_name: str | None = None,
         *args: Any,
+        settings: dict[str, Any] | None = None,
         policy: str | None = None,
         policy_config: dict[str, Any] | None = None,
         tokenizer: str | None = None,
@@ -84,17 +87,15 @@ class KwrlAgent(BaseAgent):
         agent_config: str | None = None,
         **kwargs: Any,
     ) -> None:
-        fields = set(AgentConfig.model_fields)
-        overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+        flat = {k: kwargs.pop(k) for k in list(kwargs) if k in AgentConfig.model_fields}
+        flat |= {"policy_config": policy_config, "tokenizer": tokenizer}
         super().__init__(logs_dir, model_name, *args, **kwargs)
-        base = load_config(AgentConfig, Path(agent_config)) if agent_config else AgentConfig()
-        self.config = base.model_copy(update=overrides)
-        AgentConfig.model_validate(self.config.model_dump())
+        self.settings = agent_settings(settings, flat, Path(agent_config) if agent_config else None)
+        self.config = self.settings.agent
         self.policy_spec = policy or model_name
         if not self.policy_spec:
             raise AgentError("KwrlAgent needs a policy: harbor --model SPEC or kwarg policy=SPEC")
-        self.policy_config = dict(policy_config or {})
-        self.tokenizer_spec = tokenizer or os.environ.get(ENV_TOKENIZER)
+        self.tokenizer_spec = self.settings.tokenizer or os.environ.get(ENV_TOKENIZER)
         self.mcp_url = mcp_url
         self.run_result: AgentRun | None = None
 
@@ -146,10 +147,9 @@ class KwrlAgent(BaseAgent):
         return load_tokenizer(name)
 
     def _build_policy(self) -> PolicyClient:
-        from kwrl.llm.policy import PolicyConfig, build_policy
+        from kwrl.llm.policy import build_policy
 
-        cfg = PolicyConfig.model_validate({**self.policy_config, "model": self.policy_spec})
-        return build_policy(cfg)
+        return build_policy(self.settings.policy.for_model(str(self.policy_spec)))
 
     # ------------------------------------------------------------------ run
 

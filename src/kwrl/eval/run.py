@@ -191,28 +191,23 @@ def lend_policy(rcfg: RolloutConfig, handle: str) -> tuple[RolloutConfig, str | 
     """`rcfg` with its in-process policy (`engine:MODEL`, `vllm:MODEL`) loaded once, here, and
     lent to every trial as `live:HANDLE` (`kwrl.llm.policy.lend_engine`): the trials find it by
     name, as the trainer's find its engine. Returns (that config, HANDLE) for the caller to
-    unregister, or (`rcfg`, None) for any other policy. The agents keep the spec's
-    `policy_config` settings, and render with the lent engine's own tokenizer
-    (`PolicyClient.tokenizer`) unless the `tokenizer` kwarg or KWRL_TOKENIZER names one."""
-    from pydantic import ValidationError
+    unregister, or (`rcfg`, None) for any other policy. The agents keep the run's policy
+    settings (`agent_settings.policy`), and render with the lent engine's own tokenizer
+    (`PolicyClient.tokenizer`) unless `agent_settings.tokenizer` or KWRL_TOKENIZER names one."""
+    from kwrl.llm.policy import PolicySettings, lend_engine
 
-    from kwrl.config import format_validation_error
-    from kwrl.llm.policy import PolicyConfig, lend_engine
-
-    kwargs = dict(rcfg.agent_kwargs)
-    if rcfg.agent != KWRL_AGENT or rcfg.model is None or "policy" in kwargs:
+    own = rcfg.agent_settings
+    if rcfg.agent != KWRL_AGENT or rcfg.model is None or own is None:
         return rcfg, None
-    policy = dict(kwargs.get("policy_config") or {})
-    try:
-        pcfg = PolicyConfig.model_validate({**policy, "model": rcfg.model})
-    except ValidationError as e:
-        raise ConfigError(format_validation_error("policy", e)) from e
-    live = lend_engine(pcfg, handle)
+    if "policy" in rcfg.agent_kwargs:  # the agent samples another policy than the run's model
+        return rcfg, None
+    live = lend_engine(own.policy.for_model(rcfg.model), handle)
     if live is None:
         return rcfg, None
-    if "kind" in policy:  # `live:` names its kind
-        kwargs["policy_config"] = {k: v for k, v in policy.items() if k != "kind"}
-    return rcfg.model_copy(update={"model": live, "agent_kwargs": kwargs}), handle
+    if own.policy.kind is not None:  # `live:` names its kind
+        policy = own.policy.model_dump(exclude_unset=True, exclude={"kind"})
+        own = own.model_copy(update={"policy": PolicySettings.model_validate(policy)})
+    return rcfg.model_copy(update={"model": live, "agent_settings": own}), handle
 
 
 def trial_seed(sample_seed: int, task: str, sample: int) -> int:
@@ -278,8 +273,8 @@ async def run_eval(
         if cfg.sample_seed is None or rcfg.agent != KWRL_AGENT:
             return BatchJob(task_dir, sample)
         seed = trial_seed(cfg.sample_seed, task_dir.name, sample)
-        kwargs = {**rcfg.agent_kwargs, "seed": seed}
-        return BatchJob(task_dir, sample, rcfg.model_copy(update={"agent_kwargs": kwargs}))
+        own = rcfg.agent_settings.with_agent(seed=seed) if rcfg.agent_settings else None
+        return BatchJob(task_dir, sample, rcfg.model_copy(update={"agent_settings": own}))
 
     def recover(task_dir: Path, sample: int) -> TrialRecord | None:
         return recover_or_clear(trials_dir, task_dir.name, sample, cfg.retries)

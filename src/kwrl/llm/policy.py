@@ -42,12 +42,10 @@ from kwrl.llm.openai_completions import OpenAICompletionsClient
 from kwrl.llm.spec import split_spec as _split
 
 
-class PolicyConfig(KwrlConfig):
-    """Which policy samples the agent's turns, and how to reach it."""
+class PolicySettings(KwrlConfig):
+    """How to reach and run a policy, whichever it is: every `PolicyConfig` setting but the spec
+    (a run's `policy` settings; the spec is the run's model, `for_model`)."""
 
-    model: str = "engine:smollm2-135m"
-    """Policy spec: `http(s)://HOST:PORT/v1#NAME`, `litellm:PROVIDER/MODEL`, `engine:MODEL` or
-    `vllm:MODEL`."""
     kind: str | None = None
     """Client kind from the registry (`completions`, `litellm`, `engine`, `vllm`); default: from
     `model`."""
@@ -65,6 +63,18 @@ class PolicyConfig(KwrlConfig):
     """In-process vLLM settings (kind `vllm`)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments for litellm calls (provider-specific options)."""
+
+    def for_model(self, model: str) -> PolicyConfig:
+        """These settings for the policy spec `model`."""
+        return PolicyConfig.model_validate({**self.model_dump(exclude_unset=True), "model": model})
+
+
+class PolicyConfig(PolicySettings):
+    """Which policy samples the agent's turns, and how to reach it."""
+
+    model: str = "engine:smollm2-135m"
+    """Policy spec: `http(s)://HOST:PORT/v1#NAME`, `litellm:PROVIDER/MODEL`, `engine:MODEL` or
+    `vllm:MODEL`."""
 
     def api_key(self) -> str | None:
         if not self.api_key_env:

@@ -21,7 +21,6 @@ work for one release and print their new spelling.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -93,7 +92,6 @@ def trial_run(
     from rich.console import Console
 
     from kwrl import progress
-    from kwrl.agent.config import AgentConfig
     from kwrl.io import check_output_path
     from kwrl.rollout.masking import trial_decision
     from kwrl.rollout.preflight import preflight
@@ -110,9 +108,9 @@ def trial_run(
     while (out / (name + (f"-{n}" if n else ""))).exists():
         n += 1
     name += f"-{n}" if n else ""
-    if cfg.agent == KWRL_AGENT:  # a model samples: a line per turn (stderr), not minutes of silence
+    if cfg.agent == KWRL_AGENT and cfg.agent_settings is not None:  # a line per turn (stderr)
         progress.show_turns()
-        steps = cfg.agent_kwargs.get("max_steps", AgentConfig().max_steps)
+        steps = cfg.agent_settings.agent.max_steps
         progress.note(f"trial {name}: {cfg.model}, up to {steps} turns")
     rec = asyncio.run(run_trial(task_dir, cfg, out, name))
     console = Console()
@@ -146,7 +144,6 @@ def rollout(
     from rich.table import Table
 
     from kwrl.io import claim_output
-    from kwrl.rollout.failures import INFRA, FailureCause
     from kwrl.rollout.preflight import preflight
     from kwrl.rollout.runner import ROLLOUT_FILES, TrialRecord, check_task_config, run_rollout
     from kwrl.tasks.taskdir import task_dirs
@@ -170,43 +167,43 @@ def rollout(
         def done(rec: TrialRecord) -> None:
             progress.update(bar, advance=1, last=f"{rec.task}: {rec.cause}")
 
-        records = asyncio.run(run_rollout(tasks, cfg, out, on_done=done))
-    summary = json.loads((out / "summary.json").read_text())
-    table = Table(title=f"rollout: {len(records)} trials, agent {cfg.agent}")
+        result = asyncio.run(run_rollout(tasks, cfg, out, on_done=done))
+    summary = result.summary
+    table = Table(title=f"rollout: {len(result.records)} trials, agent {cfg.agent}")
     for col in ("task", "rewards", "causes", "trained", "train rewards"):
         table.add_column(col)
 
     def shown(values: list[float | None]) -> str:
         return " ".join("-" if r is None else f"{r:g}" for r in values)
 
-    for task, t in summary["tasks"].items():
+    for task, t in summary.tasks.items():
         table.add_row(
-            task, shown(t["rewards"]), ", ".join(sorted(set(t["causes"]))), str(t["trained"]),
-            shown(t["train_rewards"]),
+            task, shown(t.rewards), ", ".join(sorted(set(t.causes))), str(t.trained),
+            shown(t.train_rewards),
         )  # fmt: skip
     console.print(table)
-    mean = summary["mean_reward"]
+    mean = summary.mean_reward
     console.print(
-        f"mean reward {'-' if mean is None else f'{mean:.3f}'}  graded {summary['graded']}/{summary['trials']}"
-        f"  retries {summary['retries']}  causes {summary['causes']}  summary {out / 'summary.json'}"
+        f"mean reward {'-' if mean is None else f'{mean:.3f}'}  graded {summary.graded}/{summary.trials}"
+        f"  retries {summary.retries}  causes {summary.causes}  summary {out / ROLLOUT_FILES[1]}"
     )
-    undecided = summary.get("undecided_by_family") or {}
+    undecided = summary.undecided_by_family
     if undecided:
-        shown_u = "  ".join(f"{k} {v['undecided']}/{v['criteria']}" for k, v in undecided.items())
+        shown_u = "  ".join(f"{k} {v.undecided}/{v.criteria}" for k, v in undecided.items())
         console.print(f"undecided criteria by family: {shown_u}", highlight=False)
     if cfg.manifest is not None:
         console.print(f"manifest {cfg.manifest.line()}", highlight=False)
-    infra = sum(n for c, n in summary["causes"].items() if FailureCause(c) in INFRA)
-    if not summary["graded"]:
+    infra = summary.infra_failures
+    if not summary.graded:
         console.print(
-            f"[red]no trial graded[/red]: causes {summary['causes']}; no mean reward "
+            f"[red]no trial graded[/red]: causes {summary.causes}; no mean reward "
             "(each trial dir's result.json and sandbox.log say why)",
             highlight=False,
         )
         raise typer.Exit(1)
     if infra:
         console.print(
-            f"[yellow]{infra} of {summary['trials']} trials failed on infrastructure[/yellow] "
+            f"[yellow]{infra} of {summary.trials} trials failed on infrastructure[/yellow] "
             "(after retries; not in the mean)",
             highlight=False,
         )

@@ -47,9 +47,8 @@ class RolloutRun(TrialSettings, OutputConfig):
 
         agent = self.harbor_agent or KWRL_AGENT
         model = self.model if self.model or self.harbor_agent else HARBOR_AGENTS[0]
-        cfg = build_rollout_config(
+        if agent == KWRL_AGENT and model not in HARBOR_AGENTS:
+            check_agent_kwargs(self.agent_kwargs, "agent_kwargs")
+        return build_rollout_config(
             self, model, agent=agent, agent_kwargs=self.agent_kwargs, n_samples=self.n_samples
         )
-        if cfg.agent == KWRL_AGENT:
-            check_agent_kwargs(cfg.agent_kwargs, "agent_kwargs")
-        return cfg

@@ -50,14 +50,14 @@ def preflight(cfg: RolloutConfig) -> None:
     from kwrl.agent.config import ENV_TOKENIZER
     from kwrl.grading.judges import ENV_SPEC
     from kwrl.llm.packaged import check_model
-    from kwrl.llm.policy import PolicyConfig, split_spec
+    from kwrl.llm.policy import split_spec
     from kwrl.llm.spec import DEFAULT_SERVED_NAME, is_url, split_url
     from kwrl.rollout.settings import KWRL_AGENT
 
-    if cfg.agent == KWRL_AGENT and cfg.model:
+    own = cfg.agent_settings
+    if cfg.agent == KWRL_AGENT and cfg.model and own is not None:
         kind, target = split_spec(cfg.model)
-        extra = cfg.agent_kwargs.get("policy_config") or {}
-        pcfg = PolicyConfig.model_validate({**extra, "model": cfg.model})
+        pcfg = own.policy.for_model(cfg.model)
         kind = pcfg.kind or kind
         served: str | None = None
         if kind in ("engine", "vllm"):
@@ -67,7 +67,7 @@ def preflight(cfg: RolloutConfig) -> None:
             probe_endpoint(url, "--model")
         elif kind == "litellm" and pcfg.api_base:
             probe_endpoint(pcfg.api_base, "--policy.api_base")
-        tokenizer = cfg.agent_kwargs.get("tokenizer") or os.environ.get(ENV_TOKENIZER)
+        tokenizer = own.tokenizer or os.environ.get(ENV_TOKENIZER)
         if tokenizer:
             check_model(tokenizer, "--tokenizer", tokenizer=True)
         elif served == DEFAULT_SERVED_NAME:

@@ -9,8 +9,9 @@ and per-criterion scores (reward.json), its `FailureCause` (kwrl.rollout.failure
 once per batch by `apply_group_decisions`, the training decision of its group
 (kwrl.rollout.masking). Infrastructure failures are retried up to `retries` times under a new
 trial name; earlier attempts' dirs stay for inspection. `run_rollout(task_dirs, config, out)` runs
-`n_samples` trials per task: harbor's trial dirs go to `<out>/trials/`, `summary.json` to
-`<out>/`. Each trial dir and each record (summary.json's rows) carries the trial's run manifest
+`n_samples` trials per task and returns a `RolloutResult` (the final records, every attempt, their
+`RolloutSummary`): harbor's trial dirs go to `<out>/trials/`, and `summary.json`, written from that
+result for people and other processes (its callers use the object), to `<out>/`. Each trial dir and each record (summary.json's rows) carries the trial's run manifest
 (`kwrl.rollout.manifest`: code, config hash, seeds, world, judge).
 `build_rollout_config(settings, model, ...)` is how every verb makes a `RolloutConfig` from the
 settings their configs share (`kwrl.rollout.settings.TrialSettings`).
@@ -32,12 +33,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from kwrl.agent.config import SETTINGS_KWARG, AgentConfig, KwrlAgentSettings
+from kwrl.config import format_validation_error
 from kwrl.errors import ConfigError, TaskFormatError, TrialFormatError
 from kwrl.io import write_json
 from kwrl.rollout import faults
-from kwrl.rollout.failures import FailureCause, classify_result
+from kwrl.rollout.failures import INFRA, FailureCause, classify_result
 from kwrl.rollout.manifest import RunManifest, read_manifest, run_manifest, write_manifest
 from kwrl.rollout.masking import group_decisions, should_retry
 from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, LOCAL, TrialRun, TrialSettings
@@ -58,8 +61,11 @@ class RolloutConfig(TrialRun):
     """Model name handed to the agent (harbor's agent.model_name)."""
     n_samples: int = Field(default=1, ge=1)
     """Trials per task (the group size)."""
+    agent_settings: KwrlAgentSettings | None = None
+    """KwrlAgent's settings (agent loop, policy client, tokenizer), handed to the agent as its one
+    kwarg `settings`; None for harbor's own agents."""
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the agent."""
+    """Further keyword arguments of the agent (another agent's own, e.g. SkyRL's session id)."""
     environment: str = LOCAL
     """Trial environment: local, docker, modal, or an environment import path module:Class."""
     environment_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -77,13 +83,18 @@ def build_rollout_config(
     agent: str = KWRL_AGENT,
     agent_kwargs: Mapping[str, Any] | None = None,
     n_samples: int = 1,
+    tokenizer: str | None = None,
 ) -> RolloutConfig:
     """The RolloutConfig of `model`'s trials under `settings`: the one place trial settings
     become harbor's kwargs (eval, rollout, train, smoke and SkyRL's generator build through it).
 
     `model` `oracle` or `nop` (`HARBOR_AGENTS`) is harbor's agent of that name, with no policy and
-    no kwargs; any other `model` is what `agent` (KwrlAgent unless named) samples, with the agent
-    settings `settings` sets, its `tokenizer` and `policy`, then `agent_kwargs` over them. The
+    no kwargs; any other `model` is what `agent` (KwrlAgent unless named) samples, with its
+    `agent_settings` (`KwrlAgentSettings`, validated here): the agent settings `settings` sets
+    with the AgentConfig fields of `agent_kwargs` over them, `settings.policy` with
+    `agent_kwargs["policy_config"]` over it, and `tokenizer` (the trainer's: its policy dir) else
+    `agent_kwargs["tokenizer"]` else `settings.tokenizer`; the rest of `agent_kwargs` stay the
+    agent's own kwargs. A ConfigError names a setting no agent would take. The
     environment's kwargs are `settings.sandbox`'s; the verifier's environment is the judge's
     (`judge_env`, read from this process's environment now) with `settings.verifier_env` over it.
     Its `manifest` is the run's, of `settings` (the verb's whole config) and the judge.
@@ -100,14 +111,20 @@ def build_rollout_config(
     shared["manifest"] = run_manifest(settings, settings.judge)
     if model in HARBOR_AGENTS:
         return RolloutConfig(**shared, agent=model, n_samples=n_samples)
-    kwargs: dict[str, Any] = settings.agent.model_dump(mode="json", exclude_unset=True)
-    if settings.tokenizer is not None:
-        kwargs["tokenizer"] = settings.tokenizer
-    if settings.policy:
-        kwargs["policy_config"] = dict(settings.policy)
-    kwargs.update(agent_kwargs or {})
+    kwargs = dict(agent_kwargs or {})
+    own = {k: kwargs.pop(k) for k in list(kwargs) if k in AgentConfig.model_fields}
+    policy, named = kwargs.pop("policy_config", None) or {}, kwargs.pop("tokenizer", None)
+    try:
+        own_settings = KwrlAgentSettings.model_validate({
+            "agent": {**settings.agent.model_dump(exclude_unset=True), **own},
+            "policy": {**settings.policy, **policy},
+            "tokenizer": tokenizer or named or settings.tokenizer,
+        })  # fmt: skip
+    except ValidationError as e:
+        raise ConfigError(format_validation_error("agent settings", e)) from None
     return RolloutConfig(
-        **shared, agent=agent, model=model, n_samples=n_samples, agent_kwargs=kwargs
+        **shared, agent=agent, model=model, n_samples=n_samples, agent_settings=own_settings,
+        agent_kwargs=kwargs,
     )  # fmt: skip
 
 
@@ -144,14 +161,18 @@ class TrialRecord:
 
 def trial_config(task_dir: Path, cfg: RolloutConfig, trials_dir: Path, name: str) -> Any:
     """harbor's TrialConfig for one trial."""
-    from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig, VerifierConfig
+    from harbor.models.trial.config import AgentConfig as HarborAgent
+    from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
 
     from kwrl.sandbox.presets import environment_config
 
+    kwargs = dict(cfg.agent_kwargs)
+    if cfg.agent_settings is not None:
+        kwargs[SETTINGS_KWARG] = cfg.agent_settings.model_dump(mode="json")
     if ":" in cfg.agent:
-        agent = AgentConfig(import_path=cfg.agent, model_name=cfg.model, kwargs=cfg.agent_kwargs)
+        agent = HarborAgent(import_path=cfg.agent, model_name=cfg.model, kwargs=kwargs)
     else:
-        agent = AgentConfig(name=cfg.agent, model_name=cfg.model, kwargs=cfg.agent_kwargs)
+        agent = HarborAgent(name=cfg.agent, model_name=cfg.model, kwargs=kwargs)
     if cfg.agent_timeout_sec is not None:
         agent.override_timeout_sec = cfg.agent_timeout_sec
     return TrialConfig(
@@ -257,7 +278,7 @@ async def run_trial(
     fault = injector.draw(name, kinds) if injector is not None else None
     if fault is not None and injector is not None:
         cfg = faults.adjust(cfg, fault, injector)
-    seed = cfg.agent_kwargs.get("seed") if cfg.agent not in HARBOR_AGENTS else None
+    seed = cfg.agent_settings.agent.seed if cfg.agent_settings is not None else None
     record = TrialRecord(
         task=Path(task_dir).name, sample=sample, attempt=attempt, trial_name=name,
         trial_dir=str(trial_dir), cause=FailureCause.SANDBOX,
@@ -385,9 +406,10 @@ async def run_rollout(
     cfg: RolloutConfig,
     out: Path,
     on_done: Callable[[TrialRecord], None] | None = None,
-) -> list[TrialRecord]:
-    """Every sample of every task (`run_batch`); returns the final attempt of each, group
-    decisions applied, and writes summary.json."""
+) -> RolloutResult:
+    """Every sample of every task (`run_batch`): the final attempt of each, group decisions
+    applied, every attempt and their summary; summary.json is written from that result (callers
+    use the result, never the file)."""
     trials_dir = out / ROLLOUT_FILES[0]
     trials_dir.mkdir(parents=True, exist_ok=True)
     history: list[TrialRecord] = []
@@ -403,8 +425,9 @@ async def run_rollout(
     )
     finals = [r.final for r in results]
     families = {Path(t).name: task_family(Path(t)) for t in task_dirs}
-    write_json(out / ROLLOUT_FILES[1], summarize(finals, history, cfg, families))
-    return finals
+    result = RolloutResult(finals, history, RolloutSummary.of(finals, history, families))
+    write_json(out / ROLLOUT_FILES[1], result.summary_json(cfg))
+    return result
 
 
 def apply_group_decisions(
@@ -430,10 +453,10 @@ def apply_group_decisions(
 
 def undecided_counts(
     finals: list[TrialRecord], families: dict[str, str | None]
-) -> dict[str, dict[str, int]]:
+) -> dict[str, Undecided]:
     """Per task family, the graded trials' criteria and how many no machine check could decide
     (grades.json `undecided`); tasks without one count under `NO_FAMILY`."""
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, Undecided] = {}
     for r in finals:
         if r.reward is None:
             continue
@@ -441,44 +464,102 @@ def undecided_counts(
             grades = read_trial(r.trial_dir).grades
         except (OSError, TrialFormatError):
             continue
-        u = out.setdefault(families.get(r.task) or NO_FAMILY, {"criteria": 0, "undecided": 0})
-        u["criteria"] += len(grades)
-        u["undecided"] += sum(g.undecided for g in grades)
+        u = out.setdefault(families.get(r.task) or NO_FAMILY, Undecided())
+        u.criteria += len(grades)
+        u.undecided += sum(g.undecided for g in grades)
     return dict(sorted(out.items()))
 
 
-def summarize(
-    finals: list[TrialRecord], history: list[TrialRecord], cfg: RolloutConfig,
-    families: dict[str, str | None] | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """summary.json: totals, per-task groups, causes, undecided criteria per task family, and
-    every attempt."""
-    graded = [r.reward for r in finals if r.reward is not None]
-    causes: dict[str, int] = {}
-    for r in finals:
-        causes[str(r.cause)] = causes.get(str(r.cause), 0) + 1
-    tasks: dict[str, dict[str, Any]] = {}
-    for r in finals:
-        t = tasks.setdefault(
-            r.task, {"rewards": [], "causes": [], "trained": 0, "train_rewards": []}
+@dataclass
+class Undecided:
+    """A task family's graded criteria in a rollout, and how many no machine check decided."""
+
+    criteria: int = 0
+    undecided: int = 0
+
+
+@dataclass
+class TaskGroup:
+    """One task's final trials in a rollout, in sample order (its group)."""
+
+    rewards: list[float | None] = field(default_factory=list)
+    """Raw rewards; None: not graded."""
+    causes: list[str] = field(default_factory=list)
+    """`FailureCause` values."""
+    trained: int = 0
+    """How many train (the group decisions)."""
+    train_rewards: list[float | None] = field(default_factory=list)
+    """Training rewards; None where masked."""
+
+
+@dataclass
+class RolloutSummary:
+    """A rollout's totals, per-task groups, causes and undecided criteria per task family:
+    summary.json's figures (`RolloutResult.summary_json`), built once from the records."""
+
+    trials: int
+    attempts: int
+    retries: int
+    graded: int
+    mean_reward: float | None
+    """Mean raw reward of the graded trials; None: none graded."""
+    pass_rate: float | None
+    """Share of the trials that passed (grades.json `pass`); None: no trial."""
+    causes: dict[str, int]
+    """Final trials per `FailureCause` value."""
+    undecided_by_family: dict[str, Undecided]
+    trained: int
+    tasks: dict[str, TaskGroup]
+
+    @classmethod
+    def of(
+        cls, finals: list[TrialRecord], history: list[TrialRecord],
+        families: dict[str, str | None] | None = None,
+    ) -> RolloutSummary:  # fmt: skip
+        graded = [r.reward for r in finals if r.reward is not None]
+        causes: dict[str, int] = {}
+        tasks: dict[str, TaskGroup] = {}
+        for r in finals:
+            causes[str(r.cause)] = causes.get(str(r.cause), 0) + 1
+            t = tasks.setdefault(r.task, TaskGroup())
+            t.rewards.append(r.reward)
+            t.causes.append(str(r.cause))
+            t.trained += int(r.trained)
+            t.train_rewards.append(r.train_reward if r.trained else None)
+        return cls(
+            trials=len(finals),
+            attempts=len(history),
+            retries=len(history) - len(finals),
+            graded=len(graded),
+            mean_reward=sum(graded) / len(graded) if graded else None,
+            pass_rate=sum(1 for r in finals if r.passed) / len(finals) if finals else None,
+            causes=causes,
+            undecided_by_family=undecided_counts(finals, families or {}),
+            trained=sum(r.trained for r in finals),
+            tasks=tasks,
         )
-        t["rewards"].append(r.reward)
-        t["causes"].append(str(r.cause))
-        t["trained"] += int(r.trained)
-        t["train_rewards"].append(r.train_reward if r.trained else None)
-    return {
-        "config": cfg.model_dump(mode="json", exclude={"manifest"}),
-        "manifest": cfg.manifest.model_dump(mode="json") if cfg.manifest else None,
-        "trials": len(finals),
-        "attempts": len(history),
-        "retries": len(history) - len(finals),
-        "graded": len(graded),
-        "mean_reward": sum(graded) / len(graded) if graded else None,
-        "pass_rate": sum(1 for r in finals if r.passed) / len(finals) if finals else None,
-        "causes": causes,
-        "undecided_by_family": undecided_counts(finals, families or {}),
-        "trained": sum(r.trained for r in finals),
-        "tasks": tasks,
-        "records": [r.as_dict() for r in finals],
-        "all_attempts": [r.as_dict() for r in history],
-    }
+
+    @property
+    def infra_failures(self) -> int:
+        """Final trials that failed on infrastructure (`kwrl.rollout.failures.INFRA`)."""
+        return sum(n for c, n in self.causes.items() if FailureCause(c) in INFRA)
+
+
+@dataclass
+class RolloutResult:
+    """What `run_rollout` hands back: the final attempt of every sample (group decisions
+    applied), every attempt, and their summary."""
+
+    records: list[TrialRecord]
+    attempts: list[TrialRecord]
+    summary: RolloutSummary
+
+    def summary_json(self, cfg: RolloutConfig) -> dict[str, Any]:
+        """summary.json: the run's config and manifest, the summary, and every record."""
+        return {
+            "config": cfg.model_dump(mode="json", exclude={"manifest"}),
+            "manifest": cfg.manifest.model_dump(mode="json") if cfg.manifest else None,
+            **asdict(self.summary),
+            "records": [r.as_dict() for r in self.records],
+            "all_attempts": [r.as_dict() for r in self.attempts],
+        }

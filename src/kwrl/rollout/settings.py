@@ -122,8 +122,9 @@ class TrialSettings(TrialRun):
     """Tokenizer KwrlAgent renders with (packaged name, folder or hub id); None: the policy's
     (KWRL_TOKENIZER, or an engine: spec's model)."""
     policy: dict[str, Any] = Field(default_factory=dict)
-    """KwrlAgent's policy client settings: `kwrl.llm.policy.PolicyConfig` fields but `model`
-    (e.g. timeout_s, engine.device, vllm.gpu_memory_utilization)."""
+    """KwrlAgent's policy client settings: `kwrl.llm.policy.PolicySettings` fields (`PolicyConfig`'s
+    but `model`; e.g. timeout_s, engine.device, vllm.gpu_memory_utilization); checked here, typed
+    where they cross to the agent (`kwrl.agent.config.KwrlAgentSettings.policy`)."""
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """Where each trial runs (`sandbox.environment`) and the sandbox's settings."""
 

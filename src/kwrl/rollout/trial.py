@@ -42,7 +42,13 @@ def read_json(path: Path) -> Any:
 
 CRITERION_PREFIX = "criterion/"
 """How reward.json named a criterion's score before it kept `reward` alone (older trial dirs, other
-graders)."""
+graders), and how metrics name one: built and parsed only in this module (`criterion_key`,
+`trial_scores`)."""
+
+
+def criterion_key(verifier_id: str) -> str:
+    """The name of criterion `verifier_id`'s score: `criterion/<id>` (SkyRL's metrics)."""
+    return CRITERION_PREFIX + verifier_id
 
 
 def trial_scores(

@@ -14,11 +14,12 @@ shape `_B_L` (sequences x padded length) already in that alignment: `mask_B_L[b,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
+from kwrl.rollout.failures import FailureCause
 from kwrl.rollout.trial import TrialFiles, read_trial
 
 if TYPE_CHECKING:
@@ -38,7 +39,16 @@ class Trajectory:
     """False for masked trajectories (infra error, timeout): they contribute no gradient."""
     policy_version: int = 0
     """Weight version of the policy that sampled it (staleness accounting)."""
-    meta: dict[str, object] = field(default_factory=dict)
+    trained: bool = True
+    """Whether its group's decisions train it (`TrialRecord.trained`): False for a masked trial,
+    left out of its group's baseline (GRPO) and of dynamic sampling's counts."""
+    raw_reward: float | None = None
+    """The grader's reward of its trial (`TrialRecord.reward`; `reward` is the training one);
+    None: not graded."""
+    cause: FailureCause = FailureCause.NONE
+    """How its trial ended (`TrialRecord.cause`)."""
+    trial: str = ""
+    """Its trial's name (harbor's trial dir name)."""
 
     def __post_init__(self) -> None:
         n = len(self.response_ids)
@@ -72,12 +82,10 @@ def trajectories_from_records(
             group_id=r.task,
             trainable=bool(r.trained) and bool(resp),
             policy_version=version,
-            meta={
-                "cause": str(r.cause),
-                "reward": r.reward,
-                "trial": r.trial_name,
-                "trained": bool(r.trained),
-            },
+            trained=bool(r.trained),
+            raw_reward=r.reward,
+            cause=r.cause,
+            trial=r.trial_name,
         )
         out.append(t)
     return out

@@ -14,7 +14,7 @@ from kwrl.agent.atif import build_trajectory
 from kwrl.agent.harbor_agent import KwrlAgent
 from kwrl.agent.loop import AgentRun, StopReason, ToolStat, TurnStats
 from kwrl.agent.parsers import ParsedToolCall
-from kwrl.errors import AgentError
+from kwrl.errors import AgentError, ConfigError
 
 
 def test_harbor_builds_the_agent_by_import_path_with_loop_settings(tmp_path: Path) -> None:
@@ -33,7 +33,7 @@ def test_harbor_builds_the_agent_by_import_path_with_loop_settings(tmp_path: Pat
 def test_settings_are_validated_and_a_policy_is_required(tmp_path: Path) -> None:
     with pytest.raises(AgentError, match="needs a policy"):
         KwrlAgent(tmp_path)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match=r"KwrlAgent kwargs: invalid config\n.*agent\.max_steps"):
         KwrlAgent(tmp_path, "engine:smollm2-135m", max_steps=0)
 
 
@@ -118,3 +118,20 @@ def test_atif_trajectory_of_a_run_validates() -> None:
         first.observation is not None and first.observation.results[0].source_call_id == "call_0_0"
     )
     assert traj.final_metrics is not None and traj.final_metrics.total_prompt_tokens == 60
+
+
+def test_settings_then_a_toml_under_them_then_flat_kwargs_over_them(tmp_path: Path) -> None:
+    """`settings` (what kwrl's runs hand it) over an `agent_config` TOML, a harbor command
+    line's flat kwargs over both: one validation, a bad value in the file names the file."""
+    toml = tmp_path / "agent.toml"
+    toml.write_text("max_steps = 7\ntemperature = 0.3\n")
+    settings = {"agent": {"temperature": 0.5}, "tokenizer": "tok", "policy": {"timeout_s": 5.0}}
+    agent = KwrlAgent(
+        tmp_path, "live:h", settings=settings, agent_config=str(toml), tools=["chat_*"]
+    )
+    assert (agent.config.max_steps, agent.config.temperature) == (7, 0.5)
+    assert agent.config.tools == ["chat_*"] and agent.tokenizer_spec == "tok"
+    assert agent.settings.policy.for_model("live:h").timeout_s == 5.0
+    toml.write_text("max_steps = 0\n")
+    with pytest.raises(ConfigError, match=r"agent\.toml"):
+        KwrlAgent(tmp_path, "live:h", agent_config=str(toml))

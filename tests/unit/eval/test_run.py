@@ -116,7 +116,10 @@ def test_rollout_config_maps_models_to_agents(monkeypatch: pytest.MonkeyPatch) -
         EvalConfig(dataset=Path("d"), model=spec, agent={"max_steps": 3, "max_tokens_per_turn": 32})
     )
     assert (kw.agent, kw.model) == ("kwrl.agent:KwrlAgent", spec)
-    assert kw.agent_kwargs == {"max_steps": 3, "max_tokens_per_turn": 32}
+    assert kw.agent_settings is not None and kw.agent_kwargs == {}
+    assert kw.agent_settings.agent.model_dump(exclude_unset=True) == {
+        "max_steps": 3, "max_tokens_per_turn": 32,
+    }  # fmt: skip
 
 
 def test_an_engine_spec_is_loaded_once_and_lent_to_the_trials_by_handle(
@@ -133,18 +136,18 @@ def test_an_engine_spec_is_loaded_once_and_lent_to_the_trials_by_handle(
         assert live_engine("test-eval-lend") is build_policy(pcfg).engine  # type: ignore[attr-defined]
         # the agents keep the spec's settings (`live:` names its own kind) and render with the
         # lent engine's own tokenizer: nothing re-reads the spec to load it again
-        kwargs = rcfg.agent_kwargs
-        assert "tokenizer" not in kwargs
+        own = rcfg.agent_settings
+        assert own is not None and own.tokenizer is None
         live = build_policy(PolicyConfig.model_validate({"model": rcfg.model}))
         assert live.tokenizer() is live_engine("test-eval-lend").tokenizer
-        assert kwargs["policy_config"] == {"engine": {"threads": 1}}
-        assert kwargs["max_steps"] == 250
+        assert own.policy.model_dump(exclude_unset=True) == {"engine": {"threads": 1}}
+        assert own.agent.max_steps == 250
     finally:
         unregister_engine("test-eval-lend")
     named = cfg.model_copy(update={"tokenizer": "tok"})
     rcfg, handle = lend_policy(rollout_config(named), "test-eval-lend")
     unregister_engine("test-eval-lend")
-    assert rcfg.agent_kwargs["tokenizer"] == "tok"
+    assert rcfg.agent_settings is not None and rcfg.agent_settings.tokenizer == "tok"
     for model in ("oracle", "http://127.0.0.1:9/v1#m"):
         rc = rollout_config(EvalConfig(dataset=Path("d"), model=model))
         assert lend_policy(rc, "test-eval-none") == (rc, None)

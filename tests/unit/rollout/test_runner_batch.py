@@ -141,7 +141,7 @@ def test_without_train_every_record_trains_on_its_raw_reward() -> None:
 
 def test_the_summary_counts_undecided_criteria_per_family(tmp_path: Path) -> None:
     """summary.json's `undecided_by_family` reads each graded trial's grades.json."""
-    from kwrl.rollout.runner import undecided_counts
+    from kwrl.rollout.runner import Undecided, undecided_counts
 
     def trial(name: str, *undecided: bool) -> str:
         d = tmp_path / name
@@ -159,5 +159,5 @@ def test_the_summary_counts_undecided_criteria_per_family(tmp_path: Path) -> Non
                                  trial("c", True), trial("d", True)), strict=True):  # fmt: skip
         r.trial_dir = dirs
     got = undecided_counts(records, {"t1": "table_lookup", "t2": None, "t3": "chat_post"})
-    assert got == {"(no family)": {"criteria": 1, "undecided": 1},
-                   "table_lookup": {"criteria": 4, "undecided": 1}}  # fmt: skip
+    assert got == {"(no family)": Undecided(criteria=1, undecided=1),
+                   "table_lookup": Undecided(criteria=4, undecided=1)}  # fmt: skip

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig, OutputConfig
 from kwrl.llm.engines import EngineConfig, VLLMConfig
-from kwrl.llm.spec import live_spec, make_spec
+from kwrl.llm.spec import live_spec
 from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
 from kwrl.train.local.sampler import Steering
 from kwrl.train.losses import POLICY_LOSSES, DPPOLoss, PolicyLossConfig
@@ -277,21 +277,15 @@ class TrainConfig(TrialSettings, OutputConfig):
     tensorboard: bool = True
     """Also write metrics to RUN/tb for TensorBoard."""
 
-    def rollout_config(
-        self, policy_dir: Path, engine: EngineConfig, handle: str | None = None
-    ) -> RolloutConfig:
-        """How a batch's trials run: KwrlAgent on the `rollout_engine` over `policy_dir`, graded by
-        `judge`. With `handle`, the agents sample from the engine the trainer registered under it
-        (`live:HANDLE`, `kwrl.llm.engines.register_engine`) and never load one of their own."""
-        model = live_spec(handle) if handle else make_spec(self.rollout_engine, str(policy_dir))
-        policy = {
-            "engine": engine.model_dump(mode="json"),
-            "vllm": self.vllm.model_dump(mode="json"),
-        }
-        kwargs = {"policy_config": {**self.policy, **policy}, "tokenizer": str(policy_dir)}
+    def rollout_config(self, policy_dir: Path, handle: str) -> RolloutConfig:
+        """How a batch's trials run: KwrlAgent sampling from the engine the trainer (or a
+        generation worker) registered under `handle` (`live:HANDLE`,
+        `kwrl.llm.engines.register_engine`; it never loads one of its own), rendering with
+        `policy_dir`'s tokenizer, graded by `judge`."""
         return build_rollout_config(
-            self, model, agent_kwargs=kwargs, n_samples=self.rl.samples_per_prompt
-        )
+            self, live_spec(handle), n_samples=self.rl.samples_per_prompt,
+            tokenizer=str(policy_dir),
+        )  # fmt: skip
 
     @model_validator(mode="after")
     def _lora_modes(self) -> TrainConfig:

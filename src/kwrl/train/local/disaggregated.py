@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import queue
 import shutil
 import threading
@@ -39,7 +38,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwrl.errors import TrainError
 from kwrl.rollout.trial import read_trial
@@ -58,6 +57,9 @@ from kwrl.train.local.weight_sync import (
     init_groups,
 )
 
+if TYPE_CHECKING:
+    from kwrl.rollout.runner import RolloutSummary
+
 
 @dataclass
 class ShardRequest:
@@ -72,7 +74,10 @@ class ShardResult:
     rank: int
     version: int = 0
     trajectories: list[Trajectory] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RolloutSummary | None = None
+    """The shard's rollout (`kwrl.rollout.runner.RolloutResult.summary`); None: none ran."""
+    sync: dict[str, Any] | None = None
+    """The worker's weight receiver's last applied versions and its engine's mid-batch updates."""
     error: str | None = None
 
 
@@ -89,22 +94,21 @@ class _Pending:
 
 
 def rollout_shard(
-    cfg: TrainConfig, tasks: dict[str, Path], req: ShardRequest, policy_dir: Path, engine_cfg: Any,
-    out: Path, version: int,
-) -> tuple[list[Trajectory], dict[str, Any]]:  # fmt: skip
-    """One shard of a batch through harbor trials, as `RLTrainer.sample` runs a whole batch."""
+    cfg: TrainConfig, tasks: dict[str, Path], req: ShardRequest, policy_dir: Path, out: Path,
+    version: int,
+) -> tuple[list[Trajectory], RolloutSummary, int]:  # fmt: skip
+    """One shard of a batch through harbor trials, as `RLTrainer.sample` runs a whole batch: its
+    trajectories, its rollout's summary, and the oldest weight version that sampled one of its
+    turns (`version` where none did)."""
     from kwrl.rollout.runner import run_rollout
 
-    rcfg = cfg.rollout_config(policy_dir, engine_cfg, WORKER_ENGINE)
+    rcfg = cfg.rollout_config(policy_dir, WORKER_ENGINE)
     if out.exists():  # left by a killed run: never reuse its trials
         shutil.rmtree(out)
-    records = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))
-    files = [read_trial(r.trial_dir) for r in records]
+    result = asyncio.run(run_rollout([tasks[i] for i in req.task_ids], rcfg, out))
+    files = [read_trial(r.trial_dir) for r in result.records]
     oldest = min((v for f in files for v in f.turn_versions), default=version)
-    trajs = trajectories_from_records(records, oldest, files)
-    summary = json.loads((out / "summary.json").read_text())
-    summary["oldest_version"] = oldest
-    return trajs, summary
+    return trajectories_from_records(result.records, oldest, files), result.summary, oldest
 
 
 WORKER_ENGINE = "generation-worker"
@@ -139,11 +143,10 @@ def worker_main(
             try:
                 res.version = receiver.wait_version(req.min_version, timeout=dcfg.start_timeout_s)
                 out = cfg.out / "rollouts" / f"batch-{req.step_hint:06d}" / f"w{rank}"
-                res.trajectories, res.summary = rollout_shard(
-                    cfg, tasks, req, Path(policy_dir), engine_cfg, out, res.version
+                res.trajectories, res.summary, res.version = rollout_shard(
+                    cfg, tasks, req, Path(policy_dir), out, res.version
                 )
-                res.version = int(res.summary["oldest_version"])
-                res.summary["sync"] = {
+                res.sync = {
                     "applied": receiver.stats.applied[-3:],
                     "mid_batch_updates": engine.stats["mid_batch_updates"],
                 }
@@ -310,15 +313,15 @@ class DisaggregatedTrainer(RLTrainer):
         shards = [self._received.pop((p.step_hint, r)) for r in p.ranks]
         causes: dict[str, int] = {}
         for s in shards:
-            for k, v in s.summary.get("causes", {}).items():
-                causes[k] = causes.get(k, 0) + int(v)
+            for k, v in (s.summary.causes if s.summary else {}).items():
+                causes[k] = causes.get(k, 0) + v
         version = min(s.version for s in shards)
         trajs = [t for s in shards for t in s.trajectories]
         rollout = {
             "causes": causes,
             "trials": len(trajs),
             "worker_versions": {s.rank: s.version for s in shards},
-            "sync": {s.rank: s.summary.get("sync") for s in shards},
+            "sync": {s.rank: s.sync for s in shards},
         }
         return SampledBatch(p.step_hint, version, p.task_ids, trajs, p.sampler_after, rollout)
 

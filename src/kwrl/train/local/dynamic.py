@@ -16,11 +16,11 @@ from kwrl.train.batch import Trajectory
 
 def group_rewards(trajs: Sequence[Trajectory]) -> dict[str, list[float]]:
     """Each group's trained members' training rewards, groups in first-seen order (masked trials,
-    `meta["trained"]` False, are left out as the GRPO baseline leaves them out)."""
+    `Trajectory.trained` False, are left out as the GRPO baseline leaves them out)."""
     out: dict[str, list[float]] = {}
     for t in trajs:
         rewards = out.setdefault(str(t.group_id), [])
-        if t.meta.get("trained", True):
+        if t.trained:
             rewards.append(float(t.reward))
     return out
 

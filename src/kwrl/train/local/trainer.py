@@ -47,7 +47,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from rich.console import Console
@@ -74,6 +74,9 @@ from kwrl.train.local.learner import Learner
 from kwrl.train.local.memory import release_free_memory
 from kwrl.train.local.sampler import PromptSampler, SamplerState
 from kwrl.train.local.steptime import GpuBusy, step_times, trial_split
+
+if TYPE_CHECKING:
+    from kwrl.rollout.runner import TrialRecord
 
 
 @dataclass
@@ -230,9 +233,9 @@ class RLTrainer:
             return None
         version = int(self.engine.weight_version)
         t0, mark = time.perf_counter(), self.gpu.mark()
-        rcfg = self.cfg.rollout_config(self.policy_dir, self.cfg.engine, self.engine_handle)
+        rcfg = self.cfg.rollout_config(self.policy_dir, self.engine_handle)
         sampled: list[str] = []
-        records: list[Any] = []
+        records: list[TrialRecord] = []
         trajs: list[Trajectory] = []
         causes: Counter[str] = Counter()
         wave = 0
@@ -242,13 +245,12 @@ class RLTrainer:
             if out.exists():  # from a run killed before training this batch: never reuse its trials
                 shutil.rmtree(out)
             got = await run_rollout([self.tasks[i] for i in ids], rcfg, out)
-            new = trajectories_from_records(got, version)
-            summary = json.loads((out / "summary.json").read_text())
-            causes.update(summary.get("causes", {}))
+            new = trajectories_from_records(got.records, version)
+            causes.update(got.summary.causes)
             for task, rewards in dynamic.group_rewards(new).items():
                 self.sampler.record(task, rewards)
             sampled += ids
-            records += got
+            records += got.records
             trajs += new
             wave += 1
             if not dyn.on:
@@ -289,7 +291,7 @@ class RLTrainer:
         trajs = sb.trajectories
         rewards = torch.tensor([t.reward for t in trajs])
         groups = [t.group_id for t in trajs]
-        scored = [bool(t.meta.get("trained", True)) for t in trajs]  # masked: not in the baseline
+        scored = [t.trained for t in trajs]  # masked: not in the baseline
         adv, keep = trained_advantages(
             rewards, groups, scored, norm_by_std=rl.norm_adv_by_std,
             drop_zero_variance=rl.drop_zero_variance,
@@ -297,7 +299,7 @@ class RLTrainer:
         for t, k in zip(trajs, keep.tolist(), strict=True):
             t.trainable = t.trainable and (k or not rl.drop_zero_variance)
         trainable = [t for t in trajs if t.trainable]
-        graded = [float(r) for t in trajs if isinstance(r := t.meta.get("reward"), int | float)]
+        graded = [t.raw_reward for t in trajs if t.raw_reward is not None]
         by_group = dynamic.group_rewards(trajs)
         metrics: dict[str, Any] = {
             "step": self.state.step + 1,

@@ -54,7 +54,7 @@ from kwrl.rollout.runner import (
     build_rollout_config,
     run_batch,
 )
-from kwrl.rollout.trial import read_trial
+from kwrl.rollout.trial import criterion_key, read_trial
 from kwrl.train.algorithms import placeholder_rewards
 from kwrl.train.batch import Trajectory, trajectories_from_records
 from kwrl.train.skyrl.config import KwrlSection, kwrl_section
@@ -155,13 +155,13 @@ class KwrlHarborGenerator(GeneratorInterface):
         trials = s.model_copy(update={"verifier_env": s.verifier_environment()})
         kwargs = {
             **self.agent_sampling(sampling),
-            "tokenizer": self.tokenizer,
             "session_id": session_id,
             "weight_version": weight_version,
         }
         return build_rollout_config(
-            trials, self.policy_spec, agent=s.harbor_agent, agent_kwargs=kwargs
-        )
+            trials, self.policy_spec, agent=s.harbor_agent, agent_kwargs=kwargs,
+            tokenizer=self.tokenizer,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ generate
 
@@ -290,7 +290,7 @@ class KwrlHarborGenerator(GeneratorInterface):
         crit: dict[str, list[float]] = defaultdict(list)
         for r in graded:
             for k, v in r.criteria.items():
-                crit[f"criterion/{k}"].append(v)
+                crit[criterion_key(k)].append(v)
         all_scores = [v for vs in crit.values() for v in vs]
         if all_scores:
             m["kwrl/criterion_pass_rate"] = sum(v >= 0.99 for v in all_scores) / len(all_scores)

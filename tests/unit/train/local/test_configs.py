@@ -41,17 +41,17 @@ def test_train_trials_run_kwrl_agent_on_the_engine_graded_by_the_judge(
     monkeypatch.setenv("KWRL_JUDGE_TIMEOUT_S", "30")
     cfg = load_config(TrainConfig, CONFIGS / "train_smollm2.toml",
                       ["dataset=/tmp/x", "judge=http://127.0.0.1:9/v1#judge"])  # fmt: skip
-    rcfg = cfg.rollout_config(Path("/ckpt/v3"), cfg.engine)
-    assert (rcfg.agent, rcfg.model) == ("kwrl.agent:KwrlAgent", "engine:/ckpt/v3")
-    assert rcfg.agent_kwargs["tokenizer"] == "/ckpt/v3"
+    rcfg = cfg.rollout_config(Path("/ckpt/v3"), "trainer-1")
+    # the trainer hands its own engine to the agents by handle, not by a config to load again
+    assert (rcfg.agent, rcfg.model) == ("kwrl.agent:KwrlAgent", "live:trainer-1")
+    assert rcfg.agent_settings is not None and rcfg.agent_settings.tokenizer == "/ckpt/v3"
+    # no engine or vLLM settings ride along: the agents load nothing
+    assert rcfg.agent_settings.policy.model_fields_set == set() and rcfg.agent_kwargs == {}
     assert rcfg.verifier_env == {
         "KWRL_JUDGE": "http://127.0.0.1:9/v1#judge",
         "KWRL_JUDGE_TIMEOUT_S": "30",
     }
-    assert TrainConfig(dataset=Path("d")).rollout_config(Path("p"), cfg.engine).verifier_env == {}
-    # the trainer hands its own engine to the agents by handle, not by a config to load again
-    live = cfg.rollout_config(Path("/ckpt/v3"), cfg.engine, "trainer-1")
-    assert (live.model, live.agent_kwargs["tokenizer"]) == ("live:trainer-1", "/ckpt/v3")
+    assert TrainConfig(dataset=Path("d")).rollout_config(Path("p"), "h").verifier_env == {}
 
 
 def _kwrl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -90,12 +90,12 @@ def test_learner_reductions_are_the_algorithms() -> None:
 
 def test_trials_get_only_the_agent_fields_the_config_sets() -> None:
     cfg = load_config(TrainConfig, None, ["dataset=d", "agent.tools=['filesystem_*']"])
-    kwargs = cfg.rollout_config(Path("p"), cfg.engine).agent_kwargs
-    assert {k: v for k, v in kwargs.items() if k not in ("policy_config", "tokenizer")} == {
-        "tools": ["filesystem_*"]
-    }
-    default = TrainConfig(dataset=Path("d")).rollout_config(Path("p"), cfg.engine).agent_kwargs
-    assert (default["max_steps"], default["max_tokens_per_turn"]) == (6, 256)
+    own = cfg.rollout_config(Path("p"), "h").agent_settings
+    assert own is not None
+    assert own.agent.model_dump(exclude_unset=True) == {"tools": ["filesystem_*"]}
+    default = TrainConfig(dataset=Path("d")).rollout_config(Path("p"), "h").agent_settings
+    assert default is not None
+    assert (default.agent.max_steps, default.agent.max_tokens_per_turn) == (6, 256)
 
 
 def _refused_agent(tmp_path: Path, agent: str) -> tuple[Path, str]:

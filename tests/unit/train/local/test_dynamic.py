@@ -9,7 +9,7 @@ from kwrl.train.local import dynamic
 def traj(group: str, reward: float, trained: bool = True) -> Trajectory:
     return Trajectory(
         prompt_ids=[1], response_ids=[2], loss_mask=[1], logprobs=[0.0], reward=reward,
-        group_id=group, meta={"trained": trained},
+        group_id=group, trained=trained,
     )  # fmt: skip
 
 

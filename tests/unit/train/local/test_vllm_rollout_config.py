@@ -1,4 +1,4 @@
-"""`rollout_engine = "vllm"`: trials sample from the same shared vLLM engine the trainer pushes into."""
+"""`rollout_engine = "vllm"`: trials sample from the very engine the trainer pushes into."""
 
 from __future__ import annotations
 
@@ -8,27 +8,22 @@ import pytest
 from pydantic import ValidationError
 
 from kwrl.config import load_config
-from kwrl.llm.policy import PolicyConfig, split_spec
+from kwrl.llm.policy import split_spec
 from kwrl.train.local.config import TrainConfig
 
 
-def test_trials_name_the_vllm_policy_with_the_trainers_vllm_settings() -> None:
-    cfg = load_config(
-        TrainConfig, None,
-        ["dataset=/tmp/x", "rollout_engine=vllm", "vllm.gpu_memory_utilization=0.25"],
-    )  # fmt: skip
-    rcfg = cfg.rollout_config(Path("/ckpt/v3"), cfg.engine)
-    assert split_spec(rcfg.model) == ("vllm", "/ckpt/v3")
-    # The agent validates its policy_config into a PolicyConfig; the shared engine's key is the
-    # model plus this config's JSON, so it must come out equal to the trainer's own.
-    pcfg = PolicyConfig.model_validate({**rcfg.agent_kwargs["policy_config"], "model": rcfg.model})
-    assert pcfg.vllm.model_dump_json() == cfg.vllm.model_dump_json()
-    assert pcfg.vllm.gpu_memory_utilization == 0.25
-
-
-def test_default_rollout_engine_is_kwrls() -> None:
-    cfg = TrainConfig(dataset=Path("d"))
-    assert cfg.rollout_config(Path("p"), cfg.engine).model == "engine:p"
+def test_trials_sample_from_the_trainers_own_engine_by_handle_whatever_its_kind() -> None:
+    """The trainer registers its engine (kwrl's or vLLM) under a handle; the trials' agents reach
+    it as `live:HANDLE` and are handed no engine or vLLM settings (they load nothing)."""
+    for engine in ("engine", "vllm"):
+        cfg = load_config(
+            TrainConfig, None,
+            ["dataset=/tmp/x", f"rollout_engine={engine}", "vllm.gpu_memory_utilization=0.25"],
+        )  # fmt: skip
+        rcfg = cfg.rollout_config(Path("/ckpt/v3"), "trainer-1")
+        assert rcfg.model is not None and split_spec(rcfg.model) == ("live", "trainer-1")
+        assert rcfg.agent_settings is not None
+        assert rcfg.agent_settings.policy.model_fields_set == set()
 
 
 def test_vllm_refuses_disaggregated_mode() -> None:

@@ -159,7 +159,7 @@ async def test_failures_the_policy_causes_train_with_reward_zero_and_no_timeout_
     sessions = {c.agent_kwargs["session_id"] for c in fake.configs}
     assert len(sessions) == 6 and all(s.startswith("train-s000003-") for s in sessions)
     assert {c.agent_kwargs["weight_version"] for c in fake.configs} == {5}
-    assert {c.agent_kwargs["temperature"] for c in fake.configs} == {1.0}
+    assert {c.agent_settings.agent.temperature for c in fake.configs if c.agent_settings} == {1.0}
     assert {c.model for c in fake.configs} == {"http://127.0.0.1:1/v1#policy"}
 
 
