@@ -15,14 +15,12 @@ kwargs.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from kwrl.agent.config import AgentConfig
-from kwrl.cli_config import Legacy, kv_items
-from kwrl.config import KwrlConfig, format_validation_error, set_dotted
+from kwrl.config import KwrlConfig, format_validation_error
 from kwrl.sandbox.base import LocalSandboxConfig
 
 LOCAL = "local"
@@ -31,11 +29,6 @@ KWRL_AGENT = "kwrl.agent:KwrlAgent"
 """Import path of KwrlAgent, the agent of every policy spec."""
 HARBOR_AGENTS = ("oracle", "nop")
 """harbor's own agents: named where a model goes, they run without a policy."""
-MOVED = {"environment", "environment_kwargs", "agent_kwargs", "max_steps"}
-"""Keys of the release before `TrialSettings` owned `[agent]` and `[sandbox]` (read one more
-release, with a FutureWarning)."""
-OLD_AGENT_KWARGS = {"tokenizer": "tokenizer", "policy_config": "policy"}
-"""KwrlAgent kwargs that were agent kwargs (`agent_kwargs.*`, `--ak`) and are settings of their own."""
 
 
 def table_of(value: Any) -> dict[str, Any]:
@@ -43,10 +36,6 @@ def table_of(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
         return value.model_dump(exclude_unset=True)
     return dict(value or {})
-
-
-def _moved(old: str, new: str) -> None:
-    warnings.warn(f"deprecated: {old}: use {new}", FutureWarning, stacklevel=2)
 
 
 class TrialRun(KwrlConfig):
@@ -74,7 +63,7 @@ class SandboxSettings(LocalSandboxConfig):
     @model_validator(mode="before")
     @classmethod
     def _typed_local_kwargs(cls, data: Any) -> Any:
-        """The local sandbox's settings given in `kwargs` (old `--ek`, `environment_kwargs`)
+        """The local sandbox's settings given in `kwargs` (`--sandbox.kwargs gateway=false`)
         become its typed fields, so they are validated here, not at the trial's start."""
         if not isinstance(data, dict) or data.get("environment", LOCAL) != LOCAL:
             return data
@@ -139,56 +128,6 @@ class TrialSettings(TrialRun):
         except ValidationError as e:
             raise ValueError(format_validation_error("policy", e).replace("\n", ";")) from None
         return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_keys(cls, data: Any) -> Any:
-        """Keys of the release before `[agent]`/`[sandbox]` (eval.toml, train TOML, SkyRL's
-        `kwrl.*`) still load for one release, each with a FutureWarning naming its new key."""
-        if not isinstance(data, dict) or not MOVED & data.keys():
-            return data
-        data = dict(data)
-        sandbox = table_of(data.get("sandbox"))
-        agent = table_of(data.get("agent"))
-        if "environment" in data:
-            sandbox["environment"] = data.pop("environment")
-            _moved("environment", "sandbox.environment")
-        for k, v in (data.pop("environment_kwargs", None) or {}).items():
-            set_dotted(sandbox, f"kwargs.{k}", v)  # typed below where the sandbox is local
-            _moved(f"environment_kwargs.{k}", f"sandbox.{k}")
-        if "max_steps" in data and "max_steps" not in cls.model_fields:
-            agent["max_steps"] = data.pop("max_steps")
-            _moved("max_steps", "agent.max_steps")
-        if "agent_kwargs" in data and "agent_kwargs" not in cls.model_fields:
-            for k, v in (data.pop("agent_kwargs") or {}).items():
-                new = OLD_AGENT_KWARGS.get(k, f"agent.{k}")
-                if new.startswith("agent."):
-                    agent[k] = v
-                else:
-                    data[new] = v
-                _moved(f"agent_kwargs.{k}", new)
-        if sandbox:
-            data["sandbox"] = sandbox
-        if agent:
-            data["agent"] = agent
-        return data
-
-
-def _agent_kwarg(key: str) -> str:
-    """Where an old `--ak key=value` goes now."""
-    if key in AgentConfig.model_fields:
-        return f"agent.{key}"
-    return OLD_AGENT_KWARGS.get(key, f"agent_kwargs.{key}")
-
-
-TRIAL_LEGACY = (
-    Legacy(("--env", "-e"), lambda v: {"sandbox.environment": v}),
-    Legacy(("--ek",), lambda v: kv_items(v, lambda k: f"sandbox.kwargs.{k}"), many=True),
-    Legacy(("--ak",), lambda v: kv_items(v, _agent_kwarg), many=True),
-    Legacy(("--agent-timeout",), lambda v: {"agent_timeout_sec": v}),
-)
-"""The trial flags of the release before `TrialSettings` (`--env`, `--ek`, `--ak`,
-`--agent-timeout`), kept one release by every verb that runs trials."""
 
 
 def trial_panel(key: str) -> str | None:

@@ -4,13 +4,11 @@
 Both verbs take the trial settings every verb shares as flags generated from
 `kwrl.rollout.settings.TrialSettings` (`--agent.max_steps 4`, `--sandbox.allow_missing_limits true`,
 `--judge SPEC`; `kwrl.cli_config`), applied after the config file and its `key=value` overrides.
-`kwrl smoke`'s other flags are `SmokeConfig`'s fields (`--rl_steps 3 --worlds 1`); its positional
-`key=value` overrides of the release before still work for one release.
+`kwrl smoke`'s other flags are `SmokeConfig`'s fields (`--rl_steps 3 --worlds 1`).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,17 +85,7 @@ def train(
 
 
 @config_flags(SmokeConfig, panel=trial_panel, switches={"overwrite"})
-def smoke(
-    old: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Deprecated: SmokeConfig overrides key=value (use the flags: --rl_steps 3).",
-            show_default=False,
-        ),
-    ] = None,
-    *,
-    overrides: dict[str, Any],
-) -> None:
+def smoke(overrides: dict[str, Any]) -> None:
     """The main job: generate worlds, SFT-warm-start SmolLM2-135M, RL through real trials,
     evaluate before/after.
 
@@ -105,16 +93,13 @@ def smoke(
     once; 3 agent turns of at most 128 tokens in a 4,096-token window, compact tool prompt, 8 read
     tools, tool results cut to 2,000 characters).
     """
-    from kwrl.config import load_config
+    from kwrl.cli_config import build_config
     from kwrl.io import claim_output
     from kwrl.rollout.faults import refuse
     from kwrl.train.smoke import smoke as run_smoke
 
     refuse("kwrl smoke")
-    if old:
-        flags = " ".join("--" + item.replace("=", " ", 1) for item in old)
-        print(f"deprecated: key=value arguments: use {flags}", file=sys.stderr)
-    cfg = load_config(SmokeConfig, None, list(old or []), overrides)
+    cfg = build_config(SmokeConfig, overrides, "kwrl smoke")
     output = claim_output(
         cfg.out, "kwrl smoke", overwrite=cfg.overwrite, resume=True, signature="smoke.toml"
     )
