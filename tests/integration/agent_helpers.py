@@ -132,7 +132,7 @@ def policy_server(
 ) -> Any:
     """`kwrl serve MODEL` (CPU) in a subprocess; yields its `/v1` base URL once ready."""
     argv = [sys.executable, "-m", "kwrl.cli", "serve", model, "--port", "0", "--threads", "1"]
-    argv += ["--served-name", served_name] if served_name else []
+    argv += ["--served_name", served_name] if served_name else []
     return ready_process(argv, "kwrl-serve ready", timeout_s)
 
 

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OLD = re.compile(
     r"deprecat|one (more )?release|release before|FutureWarning|kwrl\.cli_config\.Legacy"
     r"|--tasks-per-world|--agent-timeout|--n-samples|--sample-seed|--n-boot|openai:https?:"
-    r"|environment_kwargs =|(?<![\w.-])--(ek|ak)\b",
+    r"|environment_kwargs =|(?<![\w.-])--(ek|ak)\b|sandbox conform --env",
     re.IGNORECASE,
 )
 """0.1.0's spellings (CHANGELOG.md lists them with their new ones) and the words that kept them."""
@@ -18,8 +18,6 @@ OLD = re.compile(
 KEPT = {
     "src/kwrl/sandbox/network/egress.py": ("6to4 relay", "site-local (deprecated)"),
     "scripts/device/gpu_bundle.py": ('"deprecation",',),
-    "src/kwrl/sandbox/cli.py": ('"--ek"',),  # until conform's flags come from its config
-    "src/kwrl/sandbox/conformance/suite.py": ("[--ek key=value ...]",),
 }
 """Lines that match for another reason: address ranges the IETF deprecated, a package's name."""
 
@@ -53,7 +51,7 @@ def test_the_grep_finds_an_old_spelling() -> None:
     """The pattern above is not vacuous: each kind of old spelling matches."""
     for old in ("--ek gateway=false", "`--ak key=value`", "kwrl data synth --tasks-per-world 2",
                 "still work for one release", "warns with a FutureWarning",
-                "judge openai:http://h/v1#m"):  # fmt: skip
+                "judge openai:http://h/v1#m", "kwrl sandbox conform --env docker"):  # fmt: skip
         assert OLD.search(old), old
     assert not OLD.search("--sandbox.kwargs key=value") and not OLD.search("--tasks_per_world 2")
     assert _is_harbors("harbor run -p T -a oracle -e kwrl.sandbox.local:LocalEnvironment --ek x=1")

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig, format_validation_error
-from kwrl.sandbox.base import LocalSandboxConfig
+from kwrl.sandbox.base import LOCAL as LOCAL  # the preset TrialSettings defaults to
+from kwrl.sandbox.base import SandboxSettings
 
-LOCAL = "local"
-"""The environment preset of the local (bubblewrap) sandbox."""
 KWRL_AGENT = "kwrl.agent:KwrlAgent"
 """Import path of KwrlAgent, the agent of every policy spec."""
 HARBOR_AGENTS = ("oracle", "nop")
@@ -48,50 +47,6 @@ class TrialRun(KwrlConfig):
     """Retries of a trial that failed for an infrastructure reason (never a failure of the policy)."""
     agent_timeout_sec: float | None = Field(default=None, gt=0)
     """Override of task.toml's agent timeout (seconds); None: the task's."""
-
-
-class SandboxSettings(LocalSandboxConfig):
-    """Where each trial runs: an environment preset, with the local sandbox's settings typed
-    (`kwrl.sandbox.base.LocalSandboxConfig`) and any other environment's as `kwargs`."""
-
-    environment: str = LOCAL
-    """Trial environment: local (the bubblewrap sandbox), docker, modal, or an environment import
-    path module:Class. The other sandbox.* settings but `kwargs` apply to local only."""
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Further keyword arguments of the environment (docker's, modal's, an import path's)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _typed_local_kwargs(cls, data: Any) -> Any:
-        """The local sandbox's settings given in `kwargs` (`--sandbox.kwargs gateway=false`)
-        become its typed fields, so they are validated here, not at the trial's start."""
-        if not isinstance(data, dict) or data.get("environment", LOCAL) != LOCAL:
-            return data
-        kwargs = dict(data.get("kwargs") or {})
-        typed = {k: kwargs.pop(k) for k in list(kwargs) if k in LocalSandboxConfig.model_fields}
-        return {**data, **typed, "kwargs": kwargs} if typed else data
-
-    def environment_kwargs(self) -> dict[str, Any]:
-        """harbor's environment kwargs: the local settings that differ from their defaults (so a
-        config read back from TOML gives the same), then `kwargs`. Raises ConfigError for a local
-        setting given to another environment."""
-        from kwrl.errors import ConfigError
-
-        local = {
-            k: v
-            for k, v in self.model_dump(mode="json", exclude={"environment", "kwargs"}).items()
-            if v != _LOCAL_DEFAULTS[k]
-        }
-        if local and self.environment != LOCAL:
-            names = ", ".join(f"sandbox.{k}" for k in sorted(local))
-            raise ConfigError(
-                f"{names}: settings of the local sandbox, not of environment "
-                f"{self.environment!r}; give its settings as sandbox.kwargs"
-            )
-        return {**local, **self.kwargs}
-
-
-_LOCAL_DEFAULTS = LocalSandboxConfig().model_dump(mode="json")
 
 
 class TrialSettings(TrialRun):
