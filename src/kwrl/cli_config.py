@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import keyword
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,16 +65,20 @@ def _kind(annotation: Any) -> str:
 
 
 def fields_of(cls: type[BaseModel], exclude: Collection[str] = (), prefix: str = "") -> list[Flag]:
-    """Every leaf field of `cls` as a `Flag`, nested models flattened to dotted keys."""
+    """Every leaf field of `cls` as a `Flag`, nested models flattened to dotted keys (a field's
+    key is its TOML key: its alias where it has one, e.g. `from`)."""
     out: list[Flag] = []
     for name, field in cls.model_fields.items():
-        key = f"{prefix}{name}"
+        key = f"{prefix}{field.alias or name}"
         if key in exclude:
             continue
         if _is_model(field.annotation):
             out += fields_of(field.annotation, exclude, f"{key}.")  # type: ignore[arg-type]
             continue
-        out.append(Flag(key, key.replace(".", "__"), field, _kind(field.annotation)))
+        param = key.replace(".", "__")
+        out.append(
+            Flag(key, param + "_" * keyword.iskeyword(param), field, _kind(field.annotation))
+        )
     return out
 
 
@@ -85,6 +90,7 @@ def defaults_of(cls: type[BaseModel], instance: Any = None, prefix: str = "") ->
     factory such as `LearnerConfig(lr=1e-5)` sets its own); a required field has none."""
     out: dict[str, Any] = {}
     for name, field in cls.model_fields.items():
+        key = field.alias or name
         if instance is not None:
             value = getattr(instance, name)
         elif field.is_required():
@@ -93,9 +99,9 @@ def defaults_of(cls: type[BaseModel], instance: Any = None, prefix: str = "") ->
             value = field.get_default(call_default_factory=True, validated_data={})
         if _is_model(field.annotation):
             sub = value if isinstance(value, BaseModel) else None
-            out.update(defaults_of(field.annotation, sub, f"{prefix}{name}."))  # type: ignore[arg-type]
+            out.update(defaults_of(field.annotation, sub, f"{prefix}{key}."))  # type: ignore[arg-type]
         else:
-            out[f"{prefix}{name}"] = value
+            out[f"{prefix}{key}"] = value
     return out
 
 

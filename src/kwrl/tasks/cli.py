@@ -7,11 +7,13 @@ line naming file and field and exits 2; `validate` exits 1 when the dataset has 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from kwrl.cli_config import build_config, config_flags
+from kwrl.tasks.apex import ConvertRun
 
 app = typer.Typer(
     name="data",
@@ -19,18 +21,15 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt](?:i?b)?|b)?\s*$", re.IGNORECASE)
-
 
 def parse_size(text: str) -> int:
-    """`20GiB`, `500MB`, `1048576` -> bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise typer.BadParameter(f"{text!r} is not a size like 20GiB, 500MB or 1048576")
-    number, unit = float(m.group(1)), (m.group(2) or "").lower()
-    base = 1024 if "i" in unit else 1000
-    scale = 1 if unit in ("", "b") else base ** ("kmgt".index(unit[0]) + 1)
-    return int(number * scale)
+    """`kwrl.config.parse_size` as a flag's value: nonsense is a usage error."""
+    from kwrl.config import parse_size as size
+
+    try:
+        return size(text)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 MaxBytes = Annotated[
@@ -46,45 +45,25 @@ Overwrite = Annotated[
 
 
 @app.command()
+@config_flags(ConvertRun, short={"out": "-o", "quiet": "-q"}, switches={"overwrite", "quiet"})
 def convert(
     src: Annotated[str, typer.Argument(help="APEX HF layout: a local folder or a HF dataset id.")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Dataset dir to write (worlds/, tasks/).")
-    ],
-    source_format: Annotated[
-        str, typer.Option("--from", help="Input format; only 'apex-hf'.")
-    ] = "apex-hf",
-    max_bytes: MaxBytes = "20GiB",
-    overwrite: Overwrite = False,
-    config: Annotated[Path | None, typer.Option(help="ConvertConfig TOML file.")] = None,
-    overrides: Annotated[
-        list[str] | None, typer.Option("--set", help="Dotted override, e.g. task_dir.cpus=4.")
-    ] = None,
-    quiet: Quiet = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Convert APEX-Agents (tasks_and_rubrics.json, world zips, task_files) into a kwrl dataset."""
     from rich.console import Console
 
-    from kwrl.config import load_config
-    from kwrl.tasks.apex import ConvertConfig, convert_apex
+    from kwrl.tasks.apex import convert_apex
 
-    if source_format != "apex-hf":
-        raise typer.BadParameter(
-            f"unknown format {source_format!r}; supported: apex-hf", param_hint="--from"
-        )
-    sets = [
-        f"max_bytes={parse_size(max_bytes)}",
-        *(["overwrite=true"] if overwrite else []),
-        *(overrides or []),
-    ]
-    cfg = load_config(ConvertConfig, config, sets)
-    report = convert_apex(src, out, cfg, progress=not quiet)
+    cfg = build_config(ConvertRun, overrides, "kwrl data convert")
+    report = convert_apex(src, cfg.out, cfg, progress=not cfg.quiet)
     console = Console()
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     console.print(
         f"converted {report.tasks} tasks, {report.worlds} worlds, {report.overlays} overlays "
-        f"({report.bytes_unpacked} bytes unpacked) into {out}",
+        f"({report.bytes_unpacked} bytes unpacked) into {cfg.out}",
         highlight=False,
     )
 
