@@ -236,6 +236,7 @@ def config_flags(
             return fn(*args, overrides=collect(flags, given), **kwargs)
 
         command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.kwrl_config = (cls, frozenset(exclude))  # type: ignore[attr-defined]
         command.__annotations__ = {**hints, "return": sig.return_annotation}
         return command
 

@@ -1,4 +1,5 @@
-"""The single-machine trainer's config (`kwrl train CONFIG.toml [key=value ...]`).
+"""The single-machine trainer's configs: `TrainConfig` (`kwrl train CONFIG.toml [key=value ...]`)
+and `SFTConfig` (`kwrl train sft CONFIG.toml [key=value ...]`).
 
 Imports no torch, so configs parse (and are tested) cheaply. Defaults are the recipe's hero
 hyperparameters scaled to one CPU: DPPO (delta 0.15/0.15), GRPO advantages without std
@@ -295,3 +296,42 @@ class TrainConfig(TrialSettings, OutputConfig):
                 "a truncated distribution it never scores (off-policy); set agent.top_p = 1.0"
             )
         return self
+
+
+class SFTConfig(OutputConfig):
+    """`kwrl train sft`'s config (its flags): the SFT warm start on gold trajectories
+    (`kwrl.train.local.sft`)."""
+
+    dataset: Path
+    """A task-dirs dataset with generated tasks (solution/gold_calls.json)."""
+    out: Path = Path("runs/sft")
+    """Run dir: checkpoints/step-N/model is the warm-started model. A non-empty dir needs
+    `overwrite=true` (which replaces what an earlier `kwrl train sft` wrote there)."""
+    model: str = "smollm2-135m"
+    """Initial weights: packaged name, local folder or hub id."""
+    tasks: list[str] | None = None
+    """Task slugs to learn from; default: every task with a gold solution."""
+    epochs: int = Field(default=2, ge=1)
+    """Passes over the gold trajectories."""
+    batch_size: int = Field(default=4, ge=1)
+    """Trajectories per optimizer step."""
+    lr: float = 5e-5
+    """AdamW learning rate."""
+    max_len: int = Field(default=4096, ge=64)
+    """Trajectories longer than this (tokens) are skipped."""
+    share_prefix: bool = True
+    """Run each batch as one packed forward/backward in which the tokens every trajectory of the
+    batch starts with (system prompt, tool list) run once (`kwrl.train.local.prefix`; exact up to
+    float rounding). Off, or when they share nothing: one trajectory at a time (least memory)."""
+    seed: int = 0
+    """Shuffle seed."""
+    device: str = "cpu"
+    """torch device of the trained model, e.g. `cuda:0` (batches are moved there per step);
+    the checkpoint is written from it as on CPU."""
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """Agent settings, as in training (system prompt, tools, parser) so the format matches."""
+    discover: bool = False
+    """Replay each gold solution with the discovery calls an agent needs before it (`with_discovery`):
+    list the folders of a file whose path the instruction does not give, search the mail for a
+    mail id it does not give. Off, a trajectory reads a path or mail id it could not know, and
+    the model learns to guess one (the families that need such a path scored 0)."""
