@@ -96,8 +96,7 @@ def _keys(cls: type[BaseModel], exclude: frozenset[str], prefix: str = "") -> se
     return out
 
 
-HAND_WRITTEN = {"grade", "report", "world serve", "world call", "data extract", "data pack",
-                "data validate", "data stats"}  # fmt: skip
+HAND_WRITTEN = {"grade", "report", "world serve", "world call"}
 """Verbs whose flags are still written by hand (issue 49: none should be); this set only shrinks."""
 
 

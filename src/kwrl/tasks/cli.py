@@ -1,5 +1,8 @@
 """`kwrl data ...`: convert, extract, pack, validate and count task datasets.
 
+Each verb's flags are its config's fields (`kwrl.cli_config`): `ConvertRun` (`kwrl.tasks.apex`),
+`ExtractConfig` and `PackConfig` (`kwrl.tasks.bundles`), `ValidateConfig`, `StatsConfig`; the
+dataset or source is the one positional argument.
 Heavy imports (pyarrow, harbor, huggingface_hub) happen inside the commands. Errors are kwrl's
 own (`TaskFormatError`, `UnsafeArchiveError`) and reach `kwrl.cli.main`, which prints them as one
 line naming file and field and exits 2; `validate` exits 1 when the dataset has problems.
@@ -14,6 +17,9 @@ import typer
 
 from kwrl.cli_config import build_config, config_flags
 from kwrl.tasks.apex import ConvertRun
+from kwrl.tasks.bundles import ExtractConfig, PackConfig
+from kwrl.tasks.stats import StatsConfig
+from kwrl.tasks.validate import ValidateConfig
 
 app = typer.Typer(
     name="data",
@@ -22,30 +28,14 @@ app = typer.Typer(
 )
 
 
-def parse_size(text: str) -> int:
-    """`kwrl.config.parse_size` as a flag's value: nonsense is a usage error."""
-    from kwrl.config import parse_size as size
-
-    try:
-        return size(text)
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-
-
-MaxBytes = Annotated[
-    str, typer.Option("--max-bytes", help="Cap on the bytes unpacked in total (e.g. 20GiB, 500MB).")
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-Overwrite = Annotated[
-    bool,
-    typer.Option(
-        help="Write into a non-empty --out: replaces only what kwrl wrote there, keeps the rest."
-    ),
-]
+SHORT = {"out": "-o", "quiet": "-q"}
+"""Short spellings of the data verbs' flags."""
+SWITCHES = {"overwrite", "quiet"}
+"""Their switches (`--overwrite`, `--quiet`): bool fields whose flag takes no value."""
 
 
 @app.command()
-@config_flags(ConvertRun, short={"out": "-o", "quiet": "-q"}, switches={"overwrite", "quiet"})
+@config_flags(ConvertRun, short=SHORT, switches=SWITCHES)
 def convert(
     src: Annotated[str, typer.Argument(help="APEX HF layout: a local folder or a HF dataset id.")],
     *,
@@ -69,17 +59,13 @@ def convert(
 
 
 @app.command()
+@config_flags(ExtractConfig, short=SHORT, switches=SWITCHES)
 def extract(
     src: Annotated[
         str, typer.Argument(help="A .parquet file, a folder of shards, or a HF dataset id.")
     ],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Dir receiving the dataset (or one dir per row).")
-    ],
-    max_bytes: MaxBytes = "20GiB",
-    overwrite: Overwrite = False,
-    revision: Annotated[str | None, typer.Option(help="HF dataset revision.")] = None,
-    quiet: Quiet = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Extract parquet bundles (columns path, task_binary) into --out.
 
@@ -92,11 +78,13 @@ def extract(
 
     from kwrl.tasks.bundles import extract_bundles, resolve_source
 
-    shards = resolve_source(src, revision=revision)
+    cfg = build_config(ExtractConfig, overrides, "kwrl data extract")
+    out = cfg.out
+    shards = resolve_source(src, revision=cfg.revision)
     local = Path(src) if Path(src).exists() else None
     names = extract_bundles(
-        shards, out, max_bytes=parse_size(max_bytes), overwrite=overwrite, source=local,
-        progress=not quiet,
+        shards, out, max_bytes=cfg.max_bytes, overwrite=cfg.overwrite, source=local,
+        progress=not cfg.quiet,
     )  # fmt: skip
     worlds = sum(n.startswith("worlds/") for n in names)
     what = f"{len(names) - worlds} tasks and {worlds} worlds" if worlds else f"{len(names)} dirs"
@@ -104,6 +92,7 @@ def extract(
 
 
 @app.command()
+@config_flags(PackConfig, short=SHORT, switches=SWITCHES)
 def pack(
     src: Annotated[
         Path,
@@ -111,13 +100,8 @@ def pack(
             help="A dataset dir (tasks/, worlds/), or a folder of self-contained task dirs."
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Dir receiving the parquet shards.")],
-    rows_per_shard: Annotated[int, typer.Option(min=1, help="Rows per parquet shard.")] = 256,
-    prefix: Annotated[
-        str, typer.Option(help="Task shards' file name prefix (split name).")
-    ] = "train",
-    overwrite: Overwrite = False,
-    quiet: Quiet = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Pack a dataset into deterministic parquet bundles, the recipe's layout (extract inverts it).
 
@@ -130,9 +114,11 @@ def pack(
 
     from kwrl.tasks.bundles import is_world_shard, pack_bundles
 
+    cfg = build_config(PackConfig, overrides, "kwrl data pack")
+    out = cfg.out
     shards = pack_bundles(
-        src, out, rows_per_shard=rows_per_shard, prefix=prefix, overwrite=overwrite,
-        progress=not quiet,
+        src, out, rows_per_shard=cfg.rows_per_shard, prefix=cfg.prefix, overwrite=cfg.overwrite,
+        progress=not cfg.quiet,
     )  # fmt: skip
     worlds = sum(is_world_shard(s) for s in shards)
     Console().print(
@@ -142,19 +128,13 @@ def pack(
 
 
 @app.command()
+@config_flags(ValidateConfig, switches={"json", "control"})
 def validate(
     dataset: Annotated[
         Path, typer.Argument(help="Dataset dir, folder of task dirs, or one task dir.")
     ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
-    control: Annotated[
-        bool,
-        typer.Option(
-            "--control/--no-control",
-            help="Run the no-op control: every machine-graded criterion must fail on the task's "
-            "untouched world with an empty answer.",
-        ),
-    ] = True,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Check every task (files, schemas, world, harbor task.toml, the grader's time, duplicate ids)
     and run the no-op control.
@@ -171,7 +151,9 @@ def validate(
 
     from kwrl.tasks.validate import report_json, validate_dataset
 
-    report = validate_dataset(dataset, control=control)
+    cfg = build_config(ValidateConfig, overrides, "kwrl data validate")
+    as_json = cfg.as_json
+    report = validate_dataset(dataset, control=cfg.control)
     console = Console()
     if as_json:
         typer.echo(report_json(report))
@@ -199,9 +181,11 @@ def validate(
 
 
 @app.command()
+@config_flags(StatsConfig, switches={"json"})
 def stats(
     dataset: Annotated[Path, typer.Argument(help="Dataset dir or folder of task dirs.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Tasks per domain and world, criteria per task, expected output types, difficulty tiers."""
     from rich.console import Console
@@ -210,7 +194,7 @@ def stats(
     from kwrl.tasks.stats import dataset_stats
 
     s = dataset_stats(dataset)
-    if as_json:
+    if build_config(StatsConfig, overrides, "kwrl data stats").as_json:
         typer.echo(s.model_dump_json(indent=2))
         return
     console = Console()

@@ -57,7 +57,7 @@ def test_convert_validate_stats_pack_extract(tmp_path: Path) -> None:
             str(ds),
             "--out",
             str(tmp_path / "b"),
-            "--rows-per-shard",
+            "--rows_per_shard",
             "4",
             "-q",
         ],
