@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import typer
 
 from kwrl.cli_config import build_config, config_flags
-from kwrl.eval.config import EvalConfig
+from kwrl.eval.config import EvalConfig, ReportConfig
 from kwrl.rollout.settings import trial_panel
 
 EVAL_SHORT = {"model": "-m", "n_samples": "-k", "concurrency": "-c"}
@@ -139,11 +139,11 @@ def eval_(
     _print_summary(out)
 
 
+@config_flags(ReportConfig)
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A `kwrl eval` run dir.")],
-    compare: Annotated[
-        Path | None, typer.Option("--compare", help="Another run dir: paired differences.")
-    ] = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Re-render RUN_DIR/report.html (and eval.json), or compare it with another run."""
     from rich.console import Console
@@ -153,6 +153,7 @@ def report(
     from kwrl.eval.run import RUN_FILES
     from kwrl.io import claim_output
 
+    compare = build_config(ReportConfig, overrides, "kwrl report").compare
     console = Console()
     if not (run_dir / "eval.toml").is_file():
         raise OutputError(f"RUN_DIR {run_dir}: not a `kwrl eval` run dir (no eval.toml)")
