@@ -125,3 +125,30 @@ def test_no_verb_has_a_hidden_flag() -> None:
     hidden = [f"{path} {p.name}" for path, cmd in _verbs().items() for p in cmd.params
               if isinstance(p, TyperOption) and p.hidden]  # fmt: skip
     assert hidden == ["grade in_sandbox"]  # INTERNAL's
+
+
+_USE = re.compile(r"kwrl ([a-z]+(?: [a-z]+)?)([^`|\n;()]*)")
+
+
+def _unknown_flags(text: str, verbs: dict[str, Any]) -> list[str]:
+    """`kwrl VERB ... --flag` in `text` whose flag VERB does not have."""
+    out = []
+    for m in _USE.finditer(text):
+        words = m.group(1).split()
+        verb = " ".join(words) if " ".join(words) in verbs else words[0]
+        if verb not in verbs:
+            continue
+        known = {o for p in verbs[verb].params for o in [*p.opts, *p.secondary_opts]}
+        out += [f"kwrl {verb} {f}" for f in re.findall(r"(?<![\w-])(--[a-z][\w.-]*)", m.group(2))
+                if f not in known | {"--help"}]  # fmt: skip
+    return out
+
+
+def test_every_flag_the_docs_write_is_a_flag_of_its_verb() -> None:
+    verbs = _verbs()
+    assert _unknown_flags("run `kwrl data synth --tasks-per-world 2 --seed 3`", verbs) == [
+        "kwrl data synth --tasks-per-world"
+    ]
+    bad = [f"{p.relative_to(ROOT)}: {u}" for p in _scanned() if p.suffix in (".md", ".py")
+           for u in _unknown_flags(p.read_text(encoding="utf-8"), verbs)]  # fmt: skip
+    assert not bad
