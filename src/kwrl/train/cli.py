@@ -49,7 +49,8 @@ class _TrainGroup(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
         if ctx._protected_args:  # pyright: ignore[reportAttributeAccessIssue]
             return super().invoke(ctx)
-        with self.default.make_context(None, list(ctx.args), parent=ctx) as sub:
+        # In the group's place (its name, its parent), so usage lines read `kwrl train ...`.
+        with self.default.make_context(ctx.info_name, list(ctx.args), parent=ctx.parent) as sub:
             return self.default.invoke(sub)
 
     def format_help(self, ctx: typer.Context, formatter: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
