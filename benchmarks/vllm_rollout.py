@@ -5,7 +5,7 @@
 
 Both engines sample the same random token-id prompts (`--prompts` x `--prompt-len`, seeded) at
 temperature 1 with up to `--new` new tokens, from the same model folder in bf16 on cuda:0: kwrl's
-`Engine` (max_batch_size = the batch) and `VLLMEngine` (`kwrl.llm.vllm_engine`, vLLM in this
+`Engine` (max_batch_size = the batch) and `VLLMEngine` (`kwrl.llm.engines.vllm`, vLLM in this
 process). Throughput is sampled tokens over wall time of the whole batch (submitted at once, after
 a warm-up batch), so EOS before `--new` counts as it would in a rollout. `--batches` times vLLM at
 more batch sizes (the in-process engine only at `--prompts`).

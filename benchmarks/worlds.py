@@ -46,7 +46,7 @@ from kwrl.worlds.demo import write_demo_apps_data
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "office"
 KWRL_SERVE = [sys.executable, "-m", "kwrl.cli", "world", "serve"]
-"""`kwrl world serve` (with --in-place: the benchmark's scratch world, as before it copied)."""
+"""`kwrl world serve` (with --in_place: the benchmark's scratch world, as before it copied)."""
 DEPARTMENTS = ["finance", "legal", "strategy", "operations", "hr", "sales"]
 
 
@@ -119,7 +119,7 @@ def phases(root: Path, env: dict[str, str]) -> list[tuple[float, float]]:
 def start(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, float]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [*KWRL_SERVE, str(root), "--port", "0", "--in-place"],
+        [*KWRL_SERVE, str(root), "--port", "0", "--in_place"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,

@@ -45,7 +45,7 @@ MODULES = [
     "skyrl.backends.skyrl_train.inference_servers.vllm_server_actor",
     "skyrl.backends.skyrl_train.inference_servers.new_inference_worker_wrap",
     "skyrl.backends.skyrl_train.weight_sync", "skyrl.backends.skyrl_train.workers.fsdp.fsdp_worker",
-    "kwrl.cli", "kwrl.agent", "kwrl.llm.vllm_engine", "kwrl.train.local.trainer",
+    "kwrl.cli", "kwrl.agent", "kwrl.llm.engines.vllm", "kwrl.train.local.trainer",
     "kwrl.train.skyrl.main_train", "kwrl.train.skyrl.main_eval", "kwrl.train.skyrl.generator",
 ]  # fmt: skip
 """What `gpu_run.sh` runs imports: vLLM's engine and server, Ray, SkyRL's trainer, workers,

@@ -91,7 +91,6 @@ rollout_engine = "vllm"
 concurrency = 12
 seed = 0
 tensorboard = false
-environment_kwargs = { allow_missing_limits = true }  # cgroup v2 not delegated on the lent machine
 
 [rl]
 prompts_per_step = 3
@@ -106,6 +105,9 @@ micro_batch_size = 4
 
 [vllm]
 gpu_memory_utilization = 0.3
+
+[sandbox]
+allow_missing_limits = true  # cgroup v2 not delegated on the lent machine
 
 [agent]
 max_steps = 4

@@ -13,9 +13,6 @@ array; a dict field's flag repeats `key=value` (`--sandbox.kwargs app_name=x`). 
 command names in `switches` is a `--key/--no-key` switch instead (`kwrl data synth --overwrite`,
 `--no-control`), for verbs whose switches predate generated flags.
 
-Deprecated flags (`Legacy`) stay hidden from `--help`, print "deprecated: use --x.y" once used,
-and become the override of their new key; they live one release.
-
 Non-obvious choice: every generated option is a string (or a list of strings) whose default is
 None, so the command tells a flag given from one left out, and only given flags override the
 config: a field left out keeps the model's default (and `exclude_unset` stays meaningful).
@@ -25,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
+import keyword
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,22 +51,6 @@ class Flag:
     kind: str  # "value" | "list" | "dict"
 
 
-@dataclass(frozen=True)
-class Legacy:
-    """A deprecated flag: its spellings and how its value becomes overrides.
-
-    `to(value)` returns {dotted key: value} (a value parsed as TOML, or the list of raw items of
-    a `many` flag, which repeats)."""
-
-    decls: tuple[str, ...]
-    to: Callable[[Any], dict[str, Any]]
-    many: bool = False
-
-    @property
-    def param(self) -> str:
-        return "legacy_" + self.decls[0].lstrip("-").replace("-", "_").replace(".", "_")
-
-
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
@@ -84,16 +65,20 @@ def _kind(annotation: Any) -> str:
 
 
 def fields_of(cls: type[BaseModel], exclude: Collection[str] = (), prefix: str = "") -> list[Flag]:
-    """Every leaf field of `cls` as a `Flag`, nested models flattened to dotted keys."""
+    """Every leaf field of `cls` as a `Flag`, nested models flattened to dotted keys (a field's
+    key is its TOML key: its alias where it has one, e.g. `from`)."""
     out: list[Flag] = []
     for name, field in cls.model_fields.items():
-        key = f"{prefix}{name}"
+        key = f"{prefix}{field.alias or name}"
         if key in exclude:
             continue
         if _is_model(field.annotation):
             out += fields_of(field.annotation, exclude, f"{key}.")  # type: ignore[arg-type]
             continue
-        out.append(Flag(key, key.replace(".", "__"), field, _kind(field.annotation)))
+        param = key.replace(".", "__")
+        out.append(
+            Flag(key, param + "_" * keyword.iskeyword(param), field, _kind(field.annotation))
+        )
     return out
 
 
@@ -105,6 +90,7 @@ def defaults_of(cls: type[BaseModel], instance: Any = None, prefix: str = "") ->
     factory such as `LearnerConfig(lr=1e-5)` sets its own); a required field has none."""
     out: dict[str, Any] = {}
     for name, field in cls.model_fields.items():
+        key = field.alias or name
         if instance is not None:
             value = getattr(instance, name)
         elif field.is_required():
@@ -113,9 +99,9 @@ def defaults_of(cls: type[BaseModel], instance: Any = None, prefix: str = "") ->
             value = field.get_default(call_default_factory=True, validated_data={})
         if _is_model(field.annotation):
             sub = value if isinstance(value, BaseModel) else None
-            out.update(defaults_of(field.annotation, sub, f"{prefix}{name}."))  # type: ignore[arg-type]
+            out.update(defaults_of(field.annotation, sub, f"{prefix}{key}."))  # type: ignore[arg-type]
         else:
-            out[f"{prefix}{name}"] = value
+            out[f"{prefix}{key}"] = value
     return out
 
 
@@ -196,7 +182,6 @@ def config_flags(
     *,
     exclude: Collection[str] = (),
     short: Mapping[str, str] | None = None,
-    legacy: Collection[Legacy] = (),
     panel: str | Callable[[str], str | None] | None = None,
     envvar: Mapping[str, str] | None = None,
     switches: Collection[str] = (),
@@ -204,7 +189,7 @@ def config_flags(
     """Give a typer command one option per field of `cls` (see the module doc).
 
     The command must take a parameter named `overrides`; it gets {dotted key: value} of the flags
-    given, deprecated ones mapped to their new keys. `exclude`: dotted keys left to the command
+    given. `exclude`: dotted keys left to the command
     (e.g. a positional argument); `short`: extra spellings, {key: "-c"}; `panel`: the `--help`
     section of each flag (a name, or a function of the key); `envvar`: {key: variable} read when
     the flag is not given; `switches`: keys of bool fields whose flag is `--key/--no-key`."""
@@ -214,7 +199,6 @@ def config_flags(
         if key not in by_key or by_key[key].field.annotation is not bool:
             raise TypeError(f"switches: {key} is not a bool field of {cls.__name__}")
     defaults = defaults_of(cls)
-    legacy = list(legacy)
 
     def panel_of(key: str) -> str | None:
         return panel(key) if callable(panel) else panel
@@ -245,45 +229,15 @@ def config_flags(
                     annotation=hints[flag.param],
                 )
             )  # fmt: skip
-        for old in legacy:
-            ann = list[str] | None if old.many else str | None
-            opt = typer.Option(*old.decls, hidden=True)
-            hints[old.param] = Annotated[ann, opt]
-            params.append(
-                inspect.Parameter(
-                    old.param, inspect.Parameter.KEYWORD_ONLY,
-                    default=None, annotation=hints[old.param],
-                )
-            )  # fmt: skip
 
         @functools.wraps(fn)
         def command(*args: Any, **kwargs: Any) -> Any:
             given = {f.param: kwargs.pop(f.param) for f in flags}
-            overrides: dict[str, Any] = {}
-            for old in legacy:
-                value = kwargs.pop(old.param)
-                if value in (None, []):
-                    continue
-                mapped = old.to(value if old.many else _parse(value))
-                new = ", ".join(f"--{k}" for k in mapped)
-                hint = f"use {new}" if new else "leave it out (what it named is the default)"
-                print(f"deprecated: {old.decls[0]}: {hint}", file=sys.stderr)
-                overrides.update(mapped)
-            overrides.update(collect(flags, given))  # a new flag wins over an old one
-            return fn(*args, overrides=overrides, **kwargs)
+            return fn(*args, overrides=collect(flags, given), **kwargs)
 
         command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.kwrl_config = (cls, frozenset(exclude))  # type: ignore[attr-defined]
         command.__annotations__ = {**hints, "return": sig.return_annotation}
         return command
 
     return decorate
-
-
-def kv_items(items: list[str], to: Callable[[str], str]) -> dict[str, Any]:
-    """Repeated `key=value` items as {to(key): value} (values parsed as TOML)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        parts, value = parse_override(item)
-        key = ".".join(parts)
-        out[to(key)] = value
-    return out

@@ -9,13 +9,14 @@ This module imports no heavy dependency, so configs parse without torch.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from kwrl.errors import ConfigError
 from kwrl.io import write_text
@@ -34,6 +35,25 @@ class OutputConfig(KwrlConfig):
 
     overwrite: bool = False
     """Write into a non-empty output dir: replaces only what kwrl wrote there, keeps the rest."""
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt](?:i?b)?|b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """`20GiB`, `500MB`, `1048576` -> bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000);
+    a ValueError for anything else."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a size like 20GiB, 500MB or 1048576")
+    number, unit = float(m.group(1)), (m.group(2) or "").lower()
+    base = 1024 if "i" in unit else 1000
+    scale = 1 if unit in ("", "b") else base ** ("kmgt".index(unit[0]) + 1)
+    return int(number * scale)
+
+
+ByteSize = Annotated[int, BeforeValidator(lambda v: parse_size(v) if isinstance(v, str) else v)]
+"""A number of bytes, also given as a size text (`20GiB`, `500MB`: `parse_size`)."""
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

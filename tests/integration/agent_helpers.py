@@ -123,7 +123,7 @@ def ready_process(argv: list[str], ready: str, timeout_s: float) -> Iterator[str
 def world_gateway(root: Path, timeout_s: float = 120.0) -> Any:
     """`kwrl world serve ROOT` in a subprocess; yields its MCP URL once ready."""
     argv = [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--port", "0"]
-    argv += ["--in-place"]  # the tests' scratch worlds: their changes are what the tests read
+    argv += ["--in_place"]  # the tests' scratch worlds: their changes are what the tests read
     return ready_process(argv, "kwrl-gateway ready", timeout_s)
 
 
@@ -132,7 +132,7 @@ def policy_server(
 ) -> Any:
     """`kwrl serve MODEL` (CPU) in a subprocess; yields its `/v1` base URL once ready."""
     argv = [sys.executable, "-m", "kwrl.cli", "serve", model, "--port", "0", "--threads", "1"]
-    argv += ["--served-name", served_name] if served_name else []
+    argv += ["--served_name", served_name] if served_name else []
     return ready_process(argv, "kwrl-serve ready", timeout_s)
 
 

@@ -63,13 +63,13 @@ def main(data: str, model: str, server: str, out_json: str, trials: str, logs: s
             f"trainer.log_path={logs}",
             "trainer.logger=console",
             f"kwrl.trials_dir={trials}",
-            "kwrl.environment=local",
+            "kwrl.sandbox.environment=local",
             "kwrl.concurrency=4",
             "kwrl.retries=1",
-            "kwrl.agent_kwargs.max_steps=2",
-            "kwrl.agent_kwargs.context_window=8192",
-            "kwrl.agent_kwargs.tool_call_parser=hermes",
-            "kwrl.agent_kwargs.tools=[filesystem_list_files]",
+            "kwrl.agent.max_steps=2",
+            "kwrl.agent.context_window=8192",
+            "kwrl.agent.tool_call_parser=hermes",
+            "kwrl.agent.tools=[filesystem_list_files]",
         ]
     )
     initialize_ray(cfg)

@@ -288,7 +288,8 @@ def test_trial_run_exits_non_zero_on_a_failed_trial_and_bad_limits(tmp_path: Pat
     broken = make_task(tmp_path, "no-reward", world_id=world)
     (broken / "tests" / "test.sh").write_text("#!/usr/bin/env bash\nexit 3\n")
     r = runner.invoke(
-        app, ["trial", "run", str(broken), "--out", str(tmp_path / "o"), "--ek", "gateway=false"]
+        app,
+        ["trial", "run", str(broken), "--out", str(tmp_path / "o"), "--sandbox.gateway", "false"],
     )
     text = r.output.replace("\n", "")
     assert r.exit_code == 1 and "cause verifier" in text and "RewardFileNotFound" in text, r.output

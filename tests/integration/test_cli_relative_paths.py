@@ -48,17 +48,17 @@ def first_task(work: Path) -> str:
 
 def test_trial_run_scores_the_oracle_1_and_nop_0_with_relative_paths(work: Path) -> None:
     task = first_task(work)
-    r = sh(work, "kwrl", "trial", "run", task, "--agent", "oracle", "--out", "T")
+    r = sh(work, "kwrl", "trial", "run", task, "--model", "oracle", "--out", "T")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "reward 1 " in r.stdout and "cause none" in r.stdout
-    r = sh(work, "kwrl", "trial", "run", task, "--agent", "nop")  # the default relative out
+    r = sh(work, "kwrl", "trial", "run", task, "--model", "nop")  # the default relative out
     assert r.returncode == 0, r.stdout + r.stderr
     assert "reward 0 " in r.stdout and "cause none" in r.stdout
     assert any((work / "runs" / "trials").iterdir())
 
 
 def test_rollout_eval_grade_and_report_with_relative_paths(work: Path) -> None:
-    r = sh(work, "kwrl", "rollout", "D", "--agent", "oracle", "--out", "RO", "-c", "2")
+    r = sh(work, "kwrl", "rollout", "D", "--model", "oracle", "--out", "RO", "-c", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads((work / "RO" / "summary.json").read_text())
     assert summary["graded"] == 2 and summary["mean_reward"] == 1.0
@@ -96,7 +96,7 @@ def test_the_readme_stock_harbor_command_with_its_default_relative_jobs_dir(work
 
 
 def test_a_run_with_no_trial_graded_has_no_score_and_exits_1(work: Path) -> None:
-    fail = ("--retries", "0", "--ek", "gateway_timeout_s=0.001")  # no gateway is ready in 1 ms
+    fail = ("--retries", "0", "--sandbox.gateway_timeout_s", "0.001")  # no gateway is ready in 1 ms
     r = sh(work, "kwrl", "eval", "D", "--model", "oracle", "--out", "RF", *fail)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "no trial graded" in r.stdout and "sandbox" in r.stdout
@@ -105,7 +105,7 @@ def test_a_run_with_no_trial_graded_has_no_score_and_exits_1(work: Path) -> None
     assert overall["mean_score"]["value"] is None and overall["pass_at_1"]["value"] is None
     assert "No trial graded" in (work / "RF" / "report.html").read_text()
 
-    r = sh(work, "kwrl", "rollout", "D", "--agent", "oracle", "--out", "ROF", *fail)
+    r = sh(work, "kwrl", "rollout", "D", "--model", "oracle", "--out", "ROF", *fail)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "no trial graded" in r.stdout
     assert json.loads((work / "ROF" / "summary.json").read_text())["mean_reward"] is None

@@ -262,7 +262,7 @@ def test_a_judged_apex_task_is_graded_through_the_loopback_judge(
     task = answer_task(ds)
     write_solve(task, f"echo '{GOLD}' > /logs/agent/final_answer.txt\n")
     out = tmp_path / "trials"
-    r = kwrl("trial", "run", task, "--agent", "oracle", "--judge", f"{judge.url}#m",
+    r = kwrl("trial", "run", task, "--model", "oracle", "--judge", f"{judge.url}#m",
              "--sandbox.environment", "docker", "--out", out, env=env)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert "reward 0.5" in r.stdout, r.stdout[-3000:]

@@ -42,7 +42,18 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def nop_run(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("eval-nop") / "run"
-    kwrl("eval", str(dataset), "--model", "nop", "-c", "2", "--out", str(out), "--n-boot", "500")
+    kwrl(
+        "eval",
+        str(dataset),
+        "--model",
+        "nop",
+        "-c",
+        "2",
+        "--out",
+        str(out),
+        "--bootstrap.n_boot",
+        "500",
+    )
     return out
 
 
@@ -126,8 +137,8 @@ def test_smollm2_eval_through_kwrl_serve(dataset: Path, tmp_path: Path) -> None:
     with policy_server() as base_url:
         kwrl(
             "eval", str(task), "--model", f"{base_url}#smollm2-135m", "--out", str(out),
-            "--max-steps", "2", "--max-tokens", "24", "--tools", "filesystem_list_files",
-            "--ak", "context_window=4096", "--ak", "temperature=0.0", "--retries", "0",
+            "--agent.max_steps", "2", "--agent.max_tokens_per_turn", "24", "--agent.tools", "filesystem_list_files",
+            "--agent.context_window", "4096", "--agent.temperature", "0.0", "--retries", "0",
         )  # fmt: skip
     data = eval_json(out)
     (trial,) = data["trials"]
@@ -146,9 +157,9 @@ def test_a_sample_seed_gives_two_evaluations_the_same_draws(dataset: Path, tmp_p
     def answers(out: Path) -> list[str]:
         kwrl(
             "eval", str(task), "--model", "engine:smollm2-135m", "-k", "2", "--out", str(out),
-            "--max-steps", "1", "--max-tokens", "24", "--tools", "filesystem_list_files",
-            "--ak", "context_window=4096", "--ak", "temperature=1.0", "--retries", "0",
-            "--sample-seed", "7",
+            "--agent.max_steps", "1", "--agent.max_tokens_per_turn", "24", "--agent.tools", "filesystem_list_files",
+            "--agent.context_window", "4096", "--agent.temperature", "1.0", "--retries", "0",
+            "--sample_seed", "7",
         )  # fmt: skip
         trials = sorted((out / "trials").iterdir())
         return [(t / "agent" / "final_answer.txt").read_text() for t in trials]

@@ -306,7 +306,7 @@ def test_a_spraying_oracle_scores_zero_in_a_real_trial(
             out = tmp_path / name
             proc = subprocess.run(
                 [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task.path),
-                 "--agent", "oracle", "--out", str(out)],
+                 "--model", "oracle", "--out", str(out)],
                 capture_output=True, text=True, timeout=300,
             )  # fmt: skip
             found = [json.loads(p.read_text()) for p in out.rglob("reward.json")]
@@ -426,7 +426,7 @@ def test_answers_a_judge_fails_score_zero_through_kwrl_rollout(
         make_task(root, f"h-{name}", world_id=world, solution=name, grader="kwrl")
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "kwrl.cli", "rollout", str(root), "--agent", "oracle",
+        [sys.executable, "-m", "kwrl.cli", "rollout", str(root), "--model", "oracle",
          "--out", str(out), "--concurrency", "2"],
         capture_output=True, text=True, timeout=1200,
     )  # fmt: skip

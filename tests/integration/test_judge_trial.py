@@ -41,7 +41,7 @@ ANSWER_TASK = "task_" + "6" * 32
 DECK_TASK = "task_" + "7" * 32
 GOLD = "Q3 revenue was $283.0m."
 KEY_VAR, KEY = "KWRL_TEST_JUDGE_KEY", "sk-judge-test-0123"
-NO_GW = ["--ek", "gateway=false"]
+NO_GW = ["--sandbox.gateway", "false"]
 
 
 def host_env(**extra: str) -> dict[str, str]:
@@ -118,7 +118,7 @@ def test_a_judged_apex_task_is_graded_by_the_judge_through_a_real_trial(
         f"echo '{GOLD}' > /logs/agent/final_answer.txt\n",
     )
     env = host_env(KWRL_JUDGE_API_KEY_ENV=KEY_VAR, KWRL_JUDGE_MAX_RETRIES="1", **{KEY_VAR: KEY})
-    r = kwrl("trial", "run", task, "--agent", "oracle", "--judge", f"{judge.url}#m",
+    r = kwrl("trial", "run", task, "--model", "oracle", "--judge", f"{judge.url}#m",
              "--out", tmp_path, *NO_GW, env=env)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     [trial] = tmp_path.iterdir()
@@ -206,7 +206,7 @@ def test_eval_calls_the_judge_once_per_judged_criterion(
 ) -> None:
     out = tmp_path / "run"
     r = kwrl("eval", dataset, "--model", "nop", "--judge", judge.spec, "-c", "2", "--out", out,
-             "--n-boot", "100", *NO_GW, env=host_env())  # fmt: skip
+             "--bootstrap.n_boot", "100", *NO_GW, env=host_env())  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     # the answer task's 2 criteria go to the judge; the deck task auto-fails without a deck
     assert len(judge.requests) == 2

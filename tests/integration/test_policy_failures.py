@@ -132,8 +132,8 @@ def agent_group(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                      agent_timeout_sec=20.0)  # fmt: skip
     scripts = "scripts=" + json.dumps(SCRIPTS)  # JSON strings and arrays are TOML
     return _rollout(
-        task, root / "out", "-n", str(len(SCRIPTS)), "--agent", "agent_helpers:RotatingKwrlAgent",
-        "--ak", scripts, "--ak", "context_window=16384",
+        task, root / "out", "-n", str(len(SCRIPTS)), "--harbor_agent", "agent_helpers:RotatingKwrlAgent",
+        "--agent_kwargs", scripts, "--agent.context_window", "16384",
     )  # fmt: skip
 
 
@@ -164,10 +164,10 @@ def test_a_hung_policy_endpoint_masks_its_trial_as_infrastructure(tmp_path: Path
     endpoint's (`policy_timeout`, masked), not the policy's."""
     task = make_task(tmp_path, "hang", world_id=make_world(tmp_path).name, grader="kwrl",
                      agent_timeout_sec=50.0)  # fmt: skip
-    args = ["trial", "run", str(task), "--out", str(tmp_path / "o"), "--agent",
-            "agent_helpers:ScriptedKwrlAgent", "--ak", "turns=" + json.dumps([HANG]),
-            "--ak", "max_tokens_per_turn=2", "--ak", 'tools=["code_execution_*"]',
-            "--ak", "context_window=16384", "--agent.system_prompt", "Use the tools."]  # fmt: skip
+    args = ["trial", "run", str(task), "--out", str(tmp_path / "o"), "--harbor_agent",
+            "agent_helpers:ScriptedKwrlAgent", "--agent_kwargs", "turns=" + json.dumps([HANG]),
+            "--agent.max_tokens_per_turn", "2", "--agent.tools", '["code_execution_*"]',
+            "--agent.context_window", "16384", "--agent.system_prompt", "Use the tools."]  # fmt: skip
     r = CliRunner().invoke(app, args)
     text = " ".join(r.output.split())
     assert r.exit_code == 1 and "cause policy_timeout masked" in text, r.output

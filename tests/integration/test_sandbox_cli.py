@@ -26,12 +26,12 @@ def test_trial_run_prints_the_reward_per_criterion(tmp_path: Path) -> None:
             "trial",
             "run",
             str(task),
-            "--agent",
+            "--model",
             "oracle",
             "--out",
             str(tmp_path / "out"),
-            "--ek",
-            "gateway=false",
+            "--sandbox.gateway",
+            "false",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -47,7 +47,7 @@ def test_rollout_writes_a_summary(tmp_path: Path) -> None:
         [
             "rollout",
             str(tmp_path / "ds"),
-            "--agent",
+            "--model",
             "nop",
             "-n",
             "2",
@@ -55,8 +55,8 @@ def test_rollout_writes_a_summary(tmp_path: Path) -> None:
             "4",
             "--out",
             str(out),
-            "--ek",
-            "gateway=false",
+            "--sandbox.gateway",
+            "false",
         ],
     )
     assert result.exit_code == 0, result.output

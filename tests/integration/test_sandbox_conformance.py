@@ -82,7 +82,8 @@ def test_the_cli_names_the_duty_an_environment_breaks(tmp_path: Path) -> None:
     from kwrl.cli import app
 
     env = f"{__name__}:SwappedInitial"
-    args = ["sandbox", "conform", "--env", env, "--only", "verifier_phase", "--work", str(tmp_path)]
+    args = ["sandbox", "conform", "--sandbox.environment", env, "--only", "verifier_phase",
+            "--work", str(tmp_path)]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
     assert "FAIL verifier_phase" in result.output and "initial_world_wrong" in result.output

@@ -32,7 +32,7 @@ echo 'The answer is 42.' > /logs/agent/final_answer.txt
 def _trial(python: str, task: Path, out: Path, env: dict[str, str] | None = None) -> Path:
     """Run `kwrl trial run TASK --agent oracle` with `python`; the trial dir."""
     proc = subprocess.run(
-        [python, "-m", "kwrl.cli", "trial", "run", str(task), "--agent", "oracle", "--out", str(out)],
+        [python, "-m", "kwrl.cli", "trial", "run", str(task), "--model", "oracle", "--out", str(out)],
         capture_output=True, text=True, timeout=300, check=False, cwd=out.parent,
         env={**os.environ, "HARBOR_TELEMETRY": "0", **(env or {})},
     )  # fmt: skip
@@ -128,9 +128,9 @@ def test_a_plain_user_runs_an_oracle_trial_in_a_rootless_sandbox() -> None:
 
         def trial(*ek: str) -> tuple[int, str, Path]:
             out = home / f"trials{len(ek)}"
-            argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--agent"]
-            argv += ["oracle", "--out", str(out), "--ek", f"sandbox_dir={home / 'sbx'}"]
-            argv += [a for k in ek for a in ("--ek", k)]
+            argv = [sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--model"]
+            argv += ["oracle", "--out", str(out), "--sandbox.sandbox_dir", str(home / "sbx")]
+            argv += [a for k in ek for a in ("--sandbox.kwargs", k)]
             proc = subprocess.run(
                 _as_user(user, argv, home), capture_output=True, text=True, timeout=300,
                 check=False, cwd=home, env={**os.environ, "HARBOR_TELEMETRY": "0", "COLUMNS": "400"},
@@ -146,7 +146,10 @@ def test_a_plain_user_runs_an_oracle_trial_in_a_rootless_sandbox() -> None:
         assert rc != 0, out
         why = (d / "exception.txt").read_text()
         if userns.returncode != 0:  # a host without unprivileged user namespaces
-            assert "refuses unprivileged user namespaces" in why and "--env docker" in why, why
+            assert (
+                "refuses unprivileged user namespaces" in why
+                and "--sandbox.environment docker" in why
+            ), why
             return
         # No writable cgroups here for a plain user: refused by default, naming what is missing.
         assert "cannot apply memory_mb=1024, cpus=1.0" in why, why

@@ -41,7 +41,7 @@ SERVE_LOG: list[str] = []
 @pytest.fixture(scope="module")
 def server(model_dir: Path) -> Iterator[str]:
     """`kwrl serve MODEL --port 0`; yields the base URL from its ready line (stderr in SERVE_LOG;
-    `--served_name` spelled as other verbs spell their flags)."""
+    `--served_name`, a `ServeConfig` field)."""
     cmd = [sys.executable, "-m", "kwrl.cli", "serve", str(model_dir), "--port", "0"]
     cmd += ["--threads", "1", "--served_name", "smollm2"]
     proc = subprocess.Popen(

@@ -24,8 +24,8 @@ def test_trial_run_passes_agent_settings_and_fits_the_tools_to_the_model(tmp_pat
     out = tmp_path / "trials"
     argv = [
         sys.executable, "-m", "kwrl.cli", "trial", "run", str(task), "--out", str(out),
-        "--agent", "kwrl.agent:KwrlAgent", "--model", "engine:smollm2-135m",
-        "--ak", "max_steps=1", "--ak", "max_tokens_per_turn=8", "--ak", "temperature=0.0",
+        "--model", "engine:smollm2-135m",
+        "--agent.max_steps", "1", "--agent.max_tokens_per_turn", "8", "--agent.temperature", "0.0",
     ]  # fmt: skip
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=600, check=False,

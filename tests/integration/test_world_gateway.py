@@ -63,7 +63,7 @@ def start_gateway(
     """Start `kwrl world serve` (on ROOT itself: the tests' scratch world) and wait (with a
     deadline) for its ready line."""
     cmd = [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), *extra]
-    cmd += ["--in-place"] if in_place else []
+    cmd += ["--in_place"] if in_place else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log.open("wb"))
     assert proc.stdout is not None
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -497,7 +497,7 @@ def test_gateway_over_a_unix_socket(world: Path, tmp_path: Path) -> None:
 def test_a_world_seed_is_served_as_a_copy_unless_in_place(world: Path, tmp_path: Path) -> None:
     """A gold `powerpoint_add_slide` and a `code_exec` write change the served copy (read back
     through the gateway), never the seed dir: byte for byte, nothing under it changes. Before, the
-    tool calls wrote into the dataset's world seed. `--in-place` changes the seed."""
+    tool calls wrote into the dataset's world seed. `--in_place` changes the seed."""
     seed = tmp_path / "seed"
     shutil.copytree(world / "world", seed, symlinks=True)
 

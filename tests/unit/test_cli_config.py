@@ -1,5 +1,5 @@
 """Flags generated from a config's fields (`kwrl.cli_config`): every verb that runs trials lists
-the same trial settings, from one model; flags become the config; old flags still work, said so."""
+the same trial settings, from one model; flags become the config; 0.1.0's spellings are gone."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kwrl.cli import app
 from kwrl.cli_config import build_config, config_flags
 from kwrl.config import KwrlConfig
 from kwrl.errors import ConfigError
-from kwrl.rollout.settings import TRIAL_LEGACY, TRIAL_PANEL, TrialSettings, trial_panel
+from kwrl.rollout.settings import TRIAL_PANEL, TrialSettings, trial_panel
 
 VERBS = ("eval", "rollout", "train", "smoke")
 WIDE = {"COLUMNS": "250", "TERMINAL_WIDTH": "250"}
@@ -68,7 +68,7 @@ probe = typer.Typer()
 
 
 @probe.command()
-@config_flags(TrialSettings, legacy=TRIAL_LEGACY, panel=trial_panel, short={"concurrency": "-c"})
+@config_flags(TrialSettings, panel=trial_panel, short={"concurrency": "-c"})
 def show(overrides: dict[str, Any]) -> None:
     cfg = build_config(TrialSettings, overrides, "probe")
     sets = {"set": sorted(cfg.model_fields_set), "agent_set": sorted(cfg.agent.model_fields_set)}
@@ -103,17 +103,19 @@ def test_dotted_flags_are_the_configs_keys_and_only_given_ones_are_set() -> None
     assert one_array.agent.tools == ["a", "b"]
 
 
-def test_old_flags_still_work_and_say_their_new_spelling() -> None:
-    _, cfg, err = _run(
-        "--ak", "max_steps=7", "--ak", "tokenizer=tok", "--ek", "gateway=false",
-        "--env", "local", "--agent-timeout", "30",
-    )  # fmt: skip
-    assert cfg.agent.max_steps == 7 and cfg.tokenizer == "tok" and cfg.agent_timeout_sec == 30
-    assert cfg.sandbox.gateway is False and cfg.sandbox.kwargs == {}  # typed: a local setting
-    assert "deprecated: --ak: use --agent.max_steps, --tokenizer" in err
-    assert "deprecated: --ek: use --sandbox.kwargs.gateway" in err
-    assert "deprecated: --env: use --sandbox.environment" in err
-    _, docker, _ = _run("-e", "docker", "--ek", "cpus=2")  # another environment keeps its kwargs
+@pytest.mark.parametrize(
+    "old", [["--ak", "max_steps=7"], ["--ek", "gateway=false"], ["--env", "local"], ["-e", "x"],
+            ["--agent-timeout", "30"]],
+)  # fmt: skip
+def test_the_flags_of_0_1_0_are_unknown(old: list[str]) -> None:
+    r = CliRunner().invoke(probe, old)
+    assert r.exit_code == 2 and "No such option" in r.output, r.output
+
+
+def test_a_local_setting_given_as_a_kwarg_is_typed_and_another_environment_keeps_its_own() -> None:
+    _, cfg, _ = _run("--sandbox.kwargs", "gateway=false")
+    assert cfg.sandbox.gateway is False and cfg.sandbox.kwargs == {}
+    _, docker, _ = _run("--sandbox.environment", "docker", "--sandbox.kwargs", "cpus=2")
     assert docker.sandbox.environment_kwargs() == {"cpus": 2}
 
 
@@ -128,14 +130,10 @@ def test_a_bad_flag_value_is_an_error_naming_its_key() -> None:
         cfg.sandbox.environment_kwargs()
 
 
-def test_old_config_keys_load_for_one_release_with_a_warning() -> None:
-    with pytest.warns(FutureWarning, match="environment_kwargs.pids_max: use sandbox.pids_max"):
-        cfg = TrialSettings.model_validate(
-            {"environment": "local", "environment_kwargs": {"pids_max": 64},
-             "agent_kwargs": {"max_steps": 3, "policy_config": {"timeout_s": 5.0}}}
-        )  # fmt: skip
-    assert cfg.sandbox.pids_max == 64 and cfg.agent.max_steps == 3
-    assert cfg.policy == {"timeout_s": 5.0}
+@pytest.mark.parametrize("old", ["environment", "environment_kwargs", "agent_kwargs", "max_steps"])
+def test_the_config_keys_of_0_1_0_are_refused_naming_the_key(old: str) -> None:
+    with pytest.raises(ConfigError, match=rf"(?s)probe.*\n  {old}: Extra inputs"):
+        build_config(TrialSettings, {old: {}}, "probe")
 
 
 def test_the_policy_settings_are_checked_when_the_config_is() -> None:

@@ -6,9 +6,7 @@ command after an interruption runs only what is missing (RUN_DIR is claimed by
 `kwrl.io.claim_output`: a run dir of an earlier `kwrl eval` goes on, any other non-empty dir needs
 `--overwrite`, and a task that cannot run is refused in one line before any trial). Its flags are `EvalConfig`'s fields
 (`kwrl.cli_config`), trial settings included: `--agent.max_steps 20`, `--agent.tools 'mail_*'`,
-`--sandbox.gateway false`, `--judge SPEC` (env KWRL_JUDGE). The flags of the release before
-(`--ak`, `--ek`, `--env`, `--max-steps`, `--max-tokens`, `--tools`, `--n-samples`, ...) still work
-for one release and print their new spelling. `kwrl report` re-renders a run's report from its
+`--sandbox.gateway false`, `--judge SPEC` (env KWRL_JUDGE). `kwrl report` re-renders a run's report from its
 trials and prints the run's manifest (`kwrl.rollout.manifest`: kwrl version and commit, config
 hash, seeds, judge and prompt hash; each trial's world digest is in its row), or with `--compare OTHER` writes compare.json/compare.html (run - other, paired on shared
 tasks).
@@ -25,22 +23,11 @@ from typing import Annotated, Any
 
 import typer
 
-from kwrl.cli_config import Legacy, build_config, config_flags
-from kwrl.eval.config import EvalConfig
-from kwrl.rollout.settings import TRIAL_LEGACY, trial_panel
+from kwrl.cli_config import build_config, config_flags
+from kwrl.eval.config import EvalConfig, ReportConfig
+from kwrl.rollout.settings import trial_panel
 
 EVAL_SHORT = {"model": "-m", "n_samples": "-k", "concurrency": "-c"}
-EVAL_LEGACY = (
-    *TRIAL_LEGACY,
-    Legacy(("--n-samples",), lambda v: {"n_samples": v}),
-    Legacy(("--sample-seed",), lambda v: {"sample_seed": v}),
-    Legacy(("--seed",), lambda v: {"bootstrap.seed": v}),
-    Legacy(("--n-boot",), lambda v: {"bootstrap.n_boot": v}),
-    Legacy(("--max-steps",), lambda v: {"agent.max_steps": v}),
-    Legacy(("--max-tokens",), lambda v: {"agent.max_tokens_per_turn": v}),
-    Legacy(("--tools",), lambda v: {"agent.tools": v}, many=True),
-)
-"""`kwrl eval`'s flags of the release before its config's flags, kept one release."""
 
 
 def _print_summary(run_dir: Path) -> None:
@@ -98,7 +85,7 @@ def _print_summary(run_dir: Path) -> None:
 
 
 @config_flags(
-    EvalConfig, exclude={"dataset"}, short=EVAL_SHORT, legacy=EVAL_LEGACY, panel=trial_panel,
+    EvalConfig, exclude={"dataset"}, short=EVAL_SHORT, panel=trial_panel,
     envvar={"judge": "KWRL_JUDGE"},
 )  # fmt: skip
 def eval_(
@@ -152,11 +139,11 @@ def eval_(
     _print_summary(out)
 
 
+@config_flags(ReportConfig)
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A `kwrl eval` run dir.")],
-    compare: Annotated[
-        Path | None, typer.Option("--compare", help="Another run dir: paired differences.")
-    ] = None,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Re-render RUN_DIR/report.html (and eval.json), or compare it with another run."""
     from rich.console import Console
@@ -166,6 +153,7 @@ def report(
     from kwrl.eval.run import RUN_FILES
     from kwrl.io import claim_output
 
+    compare = build_config(ReportConfig, overrides, "kwrl report").compare
     console = Console()
     if not (run_dir / "eval.toml").is_file():
         raise OutputError(f"RUN_DIR {run_dir}: not a `kwrl eval` run dir (no eval.toml)")

@@ -45,3 +45,10 @@ class EvalConfig(TrialSettings, OutputConfig):
     numbers), so their paired comparison (`kwrl report --compare`) is less noisy. None: unseeded."""
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
     """Interval settings of the report."""
+
+
+class ReportConfig(KwrlConfig):
+    """`kwrl report`'s config (its flags)."""
+
+    compare: Path | None = None
+    """Another run dir: paired differences (compare.json, compare.html)."""

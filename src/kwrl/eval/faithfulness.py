@@ -721,7 +721,7 @@ class Gateway:
 
     def __init__(self, root: Path, sock: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--uds", str(sock), "--in-place"],
+            [sys.executable, "-m", "kwrl.cli", "world", "serve", str(root), "--uds", str(sock), "--in_place"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None

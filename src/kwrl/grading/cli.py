@@ -11,7 +11,7 @@ write needs `--overwrite`, which keeps what is there but the two files).
 
 Everything in the trial dir was written by the agent or its sandbox: the answer is read without
 following links (a link or a FIFO is no answer, `kwrl.grading.files`), the archive is
-extracted with the same checks as any archive plus a size cap (`--max-bytes`), and the agent's
+extracted with the same checks as any archive plus a size cap (`--max_bytes`), and the agent's
 workbooks are recalculated by LibreOffice in the verifier's own network-less sandbox, never as
 host root in the host's namespaces (`kwrl.grading.recalc`). The regrade runs
 under the verifier's grading budget (`kwrl.grading.budget`, env `KWRL_GRADER_*`), so it fails the
@@ -32,10 +32,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kwrl.cli_config import build_config, config_flags
+from kwrl.config import ByteSize, OutputConfig
 from kwrl.errors import TaskFormatError
 
 if TYPE_CHECKING:
@@ -125,46 +127,36 @@ def _task_dir_of(trial_dir: Path) -> Path:
     return Path(path)
 
 
+class GradeConfig(OutputConfig):
+    """`kwrl grade`'s config (its flags)."""
+
+    judge: str | None = None
+    """Judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL (default env KWRL_JUDGE)."""
+    task: Path | None = None
+    """The task dir (default: from the trial's config.json)."""
+    cache: Path | None = None
+    """Judge verdict cache dir (default env KWRL_JUDGE_CACHE)."""
+    scoring: str = "apex_v1_grade_score"
+    """apex_v1_grade_score | mean | all_pass"""
+    write: bool = False
+    """Write reward.json and grades.json to --out."""
+    out: Path | None = None
+    """Output dir for --write (default TRIAL_DIR/verifier, where the verifier wrote them); another
+    dir must be new or empty, else --overwrite."""
+    max_bytes: ByteSize = 1024**3
+    """Cap on the bytes extracted from changes.tar.gz (e.g. 1GiB)."""
+
+
+@config_flags(GradeConfig, switches={"write", "overwrite"})
 def grade(
     trial_dir: Annotated[
         Path, typer.Argument(help="A finished harbor trial dir (verifier/changes.tar.gz).")
     ],
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            help="Judge spec: http(s)://HOST:PORT/v1#NAME or litellm:PROVIDER/MODEL (default env KWRL_JUDGE)."
-        ),
-    ] = None,
-    task: Annotated[
-        Path | None, typer.Option(help="The task dir (default: from the trial's config.json).")
-    ] = None,
-    cache: Annotated[
-        Path | None, typer.Option(help="Judge verdict cache dir (default env KWRL_JUDGE_CACHE).")
-    ] = None,
-    scoring: Annotated[
-        str, typer.Option(help="apex_v1_grade_score | mean | all_pass")
-    ] = "apex_v1_grade_score",
-    write: Annotated[
-        bool, typer.Option(help="Write reward.json and grades.json to --out.")
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="Output dir for --write (default TRIAL_DIR/verifier, where the verifier wrote "
-            "them); another dir must be new or empty, else --overwrite."
-        ),
-    ] = None,
-    overwrite: Annotated[
-        bool,
-        typer.Option(
-            help="With --write --out: write into a non-empty dir (replaces only what kwrl wrote "
-            "there)."
-        ),
-    ] = False,
-    max_bytes: Annotated[
-        int, typer.Option(help="Cap on the bytes extracted from changes.tar.gz.")
-    ] = 1024**3,
+    # Not a user's flag: how kwrl reruns this command inside the regrade sandbox
+    # (`kwrl.sandbox.regrade`); the verb's flags are GradeConfig's.
     in_sandbox: Annotated[bool, typer.Option(hidden=True)] = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Regrade a finished trial from its changes archive, the task's world and the final answer.
 
@@ -181,6 +173,10 @@ def grade(
     from kwrl.io import claim_output, write_json
     from kwrl.tasks.taskdir import load_task
 
+    cfg = build_config(GradeConfig, overrides, "kwrl grade")
+    judge, task, cache, scoring, write, out = (
+        cfg.judge, cfg.task, cfg.cache, cfg.scoring, cfg.write, cfg.out
+    )  # fmt: skip
     trial_dir = trial_dir.resolve()
     refused = not_regradable(trial_dir)
     if refused is not None:
@@ -192,11 +188,11 @@ def grade(
         raise TaskFormatError(archive, None, "missing or not a regular file")
     if write and out is not None and not in_sandbox and out.resolve() != archive.parent:
         claim_output(
-            out, "kwrl grade", overwrite=overwrite, inputs=[trial_dir, td.path, td.world_dir]
+            out, "kwrl grade", overwrite=cfg.overwrite, inputs=[trial_dir, td.path, td.world_dir]
         ).open(GRADE_FILES)
     if not in_sandbox and os.environ.get(ENV_SANDBOX, "").lower() != "off":
         args = [str(trial_dir), "--task", str(td.path.resolve()), "--scoring", scoring]
-        args += ["--max-bytes", str(max_bytes)]
+        args += ["--max_bytes", str(cfg.max_bytes)]
         if cache:
             args += ["--cache", str(_made(cache))]
         if write:
@@ -209,7 +205,7 @@ def grade(
     judge_config = JudgeConfig.from_env(judge, **overrides)
 
     with tempfile.TemporaryDirectory(prefix="kwrl-grade-") as tmp:
-        listing = read_changes_archive(archive, Path(tmp), max_bytes=max_bytes)
+        listing = read_changes_archive(archive, Path(tmp), max_bytes=cfg.max_bytes)
         layers = task_layers(td.world_dir, td.overlay_dir)
         initial = StateView.of(layers)
         final = StateView.of([*layers, Path(tmp)], deleted=listing["deleted"])

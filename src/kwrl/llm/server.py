@@ -7,7 +7,7 @@ Routes (vLLM's shapes, so the same client talks to `kwrl serve` and a vLLM fleet
   `prompt_token_ids` and `token_ids`). `session_id`, `cache_salt` and `user` are accepted and
   ignored: one process has one cache and no routing.
 - `POST /v1/chat/completions`: `messages`, `tools` (rendered into the template; calls written in
-  the server's tool-call format, `kwrl serve --tool-call-parser` as vLLM names it: Hermes'
+  the server's tool-call format, `kwrl serve --tool_call_parser` (vLLM's `--tool-call-parser`): Hermes'
   `<tool_call>` JSON by default, `qwen3_xml` or `glm4` for those models, come back as OpenAI
   `tool_calls`, finish reason `tool_calls`, each call with an id of its own), `tool_choice`
   (`auto`; `none`; `required` or a named function force a call: the format's call opening,

@@ -14,8 +14,6 @@ has neither `-n`, `--concurrency` nor retries), trial settings included: `--mode
 `--harbor_agent module:Class --agent_kwargs key=value`, `-n 4`, `--agent.max_steps 20`,
 `--sandbox.gateway false`, `--judge SPEC` (default env `KWRL_JUDGE`: it reaches the verifier with
 its settings and key variable through harbor's verifier env, `kwrl.grading.judges.judge_env`).
-The old flags (`--agent`, `--ak key=value`, `--ek key=value`, `--env`, `--agent-timeout`) still
-work for one release and print their new spelling.
 """
 
 from __future__ import annotations
@@ -26,23 +24,14 @@ from typing import Annotated, Any
 
 import typer
 
-from kwrl.cli_config import Legacy, build_config, config_flags
-from kwrl.rollout.config import RolloutRun
-from kwrl.rollout.settings import HARBOR_AGENTS, KWRL_AGENT, TRIAL_LEGACY, trial_panel
+from kwrl.cli_config import build_config, config_flags
+from kwrl.rollout.config import RolloutRun, TrialRunConfig
+from kwrl.rollout.settings import KWRL_AGENT, trial_panel
 
 trial_app = typer.Typer(help="Run single trials.", no_args_is_help=True)
 
 
-def _old_agent(agent: str) -> dict[str, str]:
-    """Where an old `--agent NAME` goes now: oracle and nop are models, KwrlAgent the default."""
-    if agent in HARBOR_AGENTS:
-        return {"model": agent}
-    return {} if agent == KWRL_AGENT else {"harbor_agent": agent}
-
-
 ROLLOUT_SHORT = {"model": "-m", "n_samples": "-n", "concurrency": "-c"}
-ROLLOUT_LEGACY = (*TRIAL_LEGACY, Legacy(("--agent", "-a"), _old_agent))
-"""`kwrl rollout`'s flags of the release before its config's flags, kept one release."""
 
 
 def _criteria_table(trial_dir: Path, criteria: dict[str, float]) -> Any:
@@ -67,24 +56,17 @@ def _criteria_table(trial_dir: Path, criteria: dict[str, float]) -> Any:
     return table
 
 
-TRIAL_RUN_EXCLUDE = {"dataset", "out", "n_samples", "concurrency", "retries"}
-"""RolloutRun's fields that are not `kwrl trial run`'s: one task, one trial, no retry."""
+TRIAL_RUN_EXCLUDE = {"dataset", "n_samples", "concurrency", "retries"}
+"""TrialRunConfig's fields that are not `kwrl trial run`'s flags: one task, one trial, no retry."""
 
 
 @trial_app.command("run")
 @config_flags(
-    RolloutRun, exclude=TRIAL_RUN_EXCLUDE, short={"model": "-m"}, legacy=ROLLOUT_LEGACY,
+    TrialRunConfig, exclude=TRIAL_RUN_EXCLUDE, short={"model": "-m"},
     panel=trial_panel, envvar={"judge": "KWRL_JUDGE"},
 )  # fmt: skip
 def trial_run(
     task_dir: Annotated[Path, typer.Argument(help="A task dir (holds instruction.md).")],
-    out: Annotated[
-        Path,
-        typer.Option(
-            help="Dir of trial dirs: each run adds a new one (task__agent[-N]), nothing there "
-            "is replaced."
-        ),
-    ] = Path("runs/trials"),
     *,
     overrides: dict[str, Any],
 ) -> None:
@@ -98,7 +80,8 @@ def trial_run(
     from kwrl.rollout.runner import check_task_config, run_trial
 
     given = {**overrides, "dataset": task_dir, "retries": 0}
-    cfg = build_config(RolloutRun, given, "kwrl trial run").rollout_config()  # bad: exit 2
+    run = build_config(TrialRunConfig, given, "kwrl trial run")
+    cfg, out = run.rollout_config(), run.out  # bad: exit 2
     check_task_config(task_dir)  # no or bad task.toml (limits included): exit 2
     preflight(cfg)  # a model, tokenizer or endpoint that cannot be had: one line, exit 2
     check_output_path(out, "kwrl trial run", inputs=[task_dir])  # each run adds a new dir
@@ -129,7 +112,7 @@ def trial_run(
 
 
 @config_flags(
-    RolloutRun, exclude={"dataset"}, short=ROLLOUT_SHORT, legacy=ROLLOUT_LEGACY,
+    RolloutRun, exclude={"dataset"}, short=ROLLOUT_SHORT,
     panel=trial_panel, envvar={"judge": "KWRL_JUDGE"},
 )  # fmt: skip
 def rollout(

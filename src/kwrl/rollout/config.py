@@ -1,4 +1,4 @@
-"""`kwrl rollout`'s and `kwrl trial run`'s config: `RolloutRun` (their flags).
+"""`kwrl rollout`'s and `kwrl trial run`'s configs: `RolloutRun` and `TrialRunConfig` (their flags).
 
 A module of its own, importing neither harbor nor the agent loop, so that the `kwrl` command
 builds their flags from it (`kwrl.cli_config`) without loading what the trials run with.
@@ -52,3 +52,11 @@ class RolloutRun(TrialSettings, OutputConfig):
         return build_rollout_config(
             self, model, agent=agent, agent_kwargs=self.agent_kwargs, n_samples=self.n_samples
         )
+
+
+class TrialRunConfig(RolloutRun):
+    """`kwrl trial run`'s config (its flags): `RolloutRun` for one trial of one task, which adds
+    its trial dir to `out` (the verb leaves out `n_samples`, `concurrency` and `retries`)."""
+
+    out: Path = Path("runs/trials")
+    """Dir of trial dirs: each run adds a new one (task__agent[-N]), nothing there is replaced."""

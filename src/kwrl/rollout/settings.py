@@ -15,27 +15,19 @@ kwargs.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from kwrl.agent.config import AgentConfig
-from kwrl.cli_config import Legacy, kv_items
-from kwrl.config import KwrlConfig, format_validation_error, set_dotted
-from kwrl.sandbox.base import LocalSandboxConfig
+from kwrl.config import KwrlConfig, format_validation_error
+from kwrl.sandbox.base import LOCAL as LOCAL  # the preset TrialSettings defaults to
+from kwrl.sandbox.base import SandboxSettings
 
-LOCAL = "local"
-"""The environment preset of the local (bubblewrap) sandbox."""
 KWRL_AGENT = "kwrl.agent:KwrlAgent"
 """Import path of KwrlAgent, the agent of every policy spec."""
 HARBOR_AGENTS = ("oracle", "nop")
 """harbor's own agents: named where a model goes, they run without a policy."""
-MOVED = {"environment", "environment_kwargs", "agent_kwargs", "max_steps"}
-"""Keys of the release before `TrialSettings` owned `[agent]` and `[sandbox]` (read one more
-release, with a FutureWarning)."""
-OLD_AGENT_KWARGS = {"tokenizer": "tokenizer", "policy_config": "policy"}
-"""KwrlAgent kwargs that were agent kwargs (`agent_kwargs.*`, `--ak`) and are settings of their own."""
 
 
 def table_of(value: Any) -> dict[str, Any]:
@@ -43,10 +35,6 @@ def table_of(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
         return value.model_dump(exclude_unset=True)
     return dict(value or {})
-
-
-def _moved(old: str, new: str) -> None:
-    warnings.warn(f"deprecated: {old}: use {new}", FutureWarning, stacklevel=2)
 
 
 class TrialRun(KwrlConfig):
@@ -59,50 +47,6 @@ class TrialRun(KwrlConfig):
     """Retries of a trial that failed for an infrastructure reason (never a failure of the policy)."""
     agent_timeout_sec: float | None = Field(default=None, gt=0)
     """Override of task.toml's agent timeout (seconds); None: the task's."""
-
-
-class SandboxSettings(LocalSandboxConfig):
-    """Where each trial runs: an environment preset, with the local sandbox's settings typed
-    (`kwrl.sandbox.base.LocalSandboxConfig`) and any other environment's as `kwargs`."""
-
-    environment: str = LOCAL
-    """Trial environment: local (the bubblewrap sandbox), docker, modal, or an environment import
-    path module:Class. The other sandbox.* settings but `kwargs` apply to local only."""
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Further keyword arguments of the environment (docker's, modal's, an import path's)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _typed_local_kwargs(cls, data: Any) -> Any:
-        """The local sandbox's settings given in `kwargs` (old `--ek`, `environment_kwargs`)
-        become its typed fields, so they are validated here, not at the trial's start."""
-        if not isinstance(data, dict) or data.get("environment", LOCAL) != LOCAL:
-            return data
-        kwargs = dict(data.get("kwargs") or {})
-        typed = {k: kwargs.pop(k) for k in list(kwargs) if k in LocalSandboxConfig.model_fields}
-        return {**data, **typed, "kwargs": kwargs} if typed else data
-
-    def environment_kwargs(self) -> dict[str, Any]:
-        """harbor's environment kwargs: the local settings that differ from their defaults (so a
-        config read back from TOML gives the same), then `kwargs`. Raises ConfigError for a local
-        setting given to another environment."""
-        from kwrl.errors import ConfigError
-
-        local = {
-            k: v
-            for k, v in self.model_dump(mode="json", exclude={"environment", "kwargs"}).items()
-            if v != _LOCAL_DEFAULTS[k]
-        }
-        if local and self.environment != LOCAL:
-            names = ", ".join(f"sandbox.{k}" for k in sorted(local))
-            raise ConfigError(
-                f"{names}: settings of the local sandbox, not of environment "
-                f"{self.environment!r}; give its settings as sandbox.kwargs"
-            )
-        return {**local, **self.kwargs}
-
-
-_LOCAL_DEFAULTS = LocalSandboxConfig().model_dump(mode="json")
 
 
 class TrialSettings(TrialRun):
@@ -140,56 +84,6 @@ class TrialSettings(TrialRun):
         except ValidationError as e:
             raise ValueError(format_validation_error("policy", e).replace("\n", ";")) from None
         return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_keys(cls, data: Any) -> Any:
-        """Keys of the release before `[agent]`/`[sandbox]` (eval.toml, train TOML, SkyRL's
-        `kwrl.*`) still load for one release, each with a FutureWarning naming its new key."""
-        if not isinstance(data, dict) or not MOVED & data.keys():
-            return data
-        data = dict(data)
-        sandbox = table_of(data.get("sandbox"))
-        agent = table_of(data.get("agent"))
-        if "environment" in data:
-            sandbox["environment"] = data.pop("environment")
-            _moved("environment", "sandbox.environment")
-        for k, v in (data.pop("environment_kwargs", None) or {}).items():
-            set_dotted(sandbox, f"kwargs.{k}", v)  # typed below where the sandbox is local
-            _moved(f"environment_kwargs.{k}", f"sandbox.{k}")
-        if "max_steps" in data and "max_steps" not in cls.model_fields:
-            agent["max_steps"] = data.pop("max_steps")
-            _moved("max_steps", "agent.max_steps")
-        if "agent_kwargs" in data and "agent_kwargs" not in cls.model_fields:
-            for k, v in (data.pop("agent_kwargs") or {}).items():
-                new = OLD_AGENT_KWARGS.get(k, f"agent.{k}")
-                if new.startswith("agent."):
-                    agent[k] = v
-                else:
-                    data[new] = v
-                _moved(f"agent_kwargs.{k}", new)
-        if sandbox:
-            data["sandbox"] = sandbox
-        if agent:
-            data["agent"] = agent
-        return data
-
-
-def _agent_kwarg(key: str) -> str:
-    """Where an old `--ak key=value` goes now."""
-    if key in AgentConfig.model_fields:
-        return f"agent.{key}"
-    return OLD_AGENT_KWARGS.get(key, f"agent_kwargs.{key}")
-
-
-TRIAL_LEGACY = (
-    Legacy(("--env", "-e"), lambda v: {"sandbox.environment": v}),
-    Legacy(("--ek",), lambda v: kv_items(v, lambda k: f"sandbox.kwargs.{k}"), many=True),
-    Legacy(("--ak",), lambda v: kv_items(v, _agent_kwarg), many=True),
-    Legacy(("--agent-timeout",), lambda v: {"agent_timeout_sec": v}),
-)
-"""The trial flags of the release before `TrialSettings` (`--env`, `--ek`, `--ak`,
-`--agent-timeout`), kept one release by every verb that runs trials."""
 
 
 def trial_panel(key: str) -> str | None:

@@ -1,7 +1,9 @@
 """Shared pieces of kwrl's sandboxes: settings, the world a task runs in, the bubblewrap command line.
 
 - `LocalSandboxConfig`: the knobs of `LocalEnvironment`, passed by harbor as environment kwargs
-  (`--ek key=value` on harbor's CLI, `environment.kwargs` in a trial config).
+  (`--ek key=value` on harbor's CLI, `environment.kwargs` in a trial config); `SandboxSettings`:
+  where a verb's trials run (`--sandbox.environment`), the local knobs typed and any other
+  environment's as `kwargs` (the `[sandbox]` of every verb that runs trials).
 - `resolve_world(task_dir)`: the world seed and task overlay of a task dir (docs/architecture.md:
   `archipelago.json:world_dir`, else `../../worlds/<world_id>`); a task without archipelago.json runs
   on an empty world, so stock harbor tasks work too.
@@ -30,9 +32,9 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 import kwrl
 from kwrl.config import KwrlConfig
@@ -66,6 +68,8 @@ SANDBOX_GATEWAY_SOCKET = "/kwrl/run/gateway.sock"
 
 # The line a gateway prints once it serves (a forked or an exec'd one); its starter waits for it.
 GATEWAY_READY = b"kwrl-gateway ready"
+LOCAL = "local"
+"""The environment preset of the local (bubblewrap) sandbox (`kwrl.sandbox.presets`)."""
 INODES_PER_MB = 64
 """Files and dirs a trial's storage holds per MiB of storage_mb unless `storage_inodes` says."""
 MIN_INODES = 4096
@@ -117,6 +121,50 @@ class LocalSandboxConfig(KwrlConfig):
     """Start trials even where this host cannot apply their memory, process or CPU limit or kill
     all their processes (no writable cgroup v1 controllers or delegated cgroup v2 subtree): by
     default start() refuses, naming what is missing. For hosts and agents you trust only."""
+
+
+class SandboxSettings(LocalSandboxConfig):
+    """Where each trial runs: an environment preset, with the local sandbox's settings typed
+    (`LocalSandboxConfig`) and any other environment's as `kwargs`."""
+
+    environment: str = LOCAL
+    """Trial environment: local (the bubblewrap sandbox), docker, modal, or an environment import
+    path module:Class. The other sandbox.* settings but `kwargs` apply to local only."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Further keyword arguments of the environment (docker's, modal's, an import path's)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_local_kwargs(cls, data: Any) -> Any:
+        """The local sandbox's settings given in `kwargs` (`--sandbox.kwargs gateway=false`)
+        become its typed fields, so they are validated here, not at the trial's start."""
+        if not isinstance(data, dict) or data.get("environment", LOCAL) != LOCAL:
+            return data
+        kwargs = dict(data.get("kwargs") or {})
+        typed = {k: kwargs.pop(k) for k in list(kwargs) if k in LocalSandboxConfig.model_fields}
+        return {**data, **typed, "kwargs": kwargs} if typed else data
+
+    def environment_kwargs(self) -> dict[str, Any]:
+        """harbor's environment kwargs: the local settings that differ from their defaults (so a
+        config read back from TOML gives the same), then `kwargs`. Raises ConfigError for a local
+        setting given to another environment."""
+        from kwrl.errors import ConfigError
+
+        local = {
+            k: v
+            for k, v in self.model_dump(mode="json", exclude={"environment", "kwargs"}).items()
+            if v != _LOCAL_DEFAULTS[k]
+        }
+        if local and self.environment != LOCAL:
+            names = ", ".join(f"sandbox.{k}" for k in sorted(local))
+            raise ConfigError(
+                f"{names}: settings of the local sandbox, not of environment "
+                f"{self.environment!r}; give its settings as sandbox.kwargs"
+            )
+        return {**local, **self.kwargs}
+
+
+_LOCAL_DEFAULTS = LocalSandboxConfig().model_dump(mode="json")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 harbor's `BaseEnvironment` runs commands and moves files; a kwrl trial needs more, and
 `KwrlEnvironment` (a `BaseEnvironment`) states it. An environment that subclasses it and passes
-the conformance suite (`kwrl sandbox conform --env module:Class`, `kwrl.sandbox.conformance.suite`)
+the conformance suite (`kwrl sandbox conform --sandbox.environment module:Class`, `kwrl.sandbox.conformance.suite`)
 runs kwrl's tasks as `kwrl.sandbox.local:LocalEnvironment` does; docs/contracts.md says the same
 in prose, docs/extending.md how to add one.
 

@@ -3,21 +3,17 @@
 Its flags are `kwrl.synth.generate.SynthConfig`'s fields (`kwrl.cli_config`): `--out D`,
 `--worlds 3`, `--tasks_per_world 10`, `--seed 0`, `--domains Law` (repeated, or comma-joined),
 `--layout apex-hf`, `--workers 2`, and the switches `--overwrite` and `--control/--no-control`.
-The old `--tasks-per-world` still works for one release and prints its new spelling.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kwrl.cli_config import Legacy, build_config, config_flags
+from kwrl.cli_config import build_config, config_flags
 from kwrl.synth.generate import SynthConfig
 
-SYNTH_LEGACY = (Legacy(("--tasks-per-world",), lambda v: {"tasks_per_world": v}),)
-"""`kwrl data synth`'s flags of the release before its config's flags, kept one release."""
 
-
-@config_flags(SynthConfig, legacy=SYNTH_LEGACY, switches={"overwrite", "control"})
+@config_flags(SynthConfig, switches={"overwrite", "control"})
 def synth(overrides: dict[str, Any]) -> None:
     """Generate simulated companies (worlds) and tasks with rubrics, machine checks and gold solutions.
 

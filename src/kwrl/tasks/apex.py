@@ -26,11 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
-from kwrl.config import OutputConfig
+from kwrl.config import ByteSize, OutputConfig
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.io import claim_output, write_json
 from kwrl.tasks.archive import DEFAULT_MAX_BYTES, ByteBudget, extract_zip
@@ -59,12 +59,23 @@ _WORLDS = TypeAdapter(list[ApexWorld])
 
 
 class ConvertConfig(OutputConfig):
-    """Settings of `kwrl data convert`."""
+    """Settings of a conversion (`convert_apex`)."""
 
-    max_bytes: int = DEFAULT_MAX_BYTES
-    """Cap on the bytes unpacked from all world zips and overlays together."""
+    max_bytes: ByteSize = DEFAULT_MAX_BYTES
+    """Cap on the bytes unpacked from all world zips and overlays together (e.g. 20GiB, 500MB)."""
     task_dir: TaskDirConfig = TaskDirConfig()
     """task.toml values and the docker preset of the written task dirs."""
+
+
+class ConvertRun(ConvertConfig):
+    """`kwrl data convert`'s config (its flags): a conversion, where it writes and how it shows."""
+
+    out: Path
+    """Dataset dir to write (worlds/, tasks/)."""
+    source_format: Literal["apex-hf"] = Field(default="apex-hf", alias="from")
+    """Input format; only apex-hf (APEX-Agents' Hugging Face layout)."""
+    quiet: bool = False
+    """No progress bar."""
 
 
 @dataclass

@@ -52,7 +52,7 @@ class ByteBudget:
                 source,
                 member,
                 f"extracted data exceeds the size cap of {self.max_bytes} bytes "
-                "(raise it with --max-bytes if the input is trusted)",
+                "(raise it with --max_bytes if the input is trusted)",
             )
 
 

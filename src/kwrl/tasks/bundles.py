@@ -27,6 +27,9 @@ import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pydantic import Field
+
+from kwrl.config import ByteSize, OutputConfig
 from kwrl.errors import TaskFormatError, UnsafeArchiveError
 from kwrl.io import claim_output, write_bytes
 from kwrl.tasks.archive import DEFAULT_MAX_BYTES, ByteBudget, extract_tar, member_path, pack_tar_gz
@@ -36,6 +39,37 @@ from kwrl.tasks.progress import progress_bar
 COLUMNS = ("path", "task_binary")
 WORLDS_SPLIT = "worlds"
 """The split (shard name prefix) of a dataset bundle's worlds, and the dataset's worlds dir."""
+
+
+class BundleRun(OutputConfig):
+    """What `kwrl data extract` and `kwrl data pack` share: where they write, how they show."""
+
+    out: Path
+    """Dir receiving the result."""
+    quiet: bool = False
+    """No progress bar."""
+
+
+class ExtractConfig(BundleRun):
+    """`kwrl data extract`'s config (its flags)."""
+
+    out: Path
+    """Dir receiving the dataset (or one dir per row)."""
+    max_bytes: ByteSize = DEFAULT_MAX_BYTES
+    """Cap on the bytes unpacked in total (e.g. 20GiB, 500MB)."""
+    revision: str | None = None
+    """HF dataset revision."""
+
+
+class PackConfig(BundleRun):
+    """`kwrl data pack`'s config (its flags)."""
+
+    out: Path
+    """Dir receiving the parquet shards."""
+    rows_per_shard: int = Field(default=256, ge=1)
+    """Rows per parquet shard."""
+    prefix: str = "train"
+    """Task shards' file name prefix (split name)."""
 
 
 def resolve_source(src: str | Path, *, revision: str | None = None) -> list[Path]:

@@ -1,5 +1,8 @@
 """`kwrl data ...`: convert, extract, pack, validate and count task datasets.
 
+Each verb's flags are its config's fields (`kwrl.cli_config`): `ConvertRun` (`kwrl.tasks.apex`),
+`ExtractConfig` and `PackConfig` (`kwrl.tasks.bundles`), `ValidateConfig`, `StatsConfig`; the
+dataset or source is the one positional argument.
 Heavy imports (pyarrow, harbor, huggingface_hub) happen inside the commands. Errors are kwrl's
 own (`TaskFormatError`, `UnsafeArchiveError`) and reach `kwrl.cli.main`, which prints them as one
 line naming file and field and exits 2; `validate` exits 1 when the dataset has problems.
@@ -7,11 +10,16 @@ line naming file and field and exits 2; `validate` exits 1 when the dataset has 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from kwrl.cli_config import build_config, config_flags
+from kwrl.tasks.apex import ConvertRun
+from kwrl.tasks.bundles import ExtractConfig, PackConfig
+from kwrl.tasks.stats import StatsConfig
+from kwrl.tasks.validate import ValidateConfig
 
 app = typer.Typer(
     name="data",
@@ -19,88 +27,45 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt](?:i?b)?|b)?\s*$", re.IGNORECASE)
 
-
-def parse_size(text: str) -> int:
-    """`20GiB`, `500MB`, `1048576` -> bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise typer.BadParameter(f"{text!r} is not a size like 20GiB, 500MB or 1048576")
-    number, unit = float(m.group(1)), (m.group(2) or "").lower()
-    base = 1024 if "i" in unit else 1000
-    scale = 1 if unit in ("", "b") else base ** ("kmgt".index(unit[0]) + 1)
-    return int(number * scale)
-
-
-MaxBytes = Annotated[
-    str, typer.Option("--max-bytes", help="Cap on the bytes unpacked in total (e.g. 20GiB, 500MB).")
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-Overwrite = Annotated[
-    bool,
-    typer.Option(
-        help="Write into a non-empty --out: replaces only what kwrl wrote there, keeps the rest."
-    ),
-]
+SHORT = {"out": "-o", "quiet": "-q"}
+"""Short spellings of the data verbs' flags."""
+SWITCHES = {"overwrite", "quiet"}
+"""Their switches (`--overwrite`, `--quiet`): bool fields whose flag takes no value."""
 
 
 @app.command()
+@config_flags(ConvertRun, short=SHORT, switches=SWITCHES)
 def convert(
     src: Annotated[str, typer.Argument(help="APEX HF layout: a local folder or a HF dataset id.")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Dataset dir to write (worlds/, tasks/).")
-    ],
-    source_format: Annotated[
-        str, typer.Option("--from", help="Input format; only 'apex-hf'.")
-    ] = "apex-hf",
-    max_bytes: MaxBytes = "20GiB",
-    overwrite: Overwrite = False,
-    config: Annotated[Path | None, typer.Option(help="ConvertConfig TOML file.")] = None,
-    overrides: Annotated[
-        list[str] | None, typer.Option("--set", help="Dotted override, e.g. task_dir.cpus=4.")
-    ] = None,
-    quiet: Quiet = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Convert APEX-Agents (tasks_and_rubrics.json, world zips, task_files) into a kwrl dataset."""
     from rich.console import Console
 
-    from kwrl.config import load_config
-    from kwrl.tasks.apex import ConvertConfig, convert_apex
+    from kwrl.tasks.apex import convert_apex
 
-    if source_format != "apex-hf":
-        raise typer.BadParameter(
-            f"unknown format {source_format!r}; supported: apex-hf", param_hint="--from"
-        )
-    sets = [
-        f"max_bytes={parse_size(max_bytes)}",
-        *(["overwrite=true"] if overwrite else []),
-        *(overrides or []),
-    ]
-    cfg = load_config(ConvertConfig, config, sets)
-    report = convert_apex(src, out, cfg, progress=not quiet)
+    cfg = build_config(ConvertRun, overrides, "kwrl data convert")
+    report = convert_apex(src, cfg.out, cfg, progress=not cfg.quiet)
     console = Console()
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     console.print(
         f"converted {report.tasks} tasks, {report.worlds} worlds, {report.overlays} overlays "
-        f"({report.bytes_unpacked} bytes unpacked) into {out}",
+        f"({report.bytes_unpacked} bytes unpacked) into {cfg.out}",
         highlight=False,
     )
 
 
 @app.command()
+@config_flags(ExtractConfig, short=SHORT, switches=SWITCHES)
 def extract(
     src: Annotated[
         str, typer.Argument(help="A .parquet file, a folder of shards, or a HF dataset id.")
     ],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Dir receiving the dataset (or one dir per row).")
-    ],
-    max_bytes: MaxBytes = "20GiB",
-    overwrite: Overwrite = False,
-    revision: Annotated[str | None, typer.Option(help="HF dataset revision.")] = None,
-    quiet: Quiet = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Extract parquet bundles (columns path, task_binary) into --out.
 
@@ -113,11 +78,13 @@ def extract(
 
     from kwrl.tasks.bundles import extract_bundles, resolve_source
 
-    shards = resolve_source(src, revision=revision)
+    cfg = build_config(ExtractConfig, overrides, "kwrl data extract")
+    out = cfg.out
+    shards = resolve_source(src, revision=cfg.revision)
     local = Path(src) if Path(src).exists() else None
     names = extract_bundles(
-        shards, out, max_bytes=parse_size(max_bytes), overwrite=overwrite, source=local,
-        progress=not quiet,
+        shards, out, max_bytes=cfg.max_bytes, overwrite=cfg.overwrite, source=local,
+        progress=not cfg.quiet,
     )  # fmt: skip
     worlds = sum(n.startswith("worlds/") for n in names)
     what = f"{len(names) - worlds} tasks and {worlds} worlds" if worlds else f"{len(names)} dirs"
@@ -125,6 +92,7 @@ def extract(
 
 
 @app.command()
+@config_flags(PackConfig, short=SHORT, switches=SWITCHES)
 def pack(
     src: Annotated[
         Path,
@@ -132,13 +100,8 @@ def pack(
             help="A dataset dir (tasks/, worlds/), or a folder of self-contained task dirs."
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Dir receiving the parquet shards.")],
-    rows_per_shard: Annotated[int, typer.Option(min=1, help="Rows per parquet shard.")] = 256,
-    prefix: Annotated[
-        str, typer.Option(help="Task shards' file name prefix (split name).")
-    ] = "train",
-    overwrite: Overwrite = False,
-    quiet: Quiet = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Pack a dataset into deterministic parquet bundles, the recipe's layout (extract inverts it).
 
@@ -151,9 +114,11 @@ def pack(
 
     from kwrl.tasks.bundles import is_world_shard, pack_bundles
 
+    cfg = build_config(PackConfig, overrides, "kwrl data pack")
+    out = cfg.out
     shards = pack_bundles(
-        src, out, rows_per_shard=rows_per_shard, prefix=prefix, overwrite=overwrite,
-        progress=not quiet,
+        src, out, rows_per_shard=cfg.rows_per_shard, prefix=cfg.prefix, overwrite=cfg.overwrite,
+        progress=not cfg.quiet,
     )  # fmt: skip
     worlds = sum(is_world_shard(s) for s in shards)
     Console().print(
@@ -163,19 +128,13 @@ def pack(
 
 
 @app.command()
+@config_flags(ValidateConfig, switches={"json", "control"})
 def validate(
     dataset: Annotated[
         Path, typer.Argument(help="Dataset dir, folder of task dirs, or one task dir.")
     ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
-    control: Annotated[
-        bool,
-        typer.Option(
-            "--control/--no-control",
-            help="Run the no-op control: every machine-graded criterion must fail on the task's "
-            "untouched world with an empty answer.",
-        ),
-    ] = True,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Check every task (files, schemas, world, harbor task.toml, the grader's time, duplicate ids)
     and run the no-op control.
@@ -192,7 +151,9 @@ def validate(
 
     from kwrl.tasks.validate import report_json, validate_dataset
 
-    report = validate_dataset(dataset, control=control)
+    cfg = build_config(ValidateConfig, overrides, "kwrl data validate")
+    as_json = cfg.as_json
+    report = validate_dataset(dataset, control=cfg.control)
     console = Console()
     if as_json:
         typer.echo(report_json(report))
@@ -220,9 +181,11 @@ def validate(
 
 
 @app.command()
+@config_flags(StatsConfig, switches={"json"})
 def stats(
     dataset: Annotated[Path, typer.Argument(help="Dataset dir or folder of task dirs.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Tasks per domain and world, criteria per task, expected output types, difficulty tiers."""
     from rich.console import Console
@@ -231,7 +194,7 @@ def stats(
     from kwrl.tasks.stats import dataset_stats
 
     s = dataset_stats(dataset)
-    if as_json:
+    if build_config(StatsConfig, overrides, "kwrl data stats").as_json:
         typer.echo(s.model_dump_json(indent=2))
         return
     console = Console()

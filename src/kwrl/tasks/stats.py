@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from kwrl.config import KwrlConfig
 from kwrl.errors import TaskFormatError
 from kwrl.tasks.taskdir import read_json, read_meta, read_verifiers, task_dirs, world_dir_of
 
@@ -40,6 +41,13 @@ class DatasetStats(BaseModel):
     """Tasks per expected_output; `none` when a task does not say."""
     difficulty: dict[str, int]
     """Tasks per difficulty tier; empty when no task has one."""
+
+
+class StatsConfig(KwrlConfig):
+    """`kwrl data stats`'s config (its flags)."""
+
+    as_json: bool = Field(default=False, alias="json")
+    """Print the counts as JSON."""
 
 
 def dataset_stats(root: Path) -> DatasetStats:

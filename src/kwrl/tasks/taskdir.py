@@ -300,7 +300,7 @@ def read_task_toml(task_dir: Path) -> tuple[dict[str, Any], TaskConfig]:
     return raw, cfg
 
 
-# Keys harbor still accepts and migrates before validation (deprecated, not model fields).
+# Keys harbor still accepts and migrates before validation (its old names, not model fields).
 _LEGACY_KEYS: dict[str, set[str]] = {
     "TaskConfig": {"version"},
     "EnvironmentConfig": {"memory", "storage"},

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from kwrl.config import KwrlConfig
 from kwrl.errors import KwrlError, TaskFormatError
 from kwrl.tasks.archive import escaping_links
 from kwrl.tasks.layout import SUBSYSTEMS
@@ -333,6 +334,16 @@ def run_control(root: Path) -> tuple[list[Problem], ControlSummary]:
         for task, why in out["errors"].items()
     ]  # fmt: skip
     return problems, ControlSummary(out["graded"], out["unjudged"], out["seconds"])
+
+
+class ValidateConfig(KwrlConfig):
+    """`kwrl data validate`'s config (its flags)."""
+
+    as_json: bool = Field(default=False, alias="json")
+    """Print the problems as JSON."""
+    control: bool = True
+    """Run the no-op control: every machine-graded criterion must fail on the task's untouched
+    world with an empty answer."""
 
 
 def validate_dataset(root: Path, *, control: bool = False) -> ValidationReport:

@@ -16,7 +16,6 @@ import asyncio
 import json
 import shutil
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +50,6 @@ SMOKE_TRIALS: dict[str, Any] = {
 }  # fmt: skip
 """The smoke's trial sizes, taken by every trial setting a smoke config leaves unset: SmolLM2-135M
 on CPU in minutes (tool results cut to 2,000 characters: CPU time goes with prompt length)."""
-OLD_KEYS = {
-    "max_steps": "agent.max_steps",
-    "max_tokens_per_turn": "agent.max_tokens_per_turn",
-    "tool_result_max_chars": "agent.tool_result_max_chars",
-}
-"""SmokeConfig's keys of the release before it derived `TrialSettings` (read one more release)."""
 
 
 class SmokeConfig(TrialSettings, OutputConfig):
@@ -101,11 +94,6 @@ class SmokeConfig(TrialSettings, OutputConfig):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        for old, new in OLD_KEYS.items():
-            if old in data:
-                warnings.warn(f"deprecated: {old}: use {new}", FutureWarning, stacklevel=2)
-                data.setdefault("agent", {})
-                data["agent"] = {**table_of(data["agent"]), new.split(".")[1]: data.pop(old)}
         agent = table_of(data.get("agent"))
         data["agent"] = {**SMOKE_TRIALS["agent"], **agent}
         data.setdefault("concurrency", SMOKE_TRIALS["concurrency"])

@@ -1,15 +1,17 @@
 """`kwrl world ...`: serve a world's gateway and call its tools from scripts.
 
-- `kwrl world serve ROOT [--host H] [--port N] [--uds PATH] [--in-place]` serves the world under
+- `kwrl world serve ROOT [--host H] [--port N] [--uds PATH] [--in_place]` serves the world under
   ROOT (a world seed dir, or `/` inside a sandbox) and prints exactly one stdout line
   `kwrl-gateway ready <url>` once tools are listable; `--port 0` picks a free port (the line names
   it). It serves a private copy of ROOT's world (filesystem/, .apps_data/), removed on exit, so
-  tool calls never change a dataset's world seed; `--in-place` serves ROOT itself (a scratch
+  tool calls never change a dataset's world seed; `--in_place` serves ROOT itself (a scratch
   world, or `/` in a sandbox, whose changes are the point).
-- `kwrl world call TOOL [JSON_ARGS] [--gateway URL]` makes one tool call and prints the result text;
+- `kwrl world call TOOL [JSON_ARGS] [--gateway URL] [--timeout S]` makes one tool call and prints the result text;
   exit 1 on a tool error. An `input`/`request` envelope tool's fields may be given flat (as the
   agent's model writes them); they are re-wrapped. Gold solutions (`solution/solve.sh`) are
   sequences of these.
+
+Their flags are `WorldServeConfig`'s and `WorldCallConfig`'s fields (`kwrl.cli_config`).
 
 Non-obvious choices: `serve` binds the socket itself and hands it to uvicorn, so the ready line can
 carry the real port and is printed only after uvicorn has started serving on it. Start-up leaves
@@ -34,7 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import Field
 
+from kwrl.cli_config import build_config, config_flags
+from kwrl.config import KwrlConfig
 from kwrl.errors import WorldError
 from kwrl.net import bind_tcp
 
@@ -79,35 +84,47 @@ async def _serve(asgi: Any, sock: socket.socket, url: str) -> None:
     await task
 
 
+class WorldServeConfig(KwrlConfig):
+    """`kwrl world serve`'s config (its flags)."""
+
+    host: str = "127.0.0.1"
+    """Address to listen on (loopback by default)."""
+    port: int = Field(default=0, ge=0, le=65535)
+    """TCP port; 0 picks a free one."""
+    uds: Path | None = None
+    """Listen on this Unix socket instead of TCP."""
+    in_place: bool = False
+    """Serve ROOT itself: tool calls change its files. Default: a private copy, removed on exit
+    (ROOT is never changed)."""
+
+
+class WorldCallConfig(KwrlConfig):
+    """`kwrl world call`'s config (its flags)."""
+
+    gateway: str | None = None
+    """http://host:port/mcp/ or unix:///path.sock; default $KWRL_GATEWAY."""
+    timeout: float = Field(default=600.0, gt=0)
+    """Seconds to wait for the result."""
+
+
 @app.command()
+@config_flags(WorldServeConfig, switches={"in_place"})
 def serve(
     root: Annotated[
         Path,
         typer.Argument(
-            help="World dir holding filesystem/ and .apps_data/ ('/ --in-place' in a sandbox)."
+            help="World dir holding filesystem/ and .apps_data/ ('/ --in_place' in a sandbox)."
         ),
     ],
-    host: Annotated[
-        str, typer.Option(help="Address to listen on (loopback by default).")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 0,
-    uds: Annotated[
-        Path | None, typer.Option(help="Listen on this Unix socket instead of TCP.")
-    ] = None,
-    in_place: Annotated[
-        bool,
-        typer.Option(
-            "--in-place",
-            help="Serve ROOT itself: tool calls change its files. Default: a private copy, "
-            "removed on exit (ROOT is never changed).",
-        ),
-    ] = False,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Serve a world's apps as one MCP endpoint at /mcp/, plus /health and /data/{populate,snapshot}.
 
-    Tool calls change a private copy of ROOT's world unless --in-place."""
+    Tool calls change a private copy of ROOT's world unless --in_place."""
     import logging
 
+    cfg = build_config(WorldServeConfig, overrides, "kwrl world serve")
     gc.disable()
     from kwrl.tasks.layout import WorldRoots
 
@@ -117,11 +134,11 @@ def serve(
     if not root.is_dir():
         raise WorldError(f"{root}: world dir does not exist")
     with contextlib.ExitStack() as stack:
-        if not in_place:
+        if not cfg.in_place:
             root = stack.enter_context(_private_copy(root))
         roots = WorldRoots.of_dir(root)
         roots.ensure()
-        _serve_roots(roots, host, port, uds)
+        _serve_roots(roots, cfg.host, cfg.port, cfg.uds)
 
 
 @contextlib.contextmanager
@@ -134,7 +151,7 @@ def _private_copy(root: Path) -> Iterator[Path]:
             if (root / name).is_dir():
                 shutil.copytree(root / name, Path(tmp) / name, symlinks=True)
         print(
-            f"kwrl: serving a copy of {root} (tool calls never change it; --in-place serves it)",
+            f"kwrl: serving a copy of {root} (tool calls never change it; --in_place serves it)",
             file=sys.stderr,
             flush=True,
         )
@@ -161,16 +178,14 @@ def _serve_roots(roots: WorldRoots, host: str, port: int, uds: Path | None) -> N
 
 
 @app.command()
+@config_flags(WorldCallConfig)
 def call(
     tool: Annotated[
         str, typer.Argument(help="Tool name as the model sees it, e.g. mail_send_mail.")
     ],
     args: Annotated[str, typer.Argument(help="JSON object of arguments.")] = "{}",
-    gateway: Annotated[
-        str | None,
-        typer.Option(help="http://host:port/mcp/ or unix:///path.sock; default $KWRL_GATEWAY."),
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the result.")] = 600.0,
+    *,
+    overrides: dict[str, Any],
 ) -> None:
     """Call one tool on a running gateway and print its result; exit 1 if the tool reports an error.
 
@@ -183,10 +198,11 @@ def call(
         raise WorldError(f"JSON_ARGS: not valid JSON: {e}") from e
     if not isinstance(arguments, dict):
         raise WorldError('JSON_ARGS: expected a JSON object, e.g. \'{"path": "/"}\'')
-    url = resolve_url(gateway)
+    cfg = build_config(WorldCallConfig, overrides, "kwrl world call")
+    url = resolve_url(cfg.gateway)
 
     async def run() -> tuple[bool, str]:
-        async with GatewayClient(url, timeout_s=timeout) as gw:
+        async with GatewayClient(url, timeout_s=cfg.timeout) as gw:
             result = await gw.call_flat(tool, arguments)
             return result.is_error, result_text(result)
 

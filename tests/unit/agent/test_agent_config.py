@@ -19,15 +19,17 @@ def _kwrl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(kwrl), *args], capture_output=True, text=True, timeout=120)
 
 
-def test_a_misspelt_ak_fails_in_eval_and_trial_run_before_any_trial(tmp_path: Path) -> None:
-    ev = _kwrl("eval", str(tmp_path / "none"), "--model", "engine:/none", "--ak", "max_step=3",
+def test_a_misspelt_agent_setting_fails_in_eval_and_trial_run_before_any_trial(
+    tmp_path: Path,
+) -> None:
+    ev = _kwrl("eval", str(tmp_path / "none"), "--model", "engine:/none", "--agent.max_step", "3",
                "--out", str(tmp_path / "run"))  # fmt: skip
     assert ev.returncode == 2, ev.stdout + ev.stderr
-    assert "agent.max_step: Extra inputs are not permitted" in ev.stdout + ev.stderr
+    assert "No such option: --agent.max_step" in ev.stdout + ev.stderr
     assert not (tmp_path / "run").exists()
 
-    tr = _kwrl("trial", "run", str(tmp_path / "none"), "--agent", "kwrl.agent:KwrlAgent",
-               "--model", "engine:/none", "--ak", "temperature=-1", "--out", str(tmp_path / "t"))  # fmt: skip
+    tr = _kwrl("trial", "run", str(tmp_path / "none"), "--model", "engine:/none",
+               "--agent.temperature", "-1", "--out", str(tmp_path / "t"))  # fmt: skip
     assert tr.returncode == 2, tr.stdout + tr.stderr
     assert "agent.temperature: Input should be greater than or equal to 0" in tr.stdout + tr.stderr
     assert "temperature:" in tr.stdout + tr.stderr

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from kwrl.errors import ConfigError
-from kwrl.llm import engines
 from kwrl.llm.base import SamplingParams
 from kwrl.llm.engines import (
     ENGINES,
@@ -70,15 +69,3 @@ def test_an_engine_is_loaded_once_per_kind_model_and_settings(
 def test_an_unknown_engine_kind_is_a_config_error_naming_the_kinds() -> None:
     with pytest.raises(ConfigError, match=r"engine kind 'tgi': unknown; choose one of \['engine'"):
         load_engine("tgi", "m", VLLMConfig())
-
-
-def test_the_old_import_paths_reach_the_same_objects() -> None:
-    from kwrl.llm import engine, vllm_engine
-    from kwrl.llm.engine_client import VLLMClient
-
-    assert engine.Engine is Engine and engine.EngineConfig is EngineConfig
-    assert engine.EngineOutput is engines.EngineOutput
-    assert engine.register_engine is engines.register_engine
-    assert engine.live_engine is engines.live_engine
-    assert vllm_engine.VLLMEngine is VLLMEngine and vllm_engine.VLLMConfig is VLLMConfig
-    assert vllm_engine.VLLMClient is VLLMClient

@@ -1,4 +1,4 @@
-"""`kwrl.llm.vllm_engine`: what maps kwrl's settings onto vLLM's (CPU), and the engine itself (GPU).
+"""`kwrl.llm.engines.vllm`: what maps kwrl's settings onto vLLM's (CPU), and the engine itself (GPU).
 
 The CPU tests check the pure mapping functions the engine uses (engine args, sampling params,
 finish reasons, logprob extraction) and the `vllm:` policy spec; they import no vLLM. The GPU test
@@ -158,7 +158,7 @@ def test_a_cancelled_generate_is_aborted_and_the_worker_serves_on(
     import sys
     import threading
 
-    from kwrl.llm import vllm_engine
+    from kwrl.llm.engines import vllm as vllm_engine
     from kwrl.llm.packaged import resolve_model
 
     monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=dict))
@@ -235,7 +235,7 @@ def test_staged_weights_land_between_two_steps_without_waiting(
 
     import torch
 
-    from kwrl.llm import vllm_engine
+    from kwrl.llm.engines import vllm as vllm_engine
     from kwrl.llm.packaged import resolve_model
 
     monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=dict))

@@ -92,10 +92,9 @@ def test_a_family_whose_criterion_passes_when_nothing_is_done_stops_synth(
 
     monkeypatch.setattr(Task, "verifiers", lenient)
     out = tmp_path / "ds"
-    args = ["data", "synth", "--out", str(out), "--worlds", "1", "--tasks-per-world", "2",
+    args = ["data", "synth", "--out", str(out), "--worlds", "1", "--tasks_per_world", "2",
             "--workers", "1"]  # fmt: skip
     res = runner.invoke(app, args)
-    assert "deprecated: --tasks-per-world: use --tasks_per_world" in res.output
     assert isinstance(res.exception, TaskFormatError), res.output
     first = sorted(p.name for p in (out / "tasks").iterdir())[0]
     assert res.exception.path == str(out / "tasks" / first / "tests" / "verifiers.json")

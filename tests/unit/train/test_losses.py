@@ -52,15 +52,13 @@ def test_a_saved_config_loads_back_with_its_loss(tmp_path: Path) -> None:
     assert load_config(TrainConfig, tmp_path / "config.toml") == cfg
 
 
-def test_the_flat_spelling_loads_with_a_warning_naming_the_new_one(tmp_path: Path) -> None:
+def test_the_flat_spelling_of_0_1_0_is_refused_naming_the_key(tmp_path: Path) -> None:
     path = tmp_path / "train.toml"
-    path.write_text('dataset = "d"\n[learner]\nloss = "ppo"\neps_high = 0.28\ndelta_low = 0.1\n')
-    with pytest.warns(FutureWarning, match=r'use learner.loss = \{kind = "ppo", eps_high = 0.28\}'):
-        cfg = load_config(TrainConfig, path)
-    assert cfg.learner.loss == PPOLoss(eps_high=0.28)  # dppo's delta_low never applied to ppo
-    with pytest.warns(FutureWarning, match="learner.delta_high"):
-        flat = LearnerConfig.model_validate({"delta_high": 0.3})
-    assert flat.loss == DPPOLoss(delta_high=0.3)
+    path.write_text('dataset = "d"\n[learner]\nloss = "ppo"\n')
+    with pytest.raises(ConfigError, match=r"(?s)train.toml: invalid config.*learner.loss: Input"):
+        load_config(TrainConfig, path)
+    with pytest.raises(ConfigError, match=r"learner.delta_high: Extra inputs"):
+        load_config(TrainConfig, None, ["dataset=d", "learner.delta_high=0.3"])
 
 
 def test_an_unknown_loss_or_setting_names_the_field() -> None:

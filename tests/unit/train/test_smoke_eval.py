@@ -22,17 +22,6 @@ def test_a_finished_evaluation_is_reused_only_for_its_own_model(tmp_path: Path) 
     (out / "eval.json").write_text(json.dumps(done))
     data = tmp_path / "data"
     assert evaluate_engine(data, step6, out, AgentConfig(temperature=1.0), n_samples=2) == done
-    # the release before: agent settings and tokenizer under agent_kwargs
-    old = {
-        "model": config["model"],
-        "n_samples": 2,
-        "agent_kwargs": {**agent, "tokenizer": str(step6)},
-    }
-    (out / "eval.json").write_text(json.dumps({**done, "config": old}))
-    with pytest.warns(FutureWarning, match="agent_kwargs.temperature: use agent.temperature"):
-        reused = evaluate_engine(data, step6, out, AgentConfig(temperature=1.0), n_samples=2)
-    assert reused["config"] == old
-    (out / "eval.json").write_text(json.dumps(done))
     with pytest.raises(ValueError, match=r"eval\.json: config\.model is .*step-6.*step-12"):
         evaluate_engine(data, tmp_path / "step-12", out, AgentConfig(temperature=1.0), n_samples=2)
     with pytest.raises(ValueError, match=r"eval\.json: config\.n_samples is 2, not 1"):

@@ -5,9 +5,6 @@ A judge is named by a spec in the grammar policies use (`kwrl.llm.spec`):
 - `http(s)://HOST:PORT/v1#NAME`: an OpenAI-compatible chat endpoint (`openai`, `openai_http.py`);
 - `litellm:PROVIDER/MODEL`: any litellm model (`litellm`, `litellm.py`).
 
-Older forms keep working with a FutureWarning naming the new one: `openai:URL#NAME` (now just the
-URL) and a bare litellm id such as `gemini/gemini-2.5-flash` (now `litellm:gemini/gemini-2.5-flash`).
-
 A trial's grader runs in the sandbox's verifier phase and reads its judge from the environment
 harbor hands it (`KWRL_JUDGE`, `KWRL_JUDGE_<FIELD>`, the key variable); `judge_env(spec)` builds
 that environment on the host, for `kwrl trial run/rollout/eval --judge`.
@@ -16,10 +13,8 @@ that environment on the host, for `kwrl trial run/rollout/eval --judge`.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping
 
-from kwrl.errors import ConfigError
 from kwrl.grading.judges.base import (
     DEFAULT_MODEL,
     ENV_SPEC,
@@ -37,7 +32,7 @@ from kwrl.grading.judges.base import (
 from kwrl.grading.judges.litellm import LiteLLMJudge
 from kwrl.grading.judges.openai_http import OpenAIHTTPJudge
 from kwrl.grading.judges.prompt import JudgeInputs, build_prompt
-from kwrl.llm.spec import is_url, split_spec
+from kwrl.llm.spec import split_spec
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -81,27 +76,9 @@ _HOST_ONLY = ("model", "cache_dir")
 
 
 def split_judge_spec(spec: str) -> tuple[str, str]:
-    """(kind, target) of a judge spec; an old form is accepted with a FutureWarning."""
-    legacy = f"{URL_KIND}:"
-    if spec.startswith(legacy) and is_url(spec.removeprefix(legacy)):
-        new = spec.removeprefix(legacy)
-        _deprecated(spec, new)
-        return URL_KIND, new
-    head, sep, _ = spec.partition(":")
-    if is_url(spec) or (sep and head in JUDGES) or (sep and "/" not in head):
-        return split_spec(spec, kinds=JUDGES, url_kind=URL_KIND, field="judge")
-    if not spec.strip():
-        raise ConfigError("judge: empty spec; expected http(s)://HOST:PORT/v1#NAME or litellm:...")
-    _deprecated(spec, f"{LiteLLMJudge.kind}:{spec}")
-    return LiteLLMJudge.kind, spec
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(
-        f"judge spec {old!r} is deprecated; write {new!r} (the grammar policy specs use)",
-        FutureWarning,
-        stacklevel=3,
-    )
+    """(kind, target) of a judge spec (the module doc's forms); any other is a ConfigError."""
+    kinds = [k for k in JUDGES if k != URL_KIND]  # a URL names its kind by being one
+    return split_spec(spec, kinds=kinds, url_kind=URL_KIND, field="judge")
 
 
 def build_judge(config: JudgeConfig) -> Judge:
@@ -113,7 +90,7 @@ def build_judge(config: JudgeConfig) -> Judge:
 def judge_env(spec: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The verifier environment that carries judge `spec` into a trial (harbor's `verifier.env`).
 
-    - `KWRL_JUDGE`: the spec, in its current form (an old form warns here, once, on the host);
+    - `KWRL_JUDGE`: the spec;
     - every `KWRL_JUDGE_<FIELD>` of a `JudgeConfig` field set in `environ` (default: this
       process's), except the cache dir (`KWRL_JUDGE_CACHE`, `KWRL_JUDGE_CACHE_DIR`: host paths the
       sandbox does not see);
@@ -123,7 +100,7 @@ def judge_env(spec: str, environ: Mapping[str, str] | None = None) -> dict[str, 
     """
     env = os.environ if environ is None else environ
     kind, target = split_judge_spec(spec)
-    out = {ENV_SPEC: target if kind == URL_KIND else f"{kind}:{target}"}
+    out = {ENV_SPEC: spec}
     settings = [f"{ENV_SPEC}_{f.upper()}" for f in JudgeConfig.model_fields if f not in _HOST_ONLY]
     out |= {k: env[k] for k in settings if env.get(k)}
     named = env.get(f"{ENV_SPEC}_API_KEY_ENV")

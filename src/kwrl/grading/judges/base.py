@@ -95,8 +95,7 @@ class JudgeConfig(KwrlConfig):
 
     model: str = DEFAULT_MODEL
     """Judge spec, the grammar policies use: `http(s)://HOST:PORT/v1#NAME` (any OpenAI-compatible
-    chat endpoint) or `litellm:PROVIDER/MODEL`. The old forms `openai:URL#NAME` and a bare litellm
-    id still work, with a deprecation warning."""
+    chat endpoint) or `litellm:PROVIDER/MODEL`."""
     api_key_env: str | None = None
     """Env var holding the API key. Default: OPENAI_API_KEY for URL specs, the provider's own
     variable for litellm models (e.g. GEMINI_API_KEY). Trials pass it to their verifier."""

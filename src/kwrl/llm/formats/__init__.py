@@ -6,7 +6,7 @@ Every format kwrl speaks wraps a call in `<tool_call>...</tool_call>`; `blocks` 
 text into calls, errors and content with one contract for all of them (see its docstring); `base`
 is the interface (`ToolCallFormat`) and the schema typing the XML formats share. `hermes` is the
 JSON format (Qwen2.5, SmolLM2; the engine's chat path speaks it, and `kwrl serve` unless its
-`--tool-call-parser` names another); `qwen3_xml` (Qwen3-Coder, Qwen3.5) and `glm4` (GLM 4.5-4.7)
+`--tool_call_parser` names another); `qwen3_xml` (Qwen3-Coder, Qwen3.5) and `glm4` (GLM 4.5-4.7)
 are XML.
 """
 

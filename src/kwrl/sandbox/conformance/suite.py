@@ -1,6 +1,7 @@
 """The conformance suite: does an environment run kwrl trials as the contract says?
 
-    kwrl sandbox conform --env kwrl.sandbox.local:LocalEnvironment [--full] [--ek key=value ...]
+    kwrl sandbox conform --sandbox.environment kwrl.sandbox.local:LocalEnvironment [--full]
+        [--sandbox.kwargs key=value ...]
 
 `conform(env, work)` runs real harbor trials (harbor's oracle and nop agents, the real grader) in
 the environment named by `env` (an import path `module:Class` or a preset of

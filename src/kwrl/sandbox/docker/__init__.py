@@ -3,7 +3,7 @@
 - `images`: the runtime, world and task images as data (`ImageSpec`), built only when changed.
 - `init`: the images' entry point (the world gateway on /kwrl/run/gateway.sock, then the command).
 - `environment`: `DockerEnvironment`, harbor's docker environment running those images; use it as
-  `kwrl.sandbox.docker:DockerEnvironment` (`--env docker`).
+  `kwrl.sandbox.docker:DockerEnvironment` (`--sandbox.environment docker`).
 - `modal`: the modal preset on the same images and entry point.
 
 `DockerEnvironment` is imported on first use: the images run `kwrl.sandbox.docker.init` without

@@ -1,6 +1,6 @@
 """`DockerEnvironment`: kwrl's docker preset, harbor's docker environment on kwrl's images.
 
-Use it as `--env docker` (kwrl) or by import path: `harbor run -p TASK -a oracle -e
+Use it as `--sandbox.environment docker` (kwrl) or by import path: `harbor run -p TASK -a oracle -e
 kwrl.sandbox.docker:DockerEnvironment`. Set-up on a bare Debian host: `scripts/docker/setup.sh`
 (docs/docker.md). It follows the environment contract (`kwrl.sandbox.contract.KwrlEnvironment`):
 

@@ -48,7 +48,7 @@ def check_host() -> None:
             f"user namespace, and this host refuses unprivileged user namespaces ({why}). Allow "
             "them (sysctls kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, "
             "kernel.apparmor_restrict_unprivileged_userns=0), run as root, or use the docker preset "
-            "(`--env docker`)."
+            "(`--sandbox.environment docker`)."
         )
     for tool in ("bwrap", "unshare", "nsenter", "setpriv"):
         if shutil.which(tool) is None:

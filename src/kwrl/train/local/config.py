@@ -1,4 +1,5 @@
-"""The single-machine trainer's config (`kwrl train CONFIG.toml [key=value ...]`).
+"""The single-machine trainer's configs: `TrainConfig` (`kwrl train CONFIG.toml [key=value ...]`)
+and `SFTConfig` (`kwrl train sft CONFIG.toml [key=value ...]`).
 
 Imports no torch, so configs parse (and are tested) cheaply. Defaults are the recipe's hero
 hyperparameters scaled to one CPU: DPPO (delta 0.15/0.15), GRPO advantages without std
@@ -7,12 +8,10 @@ normalisation, zero-variance groups dropped, prompt_mean reduction, no KL.
 
 from __future__ import annotations
 
-import json
-import warnings
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from kwrl.agent.config import AgentConfig
 from kwrl.config import KwrlConfig, OutputConfig
@@ -20,7 +19,7 @@ from kwrl.llm.engines import EngineConfig, VLLMConfig
 from kwrl.llm.spec import live_spec
 from kwrl.rollout.runner import RolloutConfig, TrialSettings, build_rollout_config
 from kwrl.train.local.sampler import Steering
-from kwrl.train.losses import POLICY_LOSSES, DPPOLoss, PolicyLossConfig
+from kwrl.train.losses import DPPOLoss, PolicyLossConfig
 
 
 class LearnerConfig(KwrlConfig):
@@ -38,7 +37,7 @@ class LearnerConfig(KwrlConfig):
     loss: PolicyLossConfig = Field(default_factory=DPPOLoss)
     """Policy loss and its settings, a table keyed by `kind` (`kwrl.train.losses`): `{kind =
     "dppo", delta_low = 0.15, delta_high = 0.15}` (the recipe's) or `{kind = "ppo", eps_low = 0.2,
-    eps_high = 0.2}`. The flat `loss = "dppo"` with `delta_low`... beside it loads one release."""
+    eps_high = 0.2}`."""
     reduction: Literal["token_mean", "sequence_mean", "prompt_mean"] = "prompt_mean"
     """Loss reduction: token_mean, sequence_mean or prompt_mean (the recipe's)."""
     kl_coef: float = 0.0
@@ -83,45 +82,6 @@ class LearnerConfig(KwrlConfig):
     through the decoder instead of once per trial (`kwrl.train.local.prefix`; SDPA models; exact
     up to float rounding). Groups must sit in adjacent rows, as the trainer collates them, and
     only a micro-batch holding two or more trials of a group gains."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_loss(cls, data: Any) -> Any:
-        """The release before's spelling: `loss = "dppo"` and the loss's settings as learner keys
-        (`delta_low`, `delta_high`, `eps_low`, `eps_high`); loads with a FutureWarning."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(cast("dict[str, Any]", data))
-        flat = {k: data.pop(k) for k in _FLAT_LOSS_KEYS if k in data}
-        loss = data.get("loss")
-        if not flat and not isinstance(loss, str):
-            return data
-        if isinstance(loss, BaseModel):
-            loss = loss.model_dump()
-        table: dict[str, Any] = (
-            {"kind": loss} if isinstance(loss, str) else dict(cast("dict[str, Any]", loss or {}))
-        )
-        kind = table.setdefault("kind", "dppo")
-        own = POLICY_LOSSES[kind].model_fields if kind in POLICY_LOSSES else {}
-        for key, value in flat.items():
-            if key not in own:
-                continue  # another loss's setting: it never had an effect
-            if key in table and table[key] != value:
-                raise ValueError(f"loss.{key} = {table[key]} and {key} = {value}: keep loss.{key}")
-            table[key] = value
-        data["loss"] = table
-        old = ", ".join(
-            f"learner.{k}" for k in (["loss"] if isinstance(loss, str) else []) + [*flat]
-        )
-        new = ", ".join(f"{k} = {json.dumps(v)}" for k, v in table.items())
-        warnings.warn(
-            f"deprecated: {old}: use learner.loss = {{{new}}}", FutureWarning, stacklevel=2
-        )
-        return data
-
-
-_FLAT_LOSS_KEYS = ("delta_low", "delta_high", "eps_low", "eps_high")
-"""The loss settings the release before kept as `LearnerConfig` fields."""
 
 
 class DynamicSampling(KwrlConfig):
@@ -330,3 +290,42 @@ class TrainConfig(TrialSettings, OutputConfig):
                 "a truncated distribution it never scores (off-policy); set agent.top_p = 1.0"
             )
         return self
+
+
+class SFTConfig(OutputConfig):
+    """`kwrl train sft`'s config (its flags): the SFT warm start on gold trajectories
+    (`kwrl.train.local.sft`)."""
+
+    dataset: Path
+    """A task-dirs dataset with generated tasks (solution/gold_calls.json)."""
+    out: Path = Path("runs/sft")
+    """Run dir: checkpoints/step-N/model is the warm-started model. A non-empty dir needs
+    `overwrite=true` (which replaces what an earlier `kwrl train sft` wrote there)."""
+    model: str = "smollm2-135m"
+    """Initial weights: packaged name, local folder or hub id."""
+    tasks: list[str] | None = None
+    """Task slugs to learn from; default: every task with a gold solution."""
+    epochs: int = Field(default=2, ge=1)
+    """Passes over the gold trajectories."""
+    batch_size: int = Field(default=4, ge=1)
+    """Trajectories per optimizer step."""
+    lr: float = 5e-5
+    """AdamW learning rate."""
+    max_len: int = Field(default=4096, ge=64)
+    """Trajectories longer than this (tokens) are skipped."""
+    share_prefix: bool = True
+    """Run each batch as one packed forward/backward in which the tokens every trajectory of the
+    batch starts with (system prompt, tool list) run once (`kwrl.train.local.prefix`; exact up to
+    float rounding). Off, or when they share nothing: one trajectory at a time (least memory)."""
+    seed: int = 0
+    """Shuffle seed."""
+    device: str = "cpu"
+    """torch device of the trained model, e.g. `cuda:0` (batches are moved there per step);
+    the checkpoint is written from it as on CPU."""
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """Agent settings, as in training (system prompt, tools, parser) so the format matches."""
+    discover: bool = False
+    """Replay each gold solution with the discovery calls an agent needs before it (`with_discovery`):
+    list the folders of a file whose path the instruction does not give, search the mail for a
+    mail id it does not give. Off, a trajectory reads a path or mail id it could not know, and
+    the model learns to guess one (the families that need such a path scored 0)."""

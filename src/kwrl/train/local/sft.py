@@ -24,12 +24,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import torch
-from pydantic import Field
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kwrl.agent.config import AgentConfig
-from kwrl.config import OutputConfig, save_config
+from kwrl.config import save_config
 from kwrl.errors import TrainError
 from kwrl.io import write_json
 from kwrl.llm.base import Completion, FinishReason, PolicyClient, SamplingParams
@@ -38,44 +37,9 @@ from kwrl.tasks.taskdir import task_dirs
 from kwrl.train.batch import Trajectory, collate
 from kwrl.train.local import prefix as prefix_pack
 from kwrl.train.local.checkpoint import TrainerState, save_checkpoint
+from kwrl.train.local.config import SFTConfig
 from kwrl.train.local.learner import on_device, token_logprobs
 from kwrl.train.local.memory import release_free_memory
-
-
-class SFTConfig(OutputConfig):
-    dataset: Path
-    """A task-dirs dataset with generated tasks (solution/gold_calls.json)."""
-    out: Path = Path("runs/sft")
-    """Run dir: checkpoints/step-N/model is the warm-started model. A non-empty dir needs
-    `overwrite=true` (which replaces what an earlier `kwrl train sft` wrote there)."""
-    model: str = "smollm2-135m"
-    """Initial weights: packaged name, local folder or hub id."""
-    tasks: list[str] | None = None
-    """Task slugs to learn from; default: every task with a gold solution."""
-    epochs: int = Field(default=2, ge=1)
-    """Passes over the gold trajectories."""
-    batch_size: int = Field(default=4, ge=1)
-    """Trajectories per optimizer step."""
-    lr: float = 5e-5
-    """AdamW learning rate."""
-    max_len: int = Field(default=4096, ge=64)
-    """Trajectories longer than this (tokens) are skipped."""
-    share_prefix: bool = True
-    """Run each batch as one packed forward/backward in which the tokens every trajectory of the
-    batch starts with (system prompt, tool list) run once (`kwrl.train.local.prefix`; exact up to
-    float rounding). Off, or when they share nothing: one trajectory at a time (least memory)."""
-    seed: int = 0
-    """Shuffle seed."""
-    device: str = "cpu"
-    """torch device of the trained model, e.g. `cuda:0` (batches are moved there per step);
-    the checkpoint is written from it as on CPU."""
-    agent: AgentConfig = Field(default_factory=AgentConfig)
-    """Agent settings, as in training (system prompt, tools, parser) so the format matches."""
-    discover: bool = False
-    """Replay each gold solution with the discovery calls an agent needs before it (`with_discovery`):
-    list the folders of a file whose path the instruction does not give, search the mail for a
-    mail id it does not give. Off, a trajectory reads a path or mail id it could not know, and
-    the model learns to guess one (the families that need such a path scored 0)."""
 
 
 class GoldPolicy(PolicyClient):

@@ -17,12 +17,11 @@ which harbor fills in from the host environment when the verifier starts (as `kw
 """
 
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError
 from skyrl.train.config import SkyRLTrainConfig
 
 from kwrl.errors import ConfigError
@@ -54,29 +53,6 @@ class KwrlSection(TrialSettings):
     policy_model: str | None = None
     """Model name sent to the policy; default: generator.inference_engine.served_model_name,
     else trainer.policy.model.path (vLLM's default served name)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_section_keys(cls, data: Any) -> Any:
-        """`kwrl.agent=module:Class` and `kwrl.judge_env.*` of the release before (one more
-        release, with a FutureWarning)."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        if isinstance(data.get("agent"), str):
-            warnings.warn(
-                "deprecated: kwrl.agent: use kwrl.harbor_agent", FutureWarning, stacklevel=2
-            )
-            data["harbor_agent"] = data.pop("agent")
-        if "judge_env" in data:
-            warnings.warn(
-                "deprecated: kwrl.judge_env: use kwrl.verifier_env", FutureWarning, stacklevel=2
-            )
-            data["verifier_env"] = {
-                **dict(data.pop("judge_env") or {}),
-                **dict(data.get("verifier_env") or {}),
-            }
-        return data
 
     def verifier_environment(self) -> dict[str, str]:
         """The verifier environment of every trial: the passthrough variables that are set on

@@ -42,33 +42,12 @@ def test_judge_specs_are_policy_specs() -> None:
 
 
 @pytest.mark.parametrize(
-    ("old", "kind", "target", "new"),
+    "bad",
     [
-        ("openai:http://h:8000/v1#m", "openai", "http://h:8000/v1#m", "http://h:8000/v1#m"),
-        ("gemini/gemini-2.5-flash", "litellm", "gemini/gemini-2.5-flash", "litellm:gemini/gemini-2.5-flash"),
-        ("ollama/llama3:8b", "litellm", "ollama/llama3:8b", "litellm:ollama/llama3:8b"),
+        "engine:smollm2-135m", "litellm:", "openai:localhost#m", "http://#m", "",
+        "openai:http://h:8000/v1#m", "gemini/gemini-2.5-flash", "ollama/llama3:8b",  # 0.1.0's
     ],
 )  # fmt: skip
-def test_old_judge_specs_still_work_with_a_deprecation_warning(
-    old: str, kind: str, target: str, new: str
-) -> None:
-    with pytest.warns(FutureWarning, match=f"deprecated; write '{new}'"):
-        assert split_judge_spec(old) == (kind, target)
-    with pytest.warns(FutureWarning):
-        judge = build_judge(JudgeConfig(model=old))
-    assert judge.kind == kind
-
-
-def test_old_and_new_forms_share_cache_keys() -> None:
-    new = build_judge(JudgeConfig(model="http://h:8000/v1#m"))
-    with pytest.warns(FutureWarning):
-        old = build_judge(JudgeConfig(model="openai:http://h:8000/v1#m"))
-    assert old.cache_key("s", "u") == new.cache_key("s", "u")
-
-
-@pytest.mark.parametrize(
-    "bad", ["engine:smollm2-135m", "litellm:", "openai:localhost#m", "http://#m", ""]
-)
 def test_bad_judge_specs_name_the_grammar(bad: str) -> None:
     with pytest.raises(ConfigError, match=r"judge.*(http\(s\)://HOST:PORT/v1#NAME|nothing after)"):
         build_judge(JudgeConfig(model=bad))
@@ -101,8 +80,6 @@ def test_judge_env_passes_settings_and_key_templates_not_keys() -> None:
     assert judge_env("http://h:1/v1#m", named) == {
         "KWRL_JUDGE": "http://h:1/v1#m", "KWRL_JUDGE_API_KEY_ENV": "MY_KEY", "MY_KEY": "${MY_KEY}",
     }  # fmt: skip
-    with pytest.warns(FutureWarning):
-        assert judge_env("openai:http://h:1/v1#m", {}) == {"KWRL_JUDGE": "http://h:1/v1#m"}
     with pytest.raises(ConfigError):
         judge_env("engine:x", {})
 

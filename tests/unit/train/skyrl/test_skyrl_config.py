@@ -219,16 +219,14 @@ def test_the_refused_pair_is_the_one_skyrls_model_wrapper_asserts_on() -> None:
 
 
 def test_the_kwrl_section_is_the_trial_settings_of_every_verb() -> None:
-    """Same keys and defaults as `kwrl eval`'s; the keys of the release before still load."""
+    """Same keys and defaults as `kwrl eval`'s; 0.1.0's keys are refused, naming the key."""
     from kwrl.rollout.settings import TrialSettings
     from kwrl.train.skyrl.config import KwrlSection, kwrl_section
 
     section, settings = KwrlSection(), TrialSettings()
     for name in TrialSettings.model_fields:
         assert getattr(section, name) == getattr(settings, name), name
-    old = {"agent": "pkg.mod:Agent", "agent_kwargs": {"max_steps": 6},
-           "environment_kwargs": {"allow_missing_limits": True}, "judge_env": {"KWRL_X": "1"}}  # fmt: skip
-    with pytest.warns(FutureWarning, match="kwrl.agent: use kwrl.harbor_agent"):
-        k = kwrl_section(old)
-    assert k.harbor_agent == "pkg.mod:Agent" and k.agent.max_steps == 6
-    assert k.sandbox.allow_missing_limits and k.verifier_env == {"KWRL_X": "1"}
+    for old in ({"agent": "pkg.mod:Agent"}, {"agent_kwargs": {"max_steps": 6}},
+                {"environment_kwargs": {}}, {"judge_env": {"KWRL_X": "1"}}):  # fmt: skip
+        with pytest.raises(ConfigError, match=f"kwrl.{next(iter(old))}"):
+            kwrl_section(old)
