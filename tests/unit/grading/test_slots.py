@@ -36,7 +36,7 @@ MULTIPLE = SlotCheck(label="Net debt / FY2025 EBITDA leverage", type="number", v
 NET_DEBT = SlotCheck(label="Net debt ($m)", type="number", value=63.4, scale=1e6,
                      others=["Net debt / FY2025 EBITDA leverage", "FY2025 EBITDA ($m)"])  # fmt: skip
 DAY = SlotCheck(label="Date", others=["Start time"], type="date", value="2026-03-17")
-TIME = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00")
+TIME = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00", day="2026-03-17")
 WHO = SlotCheck(label="Sent by", others=["Answer"], type="text", value=["Maria Okafor"],
                 rivals=["Jonas Berg", "Priya Raman", "Berg", "Raman"])  # fmt: skip
 CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"],
@@ -166,6 +166,21 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         "Revenue FY2025: 121.9\nThat figure is from the FY2025 model.",
     ),
     ("an intro pointing below", REV, "Please see the line below.\nRevenue FY2025: 121.9"),
+    # markdown around the value, times and days in words, sources that say how a value came
+    ("the value in bold", REV, "Revenue FY2025: **121.9**"),
+    ("the value as code", REV, "`Revenue FY2025`: `$121.9m`"),
+    ("the hour in words", TIME, "Start time: 2 in the afternoon (UTC)"),
+    ("a continental time", TIME, "Start time: 14h00 UTC"),
+    ("the meeting's end in words", TIME, "Start time: 14:00 UTC, ending at 15:00"),
+    ("the date's own weekday, abbreviated", DAY, "Date: Tue 17 March 2026"),
+    ("the time's own day", TIME, "Start time: 14:00 UTC on Tuesday 17 March"),
+    ("a row number in the source", REV, "Revenue FY2025: 121.9 (Summary tab, row 15)"),
+    ("how the value was confirmed", REV, "Revenue FY2025: 121.9 (confirmed by mail from finance)"),
+    (
+        "an early figure, then the final one confirmed",
+        REV,
+        "Finance floated $108.1m early on and then confirmed the final one.\nRevenue FY2025: 121.9",
+    ),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
@@ -204,6 +219,10 @@ GAMED: list[tuple[str, SlotCheck, str]] = [
         CORRECT,
         "Wrong figure: Revenue FY2025\nCorrect value: 108.1",
     ),
+    ("a weekday that is not the date's", DAY, "Date: Friday, 17 March 2026"),
+    ("the time on another weekday", TIME, "Start time: 14:00 UTC, Thursday"),
+    ("the time on another date", TIME, "Start time: 2 pm on 19 March 2026"),
+    ("a source that names another time", TIME, "Start time: 14:00 (the invite says 16:00)"),
 ]
 
 UNDECIDED: list[tuple[str, SlotCheck, str]] = [
@@ -265,6 +284,12 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         CORRECT,
         RECONCILE + "\nBut the deck's 108.1 may be the right one.",
     ),
+    (
+        "the deck's source affirmed in another clause",
+        CORRECT,
+        RECONCILE
+        + "\nLooking again, the deck was correct all along, so we should leave 108.1 as is.",
+    ),
 ]
 
 
@@ -274,6 +299,20 @@ SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
     ("an opinion after the value", TIME, "Start time: 14:00 I reckon"),
     ("a vague time", TIME, "Start time: mid-afternoon, 2 pm-ish"),
     ("a hedged source", REV, "Revenue FY2025: 121.9 (from the model, unreviewed)"),
+    # marks beside the value: the slot holds only what it can be read as
+    ("a shrug", REV, "Revenue FY2025: 121.9 🤷"),
+    ("a footnote dagger", REV, "Revenue FY2025: 121.9†"),
+    ("a lone footnote asterisk", REV, "Revenue FY2025: $121.9m*"),
+    ("a superscript note", REV, "Revenue FY2025: 121.9²"),
+    ("a warning sign", MARGIN, "FY2025 net income margin: 14.59% ⚠"),
+    ("an arrow and a word", REV, "Revenue FY2025: 121.9 ↗ trending"),
+    ("a double dagger after the name", WHO, "Sent by: Maria Okafor ‡"),
+    ("a second time beside end words", TIME, "Start time: 14:00 UTC (really 15:00)"),
+    (
+        "a source that weighs another",
+        REV,
+        "Revenue FY2025: 121.9 per the model, though the deck is right",
+    ),
 ]
 """A slot that says more than its value, in words no list of the reader holds: undecided."""
 
