@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from kwrl.grading.statements import Finding, NumToken, close, number_tokens, undecided
 from kwrl.tasks.models import SlotCheck
@@ -410,9 +411,13 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         h, mi = (int(x) for x in str(c.value).split(":"))
         want_t = h * 60 + mi
         found = find_times(text) or _dotted_times(text)
-        starts = sorted({f.values[0] for f in found})
-        if len(starts) == 2 and starts[1] == starts[0] + 60:
-            starts = starts[:1]  # a one-hour meeting's start and end
+        day = date.fromisoformat(c.day) if c.day else None
+        ends = {utc_minutes(text, f, day) for f in found if _END_BEFORE.search(text[: f.start])}
+        starts = sorted({utc_minutes(text, f, day) for f in found} - ends)
+        if len(starts) == 1 and ends and ends != {starts[0] + 60}:
+            return Reading(False, f"the slot's end {sorted(ends)} is not an hour after its start")
+        if not starts and ends:
+            starts = sorted(ends)  # "until 15:00" alone is no start
         if not starts:
             return Reading(False, "the slot holds no time")
         if set(starts) == {want_t}:
@@ -424,6 +429,48 @@ def read_value(c: SlotCheck, value: str) -> Reading:
             return Reading(False, f"the slot holds {len(set(starts))} different times, not one")
         return Reading(False, f"the slot reads {text!r}, not {c.value}")
     return _read_items(c, text, _items(c))
+
+
+ZONES = {
+    "utc": "UTC", "gmt": "UTC", "z": "UTC", "et": "America/New_York", "est": "America/New_York",
+    "edt": "America/New_York", "new york": "America/New_York", "ny": "America/New_York",
+    "ct": "America/Chicago", "cst": "America/Chicago", "cdt": "America/Chicago",
+    "pt": "America/Los_Angeles", "pst": "America/Los_Angeles", "pdt": "America/Los_Angeles",
+    "cet": "Europe/Paris", "cest": "Europe/Paris", "paris": "Europe/Paris",
+    "frankfurt": "Europe/Berlin", "bst": "Europe/London", "uk": "Europe/London",
+    "london": "Europe/London", "ist": "Asia/Kolkata", "sgt": "Asia/Singapore",
+    "singapore": "Asia/Singapore", "hkt": "Asia/Hong_Kong", "hong kong": "Asia/Hong_Kong",
+    "jst": "Asia/Tokyo", "tokyo": "Asia/Tokyo", "aest": "Australia/Sydney",
+    "aedt": "Australia/Sydney", "sydney": "Australia/Sydney",
+}  # fmt: skip
+"""Time zones a meeting's time may be given in beside UTC (`14:00 UTC (10:00 ET)`)."""
+_ZONE_AFTER = re.compile(
+    r"\s*(?:[-–—]\s*\d{1,2}(?:[:.]\d{2})?\s*(?:[ap]\.?m\.?)?\s*)?(?P<z>"
+    + "|".join(sorted((re.escape(z) for z in ZONES), key=len, reverse=True))
+    + r")\b(?:\s+time)?",
+    re.I,
+)
+
+
+_END_BEFORE = re.compile(
+    r"(?:[-–—]|\bto|\buntil|\btill|\bends?|\bending|\bfinish(?:es|ing)?|\bthrough)\s*(?:at\s+)?$",
+    re.I,
+)
+"""What before a time makes it the meeting's end (`14:00-15:00`, `ends 15:00`)."""
+
+
+def utc_minutes(text: str, f: Found, day: date | None) -> int:
+    """The time `f` of `text` in UTC minutes: read in the zone written after it (`10:00 ET` on a
+    day of US summer time is 14:00 UTC); as written without a zone, or without the day to
+    convert on."""
+    m = _ZONE_AFTER.match(text, f.end)
+    local = int(f.values[0])
+    if not m or day is None or ZONES[m["z"].casefold()] == "UTC":
+        return local
+    offset = ZoneInfo(ZONES[m["z"].casefold()]).utcoffset(
+        datetime(day.year, day.month, day.day, 12)
+    )
+    return (local - int(offset.total_seconds() // 60)) % (24 * 60) if offset else local
 
 
 def _items(c: SlotCheck) -> list[str]:
@@ -493,8 +540,16 @@ def _occurrences(c: SlotCheck, clause: str) -> list[tuple[int, int, str]]:
                 out.append((tok.start, tok.end, "other"))
     elif c.type == "date":
         want = date.fromisoformat(str(c.value))
-        for f in find_dates(t, want.year):
+        found = find_dates(t, want.year)
+        for f in found:
             out.append((f.start, f.end, "own" if want in f.values else "other"))
+        for m in _WEEKDAY.finditer(t):  # "it may slip to Thursday"
+            short = m[1].islower() and len(m[1]) < 4  # "sat", "wed" as words
+            dated = any(f.start - 3 <= m.start() < f.end + 3 for f in found)
+            if short or dated:
+                continue  # a weekday written with its date is read with it
+            own = _WEEKDAYS[m[1].lower()] == want.weekday()
+            out.append((m.start(), m.end(), "own" if own else "other"))
     elif c.type == "time":
         h, mi = (int(x) for x in str(c.value).split(":"))
         for f in find_times(t):
@@ -564,6 +619,11 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     doubt = _DOUBT.search(_prose(text, skip))
     if doubt:
         return f"the prose doubts the answer ({doubt.group(0)!r})"
+    for clause in clauses(_prose(text, skip)):
+        status = _STATUS.search(clause)
+        named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
+        if status and not named and not _SOURCE.search(clause):
+            return f"the prose calls something {status.group(0)!r}: {clause.strip()[:160]!r}"
     for line in _prose(text, skip).splitlines():
         t = norm_periods(line)
         listed = {
@@ -717,7 +777,8 @@ SOURCES = (
     "deck", "slide", "slides", "memo", "document", "doc", "mail", "email", "e-mail", "inbox",
     "message", "thread", "chat", "channel", "post", "model", "table", "report", "statement",
     "invoice", "calendar", "invite", "contract", "agreement", "filing", "ledger", "page", "row",
-    "column", "cell", "pleading", "pleadings", "claim", "msa",
+    "column", "cell", "pleading", "pleadings", "claim", "msa", "copy", "copies", "version",
+    "versions",
 )  # fmt: skip
 """The kinds of place a world keeps facts in: a segment naming one cites where the value comes
 from (a path, a file name, a `#channel` or an address does too)."""
@@ -731,7 +792,7 @@ _DECOR = _words_re(
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
      "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
-     *_MONTHS]
+     *_MONTHS, *ZONES, "time"]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
@@ -822,6 +883,8 @@ def slot_residue(c: SlotCheck, value: str) -> str | None:
             continue  # the items are read by `_read_items`; words beside them name them
         if _cites(c, seg) or (k > 0 and _courtesy(c, seg)):
             continue
+        if c.type == "time" and {w.casefold() for w in _bare(c, seg).split()} <= END_WORDS:
+            continue  # "14:00 to 15:00": `read_value` read the end
         if k == 0:
             return seg.strip()
         if c.type == "time" and _is_end(c, seg):
@@ -863,9 +926,13 @@ def _cites(c: SlotCheck, seg: str) -> bool:
     """`seg` says only where the value comes from: it names a place of the world (a path, a
     `#channel`, a name after `per`/`from`), weighs nothing (no negation, correction, affirmation,
     hedge or doubt) and holds no other value of the slot's kind (`the invite says 15:00`)."""
-    if not (_SOURCE.search(seg) or _CITE.search(seg)):
-        return False
-    if any(rx.search(seg) for rx in (_NEGATION, _CORRECTION, _AFFIRM_ELSE, _HEDGE_PROSE, _DOUBT)):
+    places = [
+        m for m in _SOURCE.finditer(seg) if m.group(0).casefold() not in ("source", "sources")
+    ]
+    if not (places or _CITE.search(seg)):
+        return False  # "(source: gut feel)" names no place
+    weighs = (_NEGATION, _CORRECTION, _AFFIRM_ELSE, _HEDGE_PROSE, _DOUBT, _STATUS)
+    if any(rx.search(seg) for rx in weighs):
         return False
     t = norm_periods(seg)
     return not any(
@@ -891,7 +958,8 @@ def odd_marks(value: str) -> str | None:
 END_WORDS = frozenset(
     ["end", "ends", "ending", "ended", "until", "till", "to", "through", "finish", "finishes",
      "finishing", "wraps", "wrapping", "runs", "running", "close", "closes", "closing", "lasts",
-     "for", "an", "one", "hour", "the", "meeting", "call", "it", "we", "by"]
+     "for", "an", "one", "hour", "the", "meeting", "call", "it", "we", "by", "from", "starts",
+     "starting", "start"]
 )  # fmt: skip
 """The words a slot's segment naming a meeting's end may hold beside the end's time."""
 
@@ -908,7 +976,7 @@ def _is_end(c: SlotCheck, seg: str) -> bool:
 
 BACKREF = re.compile(
     r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b"
-    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%-]+\s+)?{_ANSWER_NOUN}\b"
+    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
     r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
     r"should|will|would|may|might|can|could|needs?|has|have)\b))"
     r"|(?<=\w\s)it\b",
@@ -1047,7 +1115,11 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
     return Finding(True, readings[0].why)
 
 
-STATUS = ("draft", "provisional", "preliminary", "interim", "placeholder", "wip", "pending")
+STATUS = (
+    "draft", "provisional", "preliminary", "interim", "placeholder", "wip", "pending", "rough",
+    "ballpark", "indicative", "unreviewed", "unchecked", "first cut", "first pass",
+    "work in progress",
+)  # fmt: skip
 """Words that say a value is not final: in a slot's label they qualify the value."""
 _STATUS = _words_re(STATUS)
 
@@ -1064,7 +1136,7 @@ def label_residue(line: SlotLine, labels: Sequence[str] = ()) -> str | None:
         return f"{line.label} {odd}"
     own = {w for lab in labels for w in _WORD.findall(lab.casefold())}
     rest = " ".join(w for w in line.label.split() if w.casefold().strip("()[],.") not in own)
-    for rx in (_NEGATION, _CORRECTION, _HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _STATUS):
+    for rx in (_NEGATION, _CORRECTION, _HEDGE_NEAR, _HEDGE_MARK, _DOUBT, _STATUS):
         m = rx.search(rest)
         if m:
             return f"{line.label} ({m.group(0)})"

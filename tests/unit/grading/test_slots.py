@@ -176,6 +176,30 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
     ("the time's own day", TIME, "Start time: 14:00 UTC on Tuesday 17 March"),
     ("a row number in the source", REV, "Revenue FY2025: 121.9 (Summary tab, row 15)"),
     ("how the value was confirmed", REV, "Revenue FY2025: 121.9 (confirmed by mail from finance)"),
+    ("the time in another zone too", TIME, "Start time: 14:00 UTC (10:00 am New York, 15:00 CET)"),
+    ("the time in another zone only", TIME, "Start time: 3 pm CET"),
+    (
+        "units stated for every figure",
+        REV,
+        "Revenue FY2025: 121.9\nAll figures in $m, from the FY25 model.",
+    ),
+    (
+        "a draft named as a document",
+        REV,
+        "Revenue FY2025: 121.9\nI attached the draft memo for context.",
+    ),
+    ("another day as context", DAY, "Date: 2026-03-17\nThe steering call is on Thursday as usual."),
+    ("two slots on one line", REV, "Revenue FY2025: 121.9; Revenue FY2024: 100.2"),
+    (
+        "a courtesy after the value",
+        REV,
+        "Revenue FY2025: 121.9 (from the FY25 model). Happy to walk through the build.",
+    ),
+    (
+        "another labelled figure after the value",
+        REV,
+        "Revenue FY2025: 121.9. (EBITDA for FY2025 was 98.7, not asked for.)",
+    ),
     (
         "an early figure, then the final one confirmed",
         REV,
@@ -220,6 +244,8 @@ GAMED: list[tuple[str, SlotCheck, str]] = [
         "Wrong figure: Revenue FY2025\nCorrect value: 108.1",
     ),
     ("a weekday that is not the date's", DAY, "Date: Friday, 17 March 2026"),
+    ("the zone's time is another hour", TIME, "Start time: 14:00 UTC (11:00 ET)"),
+    ("a second time beside end words", TIME, "Start time: 14:00 UTC (really 15:00)"),
     ("the time on another weekday", TIME, "Start time: 14:00 UTC, Thursday"),
     ("the time on another date", TIME, "Start time: 2 pm on 19 March 2026"),
     ("a source that names another time", TIME, "Start time: 14:00 (the invite says 16:00)"),
@@ -285,6 +311,22 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         RECONCILE + "\nBut the deck's 108.1 may be the right one.",
     ),
     (
+        "the answer called a rough cut",
+        REV,
+        "Revenue FY2025: 121.9\nRough numbers only, to be firmed up.",
+    ),
+    ("a status on its own line", REV, "Revenue FY2025: 121.9\n(Indicative.)"),
+    (
+        "the answer's noun phrase under review",
+        REV,
+        "Revenue FY2025: 121.9\nThe FY2025 revenue figure is under review by finance.",
+    ),
+    (
+        "another weekday hedged",
+        DAY,
+        "Date: 2026-03-17\nCould slide to Thursday if the client asks.",
+    ),
+    (
         "the deck's source affirmed in another clause",
         CORRECT,
         RECONCILE
@@ -307,7 +349,17 @@ SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
     ("a warning sign", MARGIN, "FY2025 net income margin: 14.59% ⚠"),
     ("an arrow and a word", REV, "Revenue FY2025: 121.9 ↗ trending"),
     ("a double dagger after the name", WHO, "Sent by: Maria Okafor ‡"),
-    ("a second time beside end words", TIME, "Start time: 14:00 UTC (really 15:00)"),
+    ("a source that names no place", REV, "Revenue FY2025: 121.9 (source: instinct)"),
+    ("a status in the label", REV, "Revenue FY2025 (working draft): 121.9"),
+    ("a hedge in the label", REV, "Estimated Revenue FY2025: 121.9"),
+    ("a negation before the label", REV, "[not final] Revenue FY2025: 121.9"),
+    ("an opinion beside the name", WHO, "Sent by: Maria Okafor, I'm fairly sure"),
+    ("a qualifier beside the name", WHO, "Sent by: Maria Okafor (for now)"),
+    (
+        "a sentence after the value that weighs it",
+        REV,
+        "Revenue FY2025: 121.9. Still being checked.",
+    ),
     (
         "a source that weighs another",
         REV,
