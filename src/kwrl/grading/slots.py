@@ -412,7 +412,7 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         want_t = h * 60 + mi
         found = find_times(text) or _dotted_times(text)
         day = date.fromisoformat(c.day) if c.day else None
-        ends = {utc_minutes(text, f, day) for f in found if _END_BEFORE.search(text[: f.start])}
+        ends = {utc_minutes(text, f, day) for f in found if _is_end_time(text, f)}
         starts = sorted({utc_minutes(text, f, day) for f in found} - ends)
         if len(starts) == 1 and ends and ends != {starts[0] + 60}:
             return Reading(False, f"the slot's end {sorted(ends)} is not an hour after its start")
@@ -457,6 +457,15 @@ _END_BEFORE = re.compile(
     re.I,
 )
 """What before a time makes it the meeting's end (`14:00-15:00`, `ends 15:00`)."""
+
+
+_END_AFTER = re.compile(r"\s*(?:[a-z]{2,4}\s+)?(?:finish|end|close)\b", re.I)
+
+
+def _is_end_time(text: str, f: Found) -> bool:
+    """The time `f` is written as the meeting's end (`14:00-15:00`, `until 15:00`, `15:00
+    finish`)."""
+    return bool(_END_BEFORE.search(text[: f.start]) or _END_AFTER.match(text, f.end))
 
 
 def utc_minutes(text: str, f: Found, day: date | None) -> int:
