@@ -661,7 +661,41 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             word = _weighing(t)
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
+            if role == "rival" and c.type != "text" and not _framed(t):
+                return f"the prose names {shown!r} without saying whose it is: {clause.strip()[:160]!r}"
     return _sentence_doubt(c, _prose(text, skip), allowed)
+
+
+FRAMES = (
+    "was", "were", "had", "been", "earlier", "first", "initially", "previously", "originally",
+    "before", "prior", "old", "older", "former", "last", "from", "vs", "versus", "compared",
+    "against", "than", "instead of", "rather than", "replaced", "replaces", "shows", "showed",
+    "shown", "says", "said", "lists", "listed", "reads", "quoted", "floated", "estimate",
+    "estimated", "estimates", "projected", "forecast", "budget", "budgeted", "plan", "planned",
+    "target", "up from", "down from", "rose", "fell", "grew", "increase", "decrease", "change", "ignored",
+    "ignore", "disregarded", "mentioned",
+)  # fmt: skip
+"""Words that frame a known wrong value as context: where or when it comes from, what it is
+compared with (`the deck shows 108.1`, `first floated 33.7`, `up from 88.0`)."""
+_FRAME = _words_re(FRAMES)
+
+
+def _framed(clause: str) -> bool:
+    """A clause naming a known wrong value says whose or which it is: a place of the world, a
+    period, a month or year, a framing word, a correction, a negation or a status. An unframed
+    mention (`Honestly 108.1 feels like the one`, `108.1 holds up`) is the reader's to weigh."""
+    return any(
+        rx.search(clause)
+        for rx in (_SOURCE, _PERIOD_WORD, _FRAME, _CORRECTION, _NEGATION, _STATUS, _YEAR_OR_MONTH)
+    )
+
+
+_YEAR_OR_MONTH = re.compile(
+    r"\b(?:19|20)\d{2}\b|(?<![\w'])(?:"
+    + "|".join(m for m in sorted(_MONTHS, key=len, reverse=True) if m != "may")
+    + r")\b",
+    re.I,
+)
 
 
 _ANSWER_NOUN = (
@@ -838,7 +872,9 @@ NAMING_WORDS = frozenset(
     ["partner", "lead", "associate", "counsel", "manager", "director", "analyst", "principal",
      "head", "team", "project", "matter", "client", "firm", "engagement", "deal", "figure",
      "number", "value", "metric", "line", "item", "period", "year", "quarter", "name", "sent",
-     "posted", "and", "with", "cap", "senior", "junior", "general", "finance", "legal"]
+     "posted", "and", "with", "cap", "senior", "junior", "general", "finance", "legal", "docket",
+     "case", "court", "ref", "reference", "id", "room", "floor", "building", "provider",
+     "platform", "vdr", "virtual", "data"]
 )  # fmt: skip
 """Lower-case words that may stand beside a name or a metric in a text slot (a role, what the item
 is); capitalised words are names and titles (`Crystal Zephyr lead`), and beside clause numbers

@@ -47,6 +47,9 @@ CORRECT = SlotCheck(label="Correct value", others=["Wrong figure", "Deck shows"]
                     value=121.9, scale=1e6, rivals=["108.1"])  # fmt: skip
 SHOWN = SlotCheck(label="Deck shows", others=["Wrong figure", "Correct value"], type="number",
                   value=108.1, scale=1e6, wrong_value=True)  # fmt: skip
+CASE = SlotCheck(
+    label="Answer", type="text", value=["2025-CV-3980"], rival_pattern=r"\d{4}-cv-\d{4}"
+)
 RECONCILE = "Wrong figure: Revenue FY2025\nDeck shows: 108.1\nCorrect value: 121.9"
 
 HONEST: list[tuple[str, SlotCheck, str]] = [
@@ -176,6 +179,17 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
     ("the time's own day", TIME, "Start time: 14:00 UTC on Tuesday 17 March"),
     ("a row number in the source", REV, "Revenue FY2025: 121.9 (Summary tab, row 15)"),
     ("how the value was confirmed", REV, "Revenue FY2025: 121.9 (confirmed by mail from finance)"),
+    (
+        "a known wrong figure framed by its month",
+        REV,
+        "Revenue FY2025: 121.9\n(March's 108.1 is gone.)",
+    ),
+    (
+        "a known wrong figure against the answer",
+        REV,
+        "Revenue FY2025: 121.9\nCompare 108.1 in the review deck.",
+    ),
+    ("an identifier with what it is", CASE, "Answer: 2025-CV-3980 (docket number)"),
     ("the time in another zone too", TIME, "Start time: 14:00 UTC (10:00 am New York, 15:00 CET)"),
     ("the time in another zone only", TIME, "Start time: 3 pm CET"),
     (
@@ -310,6 +324,8 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         CORRECT,
         RECONCILE + "\nBut the deck's 108.1 may be the right one.",
     ),
+    ("a known wrong figure put forward unframed", REV, "Revenue FY2025: 121.9\nI'd go for 108.1."),
+    ("a known wrong figure said to hold up", REV, "Revenue FY2025: 121.9\n108.1 holds up better."),
     (
         "the answer called a rough cut",
         REV,
