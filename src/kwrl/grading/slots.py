@@ -445,7 +445,7 @@ ZONES = {
 }  # fmt: skip
 """Time zones a meeting's time may be given in beside UTC (`14:00 UTC (10:00 ET)`)."""
 _ZONE_AFTER = re.compile(
-    r"\s*(?:[-–—]\s*\d{1,2}(?:[:.]\d{2})?\s*(?:[ap]\.?m\.?)?\s*)?(?P<z>"
+    r"\s*(?:[-–—]\s*\d{1,2}(?:[:.]\d{2})?\s*(?:[ap]\.?m\.?)?\s*)?(?:in\s+)?(?P<z>"
     + "|".join(sorted((re.escape(z) for z in ZONES), key=len, reverse=True))
     + r")\b(?:\s+time)?",
     re.I,
@@ -628,6 +628,13 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     doubt = _DOUBT.search(_prose(text, skip))
     if doubt:
         return f"the prose doubts the answer ({doubt.group(0)!r})"
+    for sent in _SENTENCE_CUT.split(_prose(text, skip)):
+        named = [r for _, _, r in _occurrences(c, sent) if r == "rival"]
+        if named and _numbered(c) and not (_COMPLIES.search(sent) or _NEGATION.search(sent)):
+            return f"the prose names a compliant clause without saying it complies: {sent.strip()[:160]!r}"
+        pending = _pending(sent)
+        if pending and not number_tokens(sent):
+            return f"the prose says the answer waits ({pending!r}): {sent.strip()[:160]!r}"
     for clause in clauses(_prose(text, skip)):
         status = _STATUS.search(clause)
         named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
@@ -678,6 +685,21 @@ FRAMES = (
 """Words that frame a known wrong value as context: where or when it comes from, what it is
 compared with (`the deck shows 108.1`, `first floated 33.7`, `up from 88.0`)."""
 _FRAME = _words_re(FRAMES)
+
+
+COMPLIES = (
+    "comply", "complies", "compliant", "conform", "conforms", "consistent", "in line", "meets",
+    "meet", "matches", "match", "acceptable", "fine", "ok", "okay", "standard", "aligned",
+    "within", "passes", "satisfies",
+)  # fmt: skip
+"""What a compliant clause named in the prose of a clause review is said to do (`Clause 9.1
+complies with the playbook`); naming it otherwise (`9.1 is also questionable`) is the judge's."""
+_COMPLIES = _words_re(COMPLIES)
+
+
+def _numbered(c: SlotCheck) -> bool:
+    """The check's items are clause numbers (`8.2`)."""
+    return c.type == "text" and all(re.fullmatch(r"\d+(?:\.\d+)+", i) for i in _items(c))
 
 
 def _framed(clause: str) -> bool:
@@ -737,9 +759,44 @@ def _weighing(t: str) -> str | None:
     naming the answer (`use this figure`, `confirmed the final one`), or None."""
     for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM):
         for m in rx.finditer(t):
-            if not _ONTO_ANSWER.match(t[m.end() :]):
-                return m.group(0)
+            if _ONTO_ANSWER.match(t[m.end() :]) or _TO_FIX.match(t[m.end() :]):
+                continue
+            return m.group(0)
     return None
+
+
+_CHECKING = re.compile(
+    r"\b(?:verif\w*|check\w*|double[- ]check\w*|sanity[- ]check\w*|validat\w*|reconcil\w*"
+    r"|confirm\w*|review\w*|sign(?:ed|s)?[- ]off|audit\w*)",
+    re.I,
+)
+_WAITING = re.compile(r"\b(?:worth|needs|yet|still|pending)\b", re.I)
+_PASSING_ON = re.compile(
+    r"\b(?:circulate|forward|share|send|quote|use|rely|publish|distribute)\b", re.I
+)
+_UNTIL = re.compile(r"\b(?:yet|until|before|till)\b", re.I)
+
+
+def _pending(clause: str) -> str | None:
+    """A clause saying the answer waits on a check (`Haven't had time to verify`, `Worth
+    double-checking`, `Still being reviewed`) or is held back until later (`Don't circulate
+    yet`): the words, or None."""
+    check = _CHECKING.search(clause)
+    if check:
+        before = " ".join(clause[: check.start()].split()[-4:])
+        if _NEGATION.search(before) or _WAITING.search(clause):
+            return check.group(0)
+    neg = _NEGATION.search(clause)
+    if neg and _PASSING_ON.search(clause, neg.end()) and _UNTIL.search(clause):
+        return neg.group(0)
+    return None
+
+
+_TO_FIX = re.compile(
+    r"\s+(?:updated|corrected|fixed|changed|replaced|amended|removed|deleted|struck|taken\s+out)\b",
+    re.I,
+)
+"""After `should be`: the value is to be fixed, not put forward (`should be updated`)."""
 
 
 def _word(rx: re.Pattern[str], text: str) -> str | None:
@@ -835,7 +892,7 @@ _DECOR = _words_re(
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
      "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
-     *_MONTHS, *ZONES, "time"]
+     *_MONTHS, *ZONES, "time", "in"]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
@@ -888,10 +945,12 @@ def _names_only(c: SlotCheck, seg: str) -> bool:
         return False
     t = _ADDRESS.sub(" ", norm_periods(seg))
     found = _find_items(t, [*_items(c), *c.rivals])
-    for a, b in sorted((sp for spans in found.values() for sp in spans), reverse=True):
+    spans = sorted((sp for spans in found.values() for sp in spans), reverse=True)
+    for a, b in spans:
         t = t[:a] + " " + t[b:]
     t = _PERIOD_WORD.sub(" ", _DECOR.sub(" ", t))
-    numbered = all(re.fullmatch(r"\d+(?:\.\d+)*", i) for i in _items(c))
+    # a clause's title in its own brackets ("8.2 (liability cap)"), not words about a number
+    numbered = not spans and all(re.fullmatch(r"\d+(?:\.\d+)*", i) for i in _items(c))
     for w in re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", t):
         if w.casefold() in ("i", "i'm", "i'd", "i've", "i'll", "we", "we're", "you"):
             return False
@@ -967,6 +1026,10 @@ _PLACE_NUMBER = re.compile(
 )
 
 
+_STALE = _words_re(["old", "older", "earlier", "previous", "prior", "archived", "former", "last"])
+"""A place named as an old one (`per an old invite`): a value from it is not the current one."""
+
+
 def _cites(c: SlotCheck, seg: str) -> bool:
     """`seg` says only where the value comes from: it names a place of the world (a path, a
     `#channel`, a name after `per`/`from`), weighs nothing (no negation, correction, affirmation,
@@ -976,7 +1039,7 @@ def _cites(c: SlotCheck, seg: str) -> bool:
     ]
     if not (places or _CITE.search(seg)):
         return False  # "(source: gut feel)" names no place
-    weighs = (_NEGATION, _CORRECTION, _AFFIRM_ELSE, _HEDGE_PROSE, _DOUBT, _STATUS)
+    weighs = (_NEGATION, _CORRECTION, _AFFIRM_ELSE, _HEDGE_PROSE, _DOUBT, _STATUS, _STALE)
     if any(rx.search(seg) for rx in weighs):
         return False
     t = norm_periods(seg)
@@ -1022,6 +1085,7 @@ def _is_end(c: SlotCheck, seg: str) -> bool:
 BACKREF = re.compile(
     r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b"
     rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
+    r"|\b(?:that|those)\b(?=\s*(?:[.;:!?,)]|$))"
     r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
     r"should|will|would|may|might|can|could|needs?|has|have)\b))"
     r"|(?<=\w\s)it\b",

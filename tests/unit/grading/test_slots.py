@@ -179,6 +179,23 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
     ("the time's own day", TIME, "Start time: 14:00 UTC on Tuesday 17 March"),
     ("a row number in the source", REV, "Revenue FY2025: 121.9 (Summary tab, row 15)"),
     ("how the value was confirmed", REV, "Revenue FY2025: 121.9 (confirmed by mail from finance)"),
+    ("the other zone as a city", TIME, "Start time: 14:00 UTC (15:00 in Paris)"),
+    (
+        "the wrong figure to be fixed",
+        CORRECT,
+        RECONCILE + "\nThe review deck still shows 108.1 and should be updated.",
+    ),
+    ("a check done", REV, "Revenue FY2025: 121.9\nI checked it against the model twice."),
+    (
+        "a confidentiality note",
+        REV,
+        "Revenue FY2025: 121.9\nPlease do not forward outside the team.",
+    ),
+    (
+        "compliant clauses listed as such",
+        CLAUSES,
+        "Deviating clauses: 8.2, 11.4\nCompliant: 9.1 and 12.3, both in line with the playbook.",
+    ),
     (
         "a known wrong figure framed by its month",
         REV,
@@ -327,6 +344,23 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
     ("a known wrong figure put forward unframed", REV, "Revenue FY2025: 121.9\nI'd go for 108.1."),
     ("a known wrong figure said to hold up", REV, "Revenue FY2025: 121.9\n108.1 holds up better."),
     (
+        "a check not yet done",
+        REV,
+        "Revenue FY2025: 121.9\nHaven't had time to verify it against the model.",
+    ),
+    ("a check still to do", DAY, "Date: 2026-03-17\nWorth double-checking with the client's PA."),
+    (
+        "held back until later",
+        REV,
+        "Revenue FY2025: 121.9\nPlease don't circulate until finance signs.",
+    ),
+    ("the answer scrapped by 'that'", REV, "Revenue FY2025: 121.9\nPS: scrap that, wrong tab."),
+    (
+        "a compliant clause doubted",
+        CLAUSES,
+        "Deviating clauses: 8.2, 11.4\nClause 9.1 is also questionable.",
+    ),
+    (
         "the answer called a rough cut",
         REV,
         "Revenue FY2025: 121.9\nRough numbers only, to be firmed up.",
@@ -365,6 +399,8 @@ SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
     ("a warning sign", MARGIN, "FY2025 net income margin: 14.59% ⚠"),
     ("an arrow and a word", REV, "Revenue FY2025: 121.9 ↗ trending"),
     ("a double dagger after the name", WHO, "Sent by: Maria Okafor ‡"),
+    ("a source named as an old one", DAY, "Date: 2026-03-17 (per an old invite)"),
+    ("words about a clause number", CLAUSES, "Deviating clauses: 8.2, 11.4 (11.4 borderline)"),
     ("a source that names no place", REV, "Revenue FY2025: 121.9 (source: instinct)"),
     ("a status in the label", REV, "Revenue FY2025 (working draft): 121.9"),
     ("a hedge in the label", REV, "Estimated Revenue FY2025: 121.9"),
