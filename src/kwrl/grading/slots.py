@@ -376,9 +376,11 @@ def read_value(c: SlotCheck, value: str) -> Reading:
     if neg:
         return Reading(False, f"the slot is negated ({neg.group(0)!r})")
     if c.type == "number":
+        dated = [(f.start, f.end) for f in find_dates(text, 2000)]
         toks = [
             t for t in _numbers(text)
             if _comparable(t, c) and not _PLACE_NUMBER.search(text[: t.start].rstrip())
+            and not any(a <= t.start < b for a, b in dated)  # "for the year to 31 Dec 2025"
         ]  # fmt: skip
         if not toks:
             return Reading(False, "the slot holds no figure")
@@ -636,6 +638,11 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
         if pending and not number_tokens(sent):
             return f"the prose says the answer waits ({pending!r}): {sent.strip()[:160]!r}"
     for clause in clauses(_prose(text, skip)):
+        named = bool(_occurrences(c, clause) or number_tokens(clause))
+        message = c.place in ("chat", "mail")
+        word = None if named else _changes(clause) or (message and _retracts(clause))
+        if word:
+            return f"the prose says {word!r}: {clause.strip()[:160]!r}"
         status = _STATUS.search(clause)
         named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
         if status and not named and not _SOURCE.search(clause):
@@ -668,6 +675,9 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             word = _weighing(t)
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
+            change = _CHANGE.search(t)
+            if change and c.type in ("date", "time") and not re.search(r"\bfrom\s*$", t[:start]):
+                return f"the prose moves the value to {shown!r} ({change.group(0)!r}): {clause.strip()[:160]!r}"
             if role == "rival" and c.type != "text" and not _framed(t):
                 return f"the prose names {shown!r} without saying whose it is: {clause.strip()[:160]!r}"
     return _sentence_doubt(c, _prose(text, skip), allowed)
@@ -792,6 +802,48 @@ def _pending(clause: str) -> str | None:
     return None
 
 
+RETRACTS = (
+    "correction", "corrections", "repost", "re-post", "resend", "re-send", "incoming", "hold off",
+    "hold that", "stand by", "standby", "ignore", "disregard", "scratch", "scrap", "retract",
+    "retracted", "withdraw", "withdrawn", "redo", "redoing", "rework", "reworking",
+)  # fmt: skip
+"""In a message (a post, a mail) read with the answer: words that take it back or announce
+another (`Correction incoming`, `will repost`)."""
+_RETRACT = _words_re(RETRACTS)
+_WRONG_THING = re.compile(
+    r"\b(?:wrong|incorrect)\s+(?:[\w-]+\s+)?(?:file|tab|sheet|quarter|period"
+    r"|year|row|column|number|figure|value|version|cell|model|workbook|metric|project|channel"
+    r"|post|message|line|label|unit|units|scale)s?\b",
+    re.I,
+)
+_CHANGE = re.compile(
+    r"\b(?:extension|extend(?:ed)?|move[ds]?|postpone[ds]?|reschedul\w*|push(?:ed)?\s+back|slips?"
+    r"|shift(?:s|ed)?|defer(?:red)?|delay(?:ed)?|restate[ds]?|revis(?:e|ed|ion)|change[ds]?)\b",
+    re.I,
+)
+
+
+def _retracts(clause: str) -> str | None:
+    """A message's clause, naming no value, that takes the answer back or announces another
+    (`Correction incoming`, `wrong quarter, sorry`, `new number coming shortly`)."""
+    m = _RETRACT.search(clause) or _WRONG_THING.search(clause)
+    if m:
+        return m.group(0)
+    coming = _COMING.search(clause)
+    return coming.group(0) if coming and _ANOTHER.search(clause) else None
+
+
+_ANOTHER = _words_re(["new", "updated", "revised", "corrected", "final", "proper", "real"])
+_COMING = _words_re(["coming", "shortly", "soon", "later", "to follow", "tomorrow", "on monday"])
+
+
+def _changes(clause: str) -> str | None:
+    """A clause, naming no value, saying with a hedge that the answer may change (`The court may
+    grant an extension`)."""
+    m = _CHANGE.search(clause)
+    return m.group(0) if m and _HEDGE_PROSE.search(clause) else None
+
+
 _TO_FIX = re.compile(
     r"\s+(?:updated|corrected|fixed|changed|replaced|amended|removed|deleted|struck|taken\s+out)\b",
     re.I,
@@ -892,7 +944,7 @@ _DECOR = _words_re(
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
      "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
-     *_MONTHS, *ZONES, "time", "in"]
+     *_MONTHS, *ZONES, "time", "in", "a", "an", "the"]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
@@ -914,8 +966,9 @@ def _bare(c: SlotCheck, seg: str) -> str:
     ]
     for a, b in sorted(spans, reverse=True):
         t = t[:a] + " " + t[b:]
+    t = _PERIOD_WORD.sub(" ", t)
     t = re.sub(r"[$£€]?\d[\d,.:]*\s*(?:%|x\b)?", " ", t)
-    t = _PERIOD_WORD.sub(" ", _DECOR.sub(" ", t))
+    t = _DECOR.sub(" ", t)
     return " ".join(re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", t))
 
 
@@ -975,6 +1028,10 @@ def slot_residue(c: SlotCheck, value: str) -> str | None:
     if c.wrong_value:
         return None
     text = drop_restatements(c, norm_periods(value))
+    own_periods = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+    other = [p for p in _PERIOD_WORD.findall(text.casefold()) if p not in own_periods]
+    if own_periods and other and c.type != "text":
+        return f"{text.strip()} (another period: {other[0]})"
     if c.type == "time" and not c.day:
         day = _WEEKDAY.search(text) or next(iter(find_dates(text, 2000)), None)
         if day:  # a day beside the time that the check cannot compare

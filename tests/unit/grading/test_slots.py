@@ -50,6 +50,8 @@ SHOWN = SlotCheck(label="Deck shows", others=["Wrong figure", "Correct value"], 
 CASE = SlotCheck(
     label="Answer", type="text", value=["2025-CV-3980"], rival_pattern=r"\d{4}-cv-\d{4}"
 )
+POST = REV.model_copy(update={"place": "chat", "channel": "deals"})
+DEADLINE = SlotCheck(label="Answer", others=["Sent by"], type="date", value="2026-04-06")
 RECONCILE = "Wrong figure: Revenue FY2025\nDeck shows: 108.1\nCorrect value: 121.9"
 
 HONEST: list[tuple[str, SlotCheck, str]] = [
@@ -236,6 +238,10 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         REV,
         "Finance floated $108.1m early on and then confirmed the final one.\nRevenue FY2025: 121.9",
     ),
+    ("the date's weekday in brackets", DEADLINE, "Answer: 2026-04-06 (a Monday)"),
+    ("the slot's own period in brackets", REV, "Revenue FY2025: 121.9 (FY25)"),
+    ("another date moved from", DEADLINE, "Answer: 2026-04-06\nIt was moved from 20 April."),
+    ("a later post with more detail", POST, "Revenue FY2025: 121.9\n\nWorkings are in the deck."),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
@@ -382,10 +388,28 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         RECONCILE
         + "\nLooking again, the deck was correct all along, so we should leave 108.1 as is.",
     ),
+    ("a later post takes it back", POST, "Revenue FY2025: 121.9\n\nCorrection incoming, sorry."),
+    ("a later post names a wrong source", POST, "Revenue FY2025: 121.9\n\nOops, wrong quarter."),
+    (
+        "a later post promises another",
+        POST,
+        "Revenue FY2025: 121.9\n\nThe final number comes tomorrow.",
+    ),
+    (
+        "a date that may change",
+        DEADLINE,
+        "Answer: 2026-04-06\nThe court may still grant an extension.",
+    ),
+    (
+        "a date being moved",
+        DEADLINE,
+        "Answer: 2026-04-06\nAn extension to 20 April is being negotiated.",
+    ),
 ]
 
 
 SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
+    ("another period beside the value", REV, "Revenue FY2025: 121.9 (FY2024)"),
     ("the slot called a first draft", REV, "Revenue FY2025: 121.9 (first draft, to be redone)"),
     ("the slot left open", REV, "Revenue FY2025: 121.9, pending sign-off from finance"),
     ("an opinion after the value", TIME, "Start time: 14:00 I reckon"),
