@@ -643,7 +643,10 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
         word = None if named else _changes(clause) or (message and _retracts(clause))
         if word:
             return f"the prose says {word!r}: {clause.strip()[:160]!r}"
-        status = _STATUS.search(clause)
+        status = next(
+            (m for m in _STATUS.finditer(clause) if not _NAMING_BEFORE.search(clause[: m.start()])),
+            None,
+        )  # "the preliminary estimate", "any preliminary figures" name another thing
         named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
         if status and not named and not _SOURCE.search(clause):
             return f"the prose calls something {status.group(0)!r}: {clause.strip()[:160]!r}"
@@ -844,6 +847,10 @@ def _changes(clause: str) -> str | None:
     return m.group(0) if m and _HEDGE_PROSE.search(clause) else None
 
 
+_NAMING_BEFORE = re.compile(
+    r"\b(?:the|a|an|any|that|those|earlier|other|his|her|their|its|very)\s+(?:very\s+)?$", re.I
+)
+"""A determiner before a status word: it names another thing (`the preliminary estimate`)."""
 _TO_FIX = re.compile(
     r"\s+(?:updated|corrected|fixed|changed|replaced|amended|removed|deleted|struck|taken\s+out)\b",
     re.I,
