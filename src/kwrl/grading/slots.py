@@ -833,7 +833,9 @@ def _retracts(clause: str) -> str | None:
     if m:
         return m.group(0)
     coming = _COMING.search(clause)
-    return coming.group(0) if coming and _ANOTHER.search(clause) else None
+    if coming and _ANOTHER.search(clause) and not _SOURCE.search(clause):
+        return coming.group(0)  # not "I'll send the updated deck tomorrow"
+    return None
 
 
 _ANOTHER = _words_re(["new", "updated", "revised", "corrected", "final", "proper", "real"])
@@ -951,7 +953,7 @@ _DECOR = _words_re(
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
      "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
-     *_MONTHS, *ZONES, "time", "in", "a", "an", "the"]
+     *_MONTHS, *ZONES, "time", "in", "a", "an", "the", "that's", "that", "is", "which", "i.e"]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"

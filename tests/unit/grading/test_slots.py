@@ -242,6 +242,12 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
     ("the slot's own period in brackets", REV, "Revenue FY2025: 121.9 (FY25)"),
     ("another date moved from", DEADLINE, "Answer: 2026-04-06\nIt was moved from 20 April."),
     ("a later post with more detail", POST, "Revenue FY2025: 121.9\n\nWorkings are in the deck."),
+    ("a zone's time restated", TIME, "Start time: 14:00 UTC (that's 10:00 in New York)"),
+    (
+        "a document promised later",
+        POST,
+        "Revenue FY2025: 121.9\n\nI'll send the updated deck tomorrow.",
+    ),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
