@@ -68,6 +68,9 @@ _HEDGE_NEAR = _words_re(h for h in HEDGES if h not in ("about", "around", "or", 
 _HEDGE_MARK = re.compile(r"\?|~|≈|±|\+/-")
 _CORRECTION = _words_re(CORRECTIONS)
 _AFFIRM = _words_re(AFFIRMS)
+_AFFIRM_ONLY = _words_re(
+    a for a in AFFIRMS if a not in ("use", "keep", "go with", "stick with", "leave")
+)
 _AFFIRM_ELSE = _words_re(a for a in AFFIRMS if a not in ("confirmed", "revised", "corrected"))
 """Affirming words but those that say how a value came to be (`confirmed by mail`)."""
 _NEGATION = re.compile(r"(?<![\w'])(?:not|no|never|nor)(?![\w'])|n't\b", re.IGNORECASE)
@@ -542,7 +545,10 @@ def _occurrences(c: SlotCheck, clause: str) -> list[tuple[int, int, str]]:
     if c.type == "number":
         assert isinstance(c.value, int | float)
         rivals = [t2 for r in c.rivals for t2 in _numbers(r)]
+        dated = [(f.start, f.end) for f in find_dates(t, 2000)]
         for tok in _numbers(t):
+            if any(a <= tok.start < b for a, b in dated):
+                continue  # "on 3 March"
             if _number_is(tok, c):
                 out.append((tok.start, tok.end, "own"))
             elif any(_same_number(tok, r, c) for r in rivals):
@@ -582,6 +588,14 @@ def _same_number(tok: NumToken, rival: NumToken, c: SlotCheck) -> bool:
 
 
 _PERCENT_FACTORS = (0.01, 1e-4)
+
+
+def _other_kind(tok: NumToken, c: SlotCheck) -> bool:
+    """`tok` is a percentage beside a slot that is not one, or an amount or multiple beside a
+    percentage slot."""
+    if tok.factor is None or tok.factor == 1.0:
+        return False
+    return (tok.factor in _PERCENT_FACTORS) != (c.scale == 0.01)
 
 
 def _comparable(tok: NumToken, c: SlotCheck) -> bool:
@@ -668,14 +682,14 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
                     (None if c.wrong_value else _word(_CORRECTION, t))
                     or _near(t, start, end, _HEDGE_NEAR, 4)
                     or _near_mark(t, start, end)
-                    or _negated_before(t, start)
+                    or (None if c.wrong_value else _negated_before(t, start))
                 )
                 if word:
                     return f"the prose says {word!r} of the slot's value {shown!r}: {clause.strip()[:160]!r}"
                 continue
             if role == "other" and _is_allowed_number(c, t[start:end], allowed):
                 continue
-            word = _weighing(t)
+            word = _weighing(t, c.type != "text")
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
             change = _CHANGE.search(t)
@@ -761,16 +775,17 @@ def _sentence_doubt(c: SlotCheck, prose: str, allowed: list[float]) -> str | Non
         for clause in clauses(sent):
             if _occurrences(c, clause):
                 continue  # weighed with its value, above
-            word = _weighing(norm_periods(clause))
+            word = _weighing(norm_periods(clause), c.type != "text")
             if word:
                 return f"the prose says {word!r} beside {occ[0].strip()!r}: {sent.strip()[:160]!r}"
     return None
 
 
-def _weighing(t: str) -> str | None:
+def _weighing(t: str, recommends: bool = True) -> str | None:
     """The first hedge, hedge mark or affirming word of a clause that does not act on a noun phrase
-    naming the answer (`use this figure`, `confirmed the final one`), or None."""
-    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM):
+    naming the answer (`use this figure`, `confirmed the final one`), or None; `recommends`: also
+    `use`, `keep`, `leave`... (of a figure; `the other projects use Datasite` is context)."""
+    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM if recommends else _AFFIRM_ONLY):
         for m in rx.finditer(t):
             if _ONTO_ANSWER.match(t[m.end() :]) or _TO_FIX.match(t[m.end() :]):
                 continue
@@ -944,7 +959,8 @@ SOURCES = (
 """The kinds of place a world keeps facts in: a segment naming one cites where the value comes
 from (a path, a file name, a `#channel` or an address does too)."""
 _SOURCE = re.compile(
-    _words_re(SOURCES).pattern + r"|/|#\w|@\w|\.(?:docx?|xlsx?|pptx?|pdf|csv|md|txt)\b"
+    _words_re(SOURCES).pattern.replace("(?![\\w'])", "(?!\\w)(?!['’](?!s\\b))")
+    + r"|/|#\w|@\w|\.(?:docx?|xlsx?|pptx?|pdf|csv|md|txt)\b"
     r"|\b(?:current|latest|newest|updated|final)\s+(?:one|version)\b",
     re.I,
 )
@@ -953,7 +969,9 @@ _DECOR = _words_re(
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
      "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
-     *_MONTHS, *ZONES, "time", "in", "a", "an", "the", "that's", "that", "is", "which", "i.e"]
+     *_MONTHS, *ZONES, "time", "in", "a", "an", "the", "that's", "that", "is", "which", "i.e",
+     "rounded", "rounding", "rounded to", "one", "two", "decimal", "decimals", "place", "places", "dp",
+     "nearest"]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
@@ -993,7 +1011,8 @@ NAMING_WORDS = frozenset(
      "number", "value", "metric", "line", "item", "period", "year", "quarter", "name", "sent",
      "posted", "and", "with", "cap", "senior", "junior", "general", "finance", "legal", "docket",
      "case", "court", "ref", "reference", "id", "room", "floor", "building", "provider",
-     "platform", "vdr", "virtual", "data"]
+     "platform", "vdr", "virtual", "data", "first", "second", "third", "fourth", "fifth",
+     "ground", "upper", "lower", "level", "wing", "main", "large", "small", "boardroom"]
 )  # fmt: skip
 """Lower-case words that may stand beside a name or a metric in a text slot (a role, what the item
 is); capitalised words are names and titles (`Crystal Zephyr lead`), and beside clause numbers
@@ -1037,6 +1056,12 @@ def slot_residue(c: SlotCheck, value: str) -> str | None:
     if c.wrong_value:
         return None
     text = drop_restatements(c, norm_periods(value))
+    if c.type == "number":
+        kinds = [t for t in _numbers(text) if _other_kind(t, c)]
+        if kinds:  # "12.95% to 10.02x": a percentage in a multiple's slot
+            return (
+                f"{text.strip()} (a figure of another kind: {text[kinds[0].start : kinds[0].end]})"
+            )
     own_periods = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
     other = [p for p in _PERIOD_WORD.findall(text.casefold()) if p not in own_periods]
     if own_periods and other and c.type != "text":
@@ -1173,7 +1198,12 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
             continue
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
-                refs = [r[0] for r in BACKREF.finditer(part)]
+                own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+                refs = [
+                    r[0]
+                    for r in BACKREF.finditer(norm_periods(part))
+                    if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
+                ]  # "the FY2024 number" is another period's, not the answer
                 if i < after:
                     refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
                 if any(role != "own" for _, _, role in _occurrences(c, part)):
@@ -1186,7 +1216,10 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                 if not refs:
                     continue
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (
-                    _NEGATION.search(part) or _CORRECTION.search(part) or _HEDGE_PROSE.search(part)
+                    _NEGATION.search(part)
+                    or _CORRECTION.search(part)
+                    or _HEDGE_PROSE.search(part)
+                    or _AFFIRM_ELSE.search(part)
                 ):
                     continue  # "This is from the FY2025 workbook."
                 return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"
