@@ -695,7 +695,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             change = _CHANGE.search(t)
             if change and c.type in ("date", "time") and not re.search(r"\bfrom\s*$", t[:start]):
                 return f"the prose moves the value to {shown!r} ({change.group(0)!r}): {clause.strip()[:160]!r}"
-            if role == "rival" and c.type != "text" and not _framed(t):
+            if role == "rival" and c.type != "text" and not _framed(t) and not _CONTACT.search(t):
                 return f"the prose names {shown!r} without saying whose it is: {clause.strip()[:160]!r}"
     return _sentence_doubt(c, _prose(text, skip), allowed)
 
@@ -722,6 +722,13 @@ COMPLIES = (
 """What a compliant clause named in the prose of a clause review is said to do (`Clause 9.1
 complies with the playbook`); naming it otherwise (`9.1 is also questionable`) is the judge's."""
 _COMPLIES = _words_re(COMPLIES)
+
+
+_CONTACT = re.compile(
+    r"\+\d[\d\s().-]{6,}|\b(?:street|st|avenue|ave|road|rd|suite|floor|tel|phone|fax|mobile)\b\.?",
+    re.I,
+)
+"""A signature's phone number or address: its digits are not figures (`200 Market Street`)."""
 
 
 def _numbered(c: SlotCheck) -> bool:
@@ -1251,6 +1258,8 @@ def split_aside(c: SlotCheck, value: str) -> tuple[str, str]:
         rest = " ".join(parts[k:])
         occ = _occurrences(c, rest)
         t = norm_periods(rest)
+        if c.type == "number":  # another row's figure may be of any size ("Revenue ... was 167.5")
+            occ = [(n.start, n.end, "own" if _number_is(n, c) else "other") for n in _numbers(t)]
         if (
             occ
             and not any(role == "own" for _, _, role in occ)

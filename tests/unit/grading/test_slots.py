@@ -275,6 +275,16 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         WHO,
         "Sent by: Maria Okafor\nThe other teams use Jonas Berg's desk.",
     ),
+    (
+        "another row's figure of another size after the value",
+        REV,
+        "Revenue FY2025: 121.9. (Headcount for FY2025 was 1,450, for reference.)",
+    ),
+    (
+        "a signature's address",
+        POST,
+        "Revenue FY2025: 121.9\n\nBest,\nAna\n+1 415 555 0199 | 108.1 Market Street",
+    ),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
