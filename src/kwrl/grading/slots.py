@@ -49,7 +49,7 @@ CORRECTIONS = (
 AFFIRMS = (
     "correct", "corrected", "correction", "right", "actual", "actually", "true", "real", "instead",
     "should be", "revised", "confirmed", "accurate", "valid", "use", "keep", "go with",
-    "stick with", "leave",
+    "stick with", "leave", "make that", "make it",
 )  # fmt: skip
 """Words that put a value forward as the answer."""
 NEGATIONS = ("not", "no", "never", "isn't", "wasn't", "aren't", "n't", "nor")
@@ -692,6 +692,10 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             word = _weighing(t, c.type != "text")
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
+            if role == "rival" and _CHECK_VERB.search(t):
+                return f"the prose checks against {shown!r}: {clause.strip()[:160]!r}"
+            if c.type in ("date", "time") and _OFFERED.search(t):
+                return f"the prose offers {shown!r} too: {clause.strip()[:160]!r}"
             change = _CHANGE.search(t)
             if change and c.type in ("date", "time") and not re.search(r"\bfrom\s*$", t[:start]):
                 return f"the prose moves the value to {shown!r} ({change.group(0)!r}): {clause.strip()[:160]!r}"
@@ -707,7 +711,7 @@ FRAMES = (
     "shown", "says", "said", "lists", "listed", "reads", "quoted", "floated", "estimate",
     "estimated", "estimates", "projected", "forecast", "budget", "budgeted", "plan", "planned",
     "target", "up from", "down from", "rose", "fell", "grew", "increase", "decrease", "change", "ignored",
-    "ignore", "disregarded", "mentioned",
+    "ignore", "disregarded", "mentioned", "other", "another", "different",
 )  # fmt: skip
 """Words that frame a known wrong value as context: where or when it comes from, what it is
 compared with (`the deck shows 108.1`, `first floated 33.7`, `up from 88.0`)."""
@@ -724,6 +728,11 @@ complies with the playbook`); naming it otherwise (`9.1 is also questionable`) i
 _COMPLIES = _words_re(COMPLIES)
 
 
+_CHECK_VERB = re.compile(r"\b(?:check|verify|validate)\b", re.I)
+"""A check still to make (`check the invite`, `cross-check with 5.5`), not one made (`checked`)."""
+_OFFERED = _words_re(["if", "otherwise", "else", "backup", "fallback", "works", "work"])
+"""Beside another date or time: it is offered as well (`If that doesn't work, 17:00 is free too`,
+`17:00 works as well`); `also` alone is context (`your calendar also has ... on April 10`)."""
 _CONTACT = re.compile(
     r"\+\d[\d\s().-]{6,}|\b(?:street|st|avenue|ave|road|rd|suite|floor|tel|phone|fax|mobile)\b\.?",
     re.I,
@@ -830,7 +839,7 @@ def _pending(clause: str) -> str | None:
 RETRACTS = (
     "correction", "corrections", "repost", "re-post", "resend", "re-send", "incoming", "hold off",
     "hold that", "stand by", "standby", "ignore", "disregard", "scratch", "scrap", "retract",
-    "retracted", "withdraw", "withdrawn", "redo", "redoing", "rework", "reworking",
+    "retracted", "withdraw", "withdrawn", "redo", "redoing", "rework", "reworking", "edit",
 )  # fmt: skip
 """In a message (a post, a mail) read with the answer: words that take it back or announce
 another (`Correction incoming`, `will repost`)."""
@@ -843,7 +852,8 @@ _WRONG_THING = re.compile(
 )
 _CHANGE = re.compile(
     r"\b(?:extension|extend(?:ed)?|move[ds]?|postpone[ds]?|reschedul\w*|push(?:ed)?\s+back|slips?"
-    r"|shift(?:s|ed)?|defer(?:red)?|delay(?:ed)?|restate[ds]?|revis(?:e|ed|ion)|change[ds]?)\b",
+    r"|shift(?:s|ed)?|defer(?:red)?|delay(?:ed)?|restate[ds]?|revis(?:e|ed|ion)|change[ds]?"
+    r"|differ|differs|vary|varies)\b",
     re.I,
 )
 
@@ -1124,7 +1134,10 @@ _PLACE_NUMBER = re.compile(
 )
 
 
-_STALE = _words_re(["old", "older", "earlier", "previous", "prior", "archived", "former", "last"])
+_STALE = _words_re(
+    ["old", "older", "earlier", "previous", "prior", "archived", "former", "last", "memory",
+     "recollection", "recall", "screenshot", "hearsay", "skim", "glance", "gut"]
+)  # fmt: skip
 """A place named as an old one (`per an old invite`): a value from it is not the current one."""
 
 
@@ -1137,7 +1150,16 @@ def _cites(c: SlotCheck, seg: str) -> bool:
     ]
     if not (places or _CITE.search(seg)):
         return False  # "(source: gut feel)" names no place
-    weighs = (_NEGATION, _CORRECTION, _AFFIRM_ELSE, _HEDGE_PROSE, _DOUBT, _STATUS, _STALE)
+    weighs = (
+        _NEGATION,
+        _CORRECTION,
+        _AFFIRM_ELSE,
+        _HEDGE_PROSE,
+        _DOUBT,
+        _STATUS,
+        _STALE,
+        _CHECK_VERB,
+    )
     if any(rx.search(seg) for rx in weighs):
         return False
     t = norm_periods(seg)

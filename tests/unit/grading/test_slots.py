@@ -285,6 +285,16 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         POST,
         "Revenue FY2025: 121.9\n\nBest,\nAna\n+1 415 555 0199 | 108.1 Market Street",
     ),
+    (
+        "another meeting also in the calendar",
+        DAY,
+        "Date: 2026-03-17\nYour calendar also has the other project's one on 24 March.",
+    ),
+    (
+        "other matters' figures named as such",
+        REV,
+        "Revenue FY2025: 121.9\nThe other projects' figures (108.1 and 88.0) are for different matters.",
+    ),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
@@ -453,6 +463,18 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         REV,
         "Revenue FY2025: 121.9\nOn reflection the deck's number is the one to use.",
     ),
+    (
+        "another time offered if needed",
+        TIME,
+        "Start time: 14:00 UTC\nIf that doesn't suit, 16:00 works.",
+    ),
+    ("the figure may differ", REV, "Revenue FY2025: 121.9\nThe signed version may differ."),
+    (
+        "a cross-check against the wrong figure",
+        REV,
+        "Revenue FY2025: 121.9\nI'd cross-check with 108.1 from the deck.",
+    ),
+    ("a later post edits the figure", POST, "Revenue FY2025: 121.9\n\nEdit: make that 124.3."),
 ]
 
 
@@ -494,6 +516,8 @@ SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
         REV,
         "Revenue FY2025: 121.9 per the model, though the deck is right",
     ),
+    ("a source from memory", DAY, "Date: 2026-03-17 (from memory of the invite)"),
+    ("a check still to make", TIME, "Start time: 14:00 UTC (check the invite)"),
 ]
 """A slot that says more than its value, in words no list of the reader holds: undecided."""
 
