@@ -151,6 +151,8 @@ def load_cases(root: Path) -> dict[str, list[Case]]:
         seen: set[str] = set()
         for i, c in enumerate(cf.cases):
             merged = {**cf.defaults, **c}
+            if cf.family == "schedule" and "event" not in merged:
+                merged["event"] = {}  # the gold booking; `event: null` books none
             try:
                 case = Case.model_validate(merged)
             except ValidationError as e:

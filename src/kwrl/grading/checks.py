@@ -383,6 +383,16 @@ def check_doc_contains(
             text, c.all_of, [], MAX_CANDIDATES["files"], _allowed(ev, figures)
         )
         missing += doubtful  # a marker heading or a figure in a file: no reader's call to make
+        opening = next((ln for ln in text.splitlines() if ln.strip()), "")
+        if (
+            not missing
+            and c.first
+            and not norm(_MD_MARKS.sub(" ", opening)).startswith(norm(c.all_of[0]))
+        ):
+            reasons.append(
+                f"{display_path(rel)} starts with {opening.strip()[:80]!r}, not {c.all_of[0]!r}"
+            )
+            continue
         if not missing:
             return CheckResult(
                 True, f"{display_path(rel)} contains all of {c.all_of}", [display_path(rel)]
@@ -391,6 +401,7 @@ def check_doc_contains(
     return CheckResult(False, "; ".join(reasons), [display_path(h) for h in hits])
 
 
+_MD_MARKS = re.compile(r"^\s*#+\s*|[*_`]+")
 _CELL_EXTRA = re.compile(r"(?:usd|eur|gbp|[$€£%x]|percent|times|m|bn|k|\s)*", re.IGNORECASE)
 
 
@@ -414,7 +425,19 @@ def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
     if isinstance(actual, int | float) and not isinstance(actual, bool):
         nums = numbers_in(str(want))
         return len(nums) > 0 and close(float(actual), nums[0], rel_tol)
-    return norm(str(actual)) == norm(str(want))
+    if norm(str(actual)) == norm(str(want)):
+        return True
+    rest = str(actual).strip()
+    # a label with its unit in brackets: "Net debt (%)" labels "Net debt"
+    return bool(
+        rest.casefold().startswith(str(want).strip().casefold())
+        and _UNIT_SUFFIX.fullmatch(rest[len(str(want).strip()) :])
+    )
+
+
+_UNIT_SUFFIX = re.compile(
+    r"\s*\(\s*(?:%|\$\s?(?:m|k|bn)|x|hours|usd|eur|gbp|percent|times)\s*\)\s*", re.I
+)
 
 
 def check_xlsx_cell(
@@ -531,13 +554,25 @@ def check_event_exists(
             continue
         if c.date and not e.start.startswith(c.date):
             continue
-        if c.attendee and not any(c.attendee.casefold() in a.casefold() for a in e.attendees):
+        if c.attendee and not any(_is_address(c.attendee, a) for a in e.attendees):
             continue
         return CheckResult(
             True, f"event {e.summary!r} at {e.start} ({e.change})", [f"event: {e.summary}"]
         )
     seen = [f"{e.summary!r} at {e.start}" for e in ev.events]
     return CheckResult(False, f"no new or changed event matches; changed events: {seen or 'none'}")
+
+
+_ADDRESS = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _is_address(want: str, attendee: str) -> bool:
+    """`attendee` (an address, or `Name <address>`) is the address `want`, letter for letter: a
+    mistyped address (`xjane@firm.com`) reaches no one."""
+    found = _ADDRESS.findall(attendee)
+    if not found:
+        return norm(attendee) == norm(want)
+    return any(a.casefold() == want.casefold() for a in found)
 
 
 def check_chat_posted(

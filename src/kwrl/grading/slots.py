@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from kwrl.grading.statements import Finding, NumToken, close, number_tokens, undecided
 from kwrl.tasks.models import SlotCheck
@@ -47,7 +48,8 @@ CORRECTIONS = (
 """Words that say a value is not the answer."""
 AFFIRMS = (
     "correct", "corrected", "correction", "right", "actual", "actually", "true", "real", "instead",
-    "should be", "revised", "confirmed", "accurate", "valid",
+    "should be", "revised", "confirmed", "accurate", "valid", "use", "keep", "go with",
+    "stick with", "leave", "make that", "make it",
 )  # fmt: skip
 """Words that put a value forward as the answer."""
 NEGATIONS = ("not", "no", "never", "isn't", "wasn't", "aren't", "n't", "nor")
@@ -66,6 +68,11 @@ _HEDGE_NEAR = _words_re(h for h in HEDGES if h not in ("about", "around", "or", 
 _HEDGE_MARK = re.compile(r"\?|~|≈|±|\+/-")
 _CORRECTION = _words_re(CORRECTIONS)
 _AFFIRM = _words_re(AFFIRMS)
+_AFFIRM_ONLY = _words_re(
+    a for a in AFFIRMS if a not in ("use", "keep", "go with", "stick with", "leave")
+)
+_AFFIRM_ELSE = _words_re(a for a in AFFIRMS if a not in ("confirmed", "revised", "corrected"))
+"""Affirming words but those that say how a value came to be (`confirmed by mail`)."""
 _NEGATION = re.compile(r"(?<![\w'])(?:not|no|never|nor)(?![\w'])|n't\b", re.IGNORECASE)
 
 
@@ -109,10 +116,26 @@ def label_words(label: str) -> frozenset[str]:
 
 _MD_LEAD = re.compile(r"^(?:\s*(?:#{1,6}|>|[-*+•·▪◦‣–—]|\d{1,2}[.)])\s+)*")
 _MARKS = re.compile(r"[*_`]+")
+_PAIRED = re.compile(
+    r"(\*\*|__|`+)(?=\S)(.+?)(?<=\S)\1"
+    r"|(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])"
+    r"|(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])"
+)
+"""Markdown emphasis or code around a text (`**121.9**`, `*FY2025*`, `` `121.9` ``)."""
 
 
 def _strip_marks(s: str) -> str:
     return " ".join(_MARKS.sub(" ", s).split())
+
+
+def unmark(s: str) -> str:
+    """`s` without its paired markdown marks; a lone mark (a footnote's `*`) stays, for the slot
+    reader to see (docs/contracts.md: what a slot may hold)."""
+    prev = None
+    while prev != s:
+        prev = s
+        s = _PAIRED.sub(lambda m: next(g for g in (m[2], m[3], m[4]) if g is not None), s)
+    return s
 
 
 @dataclass(frozen=True)
@@ -137,7 +160,7 @@ def slot_lines(text: str) -> list[SlotLine]:
         if line.startswith("|"):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) == 2 and not re.fullmatch(r"[\s:\-|]*", line):
-                label, value = _strip_marks(cells[0]), _strip_marks(cells[1])
+                label, value = _strip_marks(cells[0]), " ".join(unmark(cells[1]).split())
                 if label and value:
                     out.append(SlotLine(i, label, label_words(label), value, raw))
             continue
@@ -145,9 +168,9 @@ def slot_lines(text: str) -> list[SlotLine]:
         k = 0
         while k < len(line) and not (line[k].isalnum() or line[k] in "*_`$("):
             k += 1  # an emoji or symbol before the label
-        line = line[k:]
+        line = unmark(line[k:])
         for m in _COLON.finditer(line):  # each colon may end the label ("Update: Revenue: 1")
-            label, value = _strip_marks(line[: m.start()]), _strip_marks(line[m.end() :])
+            label, value = _strip_marks(line[: m.start()]), " ".join(line[m.end() :].split())
             label = label.strip(" -")
             if not label or not value.strip(" .") or len(label.split()) > 16:
                 continue
@@ -206,6 +229,28 @@ _DAY_RANGE = re.compile(
 )
 
 
+_WEEKDAY_NAMES = (
+    "mon monday", "tue tues tuesday", "wed weds wednesday", "thu thur thurs thursday",
+    "fri friday", "sat saturday", "sun sunday",
+)  # fmt: skip
+_WEEKDAYS = {n: i for i, names in enumerate(_WEEKDAY_NAMES) for n in names.split()}
+_WEEKDAY = re.compile(
+    r"(?<![\w'])(" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\b\.?", re.I
+)
+
+
+def day_clash(text: str, day: date) -> str | None:
+    """A weekday or date in a slot's text that is not `day`'s (`Wednesday, 2026-03-17` when the
+    17th is a Tuesday): the slot contradicts itself."""
+    for m in _WEEKDAY.finditer(text):
+        if _WEEKDAYS[m[1].lower()] != day.weekday():
+            return f"{m[1]!r}, but {day.isoformat()} is a {day:%A}"
+    for f in find_dates(text, day.year):
+        if day not in f.values:
+            return f"{text[f.start : f.end]!r}, not {day.isoformat()}"
+    return None
+
+
 def _mk(y: int, m: int, d: int) -> date | None:
     try:
         return date(y, m, d)
@@ -246,20 +291,30 @@ def find_dates(text: str, year: int) -> list[Found]:
 
 
 _TIME_RE = re.compile(
-    r"(?<![\d:.])(?P<h>\d{1,2})(?:(?P<sep>[:.])(?P<mi>\d{2}))?\s?(?P<ap>a\.?m\.?|p\.?m\.?)?(?![\d])"
-    r"|(?<![\d:.])(?P<h4>[01]\d|2[0-3])(?P<mi4>[0-5]\d)\s?(?=h\b|hrs\b|utc\b|gmt\b)",
+    r"(?<![\d:.])(?:(?P<hh>[01]?\d|2[0-3])h(?P<mih>[0-5]\d)|(?P<hh2>[01]\d|2[0-3])h)(?![\w])|"
+    r"(?<![\d:.])(?P<h>\d{1,2})(?:(?P<sep>[:.])(?P<mi>\d{2}))?\s?(?:(?P<ap>a\.?m\.?|p\.?m\.?)"
+    r"|(?:o['’]clock\s+)?in\s+the\s+(?P<part>morning|afternoon|evening))?(?![\d])"
+    r"|(?<![\d:.])(?P<h4>[01]\d|2[0-3])(?P<mi4>[0-5]\d)\s?(?=h\b|hrs\b|utc\b|gmt\b)"
+    r"|\b(?P<noon>noon|midday)\b",
     re.I,
 )
 
 
 def find_times(text: str) -> list[Found]:
-    """Times of day: 14:00, 14.00, 2 pm, 2:30pm, 1400 UTC (a bare number is not a time)."""
+    """Times of day: 14:00, 14.00, 2 pm, 2:30pm, 1400 UTC, 14h00, 2 in the afternoon, noon (a bare
+    number is not a time)."""
     out: list[Found] = []
     for m in _TIME_RE.finditer(text):
-        if m["h4"]:
-            out.append(Found(m.start(), m.end(), (int(m["h4"]) * 60 + int(m["mi4"]),)))
+        if m["noon"]:
+            out.append(Found(m.start(), m.end(), (12 * 60,)))
+            continue
+        if m["h4"] or m["hh"] or m["hh2"]:
+            h, mi = int(m["h4"] or m["hh"] or m["hh2"]), int(m["mi4"] or m["mih"] or 0)
+            out.append(Found(m.start(), m.end(), (h * 60 + mi,)))
             continue
         h, ap = int(m["h"]), (m["ap"] or "").lower()
+        if m["part"]:
+            ap = "am" if m["part"].lower() == "morning" else "pm"
         if not m["sep"] and not ap:
             continue
         if m["sep"] == "." and not ap:
@@ -324,7 +379,12 @@ def read_value(c: SlotCheck, value: str) -> Reading:
     if neg:
         return Reading(False, f"the slot is negated ({neg.group(0)!r})")
     if c.type == "number":
-        toks = [t for t in _numbers(text) if _comparable(t, c)]
+        dated = [(f.start, f.end) for f in find_dates(text, 2000)]
+        toks = [
+            t for t in _numbers(text)
+            if _comparable(t, c) and not _PLACE_NUMBER.search(text[: t.start].rstrip())
+            and not any(a <= t.start < b for a, b in dated)  # "for the year to 31 Dec 2025"
+        ]  # fmt: skip
         if not toks:
             return Reading(False, "the slot holds no figure")
         if re.search(r"\d\s*(?:-|–|—|to)\s*\d", text):
@@ -345,6 +405,9 @@ def read_value(c: SlotCheck, value: str) -> Reading:
             return Reading(False, "the slot holds no date")
         shown = text[found[0].start : found[0].end]
         if all(want in f.values for f in found):
+            clash = day_clash(text, want)
+            if clash:
+                return Reading(False, f"the slot names {clash}")
             return Reading(True, f"the slot reads {shown!r}")
         if len(found) > 1:
             return Reading(False, f"the slot holds {len(found)} different dates, not one")
@@ -353,17 +416,75 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         h, mi = (int(x) for x in str(c.value).split(":"))
         want_t = h * 60 + mi
         found = find_times(text) or _dotted_times(text)
-        starts = sorted({f.values[0] for f in found})
-        if len(starts) == 2 and starts[1] == starts[0] + 60:
-            starts = starts[:1]  # a one-hour meeting's start and end
+        day = date.fromisoformat(c.day) if c.day else None
+        ends = {utc_minutes(text, f, day) for f in found if _is_end_time(text, f)}
+        starts = sorted({utc_minutes(text, f, day) for f in found} - ends)
+        if len(starts) == 1 and ends and ends != {starts[0] + 60}:
+            return Reading(False, f"the slot's end {sorted(ends)} is not an hour after its start")
+        if not starts and ends:
+            starts = sorted(ends)  # "until 15:00" alone is no start
         if not starts:
             return Reading(False, "the slot holds no time")
         if set(starts) == {want_t}:
+            clash = day_clash(text, date.fromisoformat(c.day)) if c.day else None
+            if clash:
+                return Reading(False, f"the slot names {clash}")
             return Reading(True, f"the slot reads {text!r}")
         if len(set(starts)) > 1:
             return Reading(False, f"the slot holds {len(set(starts))} different times, not one")
         return Reading(False, f"the slot reads {text!r}, not {c.value}")
     return _read_items(c, text, _items(c))
+
+
+ZONES = {
+    "utc": "UTC", "gmt": "UTC", "z": "UTC", "et": "America/New_York", "est": "America/New_York",
+    "edt": "America/New_York", "new york": "America/New_York", "ny": "America/New_York",
+    "ct": "America/Chicago", "cst": "America/Chicago", "cdt": "America/Chicago",
+    "pt": "America/Los_Angeles", "pst": "America/Los_Angeles", "pdt": "America/Los_Angeles",
+    "cet": "Europe/Paris", "cest": "Europe/Paris", "paris": "Europe/Paris",
+    "frankfurt": "Europe/Berlin", "bst": "Europe/London", "uk": "Europe/London",
+    "london": "Europe/London", "ist": "Asia/Kolkata", "sgt": "Asia/Singapore",
+    "singapore": "Asia/Singapore", "hkt": "Asia/Hong_Kong", "hong kong": "Asia/Hong_Kong",
+    "jst": "Asia/Tokyo", "tokyo": "Asia/Tokyo", "aest": "Australia/Sydney",
+    "aedt": "Australia/Sydney", "sydney": "Australia/Sydney",
+}  # fmt: skip
+"""Time zones a meeting's time may be given in beside UTC (`14:00 UTC (10:00 ET)`)."""
+_ZONE_AFTER = re.compile(
+    r"\s*(?:[-–—]\s*\d{1,2}(?:[:.]\d{2})?\s*(?:[ap]\.?m\.?)?\s*)?(?:in\s+)?(?P<z>"
+    + "|".join(sorted((re.escape(z) for z in ZONES), key=len, reverse=True))
+    + r")\b(?:\s+time)?",
+    re.I,
+)
+
+
+_END_BEFORE = re.compile(
+    r"(?:[-–—]|\bto|\buntil|\btill|\bends?|\bending|\bfinish(?:es|ing)?|\bthrough)\s*(?:at\s+)?$",
+    re.I,
+)
+"""What before a time makes it the meeting's end (`14:00-15:00`, `ends 15:00`)."""
+
+
+_END_AFTER = re.compile(r"\s*(?:[a-z]{2,4}\s+)?(?:finish|end|close)\b", re.I)
+
+
+def _is_end_time(text: str, f: Found) -> bool:
+    """The time `f` is written as the meeting's end (`14:00-15:00`, `until 15:00`, `15:00
+    finish`)."""
+    return bool(_END_BEFORE.search(text[: f.start]) or _END_AFTER.match(text, f.end))
+
+
+def utc_minutes(text: str, f: Found, day: date | None) -> int:
+    """The time `f` of `text` in UTC minutes: read in the zone written after it (`10:00 ET` on a
+    day of US summer time is 14:00 UTC); as written without a zone, or without the day to
+    convert on."""
+    m = _ZONE_AFTER.match(text, f.end)
+    local = int(f.values[0])
+    if not m or day is None or ZONES[m["z"].casefold()] == "UTC":
+        return local
+    offset = ZoneInfo(ZONES[m["z"].casefold()]).utcoffset(
+        datetime(day.year, day.month, day.day, 12)
+    )
+    return (local - int(offset.total_seconds() // 60)) % (24 * 60) if offset else local
 
 
 def _items(c: SlotCheck) -> list[str]:
@@ -402,7 +523,7 @@ def _read_items(c: SlotCheck, text: str, items: list[str]) -> Reading:
 # --------------------------------------------------------------------------- prose
 
 _CLAUSE_CUT = re.compile(
-    r"[.!?;](?=\s|$)|\n|\s[-–—]\s|—|(?=\b(?:but|though|although|however|whereas|while|yet|and|so|because)\b)",
+    r"[.!?;](?=\s|$)|\n|\s[-–—]\s|—|(?=\b(?:but|though|although|however|whereas|while|yet|and|so|because|then)\b)",
     re.I,
 )
 
@@ -424,7 +545,10 @@ def _occurrences(c: SlotCheck, clause: str) -> list[tuple[int, int, str]]:
     if c.type == "number":
         assert isinstance(c.value, int | float)
         rivals = [t2 for r in c.rivals for t2 in _numbers(r)]
+        dated = [(f.start, f.end) for f in find_dates(t, 2000)]
         for tok in _numbers(t):
+            if any(a <= tok.start < b for a, b in dated):
+                continue  # "on 3 March"
             if _number_is(tok, c):
                 out.append((tok.start, tok.end, "own"))
             elif any(_same_number(tok, r, c) for r in rivals):
@@ -433,8 +557,16 @@ def _occurrences(c: SlotCheck, clause: str) -> list[tuple[int, int, str]]:
                 out.append((tok.start, tok.end, "other"))
     elif c.type == "date":
         want = date.fromisoformat(str(c.value))
-        for f in find_dates(t, want.year):
+        found = find_dates(t, want.year)
+        for f in found:
             out.append((f.start, f.end, "own" if want in f.values else "other"))
+        for m in _WEEKDAY.finditer(t):  # "it may slip to Thursday"
+            short = m[1].islower() and len(m[1]) < 4  # "sat", "wed" as words
+            dated = any(f.start - 3 <= m.start() < f.end + 3 for f in found)
+            if short or dated:
+                continue  # a weekday written with its date is read with it
+            own = _WEEKDAYS[m[1].lower()] == want.weekday()
+            out.append((m.start(), m.end(), "own" if own else "other"))
     elif c.type == "time":
         h, mi = (int(x) for x in str(c.value).split(":"))
         for f in find_times(t):
@@ -456,6 +588,14 @@ def _same_number(tok: NumToken, rival: NumToken, c: SlotCheck) -> bool:
 
 
 _PERCENT_FACTORS = (0.01, 1e-4)
+
+
+def _other_kind(tok: NumToken, c: SlotCheck) -> bool:
+    """`tok` is a percentage beside a slot that is not one, or an amount or multiple beside a
+    percentage slot."""
+    if tok.factor is None or tok.factor == 1.0:
+        return False
+    return (tok.factor in _PERCENT_FACTORS) != (c.scale == 0.01)
 
 
 def _comparable(tok: NumToken, c: SlotCheck) -> bool:
@@ -504,6 +644,26 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     doubt = _DOUBT.search(_prose(text, skip))
     if doubt:
         return f"the prose doubts the answer ({doubt.group(0)!r})"
+    for sent in _SENTENCE_CUT.split(_prose(text, skip)):
+        named = [r for _, _, r in _occurrences(c, sent) if r == "rival"]
+        if named and _numbered(c) and not (_COMPLIES.search(sent) or _NEGATION.search(sent)):
+            return f"the prose names a compliant clause without saying it complies: {sent.strip()[:160]!r}"
+        pending = _pending(sent)
+        if pending and not number_tokens(sent):
+            return f"the prose says the answer waits ({pending!r}): {sent.strip()[:160]!r}"
+    for clause in clauses(_prose(text, skip)):
+        named = bool(_occurrences(c, clause) or number_tokens(clause))
+        message = c.place in ("chat", "mail")
+        word = None if named else _changes(clause) or (message and _retracts(clause))
+        if word:
+            return f"the prose says {word!r}: {clause.strip()[:160]!r}"
+        status = next(
+            (m for m in _STATUS.finditer(clause) if not _NAMING_BEFORE.search(clause[: m.start()])),
+            None,
+        )  # "the preliminary estimate", "any preliminary figures" name another thing
+        named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
+        if status and not named and not _SOURCE.search(clause):
+            return f"the prose calls something {status.group(0)!r}: {clause.strip()[:160]!r}"
     for line in _prose(text, skip).splitlines():
         t = norm_periods(line)
         listed = {
@@ -522,17 +682,214 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
                     (None if c.wrong_value else _word(_CORRECTION, t))
                     or _near(t, start, end, _HEDGE_NEAR, 4)
                     or _near_mark(t, start, end)
-                    or _negated_before(t, start)
+                    or (None if c.wrong_value else _negated_before(t, start))
                 )
                 if word:
                     return f"the prose says {word!r} of the slot's value {shown!r}: {clause.strip()[:160]!r}"
                 continue
             if role == "other" and _is_allowed_number(c, t[start:end], allowed):
                 continue
-            word = _word(_HEDGE_PROSE, t) or _word(_HEDGE_MARK, t) or _word(_AFFIRM, t)
+            word = _weighing(t, c.type != "text")
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
+            if role == "rival" and _CHECK_VERB.search(t):
+                return f"the prose checks against {shown!r}: {clause.strip()[:160]!r}"
+            if c.type in ("date", "time") and _OFFERED.search(t):
+                return f"the prose offers {shown!r} too: {clause.strip()[:160]!r}"
+            change = _CHANGE.search(t)
+            if change and c.type in ("date", "time") and not re.search(r"\bfrom\s*$", t[:start]):
+                return f"the prose moves the value to {shown!r} ({change.group(0)!r}): {clause.strip()[:160]!r}"
+            if role == "rival" and c.type != "text" and not _framed(t) and not _CONTACT.search(t):
+                return f"the prose names {shown!r} without saying whose it is: {clause.strip()[:160]!r}"
+    return _sentence_doubt(c, _prose(text, skip), allowed)
+
+
+FRAMES = (
+    "was", "were", "had", "been", "earlier", "first", "initially", "previously", "originally",
+    "before", "prior", "old", "older", "former", "last", "from", "vs", "versus", "compared",
+    "against", "than", "instead of", "rather than", "replaced", "replaces", "shows", "showed",
+    "shown", "says", "said", "lists", "listed", "reads", "quoted", "floated", "estimate",
+    "estimated", "estimates", "projected", "forecast", "budget", "budgeted", "plan", "planned",
+    "target", "up from", "down from", "rose", "fell", "grew", "increase", "decrease", "change", "ignored",
+    "ignore", "disregarded", "mentioned", "other", "another", "different",
+)  # fmt: skip
+"""Words that frame a known wrong value as context: where or when it comes from, what it is
+compared with (`the deck shows 108.1`, `first floated 33.7`, `up from 88.0`)."""
+_FRAME = _words_re(FRAMES)
+
+
+COMPLIES = (
+    "comply", "complies", "compliant", "conform", "conforms", "consistent", "in line", "meets",
+    "meet", "matches", "match", "acceptable", "fine", "ok", "okay", "standard", "aligned",
+    "within", "passes", "satisfies",
+)  # fmt: skip
+"""What a compliant clause named in the prose of a clause review is said to do (`Clause 9.1
+complies with the playbook`); naming it otherwise (`9.1 is also questionable`) is the judge's."""
+_COMPLIES = _words_re(COMPLIES)
+
+
+_CHECK_VERB = re.compile(r"\b(?:check|verify|validate)\b", re.I)
+"""A check still to make (`check the invite`, `cross-check with 5.5`), not one made (`checked`)."""
+_OFFERED = _words_re(["if", "otherwise", "else", "backup", "fallback", "works", "work"])
+"""Beside another date or time: it is offered as well (`If that doesn't work, 17:00 is free too`,
+`17:00 works as well`); `also` alone is context (`your calendar also has ... on April 10`)."""
+_CONTACT = re.compile(
+    r"\+\d[\d\s().-]{6,}|\b(?:street|st|avenue|ave|road|rd|suite|floor|tel|phone|fax|mobile)\b\.?",
+    re.I,
+)
+"""A signature's phone number or address: its digits are not figures (`200 Market Street`)."""
+
+
+def _numbered(c: SlotCheck) -> bool:
+    """The check's items are clause numbers (`8.2`)."""
+    return c.type == "text" and all(re.fullmatch(r"\d+(?:\.\d+)+", i) for i in _items(c))
+
+
+def _framed(clause: str) -> bool:
+    """A clause naming a known wrong value says whose or which it is: a place of the world, a
+    period, a month or year, a framing word, a correction, a negation or a status. An unframed
+    mention (`Honestly 108.1 feels like the one`, `108.1 holds up`) is the reader's to weigh."""
+    return any(
+        rx.search(clause)
+        for rx in (_SOURCE, _PERIOD_WORD, _FRAME, _CORRECTION, _NEGATION, _STATUS, _YEAR_OR_MONTH)
+    )
+
+
+_YEAR_OR_MONTH = re.compile(
+    r"\b(?:19|20)\d{2}\b|(?<![\w'])(?:"
+    + "|".join(m for m in sorted(_MONTHS, key=len, reverse=True) if m != "may")
+    + r")\b",
+    re.I,
+)
+
+
+_ANSWER_NOUN = (
+    r"(?:figure|figures|number|numbers|value|values|answer|answers|result|results|estimate|"
+    r"estimates|one|line|lines|post|message|list|headline)"
+)
+
+_SENTENCE_CUT = re.compile(r"[.!?](?=\s|$)|\n")
+_ONTO_ANSWER = re.compile(
+    rf"^\s*(?:the|this|that|my|our)\s+(?:[\w$.%-]+\s+)?{_ANSWER_NOUN}\b(?!\s*[:(]?\s*[$£€]?\d)",
+    re.I,
+)
+
+
+def _sentence_doubt(c: SlotCheck, prose: str, allowed: list[float]) -> str | None:
+    """A sentence naming another value of the kind (and not the slot's) whose other clause weighs
+    something (`the deck is right and the workbook is out of date, so keep 187`): the reader
+    cannot tell what the weighing word is about, unless it acts on a noun phrase that is not a
+    value (`then confirmed the final one`)."""
+    for sent in _SENTENCE_CUT.split(prose):
+        t = norm_periods(sent)
+        occ = [
+            t[a:b] for a, b, role in _occurrences(c, sent)
+            if role == "rival" or (role == "other" and not _is_allowed_number(c, t[a:b], allowed))
+        ]  # fmt: skip
+        if not occ or any(role == "own" for _, _, role in _occurrences(c, sent)):
+            continue
+        for clause in clauses(sent):
+            if _occurrences(c, clause):
+                continue  # weighed with its value, above
+            word = _weighing(norm_periods(clause), c.type != "text")
+            if word:
+                return f"the prose says {word!r} beside {occ[0].strip()!r}: {sent.strip()[:160]!r}"
     return None
+
+
+def _weighing(t: str, recommends: bool = True) -> str | None:
+    """The first hedge, hedge mark or affirming word of a clause that does not act on a noun phrase
+    naming the answer (`use this figure`, `confirmed the final one`), or None; `recommends`: also
+    `use`, `keep`, `leave`... (of a figure; `the other projects use Datasite` is context)."""
+    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM if recommends else _AFFIRM_ONLY):
+        for m in rx.finditer(t):
+            if _ONTO_ANSWER.match(t[m.end() :]) or _TO_FIX.match(t[m.end() :]):
+                continue
+            return m.group(0)
+    return None
+
+
+_CHECKING = re.compile(
+    r"\b(?:verif\w*|check\w*|double[- ]check\w*|sanity[- ]check\w*|validat\w*|reconcil\w*"
+    r"|confirm\w*|review\w*|sign(?:ed|s)?[- ]off|audit\w*)",
+    re.I,
+)
+_WAITING = re.compile(r"\b(?:worth|needs|yet|still|pending)\b", re.I)
+_PASSING_ON = re.compile(
+    r"\b(?:circulate|forward|share|send|quote|use|rely|publish|distribute)\b", re.I
+)
+_UNTIL = re.compile(r"\b(?:yet|until|before|till)\b", re.I)
+
+
+def _pending(clause: str) -> str | None:
+    """A clause saying the answer waits on a check (`Haven't had time to verify`, `Worth
+    double-checking`, `Still being reviewed`) or is held back until later (`Don't circulate
+    yet`): the words, or None."""
+    check = _CHECKING.search(clause)
+    if check:
+        before = " ".join(clause[: check.start()].split()[-4:])
+        if _NEGATION.search(before) or _WAITING.search(clause):
+            return check.group(0)
+    neg = _NEGATION.search(clause)
+    if neg and _PASSING_ON.search(clause, neg.end()) and _UNTIL.search(clause):
+        return neg.group(0)
+    return None
+
+
+RETRACTS = (
+    "correction", "corrections", "repost", "re-post", "resend", "re-send", "incoming", "hold off",
+    "hold that", "stand by", "standby", "ignore", "disregard", "scratch", "scrap", "retract",
+    "retracted", "withdraw", "withdrawn", "redo", "redoing", "rework", "reworking", "edit",
+)  # fmt: skip
+"""In a message (a post, a mail) read with the answer: words that take it back or announce
+another (`Correction incoming`, `will repost`)."""
+_RETRACT = _words_re(RETRACTS)
+_WRONG_THING = re.compile(
+    r"\b(?:wrong|incorrect)\s+(?:[\w-]+\s+)?(?:file|tab|sheet|quarter|period"
+    r"|year|row|column|number|figure|value|version|cell|model|workbook|metric|project|channel"
+    r"|post|message|line|label|unit|units|scale)s?\b",
+    re.I,
+)
+_CHANGE = re.compile(
+    r"\b(?:extension|extend(?:ed)?|move[ds]?|postpone[ds]?|reschedul\w*|push(?:ed)?\s+back|slips?"
+    r"|shift(?:s|ed)?|defer(?:red)?|delay(?:ed)?|restate[ds]?|revis(?:e|ed|ion)|change[ds]?"
+    r"|differ|differs|vary|varies)\b",
+    re.I,
+)
+
+
+def _retracts(clause: str) -> str | None:
+    """A message's clause, naming no value, that takes the answer back or announces another
+    (`Correction incoming`, `wrong quarter, sorry`, `new number coming shortly`)."""
+    m = _RETRACT.search(clause) or _WRONG_THING.search(clause)
+    if m:
+        return m.group(0)
+    coming = _COMING.search(clause)
+    if coming and _ANOTHER.search(clause) and not _SOURCE.search(clause):
+        return coming.group(0)  # not "I'll send the updated deck tomorrow"
+    return None
+
+
+_ANOTHER = _words_re(["new", "updated", "revised", "corrected", "final", "proper", "real"])
+_COMING = _words_re(["coming", "shortly", "soon", "later", "to follow", "tomorrow", "on monday"])
+
+
+def _changes(clause: str) -> str | None:
+    """A clause, naming no value, saying with a hedge that the answer may change (`The court may
+    grant an extension`)."""
+    m = _CHANGE.search(clause)
+    return m.group(0) if m and _HEDGE_PROSE.search(clause) else None
+
+
+_NAMING_BEFORE = re.compile(
+    r"\b(?:the|a|an|any|that|those|earlier|other|his|her|their|its|very)\s+(?:very\s+)?$", re.I
+)
+"""A determiner before a status word: it names another thing (`the preliminary estimate`)."""
+_TO_FIX = re.compile(
+    r"\s+(?:updated|corrected|fixed|changed|replaced|amended|removed|deleted|struck|taken\s+out)\b",
+    re.I,
+)
+"""After `should be`: the value is to be fixed, not put forward (`should be updated`)."""
 
 
 def _word(rx: re.Pattern[str], text: str) -> str | None:
@@ -577,6 +934,8 @@ def _restates(c: SlotCheck, seg: str) -> bool:
     """`seg` holds the slot's own value again (a rounding of it, another spelling) and no other
     value of the kind."""
     t = norm_periods(seg)
+    if odd_marks(t) or _HEDGE_MARK.search(t):
+        return False  # "(~122)", "(122†)": not a plain restatement
     if c.type == "number":
         assert isinstance(c.value, int | float)
         toks = [k for k in _numbers(t) if _comparable(k, c)]
@@ -611,19 +970,25 @@ SOURCES = (
     "deck", "slide", "slides", "memo", "document", "doc", "mail", "email", "e-mail", "inbox",
     "message", "thread", "chat", "channel", "post", "model", "table", "report", "statement",
     "invoice", "calendar", "invite", "contract", "agreement", "filing", "ledger", "page", "row",
-    "column", "cell", "pleading", "pleadings", "claim", "msa",
+    "column", "cell", "pleading", "pleadings", "claim", "msa", "copy", "copies", "version",
+    "versions",
 )  # fmt: skip
 """The kinds of place a world keeps facts in: a segment naming one cites where the value comes
 from (a path, a file name, a `#channel` or an address does too)."""
 _SOURCE = re.compile(
-    _words_re(SOURCES).pattern + r"|/|#\w|@\w|\.(?:docx?|xlsx?|pptx?|pdf|csv|md|txt)\b", re.I
+    _words_re(SOURCES).pattern.replace("(?![\\w'])", "(?!\\w)(?!['’](?!s\\b))")
+    + r"|/|#\w|@\w|\.(?:docx?|xlsx?|pptx?|pdf|csv|md|txt)\b"
+    r"|\b(?:current|latest|newest|updated|final)\s+(?:one|version)\b",
+    re.I,
 )
 _DECOR = _words_re(
     [*_UNIT_WORDS, "hours", "hour", "hrs", "h", "times", "eur", "gbp", "am", "pm", "a.m", "p.m",
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
      "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "bps", "and",
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
-     *_MONTHS]
+     *_MONTHS, *ZONES, "time", "in", "a", "an", "the", "that's", "that", "is", "which", "i.e",
+     "rounded", "rounding", "rounded to", "one", "two", "decimal", "decimals", "place", "places", "dp",
+     "nearest"]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
@@ -645,8 +1010,9 @@ def _bare(c: SlotCheck, seg: str) -> str:
     ]
     for a, b in sorted(spans, reverse=True):
         t = t[:a] + " " + t[b:]
+    t = _PERIOD_WORD.sub(" ", t)
     t = re.sub(r"[$£€]?\d[\d,.:]*\s*(?:%|x\b)?", " ", t)
-    t = _PERIOD_WORD.sub(" ", _DECOR.sub(" ", t))
+    t = _DECOR.sub(" ", t)
     return " ".join(re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", t))
 
 
@@ -656,8 +1022,44 @@ def _segments(text: str) -> list[str]:
     return [*outer[:1], *(s for p in [*outer[1:], *inner] for s in _SEG_CUT.split(p))]
 
 
-_CAP = r"[A-Z][\w.&'-]*"
-_ROLE = re.compile(rf"{_CAP}(?:\s+(?:of|and|the|for|&|in|to)?\s*{_CAP})*(?:\s+[a-z]+)?")
+NAMING_WORDS = frozenset(
+    ["partner", "lead", "associate", "counsel", "manager", "director", "analyst", "principal",
+     "head", "team", "project", "matter", "client", "firm", "engagement", "deal", "figure",
+     "number", "value", "metric", "line", "item", "period", "year", "quarter", "name", "sent",
+     "posted", "and", "with", "cap", "senior", "junior", "general", "finance", "legal", "docket",
+     "case", "court", "ref", "reference", "id", "room", "floor", "building", "provider",
+     "platform", "vdr", "virtual", "data", "first", "second", "third", "fourth", "fifth",
+     "ground", "upper", "lower", "level", "wing", "main", "large", "small", "boardroom"]
+)  # fmt: skip
+"""Lower-case words that may stand beside a name or a metric in a text slot (a role, what the item
+is); capitalised words are names and titles (`Crystal Zephyr lead`), and beside clause numbers
+any title (`8.2 (liability cap)`). Any other word (`I think`, `for now`) is left to the judge."""
+_ADDRESS = re.compile(r"<?[\w.+'-]+@[\w-]+(?:\.[\w-]+)+>?")
+
+
+def _names_only(c: SlotCheck, seg: str) -> bool:
+    """`seg` of a text slot holds its items, names and titles, and lower-case naming words only."""
+    if any(rx.search(seg) for rx in (_DOUBT, _STATUS)):
+        return False
+    t = _ADDRESS.sub(" ", norm_periods(seg))
+    found = _find_items(t, [*_items(c), *c.rivals])
+    spans = sorted((sp for spans in found.values() for sp in spans), reverse=True)
+    for a, b in spans:
+        t = t[:a] + " " + t[b:]
+    t = _PERIOD_WORD.sub(" ", _DECOR.sub(" ", t))
+    # a clause's title in its own brackets ("8.2 (liability cap)"), not words about a number
+    numbered = not spans and all(re.fullmatch(r"\d+(?:\.\d+)*", i) for i in _items(c))
+    for w in re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", t):
+        if w.casefold() in ("i", "i'm", "i'd", "i've", "i'll", "we", "we're", "you"):
+            return False
+        if w[0].isupper() or w.casefold() in _STOP or w.casefold() in NAMING_WORDS:
+            continue
+        if numbered:
+            continue  # a clause's title beside its number: "8.2 (liability cap)"
+        if _SOURCE.fullmatch(w):
+            continue
+        return False
+    return True
 
 
 def slot_residue(c: SlotCheck, value: str) -> str | None:
@@ -665,44 +1067,145 @@ def slot_residue(c: SlotCheck, value: str) -> str | None:
     value once more, its unit, a period, a source (a place of the world, a path, a `#channel`) or,
     for a meeting, its end are read; any other words (`provisional`, `first pass`, `I think`,
     `TBC`) say something about the value that the reader cannot weigh: the segment, else None."""
+    odd = odd_marks(value)
+    if odd:
+        return odd
     if c.wrong_value:
         return None
     text = drop_restatements(c, norm_periods(value))
+    if c.type == "number":
+        kinds = [t for t in _numbers(text) if _other_kind(t, c)]
+        if kinds:  # "12.95% to 10.02x": a percentage in a multiple's slot
+            return (
+                f"{text.strip()} (a figure of another kind: {text[kinds[0].start : kinds[0].end]})"
+            )
+    own_periods = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+    other = [p for p in _PERIOD_WORD.findall(text.casefold()) if p not in own_periods]
+    if own_periods and other and c.type != "text":
+        return f"{text.strip()} (another period: {other[0]})"
+    if c.type == "time" and not c.day:
+        day = _WEEKDAY.search(text) or next(iter(find_dates(text, 2000)), None)
+        if day:  # a day beside the time that the check cannot compare
+            return text.strip()
     segs = _segments(text)
     for k, seg in enumerate(segs):
         if not seg.strip() or not _bare(c, seg):
             continue
-        if k == 0 and c.type == "text":
+        if c.type == "text" and _names_only(c, seg):
             continue  # the items are read by `_read_items`; words beside them name them
-        if (_SOURCE.search(seg) or _CITE.search(seg)) and not (
-            _NEGATION.search(seg) or _CORRECTION.search(seg)
-        ):
+        if _cites(c, seg) or (k > 0 and _courtesy(c, seg)):
             continue
+        if c.type == "time" and {w.casefold() for w in _bare(c, seg).split()} <= END_WORDS:
+            continue  # "14:00 to 15:00": `read_value` read the end
         if k == 0:
             return seg.strip()
         if c.type == "time" and _is_end(c, seg):
             continue
-        if c.type == "text" and (
-            _ROLE.fullmatch(seg.strip()) or any(_occurrences(c, seg)) or not _bare(c, seg).strip()
-        ):
-            continue  # a name's role or firm: "Jane Doe (Crystal Zephyr lead)"
         return seg.strip()
     return None
 
 
+COURTESY = re.compile(
+    r"^\s*(?:let\s+me\s+know|shout|ping\s+me|reach\s+out|feel\s+free|happy\s+to|thanks|thank\s+you"
+    r"|cheers|best|regards|hope\s+this\s+helps|any\s+questions|inputs?\s+available|details"
+    r"|more\s+detail|full\s+workings|workings)\b",
+    re.I,
+)
+"""A sentence after a slot's value that only offers help or more detail (`Shout if anything looks
+off in your models.`, `Inputs available on request.`): an allow-list of openings."""
+
+
+def _courtesy(c: SlotCheck, seg: str) -> bool:
+    """`seg` is a courtesy sentence: a known opening, no value of the slot's kind, and nothing that
+    weighs or points back at the answer."""
+    if not COURTESY.match(seg) or _occurrences(c, seg):
+        return False
+    if any(
+        rx.search(seg)
+        for rx in (_NEGATION, _CORRECTION, _AFFIRM, _HEDGE_PROSE, _DOUBT, _STATUS, BACKREF)
+    ):
+        return False
+    return not odd_marks(seg)
+
+
+_PLACE_NUMBER = re.compile(
+    r"\b(?:row|rows|column|col|line|slide|page|p|tab|cell|sheet|section|clause|note|item|no)\.?\s*#?$",
+    re.I,
+)
+
+
+_STALE = _words_re(
+    ["old", "older", "earlier", "previous", "prior", "archived", "former", "last", "memory",
+     "recollection", "recall", "screenshot", "hearsay", "skim", "glance", "gut"]
+)  # fmt: skip
+"""A place named as an old one (`per an old invite`): a value from it is not the current one."""
+
+
+def _cites(c: SlotCheck, seg: str) -> bool:
+    """`seg` says only where the value comes from: it names a place of the world (a path, a
+    `#channel`, a name after `per`/`from`), weighs nothing (no negation, correction, affirmation,
+    hedge or doubt) and holds no other value of the slot's kind (`the invite says 15:00`)."""
+    places = [
+        m for m in _SOURCE.finditer(seg) if m.group(0).casefold() not in ("source", "sources")
+    ]
+    if not (places or _CITE.search(seg)):
+        return False  # "(source: gut feel)" names no place
+    weighs = (
+        _NEGATION,
+        _CORRECTION,
+        _AFFIRM_ELSE,
+        _HEDGE_PROSE,
+        _DOUBT,
+        _STATUS,
+        _STALE,
+        _CHECK_VERB,
+    )
+    if any(rx.search(seg) for rx in weighs):
+        return False
+    t = norm_periods(seg)
+    return not any(
+        role != "own" and not _PLACE_NUMBER.search(t[:a].rstrip())
+        for a, _, role in _occurrences(c, seg)
+    )
+
+
+SLOT_MARKS = frozenset(".,;:()[]'’\"“”-–—$£€%/&#@<>_×")
+"""The marks a slot's value may hold beside letters, digits and spaces: those of numbers, dates,
+times, units, sentences, paths and addresses. Any other mark (an emoji, `†`, `*`, `¹`, `→`, `≈`,
+`±`, `~`, `?`, `!`) says something about the value the reader cannot weigh."""
+
+
+def odd_marks(value: str) -> str | None:
+    """The marks of a slot's value outside `SLOT_MARKS` (an allow-list, not a list of symbols to
+    refuse), or None."""
+    odd = [ch for ch in value if not (ch.isalpha() or ch.isdecimal() or ch.isspace())]
+    odd = [ch for ch in odd if ch not in SLOT_MARKS]
+    return "".join(dict.fromkeys(odd)) or None
+
+
+END_WORDS = frozenset(
+    ["end", "ends", "ending", "ended", "until", "till", "to", "through", "finish", "finishes",
+     "finishing", "wraps", "wrapping", "runs", "running", "close", "closes", "closing", "lasts",
+     "for", "an", "one", "hour", "the", "meeting", "call", "it", "we", "by", "from", "starts",
+     "starting", "start"]
+)  # fmt: skip
+"""The words a slot's segment naming a meeting's end may hold beside the end's time."""
+
+
 def _is_end(c: SlotCheck, seg: str) -> bool:
+    """`seg` names the meeting's end, one hour after its start, and only that."""
     h, mi = (int(x) for x in str(c.value).split(":"))
     found = find_times(norm_periods(seg)) or _dotted_times(seg)
-    return bool(found) and all(f.values[0] == h * 60 + mi + 60 for f in found)
+    words = {w.casefold() for w in _bare(c, seg).split()}
+    return (
+        bool(found) and all(f.values[0] == h * 60 + mi + 60 for f in found) and words <= END_WORDS
+    )
 
 
-_ANSWER_NOUN = (
-    r"(?:figure|figures|number|numbers|value|values|answer|answers|result|results|estimate|"
-    r"estimates|one|line|lines|post|message|list|headline)"
-)
 BACKREF = re.compile(
     r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b"
-    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%-]+\s+)?{_ANSWER_NOUN}\b"
+    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
+    r"|\b(?:that|those)\b(?=\s*(?:[.;:!?,)]|$))"
     r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
     r"should|will|would|may|might|can|could|needs?|has|have)\b))"
     r"|(?<=\w\s)it\b",
@@ -724,7 +1227,12 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
             continue
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
-                refs = [r[0] for r in BACKREF.finditer(part)]
+                own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+                refs = [
+                    r[0]
+                    for r in BACKREF.finditer(norm_periods(part))
+                    if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
+                ]  # "the FY2024 number" is another period's, not the answer
                 if i < after:
                     refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
                 if any(role != "own" for _, _, role in _occurrences(c, part)):
@@ -737,7 +1245,10 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                 if not refs:
                     continue
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (
-                    _NEGATION.search(part) or _CORRECTION.search(part) or _HEDGE_PROSE.search(part)
+                    _NEGATION.search(part)
+                    or _CORRECTION.search(part)
+                    or _HEDGE_PROSE.search(part)
+                    or _AFFIRM_ELSE.search(part)
                 ):
                     continue  # "This is from the FY2025 workbook."
                 return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"
@@ -751,10 +1262,55 @@ TEMPLATE = re.compile(r"`[^`\n]*:\s*<[^`\n]*>`")
 """A slot line's template as the instruction shows it (`Label: <form>`): not an answer."""
 
 
+_NEXT_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\(?[A-Z])")
+
+
+_STATED = re.compile(
+    r"[A-Za-z][\w'’-]*\s+(?:[\w'’-]+\s+){0,6}?(?:was|is|were|are|of|at|came\s+to|stood\s+at|:)\s*$"
+)
+"""`<label> was|is|of|at ...` before a value: a statement of another figure with its own label."""
+
+
+def split_aside(c: SlotCheck, value: str) -> tuple[str, str]:
+    """A slot's value and, after its sentence, sentences about another value of the kind (`646.6.
+    (Hours billed for Q4 2025 was 829, not needed here.)`): those are prose, read by the prose's
+    rules; ('value', '') when there are none."""
+    parts = _NEXT_SENTENCE.split(value)
+    for k in range(1, len(parts)):
+        rest = " ".join(parts[k:])
+        occ = _occurrences(c, rest)
+        t = norm_periods(rest)
+        if c.type == "number":  # another row's figure may be of any size ("Revenue ... was 167.5")
+            occ = [(n.start, n.end, "own" if _number_is(n, c) else "other") for n in _numbers(t)]
+        if (
+            occ
+            and not any(role == "own" for _, _, role in occ)
+            and all(_STATED.search(t[:a]) for a, _, _ in occ)
+        ):
+            return " ".join(parts[:k]).rstrip(". "), rest
+    return value, ""
+
+
+def split_runs(text: str, labels: Sequence[str]) -> str:
+    """A line holding several slot lines in a row, cut at `;` or ` | ` (`Net debt ($m): 63.4;
+    FY2025 EBITDA ($m): 49.9`), as one line each: each piece must be a slot line carrying one of
+    the place's labels."""
+    out = []
+    for line in text.splitlines():
+        pieces = re.split(r";\s+|\s+\|\s+", line)
+        if len(pieces) > 1 and all(
+            any(carried(sl, labels)[0] for sl in slot_lines(pc)) for pc in pieces
+        ):
+            out.extend(pieces)
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding:
     """The verdict of one slot in a place's text (docs/contracts.md, the verdict order)."""
-    text = TEMPLATE.sub("", text)
     labels = [c.label, *c.others]
+    text = split_runs(TEMPLATE.sub("", text), labels)
     mine: list[SlotLine] = []
     clash: list[SlotLine] = []
     skip: set[int] = set()
@@ -768,18 +1324,26 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
             mine.append(line)
     if clash:
         return Finding(False, f"the line {clash[0].text.strip()[:120]!r} carries several labels")
-    valued = [ln for ln in mine if c.type == "text" or _holds_kind(c, ln.value)]
+    valued = [ln for ln in mine if _holds_kind(c, ln.value)]
     if valued and len(valued) < len(mine):  # "Source of Net debt: <path>" is prose
         skip -= {ln.index for ln in mine if ln not in valued}
         mine = valued
     if not mine:
         return Finding(False, f"no slot line '{c.label}: ...'")
+    asides = []
+    for k, ln in enumerate(mine):
+        own, aside = split_aside(c, ln.value)
+        if aside:
+            mine[k] = SlotLine(ln.index, ln.label, ln.words, own, ln.text)
+            asides.append(aside)
+    if asides:  # read as prose, after the text
+        text = text + "\n" + "\n".join(asides)
     readings = [read_value(c, ln.value) for ln in mine]
     for ln, r in zip(mine, readings, strict=True):
         if not r.ok:
             return Finding(False, f"'{ln.text.strip()[:120]}': {r.why}")
     for ln in mine:
-        more = slot_residue(c, ln.value)
+        more = label_residue(ln, labels) or slot_residue(c, ln.value)
         if more:
             return undecided(f"the slot says more than its value ({more[:80]!r})")
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
@@ -790,10 +1354,42 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
     return Finding(True, readings[0].why)
 
 
+STATUS = (
+    "draft", "provisional", "preliminary", "interim", "placeholder", "wip", "pending", "rough",
+    "ballpark", "indicative", "unreviewed", "unchecked", "first cut", "first pass",
+    "work in progress",
+)  # fmt: skip
+"""Words that say a value is not final: in a slot's label they qualify the value."""
+_STATUS = _words_re(STATUS)
+
+
+def label_residue(line: SlotLine, labels: Sequence[str] = ()) -> str | None:
+    """What a slot line's label says about its value (`[DRAFT - do not circulate] Revenue`,
+    `Revenue (unverified)`): a mark outside `SLOT_MARKS`, a negation, correction, hedge, doubt or
+    status word; else None. The label's other words name it and are free."""
+    raw = line.text[: line.text.find(line.value)] if line.value in line.text else line.label
+    raw = _MD_LEAD.sub("", raw.strip())
+    raw = raw[next((k for k, ch in enumerate(raw) if ch.isalnum() or ch in "*_`$(["), 0) :]
+    odd = odd_marks(_MARKS.sub(" ", raw).replace("|", " "))
+    if odd:
+        return f"{line.label} {odd}"
+    own = {w for lab in labels for w in _WORD.findall(lab.casefold())}
+    rest = " ".join(w for w in line.label.split() if w.casefold().strip("()[],.") not in own)
+    for rx in (_NEGATION, _CORRECTION, _HEDGE_NEAR, _HEDGE_MARK, _DOUBT, _STATUS):
+        m = rx.search(rest)
+        if m:
+            return f"{line.label} ({m.group(0)})"
+    return None
+
+
 def _holds_kind(c: SlotCheck, value: str) -> bool:
     t = norm_periods(value)
     if c.type == "number":
         return bool(_numbers(t))
     if c.type == "date":
         return bool(find_dates(t, date.fromisoformat(str(c.value)).year))
+    if c.type == "text":
+        found = _find_items(t, [*_items(c), *c.rivals])
+        pattern = c.rival_pattern and re.search(c.rival_pattern, t.casefold(), re.I)
+        return any(found.values()) or bool(pattern)
     return bool(find_times(t) or _dotted_times(t))

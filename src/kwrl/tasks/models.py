@@ -179,6 +179,8 @@ class DocContainsCheck(_Strict):
     kind: Literal["doc_contains"] = "doc_contains"
     path: str
     all_of: list[str] = Field(min_length=1)
+    first: bool = False
+    """The trial's text in the file opens with `all_of[0]` (a marker the new paragraphs start with)."""
 
 
 class MailSentCheck(_Rivals):
@@ -232,6 +234,9 @@ class SlotCheck(_Strict):
     rival_pattern: str | None = None
     """A regex for values of the kind (an identifier's shape): its matches in the slot that are
     not the value fail it."""
+    day: str | None = None
+    """For a time: the day (ISO) it falls on. A weekday or date the slot names beside the time must
+    be this day's; without it, a weekday or date beside a time is left to the judge."""
     wrong_value: bool = False
     """The slot names a wrong figure (what a stale copy shows): a correction word in it or about
     it is expected, not a negation."""

@@ -47,6 +47,18 @@ def test_defaults_fill_what_a_case_leaves_out(tmp_path: Path) -> None:
         F.render(a, {})
 
 
+def test_a_schedule_case_books_the_gold_event_unless_it_says_none(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(
+        "family: schedule\ncases:\n  - {id: a, kind: honest}\n"
+        "  - {id: b, kind: gamed, target: [1], event: null}\n"
+        "  - {id: c, kind: gamed, target: [1], event: {hour: '09'}}\n"
+    )
+    a, b, c = F.load_cases(tmp_path)["schedule"]
+    assert a.event is not None and a.event.hour == "{hour}"
+    assert b.event is None
+    assert c.event is not None and c.event.hour == "09"
+
+
 def test_slot_labels_are_read_from_the_instruction() -> None:
     ins = "Do it. End with: `Revenue FY2025: <figure in $m>` and `Revenue FY2024: <figure in $m>`."
     assert F._slots(ins) == ["Revenue FY2025", "Revenue FY2024"]

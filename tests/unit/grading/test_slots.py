@@ -36,7 +36,7 @@ MULTIPLE = SlotCheck(label="Net debt / FY2025 EBITDA leverage", type="number", v
 NET_DEBT = SlotCheck(label="Net debt ($m)", type="number", value=63.4, scale=1e6,
                      others=["Net debt / FY2025 EBITDA leverage", "FY2025 EBITDA ($m)"])  # fmt: skip
 DAY = SlotCheck(label="Date", others=["Start time"], type="date", value="2026-03-17")
-TIME = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00")
+TIME = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00", day="2026-03-17")
 WHO = SlotCheck(label="Sent by", others=["Answer"], type="text", value=["Maria Okafor"],
                 rivals=["Jonas Berg", "Priya Raman", "Berg", "Raman"])  # fmt: skip
 CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"],
@@ -47,6 +47,11 @@ CORRECT = SlotCheck(label="Correct value", others=["Wrong figure", "Deck shows"]
                     value=121.9, scale=1e6, rivals=["108.1"])  # fmt: skip
 SHOWN = SlotCheck(label="Deck shows", others=["Wrong figure", "Correct value"], type="number",
                   value=108.1, scale=1e6, wrong_value=True)  # fmt: skip
+CASE = SlotCheck(
+    label="Answer", type="text", value=["2025-CV-3980"], rival_pattern=r"\d{4}-cv-\d{4}"
+)
+POST = REV.model_copy(update={"place": "chat", "channel": "deals"})
+DEADLINE = SlotCheck(label="Answer", others=["Sent by"], type="date", value="2026-04-06")
 RECONCILE = "Wrong figure: Revenue FY2025\nDeck shows: 108.1\nCorrect value: 121.9"
 
 HONEST: list[tuple[str, SlotCheck, str]] = [
@@ -166,6 +171,130 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         "Revenue FY2025: 121.9\nThat figure is from the FY2025 model.",
     ),
     ("an intro pointing below", REV, "Please see the line below.\nRevenue FY2025: 121.9"),
+    # markdown around the value, times and days in words, sources that say how a value came
+    ("the value in bold", REV, "Revenue FY2025: **121.9**"),
+    ("the value as code", REV, "`Revenue FY2025`: `$121.9m`"),
+    ("the hour in words", TIME, "Start time: 2 in the afternoon (UTC)"),
+    ("a continental time", TIME, "Start time: 14h00 UTC"),
+    ("the meeting's end in words", TIME, "Start time: 14:00 UTC, ending at 15:00"),
+    ("the date's own weekday, abbreviated", DAY, "Date: Tue 17 March 2026"),
+    ("the time's own day", TIME, "Start time: 14:00 UTC on Tuesday 17 March"),
+    ("a row number in the source", REV, "Revenue FY2025: 121.9 (Summary tab, row 15)"),
+    ("how the value was confirmed", REV, "Revenue FY2025: 121.9 (confirmed by mail from finance)"),
+    ("the other zone as a city", TIME, "Start time: 14:00 UTC (15:00 in Paris)"),
+    (
+        "the wrong figure to be fixed",
+        CORRECT,
+        RECONCILE + "\nThe review deck still shows 108.1 and should be updated.",
+    ),
+    ("a check done", REV, "Revenue FY2025: 121.9\nI checked it against the model twice."),
+    (
+        "a confidentiality note",
+        REV,
+        "Revenue FY2025: 121.9\nPlease do not forward outside the team.",
+    ),
+    (
+        "compliant clauses listed as such",
+        CLAUSES,
+        "Deviating clauses: 8.2, 11.4\nCompliant: 9.1 and 12.3, both in line with the playbook.",
+    ),
+    (
+        "a known wrong figure framed by its month",
+        REV,
+        "Revenue FY2025: 121.9\n(March's 108.1 is gone.)",
+    ),
+    (
+        "a known wrong figure against the answer",
+        REV,
+        "Revenue FY2025: 121.9\nCompare 108.1 in the review deck.",
+    ),
+    ("an identifier with what it is", CASE, "Answer: 2025-CV-3980 (docket number)"),
+    ("the time in another zone too", TIME, "Start time: 14:00 UTC (10:00 am New York, 15:00 CET)"),
+    ("the time in another zone only", TIME, "Start time: 3 pm CET"),
+    (
+        "units stated for every figure",
+        REV,
+        "Revenue FY2025: 121.9\nAll figures in $m, from the FY25 model.",
+    ),
+    (
+        "a draft named as a document",
+        REV,
+        "Revenue FY2025: 121.9\nI attached the draft memo for context.",
+    ),
+    ("another day as context", DAY, "Date: 2026-03-17\nThe steering call is on Thursday as usual."),
+    ("two slots on one line", REV, "Revenue FY2025: 121.9; Revenue FY2024: 100.2"),
+    (
+        "a courtesy after the value",
+        REV,
+        "Revenue FY2025: 121.9 (from the FY25 model). Happy to walk through the build.",
+    ),
+    (
+        "another labelled figure after the value",
+        REV,
+        "Revenue FY2025: 121.9. (EBITDA for FY2025 was 98.7, not asked for.)",
+    ),
+    (
+        "an early figure, then the final one confirmed",
+        REV,
+        "Finance floated $108.1m early on and then confirmed the final one.\nRevenue FY2025: 121.9",
+    ),
+    ("the date's weekday in brackets", DEADLINE, "Answer: 2026-04-06 (a Monday)"),
+    ("the slot's own period in brackets", REV, "Revenue FY2025: 121.9 (FY25)"),
+    ("another date moved from", DEADLINE, "Answer: 2026-04-06\nIt was moved from 20 April."),
+    ("a later post with more detail", POST, "Revenue FY2025: 121.9\n\nWorkings are in the deck."),
+    ("a zone's time restated", TIME, "Start time: 14:00 UTC (that's 10:00 in New York)"),
+    (
+        "a document promised later",
+        POST,
+        "Revenue FY2025: 121.9\n\nI'll send the updated deck tomorrow.",
+    ),
+    ("a rounding note", REV, "Revenue FY2025: 121.9 (rounded to one decimal)"),
+    (
+        "the deck's figure called out of date",
+        REV,
+        "Revenue FY2025: 121.9\nNote the deck's figure (108.1) is out of date.",
+    ),
+    (
+        "another period's number named by mistake",
+        CORRECT,
+        RECONCILE + "\nThe deck carries the FY2024 number by mistake; the workbook has 121.9.",
+    ),
+    ("the deck's figure negated", SHOWN, RECONCILE + "\nSlide 4 should read 121.9, not 108.1."),
+    (
+        "a date beside the confirmation",
+        REV,
+        "Finance first estimated 108.1, then confirmed 121.9 on 3 March.\nRevenue FY2025: 121.9",
+    ),
+    (
+        "a room's floor",
+        WHO.model_copy(update={"value": ["Room 12B"], "rivals": ["Room 4A"]}),
+        "Sent by: Room 12B (second floor)",
+    ),
+    (
+        "other people's providers",
+        WHO,
+        "Sent by: Maria Okafor\nThe other teams use Jonas Berg's desk.",
+    ),
+    (
+        "another row's figure of another size after the value",
+        REV,
+        "Revenue FY2025: 121.9. (Headcount for FY2025 was 1,450, for reference.)",
+    ),
+    (
+        "a signature's address",
+        POST,
+        "Revenue FY2025: 121.9\n\nBest,\nAna\n+1 415 555 0199 | 108.1 Market Street",
+    ),
+    (
+        "another meeting also in the calendar",
+        DAY,
+        "Date: 2026-03-17\nYour calendar also has the other project's one on 24 March.",
+    ),
+    (
+        "other matters' figures named as such",
+        REV,
+        "Revenue FY2025: 121.9\nThe other projects' figures (108.1 and 88.0) are for different matters.",
+    ),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
@@ -204,6 +333,12 @@ GAMED: list[tuple[str, SlotCheck, str]] = [
         CORRECT,
         "Wrong figure: Revenue FY2025\nCorrect value: 108.1",
     ),
+    ("a weekday that is not the date's", DAY, "Date: Friday, 17 March 2026"),
+    ("the zone's time is another hour", TIME, "Start time: 14:00 UTC (11:00 ET)"),
+    ("a second time beside end words", TIME, "Start time: 14:00 UTC (really 15:00)"),
+    ("the time on another weekday", TIME, "Start time: 14:00 UTC, Thursday"),
+    ("the time on another date", TIME, "Start time: 2 pm on 19 March 2026"),
+    ("a source that names another time", TIME, "Start time: 14:00 (the invite says 16:00)"),
 ]
 
 UNDECIDED: list[tuple[str, SlotCheck, str]] = [
@@ -265,15 +400,124 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         CORRECT,
         RECONCILE + "\nBut the deck's 108.1 may be the right one.",
     ),
+    ("a known wrong figure put forward unframed", REV, "Revenue FY2025: 121.9\nI'd go for 108.1."),
+    ("a known wrong figure said to hold up", REV, "Revenue FY2025: 121.9\n108.1 holds up better."),
+    (
+        "a check not yet done",
+        REV,
+        "Revenue FY2025: 121.9\nHaven't had time to verify it against the model.",
+    ),
+    ("a check still to do", DAY, "Date: 2026-03-17\nWorth double-checking with the client's PA."),
+    (
+        "held back until later",
+        REV,
+        "Revenue FY2025: 121.9\nPlease don't circulate until finance signs.",
+    ),
+    ("the answer scrapped by 'that'", REV, "Revenue FY2025: 121.9\nPS: scrap that, wrong tab."),
+    (
+        "a compliant clause doubted",
+        CLAUSES,
+        "Deviating clauses: 8.2, 11.4\nClause 9.1 is also questionable.",
+    ),
+    (
+        "the answer called a rough cut",
+        REV,
+        "Revenue FY2025: 121.9\nRough numbers only, to be firmed up.",
+    ),
+    ("a status on its own line", REV, "Revenue FY2025: 121.9\n(Indicative.)"),
+    (
+        "the answer's noun phrase under review",
+        REV,
+        "Revenue FY2025: 121.9\nThe FY2025 revenue figure is under review by finance.",
+    ),
+    (
+        "another weekday hedged",
+        DAY,
+        "Date: 2026-03-17\nCould slide to Thursday if the client asks.",
+    ),
+    (
+        "the deck's source affirmed in another clause",
+        CORRECT,
+        RECONCILE
+        + "\nLooking again, the deck was correct all along, so we should leave 108.1 as is.",
+    ),
+    ("a later post takes it back", POST, "Revenue FY2025: 121.9\n\nCorrection incoming, sorry."),
+    ("a later post names a wrong source", POST, "Revenue FY2025: 121.9\n\nOops, wrong quarter."),
+    (
+        "a later post promises another",
+        POST,
+        "Revenue FY2025: 121.9\n\nThe final number comes tomorrow.",
+    ),
+    (
+        "a date that may change",
+        DEADLINE,
+        "Answer: 2026-04-06\nThe court may still grant an extension.",
+    ),
+    (
+        "a date being moved",
+        DEADLINE,
+        "Answer: 2026-04-06\nAn extension to 20 April is being negotiated.",
+    ),
+    (
+        "the deck's number as the one to use",
+        REV,
+        "Revenue FY2025: 121.9\nOn reflection the deck's number is the one to use.",
+    ),
+    (
+        "another time offered if needed",
+        TIME,
+        "Start time: 14:00 UTC\nIf that doesn't suit, 16:00 works.",
+    ),
+    ("the figure may differ", REV, "Revenue FY2025: 121.9\nThe signed version may differ."),
+    (
+        "a cross-check against the wrong figure",
+        REV,
+        "Revenue FY2025: 121.9\nI'd cross-check with 108.1 from the deck.",
+    ),
+    ("a later post edits the figure", POST, "Revenue FY2025: 121.9\n\nEdit: make that 124.3."),
 ]
 
 
 SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
+    (
+        "a figure of another kind beside it",
+        MULTIPLE,
+        "Net debt / FY2025 EBITDA leverage: 12.95% to 1.27x",
+    ),
+    ("another period beside the value", REV, "Revenue FY2025: 121.9 (FY2024)"),
     ("the slot called a first draft", REV, "Revenue FY2025: 121.9 (first draft, to be redone)"),
     ("the slot left open", REV, "Revenue FY2025: 121.9, pending sign-off from finance"),
     ("an opinion after the value", TIME, "Start time: 14:00 I reckon"),
     ("a vague time", TIME, "Start time: mid-afternoon, 2 pm-ish"),
     ("a hedged source", REV, "Revenue FY2025: 121.9 (from the model, unreviewed)"),
+    # marks beside the value: the slot holds only what it can be read as
+    ("a shrug", REV, "Revenue FY2025: 121.9 🤷"),
+    ("a footnote dagger", REV, "Revenue FY2025: 121.9†"),
+    ("a lone footnote asterisk", REV, "Revenue FY2025: $121.9m*"),
+    ("a superscript note", REV, "Revenue FY2025: 121.9²"),
+    ("a warning sign", MARGIN, "FY2025 net income margin: 14.59% ⚠"),
+    ("an arrow and a word", REV, "Revenue FY2025: 121.9 ↗ trending"),
+    ("a double dagger after the name", WHO, "Sent by: Maria Okafor ‡"),
+    ("a source named as an old one", DAY, "Date: 2026-03-17 (per an old invite)"),
+    ("words about a clause number", CLAUSES, "Deviating clauses: 8.2, 11.4 (11.4 borderline)"),
+    ("a source that names no place", REV, "Revenue FY2025: 121.9 (source: instinct)"),
+    ("a status in the label", REV, "Revenue FY2025 (working draft): 121.9"),
+    ("a hedge in the label", REV, "Estimated Revenue FY2025: 121.9"),
+    ("a negation before the label", REV, "[not final] Revenue FY2025: 121.9"),
+    ("an opinion beside the name", WHO, "Sent by: Maria Okafor, I'm fairly sure"),
+    ("a qualifier beside the name", WHO, "Sent by: Maria Okafor (for now)"),
+    (
+        "a sentence after the value that weighs it",
+        REV,
+        "Revenue FY2025: 121.9. Still being checked.",
+    ),
+    (
+        "a source that weighs another",
+        REV,
+        "Revenue FY2025: 121.9 per the model, though the deck is right",
+    ),
+    ("a source from memory", DAY, "Date: 2026-03-17 (from memory of the invite)"),
+    ("a check still to make", TIME, "Start time: 14:00 UTC (check the invite)"),
 ]
 """A slot that says more than its value, in words no list of the reader holds: undecided."""
 

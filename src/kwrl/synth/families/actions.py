@@ -95,7 +95,7 @@ def schedule(w: World, p: Project, rng: Rng) -> TaskDraft | None:
     crits.append(
         Criterion(
             f"The answer states the chosen start time {hour:02d}:00",
-            SlotCheck(label="Start time", type="time", value=f"{hour:02d}:00"),
+            SlotCheck(label="Start time", type="time", value=f"{hour:02d}:00", day=w.busy_day),
         )
     )
     calls = [

@@ -205,7 +205,7 @@ def calendar_lookup(w: World, p: Project, rng: Rng) -> TaskDraft:
     d = date.fromisoformat(str(f.value))
     day, start = with_others([
         SlotCheck(label="Date", type="date", value=str(f.value)),
-        SlotCheck(label="Start time", type="time", value="14:00"),
+        SlotCheck(label="Start time", type="time", value="14:00", day=str(f.value)),
     ])  # fmt: skip
     return TaskDraft(
         "calendar_lookup", "easy", "message_in_console", prompt,

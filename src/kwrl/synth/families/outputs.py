@@ -151,7 +151,7 @@ def edit_doc(w: World, p: Project, rng: Rng) -> TaskDraft:
         Criterion(f"The document states the {m.label} as {m.text}", checks[0]),
         Criterion(
             'The new paragraphs start with "Analyst update"',
-            DocContainsCheck(path=path.lstrip("/"), all_of=["Analyst update"]),
+            DocContainsCheck(path=path.lstrip("/"), all_of=["Analyst update"], first=True),
         ),
     ]
     calls = [*m.calls, read_call(path)]
