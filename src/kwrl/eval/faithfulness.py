@@ -29,7 +29,7 @@ import string
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -239,11 +239,28 @@ def family_of(task: TaskDir) -> str:
     return str(task.config_raw.get("metadata", {}).get("family", ""))
 
 
+@dataclass
+class _Task:
+    """What `task_facts`' per-family readers share: the generated world, the task's project and
+    draft, its instruction and the facts being filled."""
+
+    w: Any
+    p: Any
+    d: Any
+    ins: str
+    f: Facts
+
+    @property
+    def table(self) -> Any:
+        return self.p.table
+
+    @property
+    def periods(self) -> list[str]:
+        return self.p.table.periods
+
+
 def task_facts(task: TaskDir) -> dict[str, Any]:
     """The placeholders of a generated task (README beside the fixtures lists them)."""
-    from kwrl.synth.cast import fmt
-    from kwrl.synth.families.metrics import metrics
-
     md = task.config_raw.get("metadata", {})
     k = int(task.slug.split("-")[2])
     key = (int(md["seed"]), int(md["world_index"]), str(task.meta.domain), k + 1)
@@ -255,11 +272,10 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
     fam = d.family
     code = t.name.split(":")[0]
     p = next(x for x in w.projects if x.code == code)
-    f = Facts()
-    ins = task.instruction
+    c = _Task(w, p, d, task.instruction, Facts())
     others = [x for x in w.people if x.last != p.lead.last and x is not w.me]
     other_p = next(x for x in w.projects if x is not p)
-    f.values.update(
+    c.f.values.update(
         project=p.code, short=p.short, client=p.client.name, counterparty=p.counterparty.name,
         lead=p.lead.name, lead_first=p.lead.first, lead_last=p.lead.last, lead_email=p.lead.email,
         me=w.me.name, me_first=w.me.first, me_email=w.me.email, channel=p.channel, firm=w.firm.name,
@@ -269,230 +285,287 @@ def task_facts(task: TaskDir) -> dict[str, Any]:
         out_file=(d.outputs[0].rsplit("/", 1)[-1] if d.outputs else ""),
         out_dir=(d.outputs[0].rsplit("/", 1)[0] if d.outputs else "/Outputs"),
     )  # fmt: skip
-    table = p.table
-    periods = table.periods
+    reader = next((r for fams, r in _FAMILY_FACTS if fam in fams), None)
+    if reader is not None:
+        reader(c, fam)
+    contract_slots(fam, c.f.values, _slots(c.ins))
+    return c.f.values
 
-    def row_facts(row: str, period: str, prev: str | None = None) -> None:
-        unit = table.units[row]
-        f["row"], f["unit"], f["period"] = row, unit, period
-        f["unit_words"] = UNIT_WORDS.get(unit, unit)
-        f.number("v", table.get(row, period), unit)
-        j = periods.index(period)
-        prev = prev or periods[j - 1 if j else 1]
-        f["prev"] = prev
-        f.number("pv", table.get(row, prev), unit)
-        f["v_minus_pv"] = table.get(row, period) - table.get(row, prev)
-        q = re.fullmatch(r"Q(\d) (\d{4})", period)
-        f["period_alt"] = (
-            f"{q.group(1)}Q{q.group(2)[2:]}" if q else re.sub(r"FY20(\d\d)", r"FY\1", period)
-        )
-        other_period = next(x for x in reversed(periods) if x not in (period, prev))
-        f["other_period"] = other_period
-        f.number("ov", table.get(row, other_period), unit)
-        other_row = next(r for r in table.rows if r != row)
-        f["other_row"] = other_row
-        f.number("orv", table.get(other_row, period), table.units[other_row])
-        f["path"] = d.input_files[0] if d.input_files else ""
-        f["file"] = f.values["path"].rsplit("/", 1)[-1]
 
-    def metric_facts(m: Any, prefix: str = "m") -> None:
-        f[f"{prefix}_label"] = m.label
-        f[f"{prefix}_label_cap"] = m.label[:1].upper() + m.label[1:]
-        f.number(prefix, m.value, m.unit, m.text)
-        f[f"{prefix}_pct"] = m.unit == "%"
-        for i, (label, v, where) in enumerate(m.inputs, 1):
-            f[f"in{i}_label"] = label
-            f[f"in{i}_name"] = re.sub(r"\s*\([^()]*\)\s*$", "", label)
-            u = re.search(r"\(([^()]+)\)\s*$", label)
-            f.number(f"in{i}", v, u.group(1) if u else "", f"{v:,.1f}")
-            f[f"in{i}_source"] = where
-        f["inputs_inline"] = "; ".join(f"{lab}: {v:,.1f}" for lab, v, _ in m.inputs)
-        rival = next((x for x in metrics(w, p) if x.key != m.key and x.unit == m.unit), None)
-        rival = rival or next(x for x in metrics(w, p) if x.key != m.key)
-        f[f"{prefix}_rival_label"] = rival.label
-        f.number(f"{prefix}_rival", rival.value, rival.unit, rival.text)
+def _row_facts(c: _Task, row: str, period: str, prev: str | None = None) -> None:
+    f, table, periods, d = c.f, c.table, c.periods, c.d
+    unit = table.units[row]
+    f["row"], f["unit"], f["period"] = row, unit, period
+    f["unit_words"] = UNIT_WORDS.get(unit, unit)
+    f.number("v", table.get(row, period), unit)
+    j = periods.index(period)
+    prev = prev or periods[j - 1 if j else 1]
+    f["prev"] = prev
+    f.number("pv", table.get(row, prev), unit)
+    f["v_minus_pv"] = table.get(row, period) - table.get(row, prev)
+    q = re.fullmatch(r"Q(\d) (\d{4})", period)
+    f["period_alt"] = (
+        f"{q.group(1)}Q{q.group(2)[2:]}" if q else re.sub(r"FY20(\d\d)", r"FY\1", period)
+    )
+    other_period = next(x for x in reversed(periods) if x not in (period, prev))
+    f["other_period"] = other_period
+    f.number("ov", table.get(row, other_period), unit)
+    other_row = next(r for r in table.rows if r != row)
+    f["other_row"] = other_row
+    f.number("orv", table.get(other_row, period), table.units[other_row])
+    f["path"] = d.input_files[0] if d.input_files else ""
+    f["file"] = f.values["path"].rsplit("/", 1)[-1]
 
-    def metric_in_prompt() -> list[Any]:
-        found = [(ins.find(m.label), m) for m in metrics(w, p) if m.label in ins]
-        return [m for _, m in sorted(found, key=lambda x: x[0])]
 
-    def fact_facts(key: str) -> None:
-        fact = p.facts[key]
-        f["what"] = fact.label.lower()
-        f["fact"] = fact.text
-        if isinstance(fact.value, str):
-            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", fact.text):
-                dd = date.fromisoformat(fact.text)
-                f["fact_kind"] = "date"
-                f["fact_alt"] = f"{dd:%B} {dd.day}, {dd.year}"
-                f["fact_alt2"] = f"{dd.day} {dd:%B} {dd.year}"
-            else:
-                f["fact_kind"] = "text"
-                f["fact_alt"] = fact.text
-                f["fact_alt2"] = fact.text
+def _metric_facts(c: _Task, m: Any, prefix: str = "m") -> None:
+    from kwrl.synth.families.metrics import metrics
+
+    f = c.f
+    f[f"{prefix}_label"] = m.label
+    f[f"{prefix}_label_cap"] = m.label[:1].upper() + m.label[1:]
+    f.number(prefix, m.value, m.unit, m.text)
+    f[f"{prefix}_pct"] = m.unit == "%"
+    for i, (label, v, where) in enumerate(m.inputs, 1):
+        f[f"in{i}_label"] = label
+        f[f"in{i}_name"] = re.sub(r"\s*\([^()]*\)\s*$", "", label)
+        u = re.search(r"\(([^()]+)\)\s*$", label)
+        f.number(f"in{i}", v, u.group(1) if u else "", f"{v:,.1f}")
+        f[f"in{i}_source"] = where
+    f["inputs_inline"] = "; ".join(f"{lab}: {v:,.1f}" for lab, v, _ in m.inputs)
+    rival = next((x for x in metrics(c.w, c.p) if x.key != m.key and x.unit == m.unit), None)
+    rival = rival or next(x for x in metrics(c.w, c.p) if x.key != m.key)
+    f[f"{prefix}_rival_label"] = rival.label
+    f.number(f"{prefix}_rival", rival.value, rival.unit, rival.text)
+
+
+def _metrics_in_prompt(c: _Task) -> list[Any]:
+    from kwrl.synth.families.metrics import metrics
+
+    found = [(c.ins.find(m.label), m) for m in metrics(c.w, c.p) if m.label in c.ins]
+    return [m for _, m in sorted(found, key=lambda x: x[0])]
+
+
+def _fact_facts(c: _Task, key: str) -> None:
+    from kwrl.synth.cast import fmt
+
+    f, p, w = c.f, c.p, c.w
+    fact = p.facts[key]
+    f["what"] = fact.label.lower()
+    f["fact"] = fact.text
+    if isinstance(fact.value, str):
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", fact.text):
+            dd = date.fromisoformat(fact.text)
+            f["fact_kind"] = "date"
+            f["fact_alt"] = f"{dd:%B} {dd.day}, {dd.year}"
+            f["fact_alt2"] = f"{dd.day} {dd:%B} {dd.year}"
         else:
-            f["fact_kind"] = "number"
-            raw = float(fact.value) * SCALE.get(fact.unit, 1.0)
-            f["fact_alt"] = (
-                f"${raw:,.0f}" if fact.unit.startswith("$") and fact.unit != "$ps" else fact.text
-            )
-            f["fact_alt2"] = fact.text.replace("$", "USD ") if "$" in fact.text else fact.text
-        rivals = [q.facts[key].text for q in w.projects if key in q.facts and q is not p]
-        rivals = [r for r in rivals if r != fact.text]
-        f["rival"] = rivals[0] if rivals else fact.text
-        f["rival2"] = rivals[1] if len(rivals) > 1 else f.values["rival"]
-        # the preliminary figure the lead's mail gives (the fact x 1.2), for a number
-        f["prelim"] = (
-            f.values["rival"] if isinstance(fact.value, str) else fmt(round(float(fact.value) * 1.2, 1), fact.unit)
-        )  # fmt: skip
-
-    if fam in ("table_lookup",):
-        row = next(r for r in sorted(table.rows, key=len, reverse=True) if r.lower() in ins.lower())
-        found = sorted((ins.find(x), x) for x in periods if x in ins)
-        row_facts(row, found[0][1], found[1][1] if len(found) > 1 else None)
-    elif fam == "chat_post":
-        row = next(r for r in sorted(table.rows, key=len, reverse=True) if r.lower() in ins.lower())
-        row_facts(row, periods[-1])
-    elif fam == "reply_figure":
-        mail_id, row, period = w.requests[p.code]
-        row_facts(row, period)
-        mail = next(m for m in w.mails if m.message_id == mail_id)
-        f["contact"] = mail.sender.split("<")[1].rstrip(">")
-        f["subject"] = mail.subject
-        f["mail_id"] = mail_id
-    elif fam == "reconcile_deck":
-        review = d.input_files[0]
-        from pptx import Presentation
-
-        deck = Presentation(io.BytesIO(d.overlay["filesystem" + review]()))
-        wrong_row = wrong_period = ""
-        wrong = 0.0
-        for shape in deck.slides[-1].shapes:
-            if not shape.has_table:
-                continue
-            rows = [[c.text for c in r.cells] for r in shape.table.rows]  # type: ignore[attr-defined]
-            for r in rows[1:]:
-                name = re.sub(r"\s*\([^()]*\)\s*$", "", r[0])
-                for j, cell in enumerate(r[1:]):
-                    if name in table.rows and cell.replace(",", "") != _num_text(
-                        table.get(name, periods[j]), table.units[name]
-                    ).replace(",", ""):
-                        wrong_row, wrong_period, wrong = (
-                            name,
-                            periods[j],
-                            float(cell.replace(",", "")),
-                        )
-        row_facts(wrong_row, wrong_period)
-        f.number("wrong", wrong, table.units[wrong_row])
-        f["review"], f["model"] = review, d.input_files[1]
-        f["review_file"] = review.rsplit("/", 1)[-1]
-    elif fam in ("file_fact_lookup", "mail_fact_lookup", "chat_fact_lookup", "calendar_lookup"):
-        key = next(
-            k for k, x in sorted(p.facts.items(), key=lambda kv: -len(kv[1].label))
-            if x.label.lower() in ins.lower()
-        )  # fmt: skip
-        fact_facts(key)
-        f["path"] = d.input_files[0] if d.input_files else ""
-        if fam == "calendar_lookup":
-            dd = date.fromisoformat(str(p.facts[key].value))
-            f.values.update(
-                date=dd.isoformat(), date_long=f"{dd:%B} {dd.day}, {dd.year}", weekday=f"{dd:%A}",
-                date_day_month=f"{dd.day} {dd:%B} {dd.year}", date_short=f"{dd:%d-%b-%Y}",
-                time="14:00", time_12="2 pm", end="15:00", end_12="3 pm",
-            )  # fmt: skip
-            other = next(
-                (q.facts[key].text for q in w.projects if q is not p and q.facts[key].text != p.facts[key].text),
-                (dd.replace(day=dd.day % 27 + 1)).isoformat(),
-            )  # fmt: skip
-            od = date.fromisoformat(other)
-            f["rival_date"] = other
-            f["rival_date_long"] = f"{od:%B} {od.day}, {od.year}"
-    elif fam == "clause_review":
-        bad = [c for c in p.clauses if not c.compliant]
-        good = [c for c in p.clauses if c.compliant]
-        f["contract"] = p.files["contract"]
-        f["bad_list"] = "\n".join(
-            f"- Clause {c.number} ({c.name}): the playbook requires {c.policy[0].lower()}{c.policy[1:]}"
-            for c in bad
+            f["fact_kind"] = "text"
+            f["fact_alt"] = fact.text
+            f["fact_alt2"] = fact.text
+    else:
+        f["fact_kind"] = "number"
+        raw = float(fact.value) * SCALE.get(fact.unit, 1.0)
+        f["fact_alt"] = (
+            f"${raw:,.0f}" if fact.unit.startswith("$") and fact.unit != "$ps" else fact.text
         )
-        f["bad_table"] = "\n".join(f"| {c.number} | {c.name} | {c.policy} |" for c in bad)
-        f["bad_inline"] = "; ".join(f"clause {c.number} ({c.name})" for c in bad)
-        f["bad_names"] = ", ".join(c.name for c in bad)
-        f["bad_count"] = len(bad)
+        f["fact_alt2"] = fact.text.replace("$", "USD ") if "$" in fact.text else fact.text
+    rivals = [q.facts[key].text for q in w.projects if key in q.facts and q is not p]
+    rivals = [r for r in rivals if r != fact.text]
+    f["rival"] = rivals[0] if rivals else fact.text
+    f["rival2"] = rivals[1] if len(rivals) > 1 else f.values["rival"]
+    # the preliminary figure the lead's mail gives (the fact x 1.2), for a number
+    f["prelim"] = (
+        f.values["rival"] if isinstance(fact.value, str) else fmt(round(float(fact.value) * 1.2, 1), fact.unit)
+    )  # fmt: skip
 
-        def joined(nums: list[str]) -> str:
-            return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
 
-        f["bad_numbers"] = joined([c.number for c in bad])
-        f["bad_numbers_semi"] = "; ".join(c.number for c in bad)
-        f["bad_numbers_rev"] = joined([c.number for c in reversed(bad)])
-        f["bad_rest_numbers"] = joined([c.number for c in bad[1:]] or [bad[0].number])
-        f["good_numbers"] = joined([c.number for c in good])
-        f["all_numbers"] = ", ".join(c.number for c in sorted(p.clauses, key=lambda c: c.number))
-        f["bad_rest"] = "\n".join(
-            f"- Clause {c.number} ({c.name}): the playbook requires {c.policy[0].lower()}{c.policy[1:]}"
-            for c in bad[1:]
-        )
-        f["bad1_number"], f["bad1_name"], f["bad1_policy"] = (
-            bad[0].number,
-            bad[0].name,
-            bad[0].policy,
-        )
-        f["good1_number"], f["good1_name"] = good[0].number, good[0].name
-        f["good1_policy"] = good[0].policy
-        f["good2_number"], f["good2_name"] = (
-            (good[1].number, good[1].name) if len(good) > 1 else (good[0].number, good[0].name)
-        )
-    elif fam == "schedule":
-        ev = next(c for c in d.calls if c.tool == "calendar_create_event")
-        start = ev.args["start"]["dateTime"]
-        hour = int(start[11:13])
-        emails = [a["email"] for a in ev.args["attendees"]]
-        by_email = {x.email: x.name for x in w.people}
-        names = [by_email.get(e, e) for e in emails]
-        dd = date.fromisoformat(start[:10])
+def _named_row(c: _Task) -> str:
+    return next(
+        r for r in sorted(c.table.rows, key=len, reverse=True) if r.lower() in c.ins.lower()
+    )
+
+
+def _table_lookup_facts(c: _Task, fam: str) -> None:
+    found = sorted((c.ins.find(x), x) for x in c.periods if x in c.ins)
+    _row_facts(c, _named_row(c), found[0][1], found[1][1] if len(found) > 1 else None)
+
+
+def _chat_post_facts(c: _Task, fam: str) -> None:
+    _row_facts(c, _named_row(c), c.periods[-1])
+
+
+def _reply_figure_facts(c: _Task, fam: str) -> None:
+    f = c.f
+    mail_id, row, period = c.w.requests[c.p.code]
+    _row_facts(c, row, period)
+    mail = next(m for m in c.w.mails if m.message_id == mail_id)
+    f["contact"] = mail.sender.split("<")[1].rstrip(">")
+    f["subject"] = mail.subject
+    f["mail_id"] = mail_id
+
+
+def _reconcile_deck_facts(c: _Task, fam: str) -> None:
+    f, d, table, periods = c.f, c.d, c.table, c.periods
+    review = d.input_files[0]
+    from pptx import Presentation
+
+    deck = Presentation(io.BytesIO(d.overlay["filesystem" + review]()))
+    wrong_row = wrong_period = ""
+    wrong = 0.0
+    for shape in deck.slides[-1].shapes:
+        if not shape.has_table:
+            continue
+        rows = [[c.text for c in r.cells] for r in shape.table.rows]  # type: ignore[attr-defined]
+        for r in rows[1:]:
+            name = re.sub(r"\s*\([^()]*\)\s*$", "", r[0])
+            for j, cell in enumerate(r[1:]):
+                if name in table.rows and cell.replace(",", "") != _num_text(
+                    table.get(name, periods[j]), table.units[name]
+                ).replace(",", ""):
+                    wrong_row, wrong_period, wrong = (
+                        name,
+                        periods[j],
+                        float(cell.replace(",", "")),
+                    )
+    _row_facts(c, wrong_row, wrong_period)
+    f.number("wrong", wrong, table.units[wrong_row])
+    f["review"], f["model"] = review, d.input_files[1]
+    f["review_file"] = review.rsplit("/", 1)[-1]
+
+
+def _fact_lookup_facts(c: _Task, fam: str) -> None:
+    f, p, w, d, ins = c.f, c.p, c.w, c.d, c.ins
+    key = next(
+        k for k, x in sorted(p.facts.items(), key=lambda kv: -len(kv[1].label))
+        if x.label.lower() in ins.lower()
+    )  # fmt: skip
+    _fact_facts(c, key)
+    f["path"] = d.input_files[0] if d.input_files else ""
+    if fam == "calendar_lookup":
+        dd = date.fromisoformat(str(p.facts[key].value))
         f.values.update(
-            title=ev.args["summary"], date=start[:10], hour=f"{hour:02d}", hour_text=f"{hour:02d}:00",
-            hour_12=f"{hour % 12 or 12} {'pm' if hour >= 12 else 'am'}", end_text=f"{hour + 1:02d}:00",
-            hour_wrong=f"{(hour + 2 if hour <= 14 else hour - 2):02d}", date_long=f"{dd:%B} {dd.day}, {dd.year}",
-            weekday=f"{dd:%A}", attendee_emails=",".join(emails), attendees=" and ".join(names),
-            attendee1_email=emails[0], attendee1=names[0] if names else emails[0],
-            date_wrong=(dd.replace(day=dd.day + 1 if dd.day < 27 else dd.day - 1)).isoformat(),
-            hour_wrong_text=f"{(hour + 2 if hour <= 14 else hour - 2):02d}:00",
+            date=dd.isoformat(), date_long=f"{dd:%B} {dd.day}, {dd.year}", weekday=f"{dd:%A}",
+            date_day_month=f"{dd.day} {dd:%B} {dd.year}", date_short=f"{dd:%d-%b-%Y}",
+            time="14:00", time_12="2 pm", end="15:00", end_12="3 pm",
         )  # fmt: skip
-        rest = [e for e in emails[1:]]
-        f["attendee_emails_but_first"] = ",".join(rest)
-        f["outsider_email"] = next(
-            x.email for x in w.people if x.email not in emails and x is not w.me
-        )
-    elif fam in ("compute", "brief_team", "memo_doc", "edit_sheet", "edit_doc", "edit_deck"):
-        metric_facts(metric_in_prompt()[0])
-        if fam == "brief_team":
-            f["mail_subject"] = f"{p.code}: {f.values['m_label']}"
-        if fam in ("edit_sheet", "edit_doc", "edit_deck"):
-            f["out_path"] = d.outputs[0]
-    elif fam == "summary_sheet":
-        ms = metric_in_prompt()
-        metric_facts(ms[0], "m1")
-        metric_facts(ms[1], "m2")
-    elif fam == "new_deck":
-        row = next(iter(table.rows))
-        unit = table.units[row]
-        last, prev = periods[-1], periods[-2]
-        vl, vp = table.get(row, last), table.get(row, prev)
-        ch = (vl / vp - 1) * 100
-        f.values.update(row=row, last=last, prev=prev, unit=unit, word="increase" if ch >= 0 else "decrease",
-                        deck_title=f"{p.code} update")  # fmt: skip
-        f.number("vl", vl, unit)
-        f.number("vp", vp, unit)
-        f.number("change", abs(ch), "%", f"{abs(ch):.2f}%")
-        f["change_signed"] = ch
-        other = periods[-3]
-        f["other_period"] = other
-        f.number("ov", table.get(row, other), unit)
-        f.number("change_wrong", abs((vl / table.get(row, other) - 1) * 100), "%")
-    contract_slots(fam, f.values, _slots(ins))
-    return f.values
+        other = next(
+            (q.facts[key].text for q in w.projects if q is not p and q.facts[key].text != p.facts[key].text),
+            (dd.replace(day=dd.day % 27 + 1)).isoformat(),
+        )  # fmt: skip
+        od = date.fromisoformat(other)
+        f["rival_date"] = other
+        f["rival_date_long"] = f"{od:%B} {od.day}, {od.year}"
+
+
+def _clause_review_facts(c: _Task, fam: str) -> None:
+    f, p = c.f, c.p
+    bad = [c for c in p.clauses if not c.compliant]
+    good = [c for c in p.clauses if c.compliant]
+    f["contract"] = p.files["contract"]
+    f["bad_list"] = "\n".join(
+        f"- Clause {c.number} ({c.name}): the playbook requires {c.policy[0].lower()}{c.policy[1:]}"
+        for c in bad
+    )
+    f["bad_table"] = "\n".join(f"| {c.number} | {c.name} | {c.policy} |" for c in bad)
+    f["bad_inline"] = "; ".join(f"clause {c.number} ({c.name})" for c in bad)
+    f["bad_names"] = ", ".join(c.name for c in bad)
+    f["bad_count"] = len(bad)
+
+    def joined(nums: list[str]) -> str:
+        return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+
+    f["bad_numbers"] = joined([c.number for c in bad])
+    f["bad_numbers_semi"] = "; ".join(c.number for c in bad)
+    f["bad_numbers_rev"] = joined([c.number for c in reversed(bad)])
+    f["bad_rest_numbers"] = joined([c.number for c in bad[1:]] or [bad[0].number])
+    f["good_numbers"] = joined([c.number for c in good])
+    f["all_numbers"] = ", ".join(c.number for c in sorted(p.clauses, key=lambda c: c.number))
+    f["bad_rest"] = "\n".join(
+        f"- Clause {c.number} ({c.name}): the playbook requires {c.policy[0].lower()}{c.policy[1:]}"
+        for c in bad[1:]
+    )
+    f["bad1_number"], f["bad1_name"], f["bad1_policy"] = (
+        bad[0].number,
+        bad[0].name,
+        bad[0].policy,
+    )
+    f["good1_number"], f["good1_name"] = good[0].number, good[0].name
+    f["good1_policy"] = good[0].policy
+    f["good2_number"], f["good2_name"] = (
+        (good[1].number, good[1].name) if len(good) > 1 else (good[0].number, good[0].name)
+    )
+
+
+def _schedule_facts(c: _Task, fam: str) -> None:
+    f, w, d = c.f, c.w, c.d
+    ev = next(c for c in d.calls if c.tool == "calendar_create_event")
+    start = ev.args["start"]["dateTime"]
+    hour = int(start[11:13])
+    emails = [a["email"] for a in ev.args["attendees"]]
+    by_email = {x.email: x.name for x in w.people}
+    names = [by_email.get(e, e) for e in emails]
+    dd = date.fromisoformat(start[:10])
+    f.values.update(
+        title=ev.args["summary"], date=start[:10], hour=f"{hour:02d}", hour_text=f"{hour:02d}:00",
+        hour_12=f"{hour % 12 or 12} {'pm' if hour >= 12 else 'am'}", end_text=f"{hour + 1:02d}:00",
+        hour_wrong=f"{(hour + 2 if hour <= 14 else hour - 2):02d}", date_long=f"{dd:%B} {dd.day}, {dd.year}",
+        weekday=f"{dd:%A}", attendee_emails=",".join(emails), attendees=" and ".join(names),
+        attendee1_email=emails[0], attendee1=names[0] if names else emails[0],
+        date_wrong=(dd.replace(day=dd.day + 1 if dd.day < 27 else dd.day - 1)).isoformat(),
+        hour_wrong_text=f"{(hour + 2 if hour <= 14 else hour - 2):02d}:00",
+    )  # fmt: skip
+    rest = [e for e in emails[1:]]
+    f["attendee_emails_but_first"] = ",".join(rest)
+    f["outsider_email"] = next(x.email for x in w.people if x.email not in emails and x is not w.me)
+
+
+def _metric_family_facts(c: _Task, fam: str) -> None:
+    f, p, d = c.f, c.p, c.d
+    _metric_facts(c, _metrics_in_prompt(c)[0])
+    if fam == "brief_team":
+        f["mail_subject"] = f"{p.code}: {f.values['m_label']}"
+    if fam in ("edit_sheet", "edit_doc", "edit_deck"):
+        f["out_path"] = d.outputs[0]
+
+
+def _summary_sheet_facts(c: _Task, fam: str) -> None:
+    ms = _metrics_in_prompt(c)
+    _metric_facts(c, ms[0], "m1")
+    _metric_facts(c, ms[1], "m2")
+
+
+def _new_deck_facts(c: _Task, fam: str) -> None:
+    f, p, table, periods = c.f, c.p, c.table, c.periods
+    row = next(iter(table.rows))
+    unit = table.units[row]
+    last, prev = periods[-1], periods[-2]
+    vl, vp = table.get(row, last), table.get(row, prev)
+    ch = (vl / vp - 1) * 100
+    f.values.update(row=row, last=last, prev=prev, unit=unit, word="increase" if ch >= 0 else "decrease",
+                    deck_title=f"{p.code} update")  # fmt: skip
+    f.number("vl", vl, unit)
+    f.number("vp", vp, unit)
+    f.number("change", abs(ch), "%", f"{abs(ch):.2f}%")
+    f["change_signed"] = ch
+    other = periods[-3]
+    f["other_period"] = other
+    f.number("ov", table.get(row, other), unit)
+    f.number("change_wrong", abs((vl / table.get(row, other) - 1) * 100), "%")
+
+
+_FAMILY_FACTS: tuple[tuple[tuple[str, ...], Callable[[_Task, str], None]], ...] = (
+    (("table_lookup",), _table_lookup_facts),
+    (("chat_post",), _chat_post_facts),
+    (("reply_figure",), _reply_figure_facts),
+    (("reconcile_deck",), _reconcile_deck_facts),
+    (("file_fact_lookup", "mail_fact_lookup", "chat_fact_lookup", "calendar_lookup"), _fact_lookup_facts),
+    (("clause_review",), _clause_review_facts),
+    (("schedule",), _schedule_facts),
+    (("compute", "brief_team", "memo_doc", "edit_sheet", "edit_doc", "edit_deck"), _metric_family_facts),
+    (("summary_sheet",), _summary_sheet_facts),
+    (("new_deck",), _new_deck_facts),
+)  # fmt: skip
+"""Each family's reader of its placeholders (README beside the fixtures), in `task_facts`."""
 
 
 def _slot_labels(fam: str, v: dict[str, Any]) -> list[tuple[str, str]]:
