@@ -129,7 +129,8 @@ def _lines(path: Path) -> int:
 
 def leaks(sandbox_dir: Path, owners: list[int]) -> dict[str, int]:
     """What the run's eval processes (`owners`) left: processes of their sandboxes and zygotes,
-    mounts, sandbox dirs (the compiled init, a per-host cache, aside), trial cgroups."""
+    mounts, sandbox dirs (a trial's state is a dir; the files beside them are the per-host cache
+    of compiled helpers, `init-<hash>` and `enter-<hash>`, kept on purpose), trial cgroups."""
     from kwrl.sandbox import cgroups
 
     procs = 0
@@ -143,11 +144,7 @@ def leaks(sandbox_dir: Path, owners: list[int]) -> dict[str, int]:
         if str(sandbox_dir) in cmd or any(f" {pid} " in f" {cmd} " for pid in owners):
             procs += 1
     mounts = sum(str(sandbox_dir) in line for line in Path("/proc/mounts").read_text().splitlines())
-    dirs = (
-        sum(not d.name.startswith("init-") for d in sandbox_dir.iterdir())
-        if sandbox_dir.is_dir()
-        else 0
-    )
+    dirs = sum(d.is_dir() for d in sandbox_dir.iterdir()) if sandbox_dir.is_dir() else 0
     sup = cgroups.support()
     stale = [d for base in sup.bases.values() if base.is_dir() for d in base.iterdir()
              if d.is_dir() and d.name.split("-", 1)[0] in {str(p) for p in owners}]  # fmt: skip
