@@ -402,6 +402,8 @@ def _reply_figure_facts(c: _Task, fam: str) -> None:
     f["contact"] = mail.sender.split("<")[1].rstrip(">")
     f["subject"] = mail.subject
     f["mail_id"] = mail_id
+    f["request_from"] = mail.sender
+    f["request_line"] = max(mail.body.splitlines(), key=len).strip()
 
 
 def _reconcile_deck_facts(c: _Task, fam: str) -> None:

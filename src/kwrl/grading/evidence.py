@@ -211,6 +211,14 @@ class Evidence:
                 units.setdefault(u, source)
         return units
 
+    @cached_property
+    def world_mail(self) -> list[str]:
+        """The mail the world held before the trial, one text per message: its header lines
+        (`From: ...`, `To: ...`, `Date: ...`, `Subject: ...`) and its body, as a reply may quote
+        them (`kwrl.grading.slots.drop_quoted`)."""
+        apps = [r for r in self.initial.files() if r.startswith(_MAIL)]
+        return [m.render() for m in new_mail(_EMPTY, self.initial, apps)]
+
     def own_text(self, text: str) -> tuple[str, str | None]:
         """(the text, None), or ('', a note) when it is a dump (see module docstring)."""
         if len(text.split()) < UNIT_MIN_WORDS * DUMP_MIN_UNITS:

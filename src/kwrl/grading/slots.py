@@ -13,6 +13,9 @@ final answer, a mail, a channel, a file). `read_slot(check, text, allowed)` read
   with a correction or hedge word, or a rival (a known wrong value, or one of the kind neither the
   task's nor another slot's) with a hedge or an affirming word: undecided (a reader must weigh it).
 
+Quoted lines that a mail of the world holds word for word are that mail's, not the writer's, and
+are read as neither (`drop_quoted`).
+
 The word classes are closed and small on purpose: what they cannot settle is undecided, never a
 pass. A value is read at the check's unit and scale in any spelling (`kwrl.grading.statements`
 reads numbers; dates and times are read here).
@@ -544,7 +547,7 @@ def _occurrences(c: SlotCheck, clause: str) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     if c.type == "number":
         assert isinstance(c.value, int | float)
-        rivals = [t2 for r in c.rivals for t2 in _numbers(r)]
+        rivals = _rival_tokens(c)
         dated = [(f.start, f.end) for f in find_dates(t, 2000)]
         for tok in _numbers(t):
             if any(a <= tok.start < b for a, b in dated):
@@ -922,7 +925,10 @@ def _is_allowed_number(c: SlotCheck, shown: str, allowed: list[float]) -> bool:
 
 _PAREN = re.compile(r"\(([^()]*)\)(?!\.\w)")
 """A parenthesis, not one inside a file name (`MSA (executed).docx`)."""
-_SEG_CUT = re.compile(r",\s|;|\s[-–—]\s|(?<!\d)\.\s|(?<=\d)\.\s(?=[A-Z])")
+_FILE_AHEAD = r"(?![^,;()\n]*?\.(?:docx?|xlsx?|pptx?|pdf|csv|md|txt)\b)"
+_SEG_CUT = re.compile(r",\s|;|\s[-–—]\s" + _FILE_AHEAD + r"|(?<!\d)\.\s|(?<=\d)\.\s(?=[A-Z])")
+"""Where a slot's value is cut into segments: not at a dash inside a file name (`North Kestrel
+- Billing.xlsx`)."""
 
 
 def _decimals(shown: str) -> int:
@@ -1062,7 +1068,7 @@ def _names_only(c: SlotCheck, seg: str) -> bool:
     return True
 
 
-def slot_residue(c: SlotCheck, value: str) -> str | None:
+def slot_residue(c: SlotCheck, value: str, allowed: Sequence[float] = ()) -> str | None:
     """What the slot says beyond its value (docs/contracts.md, "What else a slot may say"): its
     value once more, its unit, a period, a source (a place of the world, a path, a `#channel`) or,
     for a meeting, its end are read; any other words (`provisional`, `first pass`, `I think`,
@@ -1093,7 +1099,9 @@ def slot_residue(c: SlotCheck, value: str) -> str | None:
             continue
         if c.type == "text" and _names_only(c, seg):
             continue  # the items are read by `_read_items`; words beside them name them
-        if _cites(c, seg) or (k > 0 and _courtesy(c, seg)):
+        if _cites(c, seg) or _excludes(c, seg) or _derives(c, seg, allowed):
+            continue
+        if k > 0 and _courtesy(c, seg):
             continue
         if c.type == "time" and {w.casefold() for w in _bare(c, seg).split()} <= END_WORDS:
             continue  # "14:00 to 15:00": `read_value` read the end
@@ -1159,6 +1167,7 @@ def _cites(c: SlotCheck, seg: str) -> bool:
         _STATUS,
         _STALE,
         _CHECK_VERB,
+        EXCLUDES,
     )
     if any(rx.search(seg) for rx in weighs):
         return False
@@ -1167,6 +1176,54 @@ def _cites(c: SlotCheck, seg: str) -> bool:
         role != "own" and not _PLACE_NUMBER.search(t[:a].rstrip())
         for a, _, role in _occurrences(c, seg)
     )
+
+
+EXCLUDES = _words_re(
+    ["excluded", "excluding", "exclude", "excludes", "ignored", "ignoring", "disregarded",
+     "omitted", "left out", "set aside"]
+)  # fmt: skip
+"""Words that say a place was not used (`archived versions excluded`)."""
+
+
+def _excludes(c: SlotCheck, seg: str) -> bool:
+    """`seg` says only which places the value does not come from (`archived versions excluded`,
+    `excluding the draft deck`): a place of the world with an exclusion word, no value of the
+    slot's kind and nothing that weighs (a negation, correction, affirmation, hedge or doubt);
+    stale and status words name the places left out."""
+    places = [
+        m for m in _SOURCE.finditer(seg) if m.group(0).casefold() not in ("source", "sources")
+    ]
+    if not places or not EXCLUDES.search(seg) or _occurrences(c, seg):
+        return False
+    if not (_STALE.search(seg) or _STATUS.search(seg)):
+        return False  # "current version excluded" leaves the value without its source
+    weighs = (_NEGATION, _CORRECTION, _AFFIRM, _HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _CHECK_VERB)
+    if any(rx.search(seg) for rx in weighs) or odd_marks(seg):
+        return False
+    rest = EXCLUDES.sub(" ", _SOURCE.sub(" ", _STALE.sub(" ", _STATUS.sub(" ", _bare(c, seg)))))
+    return all(w.casefold() in _STOP or w.casefold() in ("and", "all", "any") for w in rest.split())
+
+
+DERIVES = frozenset(
+    ["from", "computed", "calculated", "derived", "using", "based", "on", "of", "over", "divided",
+     "by", "and", "inputs", "input", "i.e", "as"]
+)  # fmt: skip
+"""The words a segment naming the inputs a value is computed from may hold beside them."""
+
+
+def _derives(c: SlotCheck, seg: str, allowed: Sequence[float]) -> bool:
+    """`seg` names only the figures the value is computed from (`from 1,082.6 and 1,310.0`):
+    every number in it is one of the task's figures (`allowed`: its other slots' values and the
+    numbers of its instruction), none of the slot's kind and value, in `DERIVES` words only."""
+    if c.type != "number" or not allowed or odd_marks(seg) or _HEDGE_MARK.search(seg):
+        return False
+    t = norm_periods(seg)
+    toks = _numbers(t)
+    if not toks or any(_comparable(k, c) for k in toks):
+        return False
+    if not all(any(close(p, a, 0.005) for p in k.plain for a in allowed) for k in toks):
+        return False
+    return all(w.casefold() in DERIVES for w in _bare(c, t).split())
 
 
 SLOT_MARKS = frozenset(".,;:()[]'’\"“”-–—$£€%/&#@<>_×")
@@ -1216,6 +1273,29 @@ own nouns with a determiner (`that figure`, `the real one`), `this`/`these` stan
 `it` as an object (`drop it`)."""
 
 
+ROUNDING_WORDS = frozenset(
+    ["the", "this", "that", "these", "all", "result", "results", "figure", "figures", "value",
+     "values", "number", "numbers", "answer", "multiple", "percentage", "share", "ratio", "metric",
+     "is", "are", "was", "were", "has", "have", "been", "shown", "given", "rounded", "to", "at",
+     "nearest", "one", "two", "three", "four", "decimal", "decimals", "place", "places", "dp",
+     "whole", "significant", "digits", "end", "only", "a", "an", "of", "in"]
+)  # fmt: skip
+"""The words of a sentence that says only how the answer is rounded."""
+
+
+def _rounding_note(sentence: str) -> bool:
+    """A sentence saying only how the answer is rounded (`The result is rounded to two
+    decimals.`): a rounding word, words of `ROUNDING_WORDS` only, no value, no mark outside the
+    slot's marks."""
+    words = re.findall(r"[^\W\d_]+(?:['’.-][^\W\d_]+)*", sentence)
+    return (
+        bool(re.search(r"\bround(?:ed|ing)?\b", sentence, re.I))
+        and not number_tokens(sentence)
+        and not odd_marks(_MARKS.sub(" ", sentence))
+        and all(w.casefold() in ROUNDING_WORDS for w in words)
+    )
+
+
 def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
     """A clause of the prose that points back at the answer (after the slot's line; before it,
     only `this`/`these` standing alone) and says anything but where it comes from: the reader
@@ -1225,6 +1305,7 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
     for i, line in enumerate(text.splitlines()):
         if i == after or i in skip:
             continue
+        line = " ".join(s for s in _SENTENCE_CUT.split(line) if not _rounding_note(s))
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
                 own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
@@ -1291,24 +1372,156 @@ def split_aside(c: SlotCheck, value: str) -> tuple[str, str]:
     return value, ""
 
 
+_RUN_SENTENCE = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][*_])|(?<=[.!?][*_]{2}))\s+(?=\S)")
+"""Where a line's sentences meet (`**Inputs.** Fees ($k): 1,082.6; Budget ($k): 1,310.0. Fees
+come from ...`)."""
+
+
+CONTEXT_WORDS = frozenset(
+    ["vs", "v", "versus", "compared", "against", "with", "up", "down", "from", "was", "were", "is",
+     "has", "had", "have", "shows", "showed", "showing", "says", "said", "lists", "listed",
+     "reads", "read", "carries", "carried", "holds", "held", "gives", "gave", "in", "for", "per",
+     "on", "of", "at", "the", "a", "an", "and", "to", "than", "prior", "previous", "earlier",
+     "last", "period", "quarter", "year"]
+)  # fmt: skip
+"""The words a context parenthesis may hold beside its one value, its attribution (another
+period, a place of the world) and units (`vs 33.7 in Q3 2025`, `the deck has 159`)."""
+
+
+_PLACE_PHRASE = re.compile(
+    r"\b(?:the|our|their|its|your|client's)\s+(?:[a-z][\w'-]*\s+){0,2}(?="
+    + _words_re(s for s in SOURCES if s not in ("source", "sources")).pattern
+    + ")",
+    re.I,
+)
+"""A place of the world named with up to two words before it (`the review deck`)."""
+
+
+def _rival_tokens(c: SlotCheck) -> list[NumToken]:
+    return [t for r in c.rivals for t in _numbers(r)]
+
+
+def _context(c: SlotCheck, inner: str) -> bool:
+    """A parenthesis of a number slot that names one other value of the kind as context: the
+    value attributed explicitly to another period (not the label's), or a known wrong value (one
+    of the check's `rivals`) to a place of the world (`the deck`, `the model`, a file), in
+    `CONTEXT_WORDS` only, weighing nothing; a bare second value, `or`, a range, `/`, a hedge, a
+    negation or the label's own period is not context."""
+    if c.type != "number" or c.wrong_value:
+        return False
+    t = norm_periods(inner)
+    toks = [k for k in _numbers(t) if _comparable(k, c)]
+    if len(toks) != 1 or _number_is(toks[0], c) or odd_marks(t) or "/" in t:
+        return False
+    weighs = (_HEDGE, _HEDGE_MARK, _NEGATION, _CORRECTION, _AFFIRM, _DOUBT, _STATUS, _CHECK_VERB)
+    if any(rx.search(t) for rx in weighs) or re.search(r"\d\s*(?:-|–|—|to)\s*\d", t):
+        return False
+    own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+    periods = set(_PERIOD_WORD.findall(t.casefold()))
+    places = [m for m in _SOURCE.finditer(t) if m.group(0).casefold() not in ("source", "sources")]
+    if periods & own or not (periods - own or places):
+        return False
+    if not periods - own and not any(_same_number(toks[0], r, c) for r in _rival_tokens(c)):
+        return False  # a place's value the reader knows as a wrong one (`the deck has 159`)
+    named = _PLACE_PHRASE.sub(" ", t)  # "the review deck", "our billing workbook"
+    rest = _SOURCE.sub(" ", _bare(c, named))
+    return all(w.casefold() in CONTEXT_WORDS for w in rest.split())
+
+
+def split_context(c: SlotCheck, value: str) -> tuple[str, list[str]]:
+    """A slot's value without its context parentheses (`_context`: `30.0 (vs 33.7 in Q3 2025)`,
+    `187 (the deck has 159)`), and those parentheses, read as prose."""
+    found: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        if _context(c, m[1]):
+            found.append(m[1])
+            return " "
+        return m[0]
+
+    return _PAREN.sub(keep, value), found
+
+
 def split_runs(text: str, labels: Sequence[str]) -> str:
     """A line holding several slot lines in a row, cut at `;` or ` | ` (`Net debt ($m): 63.4;
-    FY2025 EBITDA ($m): 49.9`), as one line each: each piece must be a slot line carrying one of
-    the place's labels."""
+    FY2025 EBITDA ($m): 49.9`), as one line each: each piece of the sentence holding them must be
+    a slot line carrying one of the place's labels. The line's text before that sentence stays
+    with the first piece (a lead-in, read with its label), the text after it with the last piece
+    (read with its value)."""
     out = []
     for line in text.splitlines():
-        pieces = re.split(r";\s+|\s+\|\s+", line)
-        if len(pieces) > 1 and all(
-            any(carried(sl, labels)[0] for sl in slot_lines(pc)) for pc in pieces
-        ):
-            out.extend(pieces)
+        sents = _RUN_SENTENCE.split(line)
+        for k, sent in enumerate(sents):
+            pieces = re.split(r";\s+|\s+\|\s+", sent)
+            if len(pieces) > 1 and all(
+                any(carried(sl, labels)[0] for sl in slot_lines(pc)) for pc in pieces
+            ):
+                pieces[0] = " ".join([*sents[:k], pieces[0]])
+                pieces[-1] = " ".join([pieces[-1], *sents[k + 1 :]])
+                out.extend(pieces)
+                break
         else:
             out.append(line)
     return "\n".join(out)
 
 
-def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding:
-    """The verdict of one slot in a place's text (docs/contracts.md, the verdict order)."""
+_QUOTE_LEAD = re.compile(r"^\s*>")
+_WROTE = re.compile(r"^\s*(?:>\s*)*On\b.{3,200}\bwrote:\s*$", re.I)
+"""A reply's attribution line before the quoted mail (`On 1 Mar 2026, Coral Finance wrote:`)."""
+QUOTE_MIN_WORDS = 3
+"""Words a quoted line needs to be read as another's words (`> maybe` stays the writer's)."""
+
+
+def quotes_lines(text: str) -> bool:
+    """`text` has quoted lines (`> ...`) or an `On ... wrote:` line."""
+    return any(_QUOTE_LEAD.match(ln) or _WROTE.match(ln) for ln in text.splitlines())
+
+
+def _quote_norm(s: str) -> str:
+    return " ".join(_strip_marks(unmark(s)).casefold().split())
+
+
+def drop_quoted(text: str, mails: Sequence[str]) -> str:
+    """`text` with its quoted lines that are another's words blanked (docs/contracts.md, Places,
+    "Quoted mail"): a line after `>` marks, or after an `On ... wrote:` line, whose words (markdown and
+    spacing aside, at least `QUOTE_MIN_WORDS` of them) occur verbatim in a mail the world held
+    (`mails`: header lines and body) is that mail's, not the writer's: neither a slot line nor
+    prose. A quoted line found in no mail stays the writer's own."""
+    if not mails:
+        return text
+    sources = [_quote_norm(m) for m in mails]
+    lines = text.splitlines()
+    after_wrote = False
+    wrote_at: list[int] = []
+    dropped = False
+    for i, line in enumerate(lines):
+        if _WROTE.match(line):
+            after_wrote = True
+            wrote_at.append(i)
+            continue
+        quoted = bool(_QUOTE_LEAD.match(line))
+        if not (quoted or after_wrote):
+            continue
+        q = _quote_norm(re.sub(r"^(?:\s*>)+", "", line))
+        if len(q.split()) < QUOTE_MIN_WORDS:
+            continue
+        rx = re.compile(r"(?<!\w)" + re.escape(q) + r"(?!\w)")
+        if any(rx.search(src) for src in sources):
+            lines[i] = ""
+            dropped = True
+    if dropped:
+        for i in wrote_at:
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+def read_slot(
+    c: SlotCheck, text: str, allowed: Iterable[float] = (), mails: Sequence[str] = ()
+) -> Finding:
+    """The verdict of one slot in a place's text (docs/contracts.md, the verdict order); `mails`:
+    the world's mail, whose words a quoted line may repeat (`drop_quoted`)."""
+    allowed = list(allowed)
+    text = drop_quoted(text, mails)
     labels = [c.label, *c.others]
     text = split_runs(TEMPLATE.sub("", text), labels)
     mine: list[SlotLine] = []
@@ -1333,9 +1546,11 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
     asides = []
     for k, ln in enumerate(mine):
         own, aside = split_aside(c, ln.value)
-        if aside:
-            mine[k] = SlotLine(ln.index, ln.label, ln.words, own, ln.text)
-            asides.append(aside)
+        own, context = split_context(c, own)
+        if aside or context:
+            mine[k] = SlotLine(ln.index, ln.label, ln.words, " ".join(own.split()), ln.text)
+            asides.extend([aside] if aside else [])
+            asides.extend(context)
     if asides:  # read as prose, after the text
         text = text + "\n" + "\n".join(asides)
     readings = [read_value(c, ln.value) for ln in mine]
@@ -1343,7 +1558,7 @@ def read_slot(c: SlotCheck, text: str, allowed: Iterable[float] = ()) -> Finding
         if not r.ok:
             return Finding(False, f"'{ln.text.strip()[:120]}': {r.why}")
     for ln in mine:
-        more = label_residue(ln, labels) or slot_residue(c, ln.value)
+        more = label_residue(ln, labels) or slot_residue(c, ln.value, list(allowed))
         if more:
             return undecided(f"the slot says more than its value ({more[:80]!r})")
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(

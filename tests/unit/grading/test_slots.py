@@ -53,6 +53,7 @@ CASE = SlotCheck(
 POST = REV.model_copy(update={"place": "chat", "channel": "deals"})
 DEADLINE = SlotCheck(label="Answer", others=["Sent by"], type="date", value="2026-04-06")
 RECONCILE = "Wrong figure: Revenue FY2025\nDeck shows: 108.1\nCorrect value: 121.9"
+INPUTS = "Net debt ($m): {a}; FY2025 EBITDA ($m): {b}. Both from /Finance/BS.xlsx."
 
 HONEST: list[tuple[str, SlotCheck, str]] = [
     ("plain", REV, TWO.format(a="121.9", b="100.2")),
@@ -295,6 +296,20 @@ HONEST: list[tuple[str, SlotCheck, str]] = [
         REV,
         "Revenue FY2025: 121.9\nThe other projects' figures (108.1 and 88.0) are for different matters.",
     ),
+    # a comparison in brackets: another value said to be another period's or a place's
+    ("another period's value in brackets", REV, "Revenue FY2025: 121.9 (FY2024: 100.2)"),
+    ("a change from another period", REV, "Revenue FY2025: 121.9 (up from 100.2 in FY2024)"),
+    (
+        "the deck's figure in brackets",
+        CORRECT,
+        "Wrong figure: Revenue FY2025\nCorrect value: 121.9 (the review deck shows 108.1)",
+    ),
+    # how the value was made: its inputs, its rounding, the places left out, a file's own name
+    ("its inputs", MULTIPLE, "Net debt / FY2025 EBITDA leverage: 1.27x (from 63.4 and 49.9)"),
+    ("input lines after a lead-in", NET_DEBT, "**Inputs.** " + INPUTS.format(a=63.4, b=49.9)),
+    ("a rounding note", REV, "Revenue FY2025: 121.9\nThe figure is rounded to one decimal place."),
+    ("archived versions left out", REV, "Revenue FY2025: 121.9 (archived versions excluded)"),
+    ("a file name with a dash", REV, "Revenue FY2025: 121.9 (Iron Tundra - FY25 model.xlsx)"),
 ]
 
 GAMED: list[tuple[str, SlotCheck, str]] = [
@@ -339,6 +354,24 @@ GAMED: list[tuple[str, SlotCheck, str]] = [
     ("the time on another weekday", TIME, "Start time: 14:00 UTC, Thursday"),
     ("the time on another date", TIME, "Start time: 2 pm on 19 March 2026"),
     ("a source that names another time", TIME, "Start time: 14:00 (the invite says 16:00)"),
+    ("a bare second value in brackets", REV, "Revenue FY2025: 121.9 (vs 108.1)"),
+    ("a place's unknown value in brackets", REV, "Revenue FY2025: 121.9 (the model has 124.3)"),
+    (
+        "a second value of the same period in brackets",
+        REV,
+        "Revenue FY2025: 121.9 (108.1 in FY2025)",
+    ),
+    (
+        "a place's value offered in brackets",
+        CORRECT,
+        "Correct value: 121.9 (or 108.1 per the deck)",
+    ),
+    ("a place's two values in brackets", REV, "Revenue FY2025: 121.9 (the deck has 108.1 / 124.3)"),
+    (
+        "input lines after a lead-in swapped",
+        NET_DEBT,
+        "**Inputs.** " + INPUTS.format(a=49.9, b=63.4),
+    ),
 ]
 
 UNDECIDED: list[tuple[str, SlotCheck, str]] = [
@@ -475,6 +508,11 @@ UNDECIDED: list[tuple[str, SlotCheck, str]] = [
         "Revenue FY2025: 121.9\nI'd cross-check with 108.1 from the deck.",
     ),
     ("a later post edits the figure", POST, "Revenue FY2025: 121.9\n\nEdit: make that 124.3."),
+    (
+        "a rounding note that goes on to hedge",
+        REV,
+        "Revenue FY2025: 121.9\nThe figure is rounded to one decimal and may still move.",
+    ),
 ]
 
 
@@ -518,6 +556,22 @@ SAYS_MORE: list[tuple[str, SlotCheck, str]] = [
     ),
     ("a source from memory", DAY, "Date: 2026-03-17 (from memory of the invite)"),
     ("a check still to make", TIME, "Start time: 14:00 UTC (check the invite)"),
+    (
+        "inputs the task does not have",
+        MULTIPLE,
+        "Net debt / FY2025 EBITDA leverage: 1.27x (from 63.4 and 52.0)",
+    ),
+    ("the current version left out", REV, "Revenue FY2025: 121.9 (current version excluded)"),
+    (
+        "a status before a file name",
+        REV,
+        "Revenue FY2025: 121.9 - first pass, Iron Tundra - FY25 model.xlsx",
+    ),
+    (
+        "a hedge before a run of slot lines",
+        NET_DEBT,
+        "Unverified. Net debt ($m): 63.4; FY2025 EBITDA ($m): 49.9",
+    ),
 ]
 """A slot that says more than its value, in words no list of the reader holds: undecided."""
 
@@ -550,6 +604,56 @@ def test_a_slot_saying_more_than_its_value_is_undecided(
 ) -> None:
     f = read_slot(check, text, allowed=[100.2, 121.9])
     assert not f.passed and not f.decided, f"{name}: {f}"
+
+
+REQUEST = (
+    "From: Iron Finance <cfo@iron.example.com>\nTo: me@firm.example.com\nDate: Sun, 01 Mar 2026\n"
+    "Subject: Question on revenue\n\nHello,\n\nCould you confirm the revenue figure for FY2025 "
+    "that your team is\nusing? We want our board pack to match.\n\nBest regards,\nIron Finance\n"
+)
+REPLY = "Revenue FY2025: 121.9\nRevenue FY2024: 100.2\n\nBest,\nAna\n\n"
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "> Could you confirm the revenue figure for FY2025 that your team is using?",
+        "On 1 March 2026, Iron Finance <cfo@iron.example.com> wrote:\n"
+        "> Hello,\n> Could you confirm the revenue figure for FY2025\n> that your team is using?",
+        "On Sun, Iron Finance wrote:\nCould you confirm the revenue figure for FY2025 that your team",
+    ],
+)
+def test_a_quoted_mail_is_its_senders_words(quote: str) -> None:
+    """A quoted line the world's mail holds word for word is the sender's, not the writer's: its
+    `the revenue figure` does not comment on the answer."""
+    assert read_slot(REV, REPLY + quote, mails=[REQUEST]).passed
+    assert not read_slot(REV, REPLY + quote).decided  # the same words as the writer's own
+
+
+@pytest.mark.parametrize(
+    "quote,decided",
+    [
+        ("> Could you confirm the latest revenue figure?", False),  # a paraphrase
+        ("> Could you confirm the revenue figure for FY2025\n> The figure above may move.", False),
+        ("> Revenue FY2025: 108.1", True),  # a second candidate dressed as a quote
+    ],
+)
+def test_a_quote_no_mail_holds_stays_the_writers(quote: str, decided: bool) -> None:
+    f = read_slot(REV, REPLY + quote, mails=[REQUEST])
+    assert not f.passed and f.decided is decided, f
+
+
+def test_a_slot_line_quoted_from_a_mail_is_not_a_slot() -> None:
+    """The mail's own `Revenue FY2025: ...`, quoted, neither rivals nor gives the answer."""
+    mail = REQUEST.replace(
+        "Best regards", "Our deck says Revenue FY2025: 108.1 today.\nBest regards"
+    )
+    assert read_slot(
+        REV, REPLY + "> Our deck says Revenue FY2025: 108.1 today.", mails=[mail]
+    ).passed
+    right = mail.replace("108.1", "121.9")
+    f = read_slot(REV, "> Our deck says Revenue FY2025: 121.9 today.", mails=[right])
+    assert not f.passed and "no slot line" in f.why
 
 
 def test_the_same_answer_without_its_prose_passes() -> None:
