@@ -129,8 +129,9 @@ def _lines(path: Path) -> int:
 
 def leaks(sandbox_dir: Path, owners: list[int]) -> dict[str, int]:
     """What the run's eval processes (`owners`) left: processes of their sandboxes and zygotes,
-    mounts, sandbox dirs (a trial's state is a dir; the files beside them are the per-host cache
-    of compiled helpers, `init-<hash>` and `enter-<hash>`, kept on purpose), trial cgroups."""
+    mounts, sandbox dirs (a trial's state is a dir named after its owner's pid; the files beside
+    them are the per-host cache of compiled helpers, `init-<hash>` and `enter-<hash>`, kept on
+    purpose; other processes' sandboxes are theirs), trial cgroups."""
     from kwrl.sandbox import cgroups
 
     procs = 0
@@ -144,7 +145,12 @@ def leaks(sandbox_dir: Path, owners: list[int]) -> dict[str, int]:
         if str(sandbox_dir) in cmd or any(f" {pid} " in f" {cmd} " for pid in owners):
             procs += 1
     mounts = sum(str(sandbox_dir) in line for line in Path("/proc/mounts").read_text().splitlines())
-    dirs = sum(d.is_dir() for d in sandbox_dir.iterdir()) if sandbox_dir.is_dir() else 0
+    mine = {str(p) for p in owners}  # a sandbox dir is named `<owner pid>-...`
+    dirs = (
+        sum(d.is_dir() and d.name.split("-", 1)[0] in mine for d in sandbox_dir.iterdir())
+        if sandbox_dir.is_dir()
+        else 0
+    )
     sup = cgroups.support()
     stale = [d for base in sup.bases.values() if base.is_dir() for d in base.iterdir()
              if d.is_dir() and d.name.split("-", 1)[0] in {str(p) for p in owners}]  # fmt: skip
