@@ -108,12 +108,15 @@ def run_eval(argv: list[str], env: dict[str, str], out: Path, total: int, kills:
         while proc.poll() is None:
             if target is not None and _lines(out / "trials.jsonl") >= target:
                 time.sleep(3 * unit(seed, str(out), str(landed)))
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    landed += 1
-                    print(f"  killed {out.name} at {_lines(out / 'trials.jsonl')} samples "
-                          f"({landed}/{kills})", flush=True)  # fmt: skip
+                if proc.poll() is not None:
+                    # it ended on its own before the kill (its last trials, or a run already
+                    # done): restarting it would meet the same target at once, for ever
+                    return landed
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                landed += 1
+                print(f"  killed {out.name} at {_lines(out / 'trials.jsonl')} samples "
+                      f"({landed}/{kills})", flush=True)  # fmt: skip
                 break
             time.sleep(0.5)
         else:
