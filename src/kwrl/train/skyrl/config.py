@@ -51,8 +51,9 @@ class KwrlSection(TrialSettings):
     """OpenAI-compatible base URL ending in /v1 of the policy; default: SkyRL's inference
     router (`inference_engine_client.get_endpoint_url()` + /v1)."""
     policy_model: str | None = None
-    """Model name sent to the policy; default: generator.inference_engine.served_model_name,
-    else trainer.policy.model.path (vLLM's default served name)."""
+    """Model name sent to the policy; default: the name SkyRL serves the policy by (its LoRA
+    adapter's, `skyrl-lora`, when FSDP trains LoRA; else generator.inference_engine.served_model_name,
+    else trainer.policy.model.path, vLLM's default served name)."""
 
     def verifier_environment(self) -> dict[str, str]:
         """The verifier environment of every trial: the passthrough variables that are set on

@@ -69,6 +69,16 @@ def _server_of(tool: str) -> str:
     return "other"
 
 
+def served_policy_name(cfg: Any) -> str:
+    """The name SkyRL's inference servers know the policy by: with LoRA on FSDP the trainer
+    registers its adapter (`skyrl-lora`) and a request naming the base model would sample from
+    the weights before training; otherwise the served alias or the model path. SkyRL's own
+    `resolve_policy_model_name` decides."""
+    from skyrl.backends.skyrl_train.inference_servers.utils import resolve_policy_model_name
+
+    return str(resolve_policy_model_name(cfg))
+
+
 class KwrlHarborGenerator(GeneratorInterface):
     """SkyRL generator whose rollouts are kwrl harbor trials (see the module doc)."""
 
@@ -103,8 +113,7 @@ class KwrlHarborGenerator(GeneratorInterface):
             if inference_engine_client is None:
                 raise ConfigError("kwrl.policy_url: no inference client; set the policy URL")
             url = inference_engine_client.get_endpoint_url().rstrip("/") + "/v1"
-        ie = cfg.generator.inference_engine
-        model = section.policy_model or ie.served_model_name or cfg.trainer.policy.model.path
+        model = section.policy_model or served_policy_name(cfg)
         pad = getattr(tokenizer, "pad_token_id", None)
         if pad is None:
             pad = getattr(tokenizer, "eos_token_id", None) or 0

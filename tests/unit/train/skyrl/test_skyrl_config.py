@@ -72,6 +72,20 @@ def test_smoke_script_is_the_1gpu_sync_colocated_run(tmp_path: Path) -> None:
     assert k.sandbox.environment == "local" and k.trials_dir.startswith(str(tmp_path))
 
 
+def test_the_generator_asks_for_the_lora_adapter_when_fsdp_trains_lora(tmp_path: Path) -> None:
+    # SkyRL's FSDP worker registers the trained adapter on vLLM as `skyrl-lora`; a request for the
+    # served base name samples the weights before training, so every step would be on-policy for
+    # a model that never changes.
+    from kwrl.train.skyrl.generator import served_policy_name
+    from kwrl.train.skyrl.main_train import load
+
+    argv = script_args("smoke_1gpu.sh", tmp_path)
+    assert served_policy_name(load(argv)) == "policy"
+    lora = load([*argv, "trainer.policy.model.lora.rank=32", "trainer.policy.model.lora.alpha=64"])
+    assert lora.trainer.policy.model.lora.rank == 32
+    assert served_policy_name(lora) == "skyrl-lora"
+
+
 @pytest.mark.parametrize(
     ("script", "model"),
     [
