@@ -40,7 +40,7 @@ _SENTENCE = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][*_]))\s+(?=[^a-z])")
 """Where sentences meet (not after `Co.` before a lower-case word)."""
 
 OPENINGS = re.compile(
-    r"^\s*(?:let\s+me\s+know|shout|ping\s+me|reach\s+out|feel\s+free|(?:i'?m\s+|i\s+am\s+)?"
+    r"^\s*(?:(?:please|do|just|and)\s+)?(?:let\s+(?:me|us)\s+know|shout|ping\s+me|reach\s+out|feel\s+free|(?:i'?m\s+|i\s+am\s+)?"
     r"(?:happy|glad)\s+to|thanks|thank\s+you|many\s+thanks|cheers|best|regards|kind\s+regards"
     r"|best\s+regards|hope\s+(?:this|that)\s+helps|any\s+questions|i\s+can|we\s+can"
     r"|if\s+you\s+(?:need|want|would\s+like|'d\s+like)|want\s+me\s+to|details|more\s+detail"
@@ -48,8 +48,18 @@ OPENINGS = re.compile(
     re.I,
 )
 """Openings of a courtesy or an offer (`I can break this down by quarter if useful.`)."""
-NEXT_STEP = re.compile(r"^\s*(?:i'll|i\s+will|we'll|we\s+will|next\s+step:?|next,)\s", re.I)
-"""Openings of a next step (`I'll circulate the deck to Omar on Monday.`)."""
+NEXT_STEP = re.compile(r"^\s*(?:i['’]ll|i\s+will|we['’]ll|we\s+will|next\s+steps?:?|next,)\s", re.I)
+"""Openings of a next step (`I'll update the tracker once you confirm.`): one that points back
+at the answer (`I'll revisit this`, `I'll firm it up`) is no form."""
+CAUSE = re.compile(
+    r"^\s*(?:the|this|that)\s+(?:\w+\s+)?(?:increase|decrease|rise|fall|drop|growth|decline|"
+    r"change|movement|difference|gap|uplift)\s+(?:(?:is|was)\s+)?(?:reflects|reflected|"
+    r"(?:mainly\s+|largely\s+|mostly\s+)?(?:due\s+to|driven\s+by|explained\s+by|comes?\s+from|"
+    r"came\s+from|follows|followed))\s+\S",
+    re.I,
+)
+"""An explanation of a change between the answer's values by its cause (`The increase reflects
+new matters opened in the year.`): the cause is free when it weighs nothing."""
 GREETING = re.compile(
     r"^\s*(?:hi|hello|hey|dear|morning|good\s+(?:morning|afternoon|evening)|afternoon)\b[^,:!]*[,:!]?",
     re.I,
@@ -71,7 +81,9 @@ PRESENT = frozenset(
      "start", "meeting", "clause", "clauses", "deviating", "reply", "please", "find", "it",
      "booked", "scheduled", "hour", "call", "remaining", "deviation", "deviations", "analyst",
      "see", "added", "adds", "new", "refreshed", "note", "notes", "breakdown", "found", "trend",
-     "next", "steps", "overview", "today", "today's", "close", "books", "of", "about", "i", "we"]
+     "next", "steps", "overview", "today", "today's", "close", "books", "of", "about", "i", "we",
+     "source", "sources", "short", "long", "find", "you'll", "it's", "was", "were", "slot",
+     "one-hour", "straightforward", "simple", "easy"]
 )  # fmt: skip
 """The words of a line that presents the slot lines or states their units (`Here are the figures
 you asked for:`, `All amounts in $ millions.`)."""
@@ -86,8 +98,13 @@ METHOD = frozenset(
 """The words of a note on how the answer was obtained (`Computed as net debt divided by
 EBITDA.`, `Each of these departs from the playbook.`) beside the place's label words."""
 
+_TRUTH = S._words_re(
+    a for a in S.AFFIRMS if a not in ("use", "keep", "leave", "go with", "stick with", "make it")
+)
+"""The affirming words that say what is true (`Happy to be corrected`), not the recommending
+ones (`Happy to keep you posted`)."""
 _WEIGHS = (
-    S._NEGATION, S._CORRECTION, S._AFFIRM_ELSE, S._HEDGE_PROSE, S._HEDGE_MARK, S._DOUBT,
+    S._NEGATION, S._CORRECTION, _TRUTH, S._HEDGE_PROSE, S._HEDGE_MARK, S._DOUBT,
     S._STATUS, S._STALE, S._CHECK_VERB, S._RETRACT, S._CHANGE, S.EXCLUDES,
 )  # fmt: skip
 _CAPITAL = re.compile(r"(?<![\w'’])[A-Z][\w'’.-]*")
@@ -149,6 +166,10 @@ def readable_form(c: SlotCheck, clause: str, labels: Sequence[str]) -> str | Non
             return "greeting"
     if OPENINGS.match(text) and not _weighs(text):
         return "courtesy"
+    if NEXT_STEP.match(text) and not _weighs(text) and not S.BACKREF.search(text):
+        return "next step"
+    if CAUSE.match(text) and not _weighs(text):
+        return "cause"
     if number_tokens(text) or S.odd_marks(S._MARKS.sub(" ", text).replace("|", " ")):
         return None
     rest = _rest(text, labels, names=True)

@@ -117,6 +117,10 @@ def test_the_slot_readers_verdicts_come_first() -> None:
         ("Kind regards, all", "courtesy"),
         ("Hi team", "greeting"),
         ("Shaky.", None),
+        ("The increase reflects new matters opened in the year.", "cause"),
+        ("The increase reflects an error in the model.", None),
+        ("I'll update the tracker once you confirm.", "next step"),
+        ("I'll firm it up tomorrow.", None),
     ],
 )
 def test_the_readable_forms_are_closed(clause: str, form: str | None) -> None:
