@@ -83,7 +83,7 @@ PRESENT = frozenset(
      "see", "added", "adds", "new", "refreshed", "note", "notes", "breakdown", "found", "trend",
      "next", "steps", "overview", "today", "today's", "close", "books", "of", "about", "i", "we",
      "source", "sources", "short", "long", "find", "you'll", "it's", "was", "were", "slot",
-     "one-hour", "straightforward", "simple", "easy"]
+     "one-hour", "straightforward", "simple", "easy", "memorandum", "subject", "re"]
 )  # fmt: skip
 """The words of a line that presents the slot lines or states their units (`Here are the figures
 you asked for:`, `All amounts in $ millions.`)."""
@@ -146,10 +146,15 @@ def _rest(clause: str, labels: Sequence[str], names: bool) -> list[str]:
     return out
 
 
-def readable_form(c: SlotCheck, clause: str, labels: Sequence[str]) -> str | None:
-    """The name of the readable form `clause` is (a courtesy or offer, a greeting or sign-off, a
-    presentation or units line, a note on rounding or method), or None. Forms name no value of the
-    slot's kind; a courtesy weighs nothing (`_WEIGHS`); the others hold only their closed words."""
+def readable_form(
+    c: SlotCheck, clause: str, labels: Sequence[str], task: frozenset[str] = frozenset()
+) -> str | None:
+    """The name of the readable form `clause` is (a courtesy or offer, a next step, a change's
+    cause, a greeting or sign-off, a heading, a presentation or units line, a note on rounding or
+    method), or None. Forms name no value of the slot's kind; the open ones (a courtesy, a next
+    step, a cause) weigh nothing (`_WEIGHS`); the others hold only their closed words, a heading
+    and a presentation also the words of the task's instruction (`task`) when they weigh
+    nothing (`## hearing date`)."""
     text = clause.strip().strip("*_`#>|-–—•· ").strip()
     if not _words(text):
         return "empty"
@@ -157,8 +162,6 @@ def readable_form(c: SlotCheck, clause: str, labels: Sequence[str]) -> str | Non
         return None
     if S._rounding_note(text):
         return "rounding"
-    if clause.lstrip().startswith("#") and not _weighs(text):
-        return "heading"
     g = GREETING.match(text)
     if g:
         text = text[g.end() :].strip()
@@ -175,8 +178,9 @@ def readable_form(c: SlotCheck, clause: str, labels: Sequence[str]) -> str | Non
     rest = _rest(text, labels, names=True)
     if rest and all(w in SALUTE for w in rest):
         return "greeting"
-    if all(w in PRESENT for w in rest):
-        return "presentation"
+    told = set() if _weighs(text) else task
+    if all(w in PRESENT or w in told for w in rest):
+        return "heading" if clause.lstrip().startswith("#") else "presentation"
     if all(w in METHOD for w in rest):
         return "method"
     return None
@@ -227,7 +231,9 @@ def _names_line(line: str) -> bool:
     return 0 < len(words) <= 4 and all(re.fullmatch(r"[A-Z][\w'’.-]*", w) for w in words)
 
 
-def signatures(lines: Sequence[str], c: SlotCheck, labels: Sequence[str]) -> set[int]:
+def signatures(
+    lines: Sequence[str], c: SlotCheck, labels: Sequence[str], task: frozenset[str] = frozenset()
+) -> set[int]:
     """The lines that greet or sign by name: a name line that opens the text and ends with `,`
     (`Omar,`), or that follows a greeting or sign-off line (`Best,` then `Ana Costa`)."""
     out: set[int] = set()
@@ -237,7 +243,10 @@ def signatures(lines: Sequence[str], c: SlotCheck, labels: Sequence[str]) -> set
             continue
         if _names_line(line) and (
             (prev is None and line.rstrip().endswith(","))
-            or (prev is not None and readable_form(c, prev, labels) in ("greeting", "courtesy"))
+            or (
+                prev is not None
+                and readable_form(c, prev, labels, task) in ("greeting", "courtesy")
+            )
         ):
             out.add(i)
         prev = line
@@ -271,7 +280,8 @@ def weighing(c: SlotCheck, text: str, task: str = "") -> str | None:
     last = max(ln.index for ln, _, _ in placed)
     at = {ln.index: ln for ln, _, _ in placed}
     lines = text.splitlines()
-    signed = signatures(lines, c, labels)
+    vocab = frozenset(_words(task))
+    signed = signatures(lines, c, labels, vocab)
     for i, line in enumerate(lines):
         if i in signed:
             continue
@@ -282,20 +292,20 @@ def weighing(c: SlotCheck, text: str, task: str = "") -> str | None:
             line = at[i].label.rsplit(":", 1)[0]  # "Quick skim only: Revenue FY2025"
         for sent in _sentences(line, task):
             parts = S.clauses(sent)
-            if all(readable_form(c, p, labels) for p in parts):
+            if all(readable_form(c, p, labels, vocab) for p in parts):
                 continue
             if tail:  # each clause is a form, or names something else and weighs nothing
                 bad = [
                     p
                     for p in _TAIL_CUT.split(sent)
                     if p.strip()
-                    and not readable_form(c, p, labels)
+                    and not readable_form(c, p, labels, vocab)
                     and not (_anchored(c, p, labels) and not _TAIL_WEIGHS.search(p))
                 ]
             elif _anchored(c, sent, labels):
                 continue
             else:
-                bad = [p for p in parts if not readable_form(c, p, labels)]
+                bad = [p for p in parts if not readable_form(c, p, labels, vocab)]
             if bad:
                 where = "after the slot lines" if tail else "around the slot lines"
                 return f"the prose {where} names nothing but the answer: {bad[0].strip()[:120]!r}"
@@ -309,7 +319,8 @@ def set_aside(c: SlotCheck, text: str, task: str = "") -> str:
     at = {ln.index for ln, _, _ in S.place_lines(text, labels)}
     out = []
     lines = text.splitlines()
-    signed = signatures(lines, c, labels)
+    vocab = frozenset(_words(task))
+    signed = signatures(lines, c, labels, vocab)
     for i, line in enumerate(lines):
         if i in at or i in signed:
             out.append(line)
@@ -318,7 +329,7 @@ def set_aside(c: SlotCheck, text: str, task: str = "") -> str:
         kept = [
             s
             for s in _sentences(line)
-            if s in told and not all(readable_form(c, cl, labels) for cl in S.clauses(s))
+            if s in told and not all(readable_form(c, cl, labels, vocab) for cl in S.clauses(s))
         ]
         out.append(" ".join(kept))
     return "\n".join(out)

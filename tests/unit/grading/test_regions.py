@@ -135,3 +135,12 @@ def test_a_restated_instruction_is_the_tasks_words_not_the_writers() -> None:
     assert not read_place(POST, restated).decided
     weighed = "Give the figures in $ millions, loosely.\nRevenue FY2025: 121.9"
     assert not read_place(POST, weighed, task=task).decided
+
+
+def test_a_heading_is_a_title_in_the_tasks_words_or_the_presentations() -> None:
+    task = "When is the Crystal Zephyr hearing? End your answer with these lines: ..."
+    day = "## Hearing date\nDate: 2026-03-17\nStart time: 14:00"
+    assert read_place(DAY, day, task=task).passed
+    assert not read_place(DAY, day).decided  # "hearing" is no word of the presentation's
+    low = "## Low confidence\nDate: 2026-03-17\nStart time: 14:00"
+    assert not read_place(DAY, low, task=task).decided
