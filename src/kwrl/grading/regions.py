@@ -93,7 +93,7 @@ METHOD = frozenset(
      "result", "is", "it", "this", "metric", "formula", "both", "inputs", "input", "come",
      "comes", "came", "taken", "read", "current", "files", "file", "and", "straight", "lookup",
      "method", "table", "departs", "depart", "each", "these", "playbook", "deviates", "deviate",
-     "differs"]
+     "differs", "described", "below", "set", "shown"]
 )  # fmt: skip
 """The words of a note on how the answer was obtained (`Computed as net debt divided by
 EBITDA.`, `Each of these departs from the playbook.`) beside the place's label words."""
@@ -253,10 +253,19 @@ def signatures(
     return out
 
 
+_ABBREV = re.compile(r"\b(?:Co|Inc|Ltd|Corp|Bros|Mr|Mrs|Ms|Dr|St|No|vs|Jr|Sr|e\.g|i\.e)\.$")
+"""An abbreviation's period, which ends no sentence."""
+
+
 def _sentences(line: str, task: str = "") -> list[str]:
     """The line's sentences, less those the task's instruction holds word for word (`task`: its
     text, as `_norm` makes it): a restated instruction is the task's words, not the writer's."""
-    out = [s for s in _SENTENCE.split(line) if s.strip()]
+    out: list[str] = []
+    for piece in _SENTENCE.split(line):
+        if out and _ABBREV.search(out[-1]):
+            out[-1] += " " + piece  # "Granite & Co. Securities" is one name
+        elif piece.strip():
+            out.append(piece)
     if not task:
         return out
     return [s for s in out if len(_norm(s).split()) < 3 or _norm(s) not in task]

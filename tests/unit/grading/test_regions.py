@@ -71,6 +71,7 @@ HONEST = [
     SLOT + "\nI'll send the deck to Omar on Monday.",
     SLOT + "\nThe same workbook names Coral Finance and Mesa Co. as the parties.",
     SLOT + "\n\nBest,\nAna Costa",
+    SLOT + "\n\nAna Costa\nGranite & Co. Securities",
     "Here are the figures you asked for:\n" + SLOT,
     "Hi Omar,\n\n" + SLOT,
     "I ignored the archived copies and used the current workbook.\n" + SLOT,
