@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
-from kwrl.grading.regions import read_place
 from kwrl.grading.render import NOTES_PREFIX, read_xlsx
-from kwrl.grading.slots import quotes_lines
+from kwrl.grading.slots import quotes_lines, read_slot
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -641,8 +640,7 @@ def check_slot(
     )
     if not text:
         return CheckResult(False, why or f"{where} is empty", seen)
-    mails = ev.world_mail if quotes_lines(text) else ()
-    f = read_place(c, text, _allowed(ev, figures), mails, ev.task)
+    f = read_slot(c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else ())
     return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
 
 

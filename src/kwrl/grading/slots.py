@@ -974,7 +974,7 @@ def drop_restatements(c: SlotCheck, text: str) -> str:
 SOURCES = (
     "source", "sources", "file", "files", "folder", "workbook", "spreadsheet", "sheet", "tab",
     "deck", "slide", "slides", "memo", "document", "doc", "mail", "email", "e-mail", "inbox",
-    "mailbox", "message", "thread", "chat", "channel", "post", "model", "table", "report", "statement",
+    "message", "thread", "chat", "channel", "post", "model", "table", "report", "statement",
     "invoice", "calendar", "invite", "contract", "agreement", "filing", "ledger", "page", "row",
     "column", "cell", "pleading", "pleadings", "claim", "msa", "copy", "copies", "version",
     "versions",
@@ -1321,7 +1321,7 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     refs = [
                         r for r in refs if re.search(r"\b(?:one|above|earlier|previous)$", r, re.I)
                     ]
-                if _SOURCE.search(clause):  # "before Ines sends it out": `it` is the slide
+                if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
                     refs = [r for r in refs if r.casefold() != "it"]
                 if not refs:
                     continue
