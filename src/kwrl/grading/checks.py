@@ -640,7 +640,9 @@ def check_slot(
     )
     if not text:
         return CheckResult(False, why or f"{where} is empty", seen)
-    f = read_slot(c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else ())
+    f = read_slot(
+        c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else (), task=ev.task
+    )
     return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
 
 
