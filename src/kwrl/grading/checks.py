@@ -469,7 +469,7 @@ def cell_notes_doubt(
     if not notes:
         return None
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol)
-    return prose_weighs(slot, "\n".join(notes), allowed)
+    return prose_weighs(slot, "\n".join(notes), allowed, task=ev.task)
 
 
 def check_xlsx_cell(

@@ -350,3 +350,32 @@ def test_text_cells_added_beside_a_checked_number_are_read_as_its_prose(
         assert got.passed, got.rationale
     else:
         assert not got.passed and not got.decided, got.rationale
+
+
+def test_a_label_cell_in_the_tasks_words_is_no_comment_on_the_figure(
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`the annual contract value` in a label the task names points at nothing; the same words
+    in a note of the trial's own still weigh the figure."""
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    task = (
+        "Add a Checks tab with the damages claimed as a multiple of the annual contract value in"
+        " B1 and its label in A1."
+    )
+    got = {}
+    for note in ("", "Do not rely on the annual contract value here"):
+        final = copy_state(world, tmp_path / f"final-{len(note)}")
+        path = final / "filesystem/finance/model.xlsx"
+        wb = openpyxl.load_workbook(path)
+        ws = wb.create_sheet("Checks")
+        ws["A1"], ws["B1"] = "damages claimed as a multiple of the annual contract value", 8.66
+        if note:
+            ws["C1"] = note
+        wb.save(path)
+        ev = Evidence.collect(
+            task=task, answer="", initial=StateView.of([world]), final=StateView.of([final])
+        )
+        spec = {"kind": "xlsx_cell", "path": "/finance/model.xlsx", "sheet": "Checks"}
+        got[bool(note)] = check(ev, **spec, cell="B1", value=8.66)
+    assert got[False].passed, got[False].rationale
+    assert not got[True].passed and not got[True].decided, got[True].rationale
