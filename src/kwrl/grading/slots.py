@@ -1820,6 +1820,12 @@ def label_residue(line: SlotLine, labels: Sequence[str] = ()) -> str | None:
 
 
 _CAP_WORD = re.compile(r"(?<![\w'’.-])[A-Z][\w'’&-]*")
+_ADDRESSEE = re.compile(
+    r"\b(?:[Hh]i|[Hh]ello|[Hh]ey|[Dd]ear|[Tt]hanks|[Tt]hank\s+you)\s+(?:[A-Z][\w'’-]*\s?){1,2}"
+    r"(?=\s*[,:;!–—-])"
+)
+_MENTION = re.compile(r"@([\w.-]+)(?:\s+([A-Z][\w'’-]*))?")
+"""Whom a line speaks to (`@maria`, `Hi Maria,`): an addressee, not what the value belongs to."""
 
 
 def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str | None:
@@ -1834,7 +1840,8 @@ def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str 
         return None
     known = {w for lab in labels for w in _WORD.findall(norm_periods(lab).casefold())}
     known |= {w.casefold() for w in re.findall(r"[\w'’&-]+", norm_periods(task))}
-    label = norm_periods(line.label)
+    known |= {w.casefold() for m in _MENTION.finditer(line.text) for w in m.groups() if w}
+    label = _ADDRESSEE.sub(" ", norm_periods(line.label))
     words = list(_CAP_WORD.finditer(label))
 
     def unknown(w: str) -> bool:

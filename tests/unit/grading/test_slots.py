@@ -850,6 +850,7 @@ NAMED_LABELS = [
     "Northwind Group's FY2021-FY2025 Revenue CAGR: 82.64%",
     "FY2021-FY2025 Revenue CAGR per Atlas Capital: 82.64%",
     "- **Blue Heron FY2021-FY2025 Revenue CAGR:** 82.64%",
+    "Hi Maria, Iron Mantis FY2021-FY2025 Revenue CAGR: 82.64%",
 ]
 """A label that names another thing than the task's (another project, client or company): the
 value may be that thing's."""
@@ -863,6 +864,8 @@ OWN_LABELS = [
     "**FY2021–FY2025 Revenue CAGR (%)**: 82.64",
     "FY21-FY25 revenue CAGR: 82.64%",
     "| FY2021-FY2025 Revenue CAGR | 82.64% |",
+    "@Maria Okafor FY2021-FY2025 Revenue CAGR: 82.64%",
+    "Hi Maria, FY2021-FY2025 Revenue CAGR: 82.64%",
 ]
 
 
