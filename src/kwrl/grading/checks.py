@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
-from kwrl.grading.render import NOTES_PREFIX, read_xlsx
-from kwrl.grading.slots import quotes_lines, read_slot
+from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
+from kwrl.grading.slots import prose_weighs, quotes_lines, read_slot
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -440,6 +440,38 @@ _UNIT_SUFFIX = re.compile(
 )
 
 
+def cell_notes_doubt(
+    c: XlsxCellCheck, ev: Evidence, rel: str, sheet: Sheet, allowed: list[float]
+) -> str | None:
+    """Text cells the trial added to the checked sheet (docs/contracts.md, "Places": a cell not in
+    the sheet before, or changed), read as prose beside a number cell by the rules an answer's
+    prose is read by (`kwrl.grading.slots.prose_weighs`: `provisional - do not use until
+    reviewed` beside the figure): why a reader must weigh the cell, or None."""
+    if not isinstance(c.value, int | float) or isinstance(c.value, bool):
+        return None
+    before: dict[str, tuple[Any, Any]] = {}
+    old = ev.initial.get(rel)
+    if old is not None:
+        try:
+            before = next((s.cells for s in read_xlsx(old) if s.name == sheet.name), {})
+        except Exception:  # an unreadable original adds nothing to compare with
+            before = {}
+    own = c.cell.replace("$", "").upper()
+    notes = [
+        str(raw).strip()
+        for coord, (raw, _) in sorted(sheet.cells.items())
+        if coord != own
+        and isinstance(raw, str)
+        and not raw.startswith("=")
+        and raw.strip()
+        and before.get(coord, (None, None))[0] != raw
+    ]
+    if not notes:
+        return None
+    slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol)
+    return prose_weighs(slot, "\n".join(notes), allowed, task=ev.task)
+
+
 def check_xlsx_cell(
     c: XlsxCellCheck, ev: Evidence, expected_file_type: str | None = None,
     figures: tuple[float, ...] = (),
@@ -470,6 +502,9 @@ def check_xlsx_cell(
         formula, actual = sheet.value(c.cell)
         shown = f"{name}!{sheet.name}!{c.cell} = {actual!r}"
         if _cell_matches(actual, c.value, c.rel_tol):
+            doubt = cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures))
+            if doubt:
+                return CheckResult(False, f"{shown}, but {doubt}", [name], decided=False)
             return CheckResult(True, shown + f", matches {c.value!r}", [name])
         if isinstance(formula, str) and formula.startswith("="):
             shown += f" (formula {formula})"
@@ -640,7 +675,9 @@ def check_slot(
     )
     if not text:
         return CheckResult(False, why or f"{where} is empty", seen)
-    f = read_slot(c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else ())
+    f = read_slot(
+        c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else (), task=ev.task
+    )
     return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
 
 

@@ -371,6 +371,32 @@ def _number_is(t: NumToken, c: SlotCheck) -> bool:
     return any(close(m, want, c.rel_tol, tol) for m in t.meanings(c.scale))
 
 
+_CURRENCY_BEFORE = re.compile(r"(?:[$£€]|\b(?:USD|EUR|GBP|US\$|dollars?))\s*$", re.I)
+_CURRENCY_AFTER = re.compile(r"\s*(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.I)
+
+
+def _at_unit(t: NumToken, c: SlotCheck, text: str) -> bool:
+    """The slot's figure `t` is the check's value at the magnitude its spelling fixes (docs/
+    contracts.md, "number"): a magnitude word (`k`, `m`, `bn`, `thousand`, `million`, `%`) is
+    read as such (`187k` hours is 187,000); a currency mark without one is an explicit unit, whole
+    units or the slot's (`$1,082,600`, `$1,082.6` for a figure in $k); a bare number is in the
+    slot's unit, the label's (`1,082,600.0` for a figure in $k is a billion dollars)."""
+    assert isinstance(c.value, int | float)
+    want = float(c.value) * (c.scale or 1.0)
+    tol = c.abs_tol * (c.scale or 1.0)
+    if t.factor is not None:
+        means = tuple(p * t.factor for p in t.plain)
+    elif (
+        re.match(r"[(\s\-−]*[$£€]", text[t.start : t.end])
+        or _CURRENCY_BEFORE.search(text[: t.start])
+        or _CURRENCY_AFTER.match(text, t.end)
+    ):
+        return True  # `_number_is` read it at either scale
+    else:
+        means = tuple(p * (c.scale or 1.0) for p in t.plain)
+    return any(close(m, want, c.rel_tol, tol) for m in means)
+
+
 def read_value(c: SlotCheck, value: str) -> Reading:
     """The slot's value: exactly one value of its kind, not hedged or negated; `ok` says whether it
     is the check's value."""
@@ -392,7 +418,7 @@ def read_value(c: SlotCheck, value: str) -> Reading:
             return Reading(False, "the slot holds no figure")
         if re.search(r"\d\s*(?:-|–|—|to)\s*\d", text):
             return Reading(False, "the slot holds a range")
-        hits = [_number_is(t, c) for t in toks]
+        hits = [_number_is(t, c) and _at_unit(t, c, text) for t in toks]
         shown = text[toks[0].start : toks[0].end].strip()
         if all(hits):  # one value, perhaps in two spellings ("$121.9m ($121,900,000)")
             return Reading(True, f"the slot reads {shown!r}", shown)
@@ -661,7 +687,11 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
         if word:
             return f"the prose says {word!r}: {clause.strip()[:160]!r}"
         status = next(
-            (m for m in _STATUS.finditer(clause) if not _NAMING_BEFORE.search(clause[: m.start()])),
+            (
+                m
+                for m in _STATUS.finditer(clause)
+                if not _NAMING_BEFORE.search(clause[: m.start()]) and not _status_verb(clause, m)
+            ),
             None,
         )  # "the preliminary estimate", "any preliminary figures" name another thing
         named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
@@ -746,6 +776,58 @@ _CONTACT = re.compile(
 def _numbered(c: SlotCheck) -> bool:
     """The check's items are clause numbers (`8.2`)."""
     return c.type == "text" and all(re.fullmatch(r"\d+(?:\.\d+)+", i) for i in _items(c))
+
+
+SAYS_COMPLIES = (
+    "comply", "complies", "complied", "complying", "compliant", "conform", "conforms",
+    "conforming", "in line", "consistent", "meet", "meets", "acceptable", "fine", "ok", "okay",
+    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "borderline",
+    "marginal", "marginally", "arguable", "arguably", "debatable", "grey area", "gray area",
+    "close call", "judgment call", "judgement call", "ambiguous", "on the fence",
+)  # fmt: skip
+"""What a sentence of a clause review may say of a clause that leaves its deviation in doubt:
+that it complies (or is fine) or that whether it deviates is a close call."""
+_SAYS_COMPLIES = re.compile(r"(?<!-)" + _words_re(SAYS_COMPLIES).pattern, re.I)
+_DEVIATES = re.compile(
+    r"(?<![\w-])(?:deviat\w*|depart\w*|breach\w*|non-?complian\w*|non-?conform\w*"
+    r"|outside|off-playbook)\b",
+    re.I,
+)
+"""Words that say a clause deviates: negated (`does not deviate`), they say it does not."""
+_NOT = re.compile(_NEGATION.pattern + r"|\bfail(?:s|ed|ing)?\s+to\b|\bfalls?\s+short\b", re.I)
+_OTHERS = re.compile(r"\b(?:other|others|remaining|rest|all|every|each|any)\b", re.I)
+_CLAUSE_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w]|\.\d)")
+
+
+def _negated_within(clause: str, start: int, words: int = 3) -> bool:
+    before = " ".join(clause[:start].split()[-words:])
+    return bool(_NOT.search(before))
+
+
+def listed_clause_doubted(c: SlotCheck, prose: str) -> str | None:
+    """In a clause review, a sentence of the prose naming one of the check's own clauses (one the
+    slot lists as deviating) that says it complies, is fine or is a close call, or negates its
+    deviation (`Clause 8.2 does not deviate from the playbook`, `8.2 is borderline - it may
+    actually comply`): the prose contradicts the list and a reader must weigh it. A clause of the
+    sentence is read when it names the listed clause, or names no clause and no other ones (`the
+    other clauses are in line` speaks of the rest); a complying word negated (`does not meet`,
+    `fails to comply`) says it deviates."""
+    if not _numbered(c):
+        return None
+    for sent in _SENTENCE_CUT.split(prose):
+        if not any(role == "own" for _, _, role in _occurrences(c, sent)):
+            continue
+        for clause in clauses(sent):
+            own = any(role == "own" for _, _, role in _occurrences(c, clause))
+            if not own and (_CLAUSE_NUMBER.search(clause) or _OTHERS.search(clause)):
+                continue
+            said = [
+                m for m in _SAYS_COMPLIES.finditer(clause) if not _negated_within(clause, m.start())
+            ]
+            denied = [m for m in _DEVIATES.finditer(clause) if _negated_within(clause, m.start())]
+            for m in [*said, *denied][:1]:
+                return f"the prose says a listed clause {m.group(0)!r}: {sent.strip()[:160]!r}"
+    return None
 
 
 def _framed(clause: str) -> bool:
@@ -882,6 +964,26 @@ def _changes(clause: str) -> str | None:
     grant an extension`)."""
     m = _CHANGE.search(clause)
     return m.group(0) if m and _HEDGE_PROSE.search(clause) else None
+
+
+_VERB_BEFORE = re.compile(
+    r"(?<![\w'])(?:to|will|'ll|can|could|would|shall|should|must|please|i|we|you|i'd|we'd)\s+$",
+    re.I,
+)
+_OBJECT_AFTER = re.compile(
+    r"\s+(?!(?:it|this|that|these|those|them|one|ones|up)\b)(?:[a-z][\w'-]*)", re.I
+)
+
+
+def _status_verb(clause: str, m: re.Match[str]) -> bool:
+    """A status word used as a verb with its own object (`Happy to draft proposed mark-ups`, `We
+    can draft the side letter`): it says what the writer offers to do, not what the answer is; a
+    verb whose object points back (`happy to draft it`) is not read so."""
+    return bool(
+        " " not in m.group(0)
+        and _VERB_BEFORE.search(clause[: m.start()])
+        and _OBJECT_AFTER.match(clause, m.end())
+    )
 
 
 _NAMING_BEFORE = re.compile(
@@ -1206,7 +1308,7 @@ def _excludes(c: SlotCheck, seg: str) -> bool:
 
 DERIVES = frozenset(
     ["from", "computed", "calculated", "derived", "using", "based", "on", "of", "over", "divided",
-     "by", "and", "inputs", "input", "i.e", "as"]
+     "by", "and", "inputs", "input", "i.e", "as", "to", "up", "down", "rose", "fell", "grew"]
 )  # fmt: skip
 """The words a segment naming the inputs a value is computed from may hold beside them."""
 
@@ -1224,6 +1326,22 @@ def _derives(c: SlotCheck, seg: str, allowed: Sequence[float]) -> bool:
     if not all(any(close(p, a, 0.005) for p in k.plain for a in allowed) for k in toks):
         return False
     return all(w.casefold() in DERIVES for w in _bare(c, t).split())
+
+
+def _without_derivations(
+    c: SlotCheck, lines: list[SlotLine], allowed: Sequence[float]
+) -> list[SlotLine]:
+    """Slot lines without the parentheses that name only the task's figures the value is computed
+    from (`_derives`: `18.78% (from 442 to 525)`, the change from one of the task's figures to
+    another): a derivation, not a range or a second value of the slot's kind."""
+    out = []
+    for ln in lines:
+        value = _PAREN.sub(lambda m: " " if _derives(c, m[1], allowed) else m[0], ln.value)
+        value = " ".join(value.split())
+        out.append(
+            ln if value == ln.value else SlotLine(ln.index, ln.label, ln.words, value, ln.text)
+        )
+    return out
 
 
 SLOT_MARKS = frozenset(".,;:()[]'’\"“”-–—$£€%/&#@<>_×")
@@ -1334,6 +1452,97 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     continue  # "This is from the FY2025 workbook."
                 return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"
     return None
+
+
+METHOD_WORDS = frozenset(
+    ["method", "methodology", "approach", "calculation", "workings", "formula", "note", "basis",
+     "is", "was", "are", "were", "been", "has", "have", "multiple", "ratio", "percentage",
+     "share", "figure", "value", "result", "metric", "answer", "then", "with", "inputs", "input"]
+)  # fmt: skip
+"""Beside the place's label words and `DERIVES`, the words a note on how the answer is computed
+may hold (`Method: the damages claimed as a multiple of the annual contract value is computed from
+50.1 and 12.3.`)."""
+_WEIGHS = (
+    _NEGATION, _CORRECTION, _AFFIRM, _HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _CHECK_VERB, _CHECKING,
+    _RETRACT, _CHANGE, _WRONG_THING,
+)  # fmt: skip
+
+
+def _weighs(sentence: str) -> bool:
+    """A sentence holds a word that weighs a value (a negation, correction, affirmation, hedge,
+    doubt, a check, a retraction or a change), a status word not used as a verb, or a mark
+    outside the slot's marks."""
+    status = any(not _status_verb(sentence, m) for m in _STATUS.finditer(sentence))
+    return status or any(rx.search(sentence) for rx in _WEIGHS) or bool(odd_marks(sentence))
+
+
+def _task_figures_only(c: SlotCheck, toks: list[NumToken], allowed: Sequence[float]) -> bool:
+    """`toks` are some figures, each one of the task's (`allowed`), none the answer's value."""
+    return bool(toks) and all(
+        not _number_is(k, c) and any(close(p, a, 0.005) for p in k.plain for a in allowed)
+        for k in toks
+    )
+
+
+def _method_note(c: SlotCheck, sentence: str, allowed: Sequence[float]) -> bool:
+    """A sentence naming only the answer's metric (the place's label words) and the task's own
+    figures it is computed from (`allowed`, none the answer's value), in `DERIVES` and
+    `METHOD_WORDS`: a note on method, not a comment on the answer."""
+    if c.type != "number" or not allowed or _weighs(_MARKS.sub(" ", sentence)):
+        return False
+    t = norm_periods(sentence)
+    if not _task_figures_only(c, _numbers(t), allowed):
+        return False
+    own = {w for lab in [c.label, *c.others] for w in label_words(lab)}
+    free = own | DERIVES | METHOD_WORDS | _STOP
+    return all(w.casefold() in free for w in _bare(c, _PERIOD_WORD.sub(" ", t)).split())
+
+
+def _offer(c: SlotCheck, sentence: str) -> bool:
+    """A courtesy sentence (`COURTESY`'s openings) that names no value and weighs nothing, though
+    it may point back at the answer (`Happy to draft proposed mark-ups for each of these.`)."""
+    return (
+        bool(COURTESY.match(sentence))
+        and not _occurrences(c, sentence)
+        and not _weighs(_MARKS.sub(" ", sentence))
+    )
+
+
+def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]) -> set[int]:
+    """The prose lines each of whose sentences is a note on method (`_method_note`), a courtesy
+    (`_offer`) or a note on rounding: they say nothing about the answer a reader must weigh."""
+    out = set()
+    for i, line in enumerate(text.splitlines()):
+        sents = [s for s in _SENTENCE_CUT.split(_strip_marks(unmark(line))) if s.strip()]
+        if i in skip or not sents:
+            continue
+        if all(_method_note(c, s, allowed) or _offer(c, s) or _rounding_note(s) for s in sents):
+            out.add(i)
+    return out
+
+
+def prose_weighs(
+    c: SlotCheck, text: str, allowed: Iterable[float] = (), task: str | None = None
+) -> str | None:
+    """Why prose that stands beside a value outside any slot line (the text cells a trial added
+    beside a workbook's checked cell: `provisional - do not use until reviewed`) leaves `c` to a
+    reader, by the rules an answer's prose is read by, every line read as after the value; else
+    None. A line made only of the task's words (`task`: a label its instruction names, `damages
+    claimed as a multiple of the annual contract value`) names a thing, and is no comment on the
+    answer."""
+    allowed = list(allowed)
+    skip = note_lines(c, text, set(), allowed)
+    known = {w.casefold() for w in _WORD.findall(norm_periods(task or "").casefold())}
+    named = {
+        i
+        for i, line in enumerate(text.splitlines())
+        if task and set(_WORD.findall(norm_periods(line).casefold())) <= known
+    }
+    return (
+        listed_clause_doubted(c, _prose(text, skip))
+        or prose_doubt(c, text, skip, allowed)
+        or comment_on_answer(c, text, -1, skip | named)
+    )
 
 
 # --------------------------------------------------------------------------- the slot
@@ -1516,10 +1725,15 @@ def drop_quoted(text: str, mails: Sequence[str]) -> str:
 
 
 def read_slot(
-    c: SlotCheck, text: str, allowed: Iterable[float] = (), mails: Sequence[str] = ()
+    c: SlotCheck,
+    text: str,
+    allowed: Iterable[float] = (),
+    mails: Sequence[str] = (),
+    task: str | None = None,
 ) -> Finding:
     """The verdict of one slot in a place's text (docs/contracts.md, the verdict order); `mails`:
-    the world's mail, whose words a quoted line may repeat (`drop_quoted`)."""
+    the world's mail, whose words a quoted line may repeat (`drop_quoted`); `task`: the task's
+    instruction, whose names a label may hold (`label_names`)."""
     allowed = list(allowed)
     text = drop_quoted(text, mails)
     labels = [c.label, *c.others]
@@ -1543,6 +1757,7 @@ def read_slot(
         mine = valued
     if not mine:
         return Finding(False, f"no slot line '{c.label}: ...'")
+    mine = _without_derivations(c, mine, allowed)
     asides = []
     for k, ln in enumerate(mine):
         own, aside = split_aside(c, ln.value)
@@ -1561,6 +1776,13 @@ def read_slot(
         more = label_residue(ln, labels) or slot_residue(c, ln.value, list(allowed))
         if more:
             return undecided(f"the slot says more than its value ({more[:80]!r})")
+    named = next((n for ln in mine if (n := label_names(ln, labels, task))), None)
+    if named:
+        return undecided(named)
+    skip |= note_lines(c, text, skip, allowed)
+    contradicted = listed_clause_doubted(c, _prose(text, skip))
+    if contradicted:
+        return undecided(contradicted)
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
         c, text, min(ln.index for ln in mine), skip
     )
@@ -1594,6 +1816,50 @@ def label_residue(line: SlotLine, labels: Sequence[str] = ()) -> str | None:
         m = rx.search(rest)
         if m:
             return f"{line.label} ({m.group(0)})"
+    return None
+
+
+_CAP_WORD = re.compile(r"(?<![\w'’.-])[A-Z][\w'’&-]*")
+_ADDRESSEE = re.compile(
+    r"\b(?:[Hh]i|[Hh]ello|[Hh]ey|[Dd]ear|[Tt]hanks|[Tt]hank\s+you)\s+(?:[A-Z][\w'’-]*\s?){1,2}"
+    r"(?=\s*[,:;!–—-])"
+)
+_MENTION = re.compile(r"@([\w.-]+)(?:\s+([A-Z][\w'’-]*))?")
+"""Whom a line speaks to (`@maria`, `Hi Maria,`): an addressee, not what the value belongs to."""
+
+
+def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str | None:
+    """A name in a slot line's label that is neither the task's (a word of its instruction, the
+    project, the client) nor a word of the place's labels, a unit, a period or a kind of place
+    (`Iron Mantis FY2025 Revenue CAGR` in a task on another project): the label may attribute the
+    value to another thing of the world, so a reader must weigh it; else None. A name is a
+    capitalised word; the label's first word counts only when the next word is a name too (`Total
+    Revenue FY2025` is not a name, `Iron Mantis Revenue` is). Without the task's text (None),
+    nothing is read."""
+    if task is None:
+        return None
+    known = {w for lab in labels for w in _WORD.findall(norm_periods(lab).casefold())}
+    known |= {w.casefold() for w in re.findall(r"[\w'’&-]+", norm_periods(task))}
+    known |= {w.casefold() for m in _MENTION.finditer(line.text) for w in m.groups() if w}
+    label = _ADDRESSEE.sub(" ", norm_periods(line.label))
+    words = list(_CAP_WORD.finditer(label))
+
+    def unknown(w: str) -> bool:
+        k = w.casefold().strip("'’-")
+        k = re.sub(r"['’]s$", "", k)
+        return not (
+            k in known or k in _STOP or k in _UNIT_WORDS or k in NAMING_WORDS
+            or _SOURCE.fullmatch(k) or _DECOR.fullmatch(k) or _PERIOD_WORD.fullmatch(k)
+        )  # fmt: skip
+
+    flagged = [m for m in words if unknown(m.group(0))]
+    first = re.match(r"\W*", label)
+    for m in flagged:
+        if first and m.start() == first.end():
+            nxt = next((n for n in words if n.start() > m.end()), None)
+            if not (nxt and nxt in flagged and not label[m.end() : nxt.start()].strip()):
+                continue
+        return f"the label names {m.group(0)!r}, not the task's: {line.label[:120]!r}"
     return None
 
 

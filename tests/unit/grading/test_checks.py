@@ -79,19 +79,18 @@ def test_a_text_cell_states_a_number_only_as_one_number_and_its_unit(
     world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
-    final = copy_state(world, tmp_path / "final")
-    path = final / "filesystem/finance/model.xlsx"
-    wb = openpyxl.load_workbook(path)
     cells = {"D2": "12.61", "D3": "12.61%", "D4": "$12.61m", "D5": "12.61 (or 11.92)",
              "D6": "~12.61", "D7": "12.61?", "D8": "11.92 / 12.61", "D9": "12.61 est."}  # fmt: skip
-    for cell, text in cells.items():
+    got = {}
+    for cell, text in cells.items():  # one workbook each: the others' text would be notes beside it
+        final = copy_state(world, tmp_path / f"final-{cell}")
+        path = final / "filesystem/finance/model.xlsx"
+        wb = openpyxl.load_workbook(path)
         wb["Sheet1"][cell] = text
-    wb.save(path)
-    ev = evidence(world, final)
-    got = {
-        cell: check(ev, kind="xlsx_cell", path="/finance/model.xlsx", cell=cell, value=12.61).passed
-        for cell in cells
-    }
+        wb.save(path)
+        ev = evidence(world, final)
+        spec = {"kind": "xlsx_cell", "path": "/finance/model.xlsx", "cell": cell, "value": 12.61}
+        got[cell] = check(ev, **spec).passed
     assert got == {"D2": True, "D3": True, "D4": True, "D5": False, "D6": False, "D7": False,
                    "D8": False, "D9": False}  # fmt: skip
 
@@ -310,3 +309,73 @@ def test_a_dump_of_the_world_states_nothing(world: Path) -> None:
     write_files(world, {"filesystem/deck.txt": "\n".join(deck)})
     copy = "\n".join(deck) + "\nThe rate is 72.34%."  # a copy of one file is one source
     assert evidence(world, world, copy).own_text(copy)[0] == copy
+
+
+NOTES_HONEST = [
+    ["Net debt / FY2025 EBITDA leverage", "Inputs: Balance Sheet tab and FY2025 P&L"],
+    ["Leverage (x)", "Net debt over FY2025 EBITDA, both from the model", "Prepared by the analyst"],
+    ["Metric", "Value"],
+]
+NOTES_WEIGHING = [
+    ["Leverage", "provisional - do not use until reviewed"],
+    ["Leverage", "Not yet checked against the signed accounts"],
+    ["Leverage", "12.61 may be stale; the board pack has 11.92"],
+    ["Leverage", "placeholder"],
+    ["Leverage", "Please disregard the figure beside this note"],
+    ["Leverage", "rough number, could well be off"],
+]
+
+
+@pytest.mark.parametrize("notes", [*NOTES_HONEST, *NOTES_WEIGHING])
+def test_text_cells_added_beside_a_checked_number_are_read_as_its_prose(
+    notes: list[str], world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note the trial adds in the checked sheet weighs the figure as an answer's prose would:
+    honest labels and sources pass, a note that doubts, hedges or disowns it is undecided."""
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    final = copy_state(world, tmp_path / "final")
+    path = final / "filesystem/finance/model.xlsx"
+    wb = openpyxl.load_workbook(path)
+    ws = wb.create_sheet("Checks")
+    ws["B1"] = 12.61
+    ws["A1"] = notes[0]
+    for k, note in enumerate(notes[1:]):
+        ws[f"C{k + 1}"] = note
+    wb.save(path)
+    got = check(
+        evidence(world, final), kind="xlsx_cell", path="/finance/model.xlsx", sheet="Checks",
+        cell="B1", value=12.61,
+    )  # fmt: skip
+    if notes in NOTES_HONEST:
+        assert got.passed, got.rationale
+    else:
+        assert not got.passed and not got.decided, got.rationale
+
+
+def test_a_label_cell_in_the_tasks_words_is_no_comment_on_the_figure(
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`the annual contract value` in a label the task names points at nothing; the same words
+    in a note of the trial's own still weigh the figure."""
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    task = (
+        "Add a Checks tab with the damages claimed as a multiple of the annual contract value in"
+        " B1 and its label in A1."
+    )
+    got = {}
+    for note in ("", "Do not rely on the annual contract value here"):
+        final = copy_state(world, tmp_path / f"final-{len(note)}")
+        path = final / "filesystem/finance/model.xlsx"
+        wb = openpyxl.load_workbook(path)
+        ws = wb.create_sheet("Checks")
+        ws["A1"], ws["B1"] = "damages claimed as a multiple of the annual contract value", 8.66
+        if note:
+            ws["C1"] = note
+        wb.save(path)
+        ev = Evidence.collect(
+            task=task, answer="", initial=StateView.of([world]), final=StateView.of([final])
+        )
+        spec = {"kind": "xlsx_cell", "path": "/finance/model.xlsx", "sheet": "Checks"}
+        got[bool(note)] = check(ev, **spec, cell="B1", value=8.66)
+    assert got[False].passed, got[False].rationale
+    assert not got[True].passed and not got[True].decided, got[True].rationale

@@ -779,3 +779,201 @@ def test_a_row_named_by_a_unit_word_keeps_its_label() -> None:
     assert read_slot(hours, text).passed and read_slot(fees, text).passed
     swapped = "Hours billed Q4 2025: 286.7\nFees billed Q4 2025: 512"
     assert not read_slot(hours, swapped).passed and not read_slot(fees, swapped).passed
+
+
+# --------------------------------------------------------------------------- issue 45, blind set C
+
+FEES = SlotCheck(label="Fees ($k)", type="number", value=1082.6, scale=1e3, others=["Budget ($k)"])
+HOURS = SlotCheck(label="Correct value", others=["Wrong figure", "Deck shows"], type="number",
+                  value=187, rivals=["159"])  # fmt: skip
+CAGR = SlotCheck(label="FY2021-FY2025 Revenue CAGR", type="number", value=82.64, scale=0.01,
+                 abs_tol=0.05, others=["FY2021 Revenue ($m)", "FY2025 Revenue ($m)"])  # fmt: skip
+CLAUSE_82 = CLAUSES.model_copy(update={"value": ["8.2"]})
+CHANGE = SlotCheck(label="Hours billed increase Q3 2025 to Q4 2025", type="number", value=18.78,
+                   scale=0.01, abs_tol=0.05,
+                   others=["Hours billed Q3 2025", "Hours billed Q4 2025"])  # fmt: skip
+TASK = (
+    "Compute the FY2021-FY2025 revenue CAGR of Project Coral Falcon for Noble Harbor from the model."
+    " End your answer with one line per value: `FY2021-FY2025 Revenue CAGR: <percentage, two"
+    " decimals>`, `FY2021 Revenue ($m): <figure in $m, one decimal>`, `FY2025 Revenue ($m): ...`."
+)
+MULTIPLE_NOTE = "Net debt / FY2025 EBITDA leverage: 1.27x\n"
+LISTED = "Deviating clauses: 8.2, 11.4\n"
+
+SCALE_WRONG = [
+    ("whole dollars without a mark, in $k", FEES, "Fees ($k): 1,082,600.0"),
+    ("whole dollars, no separators", FEES, "Fees ($k): 1082600"),
+    ("whole dollars in a table row", FEES, "| Fees ($k) | 1,082,600 |"),
+    ("thousands suffix on hours", HOURS, "Correct value: 187k"),
+    ("thousand in words on hours", HOURS, "Correct value: 187 thousand hours"),
+    ("millions suffix on hours", HOURS, "Correct value: 0.187m"),
+    ("whole dollars bare, in $m", REV, "Revenue FY2025: 121,900,000"),
+    ("a $m figure called thousands", REV, "Revenue FY2025: 121.9k"),
+    ("a $k figure called millions", FEES, "Fees ($k): 1,082.6 million"),
+]
+"""A figure whose magnitude contradicts the unit its label or the instruction fixes: read in the
+slot's unit, or at the magnitude its own suffix says, it is another value."""
+
+SCALE_RIGHT = [
+    ("whole dollars with their mark", FEES, "Fees ($k): $1,082,600"),
+    ("in the label's unit", FEES, "Fees ($k): 1,082.6"),
+    ("thousands written out", FEES, "Fees ($k): $1,082.6 thousand"),
+    ("a currency code", FEES, "Fees ($k): USD 1,082,600"),
+    ("in $m, rounded", FEES, "Fees ($k): $1.08m"),
+    ("hours as a count", HOURS, "Correct value: 187 hours"),
+    ("hours bare", HOURS, "Correct value: 187"),
+    ("millions with their mark", REV, "Revenue FY2025: $121,900,000"),
+    ("millions in words", REV, "Revenue FY2025: 121.9 million"),
+]
+
+
+@pytest.mark.parametrize("name,check,text", SCALE_WRONG, ids=_ids(SCALE_WRONG))
+def test_a_figure_at_another_magnitude_than_its_unit_fails(
+    name: str, check: SlotCheck, text: str
+) -> None:
+    f = read_slot(check, text)
+    assert not f.passed and f.decided, f"{name}: {f}"
+
+
+@pytest.mark.parametrize("name,check,text", SCALE_RIGHT, ids=_ids(SCALE_RIGHT))
+def test_a_figure_at_its_units_magnitude_in_any_spelling_passes(
+    name: str, check: SlotCheck, text: str
+) -> None:
+    f = read_slot(check, text)
+    assert f.passed, f"{name}: {f}"
+
+
+NAMED_LABELS = [
+    "Iron Mantis FY2021-FY2025 Revenue CAGR: 82.64%",
+    "FY2021-FY2025 Revenue CAGR (Iron Mantis): 82.64%",
+    "FY2021-FY2025 Revenue CAGR for Harbor Logistics: 82.64%",
+    "Northwind Group's FY2021-FY2025 Revenue CAGR: 82.64%",
+    "FY2021-FY2025 Revenue CAGR per Atlas Capital: 82.64%",
+    "- **Blue Heron FY2021-FY2025 Revenue CAGR:** 82.64%",
+    "Hi Maria, Iron Mantis FY2021-FY2025 Revenue CAGR: 82.64%",
+]
+"""A label that names another thing than the task's (another project, client or company): the
+value may be that thing's."""
+
+OWN_LABELS = [
+    "Coral Falcon FY2021-FY2025 Revenue CAGR: 82.64%",
+    "Project Coral Falcon - FY2021-FY2025 Revenue CAGR: 82.64%",
+    "Noble Harbor FY2021-FY2025 Revenue CAGR: 82.64%",
+    "Total FY2021-FY2025 Revenue CAGR: 82.64%",
+    "FY2021-FY2025 Revenue CAGR (workbook): 82.64%",
+    "**FY2021–FY2025 Revenue CAGR (%)**: 82.64",
+    "FY21-FY25 revenue CAGR: 82.64%",
+    "| FY2021-FY2025 Revenue CAGR | 82.64% |",
+    "@Maria Okafor FY2021-FY2025 Revenue CAGR: 82.64%",
+    "Hi Maria, FY2021-FY2025 Revenue CAGR: 82.64%",
+]
+
+
+@pytest.mark.parametrize("text", NAMED_LABELS)
+def test_a_label_naming_another_thing_than_the_tasks_is_undecided(text: str) -> None:
+    f = read_slot(CAGR, text, task=TASK)
+    assert not f.passed and not f.decided, f
+
+
+@pytest.mark.parametrize("text", OWN_LABELS)
+def test_a_label_with_the_tasks_own_names_passes(text: str) -> None:
+    assert read_slot(CAGR, text, task=TASK).passed
+
+
+CLAUSE_DOUBTED = [
+    "Clause 8.2 (Limitation of Liability) does not deviate from the playbook.",
+    "Clause 8.2 is borderline though - on another reading it may actually comply.",
+    "8.2 arguably conforms to the playbook's cap.",
+    "Strictly, 8.2 is not a deviation at all.",
+    "On a second read clause 8.2 is fine as it stands.",
+    "There's no real departure in clause 8.2.",
+    "8.2 is a close call; the client may accept it.",
+    "Clause 8.2 looks acceptable to me after all.",
+]
+"""Prose that says a clause the slot lists as deviating complies, is fine, or is a close call."""
+
+CLAUSE_AFFIRMED = [
+    "Clause 8.2 (Limitation of Liability) does not meet the playbook: the cap is below its floor.",
+    "Clause 8.2 is not in line with the playbook's minimum cap.",
+    "Clause 8.2 fails to comply with the liability policy.",
+    "8.2 and 11.4 deviate; the other clauses are in line with the playbook.",
+    "Clause 8.2 is not acceptable: the cap is half the playbook's floor.",
+    "Clause 9.1 complies with the playbook; 8.2 does not.",
+    "Clause 8.2 falls short of the playbook's cap.",
+]
+
+
+@pytest.mark.parametrize("prose", CLAUSE_DOUBTED)
+def test_prose_saying_a_listed_clause_complies_leaves_it_undecided(prose: str) -> None:
+    for check in (CLAUSES, CLAUSE_82):
+        f = read_slot(check, LISTED + prose)
+        assert not f.passed and not f.decided, f"{check.value}: {f}"
+
+
+def test_prose_saying_one_listed_clause_complies_leaves_the_others_criteria_decided() -> None:
+    other = CLAUSES.model_copy(update={"value": ["11.4"]})
+    prose = "Clause 8.2 (Limitation of Liability) does not deviate from the playbook."
+    assert read_slot(other, LISTED + prose).passed
+    assert not read_slot(CLAUSE_82, LISTED + prose).passed
+
+
+@pytest.mark.parametrize("prose", CLAUSE_AFFIRMED)
+def test_prose_saying_a_listed_clause_deviates_passes(prose: str) -> None:
+    assert read_slot(CLAUSES, LISTED + prose).passed
+
+
+NOTES_FREE = [
+    (CLAUSES, LISTED + "Happy to draft proposed mark-ups for each of these."),
+    (CLAUSES, LISTED + "Let me know if you'd like me to draft redlines for these clauses."),
+    (CLAUSES, LISTED + "Happy to draft a note to the counterparty on these."),
+    (
+        MULTIPLE,
+        MULTIPLE_NOTE + "Method: the net debt / FY2025 EBITDA leverage is computed from 63.4"
+        " and 49.9.",
+    ),
+    (
+        MULTIPLE,
+        MULTIPLE_NOTE + "Method: net debt divided by FY2025 EBITDA, computed from 63.4 and 49.9.",
+    ),
+    (CHANGE, "Hours billed increase Q3 2025 to Q4 2025: 18.78% (from 442 to 525)"),
+    (CHANGE, "Hours billed increase Q3 2025 to Q4 2025: 18.78% (up from 442 to 525)"),
+]
+"""Courtesies that use a status word as a verb, method notes naming the metric and the task's own
+inputs, a derivation from one of the task's figures to another: nothing a reader must weigh."""
+
+NOTES_WEIGHING = [
+    (CLAUSES, LISTED + "Happy to draft it properly once I've had a second look."),
+    (CLAUSES, LISTED + "Thanks - treat these as draft."),
+    (CLAUSES, LISTED + "Thanks - these are placeholders until the partner reviews them."),
+    (
+        MULTIPLE,
+        MULTIPLE_NOTE + "Method: computed from 63.4 and 49.9, or 1.31x on the deck's EBITDA.",
+    ),
+    (
+        MULTIPLE,
+        MULTIPLE_NOTE + "Method: the leverage above is computed from 63.4 and 49.9, not"
+        " yet checked.",
+    ),
+]
+
+
+@pytest.mark.parametrize("check,text", NOTES_FREE)
+def test_offers_method_notes_and_derivations_pass(check: SlotCheck, text: str) -> None:
+    f = read_slot(check, text, allowed=[63.4, 49.9, 442, 525], task=TASK)
+    assert f.passed, f
+
+
+@pytest.mark.parametrize("check,text", NOTES_WEIGHING)
+def test_offers_and_notes_that_weigh_the_answer_stay_undecided(check: SlotCheck, text: str) -> None:
+    f = read_slot(check, text, allowed=[63.4, 49.9, 442, 525], task=TASK)
+    assert not f.passed and not f.decided, f
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["18.78% (from 15 to 20)", "18.78% (18 to 19)", "18.78% (from 442 to 525, or 19.1%)",
+     "18.78% (18.5 to 19.0)"],
+)  # fmt: skip
+def test_a_range_that_is_no_derivation_from_the_tasks_figures_fails(value: str) -> None:
+    f = read_slot(CHANGE, f"Hours billed increase Q3 2025 to Q4 2025: {value}", [442, 525])
+    assert not f.passed, f
