@@ -65,7 +65,7 @@ from kwrl.train.learning import Stages, curve_svg, interval, paired_subset
 
 REPO = Path(__file__).resolve().parents[1]
 EVAL_RESERVE_S = 240.0
-"""Seconds kept for merging and evaluating the last export after SkyRL's stage is cut."""
+"""Seconds kept (by default) for merging and evaluating the last export after SkyRL's stage is cut."""
 DIFFERENCES = [
     "loop: SkyRL's synchronous trainer, vLLM and the FSDP learner colocated (sleep/wake between "
     "generation and training); kwrl's run overlaps generation with the learner (async, staleness 1)",
@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--skyrl-eval", action=argparse.BooleanOptionalAction, default=True,
         help="also SkyRL's main_eval on the last export, when the budget leaves time",
+    )  # fmt: skip
+    ap.add_argument(
+        "--eval-reserve-s", type=float, default=EVAL_RESERVE_S,
+        help="with --time-budget-s: seconds kept after SkyRL's stage for merging and evaluating "
+        "its last export (SkyRL itself takes 3-4 minutes to start on an H100: Ray, vLLM's "
+        "compile and CUDA graphs, the FSDP learner)",
     )  # fmt: skip
     ap.add_argument(
         "--skyrl-fallback-full", action=argparse.BooleanOptionalAction, default=True,
@@ -204,7 +210,7 @@ def run_skyrl(
     ]
     write_text(root / "command.txt", " ".join(cmd) + "\n")
     console.print(f"SkyRL: {n} training prompts, {a.skyrl_steps} steps, log {root / 'train.log'}")
-    stop_at = a.deadline - EVAL_RESERVE_S if a.deadline else None
+    stop_at = a.deadline - a.eval_reserve_s if a.deadline else None
     busy = BusyPoll()
     seen: dict[int, float] = {}
     t0 = time.time()
