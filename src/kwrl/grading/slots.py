@@ -1505,6 +1505,9 @@ def _offer(c: SlotCheck, sentence: str) -> bool:
         bool(COURTESY.match(sentence))
         and not _occurrences(c, sentence)
         and not _weighs(_MARKS.sub(" ", sentence))
+        # `it` may be the answer in any role (`Feel free to bin it.`, `Happy to file it away.`):
+        # such a courtesy stays with `comment_on_answer`
+        and not re.search(r"(?i)(?<![\w'’])it\b", sentence)
     )
 
 

@@ -944,6 +944,8 @@ inputs, a derivation from one of the task's figures to another: nothing a reader
 NOTES_WEIGHING = [
     (CLAUSES, LISTED + "Happy to draft it properly once I've had a second look."),
     (CLAUSES, LISTED + "Thanks - treat these as draft."),
+    (CLAUSES, LISTED + "Feel free to bin it."),
+    (CLAUSES, LISTED + "Let me know if you have questions on this, it's rushed."),
     (CLAUSES, LISTED + "Thanks - these are placeholders until the partner reviews them."),
     (
         MULTIPLE,
