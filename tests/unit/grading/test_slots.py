@@ -926,6 +926,8 @@ NOTES_FREE = [
     (CLAUSES, LISTED + "Happy to draft proposed mark-ups for each of these."),
     (CLAUSES, LISTED + "Let me know if you'd like me to draft redlines for these clauses."),
     (CLAUSES, LISTED + "Happy to draft a note to the counterparty on these."),
+    (CLAUSES, LISTED + "Happy to send it to Priya."),  # `it` read as an offer's object
+    (MULTIPLE, MULTIPLE_NOTE + "Happy to send it to Priya if she needs it."),
     (
         MULTIPLE,
         MULTIPLE_NOTE + "Method: the net debt / FY2025 EBITDA leverage is computed from 63.4"
@@ -945,6 +947,8 @@ NOTES_WEIGHING = [
     (CLAUSES, LISTED + "Happy to draft it properly once I've had a second look."),
     (CLAUSES, LISTED + "Thanks - treat these as draft."),
     (CLAUSES, LISTED + "Feel free to bin it."),
+    (CLAUSES, LISTED + "Happy to send it back to Priya to redo."),
+    (CLAUSES, LISTED + "Happy to walk you through it and its flaws."),
     (CLAUSES, LISTED + "Let me know if you have questions on this, it's rushed."),
     (CLAUSES, LISTED + "Thanks - these are placeholders until the partner reviews them."),
     (
