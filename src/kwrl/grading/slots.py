@@ -713,7 +713,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             if role == "own":
                 word = (
                     (None if c.wrong_value else _word(_CORRECTION, t))
-                    or _hedge_of_own(c, t, start, end)
+                    or _near(t, start, end, _HEDGE_NEAR, 4)
                     or _near_mark(t, start, end)
                     or (None if c.wrong_value else _negated_before(t, start))
                 )
@@ -735,26 +735,6 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             if role == "rival" and c.type != "text" and not _framed(t) and not _CONTACT.search(t):
                 return f"the prose names {shown!r} without saying whose it is: {clause.strip()[:160]!r}"
     return _sentence_doubt(c, _prose(text, skip), allowed)
-
-
-def _hedge_of_own(c: SlotCheck, t: str, start: int, end: int) -> str | None:
-    """A hedge word within 4 words of the slot's value in `t`, unless it heads a noun phrase
-    naming another value (`121.9 (rather than the earlier estimate of 108.1)`: the estimate is
-    108.1, not the answer)."""
-    word = _near(t, start, end, _HEDGE_NEAR, 4)
-    if not word:
-        return None
-    others = {a for a, _, role in _occurrences(c, t) if role != "own"}
-    lo = [m.start() for m in re.finditer(r"\S+", t[:start])][-4:]
-    hi = [m.end() for m in re.finditer(r"\S+", t[end:])][:4]
-    a, b = (lo[0] if lo else start), end + (hi[-1] if hi else 0)
-    for m in _HEDGE_NEAR.finditer(t, a, b):
-        if start <= m.start() < end:
-            continue
-        head = re.match(r"\s*(?:of|at|was|is|were|:)?\s*", t[m.end() :])
-        if not (head and m.end() + head.end() in others):
-            return m.group(0)
-    return None
 
 
 FRAMES = (
@@ -930,7 +910,7 @@ def _pending(clause: str) -> str | None:
     """A clause saying the answer waits on a check (`Haven't had time to verify`, `Worth
     double-checking`, `Still being reviewed`) or is held back until later (`Don't circulate
     yet`): the words, or None."""
-    check = _check_to_make(clause)
+    check = _CHECKING.search(clause)
     if check:
         before = " ".join(clause[: check.start()].split()[-4:])
         if _NEGATION.search(before) or _WAITING.search(clause):
@@ -938,26 +918,6 @@ def _pending(clause: str) -> str | None:
     neg = _NEGATION.search(clause)
     if neg and _PASSING_ON.search(clause, neg.end()) and _UNTIL.search(clause):
         return neg.group(0)
-    return None
-
-
-def _check_to_make(clause: str) -> re.Match[str] | None:
-    """The first checking word of `clause` that may name a check still to make: in a clause
-    without a waiting word (`worth`, `needs`, `yet`, `still`, `pending`), not one naming a place
-    (`I haven't touched the review copy`) nor one saying a thing holds (`the cells check out`,
-    without a negation before it)."""
-    for m in _CHECKING.finditer(clause):
-        after = clause[m.end() :]
-        if _WAITING.search(clause):
-            return m  # "still waiting on the review copy"
-        if re.match(r"\s+(?:[\w-]+\s+)?" + _SOURCE.pattern, after, re.I) and not re.match(
-            r"\s+(?:against|with|the|a|an|in|on)\b", after, re.I
-        ):
-            continue  # "the review copy", "the review deck": a place
-        holds = m[0].casefold() in ("check", "checks", "checked") and re.match(r"\s+out\b", after)
-        if holds and not _NEGATION.search(" ".join(clause[: m.start()].split()[-4:])):
-            continue  # "the neighbouring cells check out"
-        return m
     return None
 
 
@@ -1479,47 +1439,19 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     refs = [
                         r for r in refs if re.search(r"\b(?:one|above|earlier|previous)$", r, re.I)
                     ]
-                if _place_noun(part):  # "before Ines sends it out": `it` is the slide
+                if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
                     refs = [r for r in refs if r.casefold() != "it"]
-                if not refs or _reads_pointer(c, part, clause, line):
+                if not refs:
                     continue
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (
                     _NEGATION.search(part)
                     or _CORRECTION.search(part)
                     or _HEDGE_PROSE.search(part)
                     or _AFFIRM_ELSE.search(part)
-                    or not _plain_source(c, part)
                 ):
                     continue  # "This is from the FY2025 workbook."
                 return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"
     return None
-
-
-def _place_noun(clause: str) -> bool:
-    """`clause` names a place `it` may stand for: a kind of place used as a noun, after a
-    determiner, a possessive or a name (`fix the slide before she sends it`; in `Please file it`,
-    `post it` the word is a verb)."""
-    return any(
-        re.search(r"(?:\b(?:the|a|an|this|that|our|your|his|her|their|its|my)|['’]s|(?<=\w\s)[A-Z]\w*)\s+(?:[\w-]+\s+)?$",
-                  clause[: m.start()])
-        or not re.match(r"[a-z]", m[0])
-        for m in _SOURCE.finditer(clause)
-    )  # fmt: skip
-
-
-def _plain_source(c: SlotCheck, part: str) -> bool:
-    """The places `part` cites are named in plain words (`kwrl.grading.pointers.plain_source`)."""
-    from kwrl.grading import pointers
-
-    return pointers.plain_source(c, part)
-
-
-def _reads_pointer(c: SlotCheck, part: str, clause: str, line: str) -> bool:
-    """The pointers of `part` play roles read for certain (`kwrl.grading.pointers`: an offer, a
-    settled status, a method note, a pointer at something else)."""
-    from kwrl.grading import pointers  # it reads with this module's words
-
-    return pointers.reads(c, part, clause, line) is not None
 
 
 METHOD_WORDS = frozenset(
@@ -1574,17 +1506,9 @@ def _offer(c: SlotCheck, sentence: str) -> bool:
         and not _occurrences(c, sentence)
         and not _weighs(_MARKS.sub(" ", sentence))
         # `it` may be the answer in any role (`Feel free to bin it.`, `Happy to file it away.`):
-        # such a courtesy stays with `comment_on_answer`, unless the pointer reader reads it as an
-        # offer (`Happy to send it to Priya.`)
-        and not (re.search(r"(?i)(?<![\w'’])it\b", sentence) and not _reads_offer(c, sentence))
+        # such a courtesy stays with `comment_on_answer`
+        and not re.search(r"(?i)(?<![\w'’])it\b", sentence)
     )
-
-
-def _reads_offer(c: SlotCheck, sentence: str) -> bool:
-    """The pointer reader reads every pointer of `sentence` as an offer (`kwrl.grading.pointers`)."""
-    from kwrl.grading import pointers  # it reads with this module's words
-
-    return pointers.reads(c, sentence, sentence, sentence) == "offer"
 
 
 def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]) -> set[int]:

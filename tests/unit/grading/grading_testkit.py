@@ -17,28 +17,7 @@ from fake_judge import Fault as Fault
 from fake_judge import agent_output as agent_output
 from fake_judge import criterion_of as criterion_of
 from fake_judge import default_decide as default_decide
-from kwrl.grading.diff import StateView
-from kwrl.grading.evidence import Evidence
-from kwrl.grading.grade import CriterionGrade, prepare
-from kwrl.tasks.models import SlotCheck, Verifier, VerifierValues
-
-REV = SlotCheck(
-    label="Revenue FY2025", others=["Revenue FY2024"], type="number", value=121.9, scale=1e6,
-    rivals=["108.1"],
-)  # fmt: skip
-"""A number slot of a final answer, with the task's other slot and a known wrong value."""
-POST = REV.model_copy(update={"place": "chat", "channel": "deals", "others": []})
-"""The same slot in a chat post."""
-SLOT = "Revenue FY2025: 121.9\nRevenue FY2024: 100.2"
-"""REV's right slot lines."""
-
-
-def grade_answer(check: SlotCheck, answer: str) -> CriterionGrade:
-    """The grade of one slot check on a final answer, through the grader's own entry point."""
-    v = Verifier(verifier_id="c1", verifier_values=VerifierValues(criteria="x", kwrl_check=check))
-    ev = Evidence.collect(task="t", answer=answer, initial=StateView.of([]), final=StateView.of([]))
-    return prepare([v], ev).grades["c1"]
-
+from kwrl.tasks.models import Verifier
 
 # --------------------------------------------------------------------------- worlds
 

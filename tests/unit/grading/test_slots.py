@@ -926,8 +926,6 @@ NOTES_FREE = [
     (CLAUSES, LISTED + "Happy to draft proposed mark-ups for each of these."),
     (CLAUSES, LISTED + "Let me know if you'd like me to draft redlines for these clauses."),
     (CLAUSES, LISTED + "Happy to draft a note to the counterparty on these."),
-    (CLAUSES, LISTED + "Happy to send it to Priya."),  # `it` read as an offer's object
-    (MULTIPLE, MULTIPLE_NOTE + "Happy to send it to Priya if she needs it."),
     (
         MULTIPLE,
         MULTIPLE_NOTE + "Method: the net debt / FY2025 EBITDA leverage is computed from 63.4"
@@ -947,8 +945,6 @@ NOTES_WEIGHING = [
     (CLAUSES, LISTED + "Happy to draft it properly once I've had a second look."),
     (CLAUSES, LISTED + "Thanks - treat these as draft."),
     (CLAUSES, LISTED + "Feel free to bin it."),
-    (CLAUSES, LISTED + "Happy to send it back to Priya to redo."),
-    (CLAUSES, LISTED + "Happy to walk you through it and its flaws."),
     (CLAUSES, LISTED + "Let me know if you have questions on this, it's rushed."),
     (CLAUSES, LISTED + "Thanks - these are placeholders until the partner reviews them."),
     (
@@ -983,28 +979,3 @@ def test_offers_and_notes_that_weigh_the_answer_stay_undecided(check: SlotCheck,
 def test_a_range_that_is_no_derivation_from_the_tasks_figures_fails(value: str) -> None:
     f = read_slot(CHANGE, f"Hours billed increase Q3 2025 to Q4 2025: {value}", [442, 525])
     assert not f.passed, f
-
-
-@pytest.mark.parametrize(
-    ("prose", "score"),
-    [
-        ("I haven't touched the review copy; happy to fix the deck cell if you want.", 1.0),
-        ("The neighbouring cells check out: Hours billed for Q1 2025 is 399 in both files.", 1.0),
-        ("Still waiting on the review copy.", 0.0),
-        ("I haven't reviewed the deck.", 0.0),
-        ("It doesn't check out against the deck.", 0.0),
-        ("Haven't checked the model yet.", 0.0),
-        ("Revenue was 121.9 (earlier estimate of 108.1).", 1.0),
-        ("Revenue was 121.9, vs an estimated 108.1 in March.", 1.0),
-        ("Revenue was 121.9 (estimate), 108.1 in the deck.", 0.0),
-        ("Revenue was roughly 121.9 (estimate of 108.1).", 0.0),
-        ("Revenue was an estimated 121.9.", 0.0),
-    ],
-)
-def test_a_checking_or_hedge_word_about_another_thing_weighs_nothing(
-    prose: str, score: float
-) -> None:
-    """A checking word naming a place (`the review copy`) or saying a thing holds (`check out`)
-    waits on nothing; a hedge word heading another value (`estimate of 108.1`) hedges nothing."""
-    f = read_slot(REV, f"Revenue FY2025: 121.9\n{prose}")
-    assert (1.0 if f.passed else 0.0) == score, f
