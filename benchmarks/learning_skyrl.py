@@ -188,9 +188,6 @@ class BusyPoll:
         self._stop.set()
 
 
-_STEP_LINE = re.compile(r"\bStep (\d+):\s*$")
-
-
 def run_skyrl(
     a: argparse.Namespace, model: Path, tools: list[str], train_tasks: list[str], console: Console
 ) -> dict[str, Any]:
@@ -213,8 +210,9 @@ def run_skyrl(
     stop_at = a.deadline - a.eval_reserve_s if a.deadline else None
     busy = BusyPoll()
     seen: dict[int, float] = {}
+    partial = ""
     t0 = time.time()
-    with (root / "train.log").open("w") as log:
+    with (root / "train.log").open("w") as log, (root / "train.log").open(errors="replace") as tail:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, env=skyrl_env(a, model, root, run),
             cwd=REPO, start_new_session=True,
@@ -222,8 +220,10 @@ def run_skyrl(
         cut = False
         while proc.poll() is None:
             time.sleep(2.0)
-            for line in (root / "train.log").read_text(errors="replace").splitlines():
-                if m := _STEP_LINE.search(skyrl_steps._ANSI.sub("", line)):
+            # what the log gained since the last look, its unfinished last line kept for the next
+            *lines, partial = (partial + tail.read()).split("\n")
+            for line in lines:
+                if m := skyrl_steps._STEP.search(skyrl_steps._ANSI.sub("", line)):
                     seen.setdefault(int(m.group(1)), time.time())
             if stop_at is not None and time.time() > stop_at:
                 cut = True
