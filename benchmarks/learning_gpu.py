@@ -129,11 +129,17 @@ def trial_settings(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def vllm_settings(a: argparse.Namespace) -> dict[str, Any]:
-    return {
+    got: dict[str, Any] = {
         "gpu_memory_utilization": a.vllm_memory,
         "max_model_len": a.context_window,
         "max_num_seqs": max(a.concurrency, a.eval_concurrency),
     }
+    if kv := getattr(a, "kv_cache_gib", 0):
+        # a fixed KV cache (learning_skyrl.py --kv-cache-gib): no free-memory profile, so the
+        # engine can start beside another; the startup check then only needs this share free
+        got["gpu_memory_utilization"] = 0.12
+        got["extra"] = {"kv_cache_memory_bytes": int(kv * 2**30)}
+    return got
 
 
 def _evaluate_and_exit(**kw: Any) -> None:

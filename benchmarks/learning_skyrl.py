@@ -94,6 +94,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="also SkyRL's main_eval on the last export, when the budget leaves time",
     )  # fmt: skip
     ap.add_argument(
+        "--skyrl-loop-eval", action=argparse.BooleanOptionalAction, default=True,
+        help="SkyRL's trainer evaluates the held-out tasks at its last step (trainer.eval(), the "
+        "evaluation main_eval runs, on the engine already up)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--kv-cache-gib", type=float, default=8.0,
+        help="a fixed KV cache (GiB) for SkyRL's vLLM and kwrl's evaluation engines, so two can "
+        "share the GPU: vLLM then skips its free-memory profile, which another process's "
+        "release of memory would fail; 0: size it from the GPU share instead",
+    )  # fmt: skip
+    ap.add_argument(
+        "--overlap-sft-eval", action=argparse.BooleanOptionalAction, default=True,
+        help="evaluate the SFT model while SkyRL starts and trains (needs --kv-cache-gib)",
+    )  # fmt: skip
+    ap.add_argument(
         "--eval-reserve-s", type=float, default=EVAL_RESERVE_S,
         help="with --time-budget-s: seconds kept after SkyRL's stage for merging and evaluating "
         "its last export (SkyRL itself takes 3-4 minutes to start on an H100: Ray, vLLM's "
@@ -113,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 def skyrl_overrides(a: argparse.Namespace, tools: list[str], root: Path) -> list[str]:
     """The overrides over scripts/skyrl/smoke_1gpu.sh that make SkyRL's run kwrl's GPU run."""
     trials = a.prompts_per_step * a.samples_per_prompt
+    seqs = max(trials, a.eval_concurrency) if a.skyrl_loop_eval else trials
     ov = [
         f"trainer.max_training_steps={a.skyrl_steps}",
         f"trainer.train_batch_size={a.prompts_per_step}",
@@ -125,16 +141,36 @@ def skyrl_overrides(a: argparse.Namespace, tools: list[str], root: Path) -> list
         f"generator.sampling_params.max_generate_length={a.max_tokens_per_turn}",
         f"trainer.max_prompt_length={a.context_window}",
         f"generator.max_input_length={a.context_window}",
-        f"generator.inference_engine.gpu_memory_utilization={a.skyrl_vllm_memory}",
         "trainer.ckpt_interval=100000",
         f"trainer.hf_save_interval={a.export_every}",
-        f"kwrl.concurrency={trials}",
+        f"kwrl.concurrency={seqs}",
+        # no more sequences than trials at once: fewer CUDA graphs to capture at vLLM's start
+        f"generator.inference_engine.max_num_seqs={seqs}",
         f"kwrl.agent.max_steps={a.max_steps}",
         f"kwrl.agent.max_tokens_per_turn={a.max_tokens_per_turn}",
         "kwrl.agent.tool_prompt=compact",
         f"kwrl.agent.tool_result_max_chars={a.tool_result_max_chars}",
         "kwrl.agent.tools=[" + ",".join(tools) + "]",
     ]
+    if a.kv_cache_gib > 0:
+        # the startup check only needs this much free; the cache itself is the fixed size
+        ov += [
+            "generator.inference_engine.gpu_memory_utilization=0.15",
+            "generator.inference_engine.engine_init_kwargs.kv_cache_memory_bytes="
+            f"{int(a.kv_cache_gib * 2**30)}",
+        ]
+    else:
+        ov.append(f"generator.inference_engine.gpu_memory_utilization={a.skyrl_vllm_memory}")
+    if a.skyrl_loop_eval:
+        ov += [
+            f"data.val_data=['{root / 'heldout.parquet'}']",
+            f"trainer.eval_interval={a.skyrl_steps}",
+            "trainer.eval_before_train=false",
+            f"trainer.eval_batch_size={a.eval_concurrency}",
+            "generator.eval_n_samples_per_prompt=1",
+            f"generator.eval_sampling_params.max_generate_length={a.max_tokens_per_turn}",
+            f"generator.eval_sampling_params.temperature={a.eval_temperature}",
+        ]
     if a.lora_rank > 0:
         ov += [
             f"trainer.policy.model.lora.rank={a.lora_rank}",
@@ -200,6 +236,8 @@ def run_skyrl(
     shutil.rmtree(root / run, ignore_errors=True)
     (root / run).mkdir(parents=True)
     n = write_prompts(a.out / "data-train", root / run / "train.parquet", train_tasks)
+    if a.skyrl_loop_eval:
+        write_prompts(a.out / "data-heldout", root / "heldout.parquet")
     cmd = [
         "bash",
         str(REPO / "scripts" / "skyrl" / "smoke_1gpu.sh"),
@@ -330,13 +368,18 @@ def skyrl_main_eval(a: argparse.Namespace, model: Path, console: Console) -> dic
             rc = None
     subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"],
                    capture_output=True, check=False, timeout=120)  # fmt: skip
-    text = (root / "main_eval.log").read_text(errors="replace")
-    metrics = {
+    metrics = eval_metrics(root / "main_eval.log")
+    console.print(f"SkyRL main_eval: exit {rc}, {len(metrics)} metrics")
+    return {"exit": rc, "wall_s": round(time.time() - t0, 1), "metrics": metrics}
+
+
+def eval_metrics(log: Path) -> dict[str, float]:
+    """SkyRL's `eval/...` metrics in a console log (main_eval's, or the trainer's own eval)."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return {
         m.group(1): float(m.group(2))
         for m in re.finditer(r"'(eval/[\w/.\-@]+)':\s*'?([-+0-9.eE]+)'?", text)
     }
-    console.print(f"SkyRL main_eval: exit {rc}, {len(metrics)} metrics")
-    return {"exit": rc, "wall_s": round(time.time() - t0, 1), "metrics": metrics}
 
 
 def skyrl_step_figures(log: Path, stage: dict[str, Any]) -> dict[str, Any]:
@@ -447,13 +490,38 @@ def main() -> None:
     _, tools, train_tasks, sft_model = G.warm_start(a, stages, console, time_left)
     settings = G.eval_settings(a)
     sft_dir = a.out / f"eval-sft-{settings}"
-    if sft_model is not None and time_left():
+    root = a.out / "skyrl"
+    sft_eval: dict[str, Any] = {}
+
+    def eval_sft() -> None:
+        assert sft_model is not None
         t = time.perf_counter()
         ran = not (sft_dir / "eval.json").is_file()
-        whole = G.base_eval(a, sft_model, sft_dir, tools)
-        stages.done("eval SFT model on held-out tasks", sft_dir.name, t, ran and whole)
+        try:
+            sft_eval["whole"] = G.base_eval(a, sft_model, sft_dir, tools)
+        except BaseException as e:  # a thread drops its SystemExit: kept to raise after join
+            sft_eval["error"] = e
+        sft_eval.update(t=t, ran=ran)
 
-    root = a.out / "skyrl"
+    def sft_eval_done() -> None:
+        if "error" in sft_eval:
+            raise sft_eval["error"]
+        if "t" in sft_eval:
+            stages.done("eval SFT model on held-out tasks", sft_dir.name, sft_eval["t"],
+                        sft_eval["ran"] and sft_eval["whole"])  # fmt: skip
+
+    # The SFT model's evaluation beside SkyRL's start and steps (two engines on one GPU: each
+    # with a fixed KV cache, so neither profiles free memory the other changes), or before it.
+    overlap = a.overlap_sft_eval and a.kv_cache_gib > 0 and not (root / "DONE").is_file()
+    sft_thread = None
+    if sft_model is not None and time_left():
+        if overlap:
+            sft_thread = threading.Thread(target=eval_sft, daemon=True)
+            sft_thread.start()
+        else:
+            eval_sft()
+            sft_eval_done()
+
     if sft_model is not None and not (root / "DONE").is_file() and time_left():
         t = time.perf_counter()
         got = run_skyrl(a, sft_model, tools, train_tasks, console)
@@ -466,6 +534,9 @@ def main() -> None:
             got["fallback"] = "full weights, lr 1e-5 (LoRA run exited before its first step)"
             write_json(root / "stage.json", got)
         stages.done("SkyRL trainer", "skyrl", t, True)
+    if sft_thread is not None:
+        sft_thread.join()
+        sft_eval_done()
     stage = json.loads((root / "stage.json").read_text()) if (root / "stage.json").is_file() else {}
 
     export = last_export(root)
@@ -497,6 +568,12 @@ def main() -> None:
     )
     complete = bool(export and paired)
     diff = paired["mean_score"] if paired else None
+    loop = eval_metrics(root / "train.log")
+    main = (
+        json.loads((root / "main_eval.json").read_text())["metrics"]
+        if (root / "main_eval.json").is_file()
+        else {}
+    )
     side = [
         ("device", G.device_name(), kwrl and kwrl["device"]),
         ("steps trained", len(figs["steps"]), kwrl and kwrl["last_step"]),
@@ -517,6 +594,8 @@ def main() -> None:
         ("graded trials / GPU-hour", figs["graded_trials_per_gpu_hour"],
          kwrl and kwrl["graded_trials_per_gpu_hour"]),
         ("logprob gap vLLM vs learner (mean |diff|)", figs["logprob_gap_mean"], "-"),
+        ("SkyRL's own eval of the held-out tasks (eval/all/avg_score: in the loop; main_eval)",
+         f"{loop.get('eval/all/avg_score', '-')}; {main.get('eval/all/avg_score', '-')}", "-"),
     ]  # fmt: skip
     result: dict[str, Any] = {
         "status": "complete" if complete else "incomplete: rerun the same command to go on",
@@ -536,6 +615,7 @@ def main() -> None:
         "export_evaluated": export[0] if export else None,
         "skyrl_stage": stage,
         "skyrl": figs,
+        "skyrl_loop_eval": loop or None,
         "skyrl_main_eval": (
             json.loads((root / "main_eval.json").read_text())
             if (root / "main_eval.json").is_file()

@@ -67,7 +67,7 @@ def test_the_launched_skyrl_run_has_kwrls_batch_lr_lora_and_agent(
     assert a_.advantage_estimator == "grpo" and a_.grpo_norm_by_std is False
     assert a_.policy_loss_type == "dppo" and a_.temperature == 1.0
     k = kwrl_section(cfg)
-    assert k.concurrency == 64 and k.agent.tools == tools
+    assert k.concurrency == 96 and k.agent.tools == tools  # 64 trials a step; 96 in its eval
     assert (k.agent.max_steps, k.agent.max_tokens_per_turn, k.agent.context_window) == (
         8,
         320,
@@ -75,13 +75,39 @@ def test_the_launched_skyrl_run_has_kwrls_batch_lr_lora_and_agent(
     )
     assert k.agent.tool_prompt == "compact" and k.sandbox.allow_missing_limits
     assert cfg.generator.sampling_params.max_generate_length == 320
+    # a fixed KV cache, so kwrl's evaluation engine can start beside SkyRL's (no free-memory
+    # profile), and SkyRL's own evaluation of the held-out tasks at its last step
+    ie = cfg.generator.inference_engine
+    assert ie.engine_init_kwargs["kv_cache_memory_bytes"] == 8 * 2**30
+    assert ie.gpu_memory_utilization == 0.15 and ie.max_num_seqs == 96
+    assert (t.eval_interval, t.eval_before_train) == (20, False)
+    assert cfg.data.val_data == [str(tmp_path / "skyrl" / "heldout.parquet")]
+    ev = cfg.generator.eval_sampling_params
+    assert ev is not None and (ev.temperature, ev.max_generate_length) == (1.0, 320)
+    assert cfg.generator.eval_n_samples_per_prompt == 1
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import learning_gpu
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from kwrl.llm.engines.vllm import VLLMConfig
 
-    full = bench.build_parser().parse_args(["--out", str(tmp_path), "--lora-rank", "0"])
+    vllm = VLLMConfig(**learning_gpu.vllm_settings(a))
+    assert vllm.extra == {"kv_cache_memory_bytes": 8 * 2**30}
+
+    full = bench.build_parser().parse_args(
+        ["--out", str(tmp_path), "--lora-rank", "0", "--kv-cache-gib", "0", "--no-skyrl-loop-eval"]
+    )
     argv = subprocess.run(
         ["bash", str(script), *bench.skyrl_overrides(full, tools, tmp_path / "skyrl")],
         env=env, check=True, capture_output=True, text=True,
     ).stdout.splitlines()  # fmt: skip
-    assert served_policy_name(load(argv)) == "policy"
+    cfg = load(argv)
+    assert served_policy_name(cfg) == "policy"
+    assert cfg.generator.inference_engine.gpu_memory_utilization == 0.5
+    assert "kv_cache_memory_bytes" not in cfg.generator.inference_engine.engine_init_kwargs
+    assert cfg.trainer.eval_interval == -1 and cfg.data.val_data == []
+    assert VLLMConfig(**learning_gpu.vllm_settings(full)).extra == {}
 
 
 def test_step_figures_come_from_a_real_skyrl_log(bench: ModuleType) -> None:
