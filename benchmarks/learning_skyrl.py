@@ -392,7 +392,11 @@ def skyrl_step_figures(log: Path, stage: dict[str, Any]) -> dict[str, Any]:
             "step": int(s["step"]),
             "reward_mean": s.get("kwrl/mean_reward"),
             "trials": s.get("kwrl/trials"),
-            "logprob_gap_mean": s.get("policy/rollout_train_logprobs_abs_diff_mean"),
+            # SkyRL 0.3.0's name; older releases logged rollout_train_logprobs_abs_diff_mean
+            "logprob_gap_mean": s.get(
+                "policy/minibatch_rollout_logprobs_abs_diff_mean",
+                s.get("policy/rollout_train_logprobs_abs_diff_mean"),
+            ),
             "gpu_busy": (stage.get("gpu_busy_per_step") or {}).get(str(int(s["step"]))),
             **{k: round(v, 2) for k, v in part.items()},
         })  # fmt: skip

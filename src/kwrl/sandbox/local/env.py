@@ -49,6 +49,9 @@ _MOUNT = (
     'mount -t overlay overlay -o "$3" "$4" && shift 4 && exec "$@"'
 )
 
+_WARNED_UNENFORCED: set[tuple[str, ...]] = set()
+"""The sets of unenforced limits this process has warned about (`allow_missing_limits`)."""
+
 
 def _bad_mount_chars(p: Path) -> bool:
     return any(c in str(p) for c in ",:\n")
@@ -167,10 +170,13 @@ class LocalEnvironment(Phases, WorldGateway):
         if host.rootless() and self.settings.gateway_mode == "fork":
             # The zygote enters no user namespace: the gateway starts cold, through nsenter.
             self.settings = self.settings.model_copy(update={"gateway_mode": "exec"})
-        if self._unenforced:
+        if self._unenforced and tuple(self._unenforced) not in _WARNED_UNENFORCED:
+            # once a process: a training run starts thousands of sandboxes alike
+            _WARNED_UNENFORCED.add(tuple(self._unenforced))
             logging.getLogger(__name__).warning(
-                "sandbox without %s (allow_missing_limits): %s", self._unenforced, sup.describe()
-            )
+                "sandbox without %s (allow_missing_limits; said once a process): %s",
+                self._unenforced, sup.describe(),
+            )  # fmt: skip
         if self.settings.pool:
             spare = await pool.claim(self)
             if spare is not None:

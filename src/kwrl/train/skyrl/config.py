@@ -39,6 +39,10 @@ class KwrlSection(TrialSettings):
 
     dataset: str | None = None
     """kwrl dataset dir (`DATASET/tasks/<slug>/`); prompts parquet rows point into it."""
+    prompt_workers: int = Field(default=1, ge=1)
+    """Processes SkyRL's prompt datasets are tokenized and length-filtered with. SkyRL's own 8 spawn
+    a pool per dataset (about 35 s each on a busy 16-core GPU host for 200 prompts, before vLLM
+    starts); one process filters a few thousand prompts in seconds. Raise it for very large sets."""
     trials_dir: str = "~/kwrl-skyrl/trials"
     """Where harbor trial dirs go, one subdir per generate call (keep them: TITO arrays, grades)."""
     harbor_agent: str = AGENT_IMPORT_PATH

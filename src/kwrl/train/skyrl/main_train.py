@@ -21,17 +21,44 @@ from kwrl.train.skyrl.config import (
     check_policy_model,
     check_temperature,
     check_truncation,
+    kwrl_section,
     parse_overrides,
 )
 
 
 class KwrlExp(BasePPOExp):
-    """SkyRL experiment whose rollouts are kwrl harbor trials."""
+    """SkyRL experiment whose rollouts are kwrl harbor trials; its prompt datasets are filtered
+    with `kwrl.prompt_workers` processes (SkyRL's base class spawns 8 for each)."""
 
     def get_generator(self, cfg: Any, tokenizer: Any, inference_engine_client: Any) -> Any:
         from kwrl.train.skyrl.generator import KwrlHarborGenerator
 
         return KwrlHarborGenerator.from_skyrl(cfg, tokenizer, inference_engine_client)
+
+    def _prompts(self, files: list[str]) -> Any:
+        from skyrl.train.dataset import PromptDataset
+
+        tokenizer: Any = self.tokenizer  # typed AutoTokenizer by SkyRL; an instance of one
+        return PromptDataset(
+            datasets=files,
+            tokenizer=tokenizer,
+            max_prompt_length=self.cfg.trainer.max_prompt_length,
+            num_workers=kwrl_section(self.cfg).prompt_workers,
+        )
+
+    def get_train_dataset(self) -> Any:
+        got = self._prompts(list(self.cfg.data.train_data))
+        if len(got) < self.cfg.trainer.train_batch_size:
+            raise ValueError(
+                f"data.train_data: {len(got)} prompts, fewer than trainer.train_batch_size "
+                f"({self.cfg.trainer.train_batch_size})"
+            )
+        return got
+
+    def get_eval_dataset(self) -> Any:
+        if self.cfg.trainer.eval_interval > 0 and self.cfg.data.val_data:
+            return self._prompts(list(self.cfg.data.val_data))
+        return None
 
 
 def load(args: list[str]) -> KwrlSkyRLConfig:

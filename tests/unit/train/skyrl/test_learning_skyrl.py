@@ -120,6 +120,9 @@ def test_step_figures_come_from_a_real_skyrl_log(bench: ModuleType) -> None:
     assert figs["steps"][1]["gpu_busy"] == 0.41 and figs["gpu_busy_mean"] == 0.4
     total = sum(r["total"] for r in figs["steps"])
     assert figs["graded_trials"] == 32
+    # SkyRL 0.3.0's name of the gap between its vLLM's and its learner's logprobs
+    assert [r["logprob_gap_mean"] for r in figs["steps"]] == [0.0455, 0.0509]
+    assert figs["logprob_gap_mean"] == 0.0482
     assert figs["graded_trials_per_gpu_hour"] == round(32 * 3600 / total, 1)
     assert bench.skyrl_step_figures(LOG.parent / "no-such.log", {})["steps"] == []
 
