@@ -906,11 +906,35 @@ _PASSING_ON = re.compile(
 _UNTIL = re.compile(r"\b(?:yet|until|before|till)\b", re.I)
 
 
+_PLACE_NOUN = re.compile(
+    r"\s+(?:copy|copies|deck|decks|version|versions|file|files|folder|pack|workbook|sheet|tab"
+    r"|document|doc|slide|slides|log|trail|channel|thread)\b",
+    re.I,
+)
+_DETERMINER = re.compile(r"(?<![\w'])(?:the|this|that|our|your|their|a|an)\s+$", re.I)
+
+
+_CHECK_NOUNS = frozenset(["review", "audit", "check", "reconciliation", "verification"])
+"""Checking words that are nouns, which may name a place (`the review copy`); a participle (`a
+confirmed version`) says what was done to it."""
+
+
+def _names_place(clause: str, m: re.Match[str]) -> bool:
+    """The checking word `m` is the name of a place of the world, between a determiner and a
+    place noun (`the review copy`, `our audit file`): it names the place, and says nothing of a
+    check made or to make (`I have not edited the review copy`)."""
+    return bool(
+        m.group(0).casefold() in _CHECK_NOUNS
+        and _DETERMINER.search(clause[: m.start()])
+        and _PLACE_NOUN.match(clause, m.end())
+    )
+
+
 def _pending(clause: str) -> str | None:
     """A clause saying the answer waits on a check (`Haven't had time to verify`, `Worth
     double-checking`, `Still being reviewed`) or is held back until later (`Don't circulate
     yet`): the words, or None."""
-    check = _CHECKING.search(clause)
+    check = next((m for m in _CHECKING.finditer(clause) if not _names_place(clause, m)), None)
     if check:
         before = " ".join(clause[: check.start()].split()[-4:])
         if _NEGATION.search(before) or _WAITING.search(clause):
@@ -1089,6 +1113,9 @@ _SOURCE = re.compile(
     r"|\b(?:current|latest|newest|updated|final)\s+(?:one|version)\b",
     re.I,
 )
+CURRENCY_WORDS = ("dollars", "dollar", "us dollars", "usd")
+"""A currency written as a word after a figure (`1.08m dollars`, `121.9 million US dollars`): the
+figure's unit, read by `_at_unit` like a `$` before it, not a word about the value."""
 _DECOR = _words_re(
     [*_UNIT_WORDS, "hours", "hour", "hrs", "h", "times", "eur", "gbp", "am", "pm", "a.m", "p.m",
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
@@ -1096,7 +1123,7 @@ _DECOR = _words_re(
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
      *_MONTHS, *ZONES, "time", "in", "a", "an", "the", "that's", "that", "is", "which", "i.e",
      "rounded", "rounding", "rounded to", "one", "two", "decimal", "decimals", "place", "places", "dp",
-     "nearest"]
+     "nearest", *CURRENCY_WORDS]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
