@@ -1538,6 +1538,73 @@ def _offer(c: SlotCheck, sentence: str) -> bool:
     )
 
 
+_OFFER_LEAD = re.compile(
+    r"^\s*(?:if\s+you\s+(?:want|like|prefer|wish|need)"
+    r"|if\s+(?:it|this)\s+(?:would\s+|will\s+)?(?:helps?|be\s+(?:useful|helpful))(?:\s+[\w'’-]+){0,4}"
+    r"|if\s+(?:useful|helpful))\s*,\s*",
+    re.I,
+)
+_OFFER_HEAD = re.compile(
+    r"^\s*(?:(?:i['’]m\s+|i\s+am\s+|i['’]d\s+be\s+|i\s+would\s+be\s+)?(?:happy|glad)\s+to"
+    r"|i\s+can|i['’]ll|i\s+will|(?:do\s+you\s+)?want\s+me\s+to|would\s+you\s+like\s+me\s+to"
+    r"|shall\s+i|(?:let\s+me\s+know|shout|ping\s+me)\s+if\s+you(?:['’]d\s+like|\s+want|\s+need"
+    r"|\s+would\s+like)\s+me\s+to)\s",
+    re.I,
+)
+"""How an offer of a next step opens (`Happy to`, `Want me to`, `Shout if you want me to`),
+after an optional lead-in (`If you want,`, `If it would help your board pack,`)."""
+_POINTER = r"(?:it|this|these|them|(?:this|that|the)\s+(?:figure|number|value|answer|result)s?)"
+_PASSES_ON = re.compile(
+    "|".join(
+        [
+            r"\b(?:send|forward|share|pass|circulate|e-?mail|explain|go\s+over"
+            r"|(?:walk|talk|run|go)\s+(?:\w+\s+)?through)\s+" + _POINTER + r"\b",
+            r"\b(?:update|populate)\s+(?:the|our|your|my)\s+(?:[\w'’-]+\s+){0,3}?with\s+"
+            + _POINTER
+            + r"\b",
+            r"\b(?:you|they|he|she|we)\s+(?:need|needs|want|wants|have|has)\s+" + _POINTER + r"\b",
+            r"\bif\s+(?:it|this)\s+(?:would\s+|will\s+)?(?:helps?|be\s+(?:useful|helpful))\b",
+        ]
+    ),
+    re.I,
+)
+"""What an offer may do with the answer it points at: pass it on or walk through it (`send it
+over to Priya`, `walk you through it`, `update the tracker with this number`), give it to one
+who needs it (`if they need it`, `so you have it to hand`); `if it helps` points at nothing."""
+_CONTESTS = re.compile(
+    r"\b(?:push\s+back\s+on|negotiate|contest|challenge)\s+(?:" + _POINTER + r"|those|them)\b", re.I
+)
+_POINTED = re.compile(r"(?<![\w'’])(?:it|this|that|these|those|them)(?![\w'’])", re.I)
+_CONTINGENT = _words_re(
+    ["unless", "until", "till", "once", "provided", "providing", "pending", "subject to",
+     "assuming", "depending", "after", "before", "when", "whether", "except"]
+)  # fmt: skip
+"""Words that make an offer wait on something (`once it is signed off`, `unless you object`)."""
+
+
+def _passes_on(c: SlotCheck, sentence: str) -> bool:
+    """An offer of a next step (`_OFFER_HEAD`) that names no figure and no value of the slot's
+    kind, whose every pointer at the answer (`it`, `this`, `that number`, `above`...) is one it
+    passes on (`_PASSES_ON`: `Happy to send it over to Priya as well.`, `Shout if you want me to
+    walk through it.`, `Want me to update the deal tracker with this number?`), and that weighs
+    nothing and waits on nothing (`_CONTINGENT`) once those are read: it says what the writer
+    offers to do with the answer, not what the answer is. An alternative offer (`or we can jump
+    on a call`, `a redline or a note`) is no second candidate; in a clause review, the listed
+    clauses are the ones the reader may contest (`if you want to push back on these`)."""
+    s = _strip_marks(unmark(sentence))
+    lead = _OFFER_LEAD.match(s)
+    body = s[lead.end() :] if lead else s
+    if not _OFFER_HEAD.match(body) or number_tokens(s) or _occurrences(c, s):
+        return False
+    rest = _PASSES_ON.sub(" ", s)
+    if _numbered(c):  # a clause review: the listed clauses are the ones to push back on
+        rest = _CONTESTS.sub(" ", rest)
+    if _POINTED.search(rest) or BACKREF.search(rest) or _CONTINGENT.search(rest):
+        return False
+    rest = re.sub(r",?\s+or\s+(?=(?:(?:we|i)\s+can|an?)\s)", " ", rest, flags=re.I)
+    return not _weighs(rest)
+
+
 def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]) -> set[int]:
     """The prose lines each of whose sentences is a note on method (`_method_note`), a courtesy
     (`_offer`) or a note on rounding: they say nothing about the answer a reader must weigh."""
@@ -1546,7 +1613,10 @@ def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]
         sents = [s for s in _SENTENCE_CUT.split(_strip_marks(unmark(line))) if s.strip()]
         if i in skip or not sents:
             continue
-        if all(_method_note(c, s, allowed) or _offer(c, s) or _rounding_note(s) for s in sents):
+        if all(
+            _method_note(c, s, allowed) or _offer(c, s) or _passes_on(c, s) or _rounding_note(s)
+            for s in sents
+        ):
             out.add(i)
     return out
 

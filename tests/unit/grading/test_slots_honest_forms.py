@@ -51,7 +51,66 @@ PLACES = [
 ]
 """A checking noun between a determiner and a place names the place: no check is pending."""
 
-CASES: list[Case] = [*CURRENCY, *PLACES]
+MAIL = REV.model_copy(update={"place": "mail", "to": "cfo@client.example.com"})
+WHO = SlotCheck(label="Sent by", others=["Answer"], type="text", value=["Maria Okafor"],
+                rivals=["Jonas Berg", "Berg"])  # fmt: skip
+CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"],
+                    rivals=["9.1", "12.3", "14.2"])  # fmt: skip
+LISTED = "Deviating clauses: 8.2, 11.4\n\n"
+
+OFFERS = [
+    _prose("Happy to send it across to Tomasz too.", True),
+    _prose("Glad to forward this to the deal team if they need it.", True),
+    _prose("Let me know if you'd like me to talk you through it.", True),
+    _prose("Do you want me to populate the board tracker with this figure?", True),
+    _prose("If you like, I can email you the source workbook so you have it on file.", True),
+    _prose(
+        "If it would be useful for Thursday, I can pull the monthly split, or we can go through"
+        " it live.",
+        True,
+    ),
+    _prose("I'm happy to share this number with the lenders' advisers.", True),
+    _prose("Shall I circulate it to the steering group?", True),
+    _prose(
+        "Shout if you want me to walk you through it.\nBest,\nAna", True, MAIL, "Hi,\n\n" + LINE
+    ),
+    _prose("Happy to forward it to Jonas Berg as well.", True, WHO, "Sent by: Maria Okafor\n"),
+    _prose(
+        "Glad to prepare a mark-up or a cover note if you decide to push back on these.",
+        True,
+        CLAUSES,
+        LISTED,
+    ),
+    _prose(
+        "Happy to draft a short memo or a redline if you want to negotiate them.",
+        True,
+        CLAUSES,
+        LISTED,
+    ),
+    _prose("Happy to send it across once Tomasz has looked it over.", False),
+    _prose("Glad to forward this, though it could shift after audit.", False),
+    _prose("Happy to circulate it unless you want another pass at it.", False),
+    _prose("Want me to re-run this number first?", False),
+    _prose("Happy to send it or wait for the restated one.", False),
+    _prose("Shall I send the other one instead?", False),
+    _prose("Happy to send it if you are comfortable that it holds up.", False),
+    _prose("Happy to scrap it and start again.", False),
+    _prose("I can forward it, but I would not lean on it yet.", False),
+    _prose("Happy to share this figure, or we can use 108.1 for now.", False),
+    _prose("Happy to draft a redline, or maybe hold off on these.", False, CLAUSES, LISTED),
+    _prose(
+        "Happy to draft a redline if you want to push back on these, or on 9.1 too.",
+        False,
+        CLAUSES,
+        LISTED,
+    ),
+    _prose("Happy to draft a redline, though these might be acceptable.", False, CLAUSES, LISTED),
+]
+"""An offer to pass the answer on or walk through it says what the writer will do with it; one
+that weighs the answer, waits on something, points at it in another role or offers a second
+candidate does not pass."""
+
+CASES: list[Case] = [*CURRENCY, *PLACES, *OFFERS]
 
 
 @pytest.mark.parametrize("name,check,text,passes", CASES, ids=[c[0] for c in CASES])
