@@ -1441,16 +1441,50 @@ def _rounding_note(sentence: str) -> bool:
     )
 
 
+_FINAL = re.compile(
+    r"^\s*(?:and\s+|but\s+|so\s+)?(?:this|these|(?:this|these|the)\s+(?:one|figure|figures|number"
+    r"|numbers|value|values|answer|inputs)(?:\s+above)?)\s+(?:is|are|['’]s)\s+(?:now\s+)?"
+    r"(?:final|confirmed|firm|definitive|current|up[- ]to[- ]date)[\s,]*$",
+    re.I,
+)
+"""A clause that only says the answer it points at is final (`This figure is final`, `but the
+inputs above are final`)."""
+_CONTRAST = re.compile(
+    r"^\s*(?:but|though|although|however|yet|except|unless|until|till|pending)\b(?=\W*\w)", re.I
+)
+"""A clause opening that turns against what came before (not a closing `yet`: `not in yet`)."""
+
+
+def _without_final(sentence: str) -> str:
+    """`sentence` without its clauses that only call the answer final (`_FINAL`), when no later
+    clause of the sentence turns against them (`This figure is final, but ...`): such a clause
+    affirms the answer and weighs no other value. The caller reads it only where the prose
+    names no other value of the slot's kind, so that `this` can be nothing but the answer."""
+    parts = clauses(sentence)
+    keep = [
+        p
+        for k, p in enumerate(parts)
+        if not (_FINAL.match(p) and not any(_CONTRAST.match(q) for q in parts[k + 1 :]))
+    ]
+    return sentence if len(keep) == len(parts) else "; ".join(p.strip(" ,;") for p in keep)
+
+
 def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
     """A clause of the prose that points back at the answer (after the slot's line; before it,
     only `this`/`these` standing alone) and says anything but where it comes from: the reader
     cannot weigh it (docs/contracts.md)."""
     if c.wrong_value:
         return None
+    prose = [ln for i, ln in enumerate(text.splitlines()) if i != after and i not in skip]
+    alone = not any(role != "own" for ln in prose for _, _, role in _occurrences(c, ln))
     for i, line in enumerate(text.splitlines()):
         if i == after or i in skip:
             continue
-        line = " ".join(s for s in _SENTENCE_CUT.split(line) if not _rounding_note(s))
+        line = " ".join(
+            _without_final(s) if alone else s
+            for s in _SENTENCE_CUT.split(line)
+            if not _rounding_note(s)
+        )
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
                 own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))

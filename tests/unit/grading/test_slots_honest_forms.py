@@ -110,7 +110,25 @@ OFFERS = [
 that weighs the answer, waits on something, points at it in another role or offers a second
 candidate does not pass."""
 
-CASES: list[Case] = [*CURRENCY, *PLACES, *OFFERS]
+FINAL = [
+    _prose("This figure is final.", True),
+    _prose("These numbers are confirmed; the FY2026 plan is a separate exercise.", True),
+    _prose("The Q2 budget is still moving, but the figures above are firm.", True),
+    _prose("This is now final.", True),
+    _prose("This figure is final, but I would get a second pair of eyes on it.", False),
+    _prose("This figure is final for the moment.", False),
+    _prose("This figure is not final.", False),
+    _prose("This figure is most likely final.", False),
+    _prose("The deck said 108.1. This one is final.", False),
+    _prose("This figure is final unless the auditors object.", False),
+    _prose("The earlier figure is final.", False),
+    _prose("This is final, pending sign-off.", False),
+]
+"""A clause that only calls the answer final, beside prose naming no other value, affirms it;
+finality qualified, negated, hedged, turned by a later clause or beside another value does not
+pass."""
+
+CASES: list[Case] = [*CURRENCY, *PLACES, *OFFERS, *FINAL]
 
 
 @pytest.mark.parametrize("name,check,text,passes", CASES, ids=[c[0] for c in CASES])
