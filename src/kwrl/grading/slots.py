@@ -882,6 +882,19 @@ def _sentence_doubt(c: SlotCheck, prose: str, allowed: list[float]) -> str | Non
     return None
 
 
+_PERCEIVED = re.compile(
+    r"(?<![\w'’])(?:you|they|he|she|we|i|someone|others)\s+(?:may|might|could)\s+(?:already\s+)?"
+    r"(?:have\s+(?:seen|noticed|heard|read|received|come\s+across|spotted)|recall|remember)\b",
+    re.I,
+)
+
+
+def _perceived(t: str, m: re.Match[str]) -> bool:
+    """The hedge `m` says only that someone may have seen or heard a thing (`the $28.5m figure
+    you may have seen in your inbox`): it weighs the reader's memory, not the value."""
+    return any(p.start() <= m.start() < p.end() for p in _PERCEIVED.finditer(t))
+
+
 def _weighing(t: str, recommends: bool = True) -> str | None:
     """The first hedge, hedge mark or affirming word of a clause that does not act on a noun phrase
     naming the answer (`use this figure`, `confirmed the final one`), or None; `recommends`: also
@@ -889,6 +902,8 @@ def _weighing(t: str, recommends: bool = True) -> str | None:
     for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM if recommends else _AFFIRM_ONLY):
         for m in rx.finditer(t):
             if _ONTO_ANSWER.match(t[m.end() :]) or _TO_FIX.match(t[m.end() :]):
+                continue
+            if rx is _HEDGE_PROSE and _perceived(t, m):
                 continue
             return m.group(0)
     return None

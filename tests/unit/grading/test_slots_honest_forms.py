@@ -128,7 +128,17 @@ FINAL = [
 finality qualified, negated, hedged, turned by a later clause or beside another value does not
 pass."""
 
-CASES: list[Case] = [*CURRENCY, *PLACES, *OFFERS, *FINAL]
+SEEN = [
+    _prose("The 108.1 you might have seen on the old slide belongs to another matter.", True),
+    _prose("You may remember 108.1 from the March board pack.", True),
+    _prose("The 108.1 you may have seen might still be right.", False),
+    _prose("108.1 may be the better number.", False),
+    _prose("You may have seen 108.1, which could be the one.", False),
+]
+"""A modal on what the reader may have seen or recall weighs their memory, not the value; a
+hedge on the value itself stays undecided."""
+
+CASES: list[Case] = [*CURRENCY, *PLACES, *OFFERS, *FINAL, *SEEN]
 
 
 @pytest.mark.parametrize("name,check,text,passes", CASES, ids=[c[0] for c in CASES])
