@@ -725,7 +725,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             word = _weighing(t, c.type != "text")
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
-            if role == "rival" and _CHECK_VERB.search(t):
+            if role == "rival" and _check_to_make(t):
                 return f"the prose checks against {shown!r}: {clause.strip()[:160]!r}"
             if c.type in ("date", "time") and _OFFERED.search(t):
                 return f"the prose offers {shown!r} too: {clause.strip()[:160]!r}"
@@ -763,6 +763,21 @@ _COMPLIES = _words_re(COMPLIES)
 
 _CHECK_VERB = re.compile(r"\b(?:check|verify|validate)\b", re.I)
 """A check still to make (`check the invite`, `cross-check with 5.5`), not one made (`checked`)."""
+_CHECKED_OUT = re.compile(
+    r"\b(?!(?:lets|us)\b)(?:[a-z]+s|they|both|all)\s+check\s+out"
+    r"(?=\s*(?:[:.,;!]|$|\s+(?:fine|ok|okay|too|as\s+well)\b))",
+    re.I,
+)
+"""A verdict of a check made: a plural subject that checks out, the end of its clause after it
+(`The neighbouring cells check out:`)."""
+
+
+def _check_to_make(t: str) -> bool:
+    """A check still to make (`_CHECK_VERB`) in `t`, but not a check made (`_CHECKED_OUT`)."""
+    done = [m.span() for m in _CHECKED_OUT.finditer(t)]
+    return any(not any(a <= m.start() < b for a, b in done) for m in _CHECK_VERB.finditer(t))
+
+
 _OFFERED = _words_re(["if", "otherwise", "else", "backup", "fallback", "works", "work"])
 """Beside another date or time: it is offered as well (`If that doesn't work, 17:00 is free too`,
 `17:00 works as well`); `also` alone is context (`your calendar also has ... on April 10`)."""
@@ -1425,8 +1440,11 @@ _NOT_VERB = (
 )
 """A word between a determiner and an answer noun that is no auxiliary: after one the noun is a
 verb (`the invite does not list a room`)."""
+_SPAN = r"(?:period|quarter|year|month|week|day|fy\d{4}|q[1-4]_\d{4})s?\b"
+"""A span of time after `previous`, `earlier`...: `the previous period` is another period, not a
+place before the answer."""
 BACKREF = re.compile(
-    r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b"
+    r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b(?!\s+" + _SPAN + r")"
     rf"|\b(?:this|that|these|those|the|my|our)\s+(?:{_NOT_VERB}[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
     r"|\b(?:that|those)\b(?=\s*(?:[.;:!?,)]|$))"
     r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
@@ -1460,6 +1478,36 @@ def _rounding_note(sentence: str) -> bool:
         and not odd_marks(_MARKS.sub(" ", sentence))
         and all(w.casefold() in ROUNDING_WORDS for w in words)
     )
+
+
+_OPERAND_BEFORE = re.compile(r"\b(?:by|from|over|using|against|between|and)\s+$", re.I)
+
+
+OPERAND_WORDS = frozenset(
+    ["difference", "between", "period", "periods", "change", "gap", "measured", "taken",
+     "relative", "growth", "base", "quarter", "quarters", "year", "years", "figures", "against"]
+)  # fmt: skip
+"""Beside the place's label words, `DERIVES` and `METHOD_WORDS`, the words a line naming what
+the answer is computed from may hold (`Change computed as the difference between the two periods
+divided by the Q3 2025 figure`)."""
+
+
+def _operand(c: SlotCheck, line: str, part: str, ref: str) -> bool:
+    """`ref` names a figure by its period (`the Q3 2025 figure`) after a preposition of a
+    derivation (`divided by the Q3 2025 figure`), in a line of method words only (no number, and
+    words of `OPERAND_WORDS`, `METHOD_WORDS`, `DERIVES` and the place's labels): it says what is
+    computed from the figure, nothing of its value (the caller keeps only refs whose periods are
+    the label's)."""
+    t = norm_periods(_strip_marks(line))
+    if not _PERIOD_WORD.search(ref) or _numbers(t):
+        return False
+    own = {w for lab in [c.label, *c.others] for w in label_words(lab)}
+    free = own | DERIVES | METHOD_WORDS | OPERAND_WORDS | _STOP
+    if not all(w.casefold() in free for w in _bare(c, _PERIOD_WORD.sub(" ", t)).split()):
+        return False
+    p = norm_periods(part)
+    k = p.find(ref)
+    return k >= 0 and bool(_OPERAND_BEFORE.search(p[:k]))
 
 
 _FINAL = re.compile(
@@ -1504,7 +1552,7 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
         line = " ".join(
             _without_final(s) if alone else s
             for s in _SENTENCE_CUT.split(line)
-            if not _rounding_note(s)
+            if not (_rounding_note(s) or _passes_on(c, s))
         )
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
@@ -1514,6 +1562,7 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     for r in BACKREF.finditer(norm_periods(part))
                     if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
                 ]  # "the FY2024 number" is another period's, not the answer
+                refs = [r for r in refs if not _operand(c, line, part, r)]
                 if i < after:
                     refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
                 if any(role != "own" for _, _, role in _occurrences(c, part)):
@@ -1600,14 +1649,16 @@ _OFFER_LEAD = re.compile(
     re.I,
 )
 _OFFER_HEAD = re.compile(
-    r"^\s*(?:(?:i['’]m\s+|i\s+am\s+|i['’]d\s+be\s+|i\s+would\s+be\s+)?(?:happy|glad)\s+to"
+    r"^\s*(?:(?:(?:i['’]m\s+|i\s+am\s+|i['’]d\s+be\s+|i\s+would\s+be\s+)?(?:happy|glad)\s+to"
     r"|i\s+can|i['’]ll|i\s+will|(?:do\s+you\s+)?want\s+me\s+to|would\s+you\s+like\s+me\s+to"
     r"|shall\s+i|(?:let\s+me\s+know|shout|ping\s+me)\s+if\s+you(?:['’]d\s+like|\s+want|\s+need"
-    r"|\s+would\s+like)\s+me\s+to)\s",
+    r"|\s+would\s+like)\s+me\s+to)\s"
+    r"|next\s+steps?\s*:\s*(?=(?:send|forward|share|circulate|reflect|carry)\s))",
     re.I,
 )
-"""How an offer of a next step opens (`Happy to`, `Want me to`, `Shout if you want me to`),
-after an optional lead-in (`If you want,`, `If it would help your board pack,`)."""
+"""How an offer of a next step opens (`Happy to`, `Want me to`, `Shout if you want me to`, `Next
+step:` before a verb that passes the answer on), after an optional lead-in (`If you want,`, `If
+it would help your board pack,`)."""
 _POINTER = r"(?:it|this|these|them|(?:this|that|the)\s+(?:figure|number|value|answer|result)s?)"
 _PASSES_ON = re.compile(
     "|".join(
@@ -1619,6 +1670,9 @@ _PASSES_ON = re.compile(
             + r"\b",
             r"\b(?:you|they|he|she|we)\s+(?:need|needs|want|wants|have|has)\s+" + _POINTER + r"\b",
             r"\bif\s+(?:it|this)\s+(?:would\s+|will\s+)?(?:helps?|be\s+(?:useful|helpful))\b",
+            r"\b(?:reflect|carry)\s+" + _POINTER + r"\s+(?:in|into|over\s+to|through\s+to)\b",
+            r"\blet\s+(?:[\w'’-]+\s+){1,2}know\s+(?:it|this)(?:['’]s|\s+is)\s+ready"
+            r"(?:\s+to\s+go(?:\s+out)?)?\b",
         ]
     ),
     re.I,
@@ -1626,6 +1680,11 @@ _PASSES_ON = re.compile(
 """What an offer may do with the answer it points at: pass it on or walk through it (`send it
 over to Priya`, `walk you through it`, `update the tracker with this number`), give it to one
 who needs it (`if they need it`, `so you have it to hand`); `if it helps` points at nothing."""
+_FIXES_PLACE = re.compile(
+    r"\b(?:correct|fix|update|amend)\s+(?:the|that)\s+(?:cell|slide|deck|table|row)\b", re.I
+)
+"""An offer to fix the place that holds a wrong figure (`I can correct the cell`): an edit of a
+place, not a value put forward."""
 _CONTESTS = re.compile(
     r"\b(?:push\s+back\s+on|negotiate|contest|challenge)\s+(?:" + _POINTER + r"|those|them)\b", re.I
 )
@@ -1651,7 +1710,7 @@ def _passes_on(c: SlotCheck, sentence: str) -> bool:
     body = s[lead.end() :] if lead else s
     if not _OFFER_HEAD.match(body) or number_tokens(s) or _occurrences(c, s):
         return False
-    rest = _PASSES_ON.sub(" ", s)
+    rest = _FIXES_PLACE.sub(" ", _PASSES_ON.sub(" ", s))
     if _numbered(c):  # a clause review: the listed clauses are the ones to push back on
         rest = _CONTESTS.sub(" ", rest)
     if _POINTED.search(rest) or BACKREF.search(rest) or _CONTINGENT.search(rest):

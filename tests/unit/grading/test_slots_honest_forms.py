@@ -147,12 +147,74 @@ VERBS = [
 ]
 """An answer noun after an auxiliary (`does not list`) is a verb: it points at nothing."""
 
-CASES: list[Case] = [*CURRENCY, *PLACES, *OFFERS, *FINAL, *SEEN, *VERBS]
+CHANGE = SlotCheck(
+    label="Hours billed increase Q3 2025 to Q4 2025", type="number", value=18.78, scale=0.01,
+    others=["Hours billed Q3 2025", "Hours billed Q4 2025"],
+)  # fmt: skip
+HOURS_Q3 = CHANGE.model_copy(
+    update={"label": "Hours billed Q3 2025", "value": 442, "scale": None,
+            "others": ["Hours billed increase Q3 2025 to Q4 2025", "Hours billed Q4 2025"]}
+)  # fmt: skip
+DECK = "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\nHours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+WHICH = SlotCheck(label="Wrong figure", others=["Deck shows", "Correct value"], type="text",
+                  value=["Hours billed", "Q4 2025"], rivals=["Q1 2025", "Q3 2025"])  # fmt: skip
+FIXED = SlotCheck(label="Correct value", others=["Wrong figure", "Deck shows"], type="number",
+                  value=525, rivals=["501"])  # fmt: skip
+RECONCILE = "Wrong figure: Hours billed Q4 2025\nDeck shows: 501\nCorrect value: 525\n"
+POSTED = REV.model_copy(update={"place": "chat", "channel": "deals", "label": "Revenue Q4 2025",
+                                "others": [], "value": 33.7})  # fmt: skip
+
+PERIODS = [
+    _prose("Computed as the gap between the quarters over the Q3 2025 figure.", True, CHANGE, DECK),
+    _prose("The change is measured against the Q3 2025 figure.", True, HOURS_Q3, DECK),
+    _prose("The Q4 2025 figure is out of date.", False, CHANGE, DECK),
+    _prose("Divided by the Q3 2025 figure, which nobody has verified.", False, CHANGE, DECK),
+    _prose("The change is measured against the Q3 2025 figure, I think.", False, HOURS_Q3, DECK),
+    _prose("", True, POSTED, "Revenue Q4 2025: 33.7 (previous quarter, Q3 2025: 30.0)"),
+    _prose("The previous figure was nearer the mark.", False, POSTED, "Revenue Q4 2025: 33.7\n"),
+    _prose("The neighbouring rows check out: Q1 2025 reads 399 in both.", True, WHICH, RECONCILE),
+    _prose("Please check out Q1 2025 as well.", False, WHICH, RECONCILE),
+    _prose("Someone should check out Q3 2025 too.", False, WHICH, RECONCILE),
+]
+"""A figure named by one of the label's periods as what the answer is computed from, an earlier
+period, rows that check out: context a reader need not weigh; the same words beside a doubt, a
+check still to make or a figure of the answer's own period do not pass."""
+
+NEXT_STEPS = [
+    _prose(
+        "The deck itself is untouched. I can fix the slide and let Omar know it is ready.",
+        True,
+        FIXED,
+        RECONCILE,
+    ),
+    _prose("Next step: carry this figure into the quarterly tracker.", True, FIXED, RECONCILE),
+    _prose(
+        "I can fix the slide and let Omar know it is ready, though the workbook may lag.",
+        False,
+        FIXED,
+        RECONCILE,
+    ),
+    _prose("Next step: check this figure against the ledger.", False, FIXED, RECONCILE),
+    _prose(
+        "I can fix the slide and let Omar know it is ready once he signs off.",
+        False,
+        FIXED,
+        RECONCILE,
+    ),
+]
+"""An offer to fix the place holding the wrong figure and say it is ready, a next step that passes
+the answer on; not beside a hedge, a check to make or another figure."""
+
+CASES: list[Case] = [
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS
+]  # fmt: skip
+ALLOWED = [442, 525]
+"""The task's own figures (its other slots' values)."""
 
 
 @pytest.mark.parametrize("name,check,text,passes", CASES, ids=[c[0] for c in CASES])
 def test_each_form_is_read_for_certain_and_its_hostile_neighbours_do_not_pass(
     name: str, check: SlotCheck, text: str, passes: bool
 ) -> None:
-    f = read_slot(check, text)
+    f = read_slot(check, text, allowed=ALLOWED)
     assert f.passed is passes, f"{name}: {f}"
