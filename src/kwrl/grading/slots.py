@@ -1615,14 +1615,28 @@ def _task_figures_only(c: SlotCheck, toks: list[NumToken], allowed: Sequence[flo
     )
 
 
+_COMPUTED_FROM = re.compile(r"\b(?:computed|calculated|derived)\s+from\b", re.I)
+
+
+def _names_inputs(c: SlotCheck, t: str, toks: list[NumToken], allowed: Sequence[float]) -> bool:
+    """`t` says what a metric is computed from (`computed from 50.1 and 5.0`), naming the slot's
+    own value (an input of that metric) beside another of the task's figures, and no other
+    figure: the input restated as what it feeds."""
+    own = [k for k in toks if _number_is(k, c)]
+    rest = [k for k in toks if not _number_is(k, c)]
+    return bool(own and _COMPUTED_FROM.search(t) and _task_figures_only(c, rest, allowed))
+
+
 def _method_note(c: SlotCheck, sentence: str, allowed: Sequence[float]) -> bool:
     """A sentence naming only the answer's metric (the place's label words) and the task's own
-    figures it is computed from (`allowed`, none the answer's value), in `DERIVES` and
-    `METHOD_WORDS`: a note on method, not a comment on the answer."""
+    figures it is computed from (`allowed`, none the answer's value; or, `_names_inputs`, the
+    answer's value as one of them), in `DERIVES` and `METHOD_WORDS`: a note on method, not a
+    comment on the answer."""
     if c.type != "number" or not allowed or _weighs(_MARKS.sub(" ", sentence)):
         return False
     t = norm_periods(sentence)
-    if not _task_figures_only(c, _numbers(t), allowed):
+    toks = _numbers(t)
+    if not (_task_figures_only(c, toks, allowed) or _names_inputs(c, t, toks, allowed)):
         return False
     own = {w for lab in [c.label, *c.others] for w in label_words(lab)}
     free = own | DERIVES | METHOD_WORDS | _STOP

@@ -205,10 +205,27 @@ NEXT_STEPS = [
 """An offer to fix the place holding the wrong figure and say it is ready, a next step that passes
 the answer on; not beside a hedge, a check to make or another figure."""
 
-CASES: list[Case] = [
-    *CURRENCY, *PLACES, *OFFERS, *FINAL, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS
+CONTRACT = SlotCheck(label="Contract value ($m)", type="number", value=4.2, scale=1e6,
+                     others=["Damages ($m)", "Damages as a multiple of contract value"])  # fmt: skip
+MULTIPLE = "Damages as a multiple of contract value: 11.93x\nDamages ($m): 50.1\nContract value ($m): 4.2\n"
+INPUTS = [
+    _prose("Method: the damages as a multiple of the contract value is computed from 50.1 and 4.2.",
+           True, CONTRACT, MULTIPLE),
+    _prose("Note: the multiple of the contract value is calculated from 50.1 and 4.2.", True,
+           CONTRACT, MULTIPLE),
+    _prose("Method: the multiple of the contract value is computed from 50.1 and 4.2, or 4.6.",
+           False, CONTRACT, MULTIPLE),
+    _prose("Method: the multiple of the contract value is computed from 50.1 and roughly 4.2.",
+           False, CONTRACT, MULTIPLE),
+    _prose("Note: the contract value is computed from 50.1 and 4.2, not yet checked.", False,
+           CONTRACT, MULTIPLE),
 ]  # fmt: skip
-ALLOWED = [442, 525]
+"""A method note may name an input slot's own value as what the metric is computed from."""
+
+CASES: list[Case] = [
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS, *INPUTS
+]  # fmt: skip
+ALLOWED = [442, 525, 50.1, 11.93]
 """The task's own figures (its other slots' values)."""
 
 
