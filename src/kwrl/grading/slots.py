@@ -683,7 +683,11 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     for clause in clauses(_prose(text, skip)):
         named = bool(_occurrences(c, clause) or number_tokens(clause))
         message = c.place in ("chat", "mail")
-        word = None if named else _changes(clause) or (message and _retracts(clause))
+        word = (
+            None
+            if named or _UNCHANGED.match(clause)
+            else _changes(clause) or (message and _retracts(clause))
+        )
         if word:
             return f"the prose says {word!r}: {clause.strip()[:160]!r}"
         status = next(
@@ -1518,6 +1522,14 @@ _FINAL = re.compile(
 )
 """A clause that only says the answer it points at is final (`This figure is final`, `but the
 inputs above are final`)."""
+_UNCHANGED = re.compile(
+    r"^\s*(?:and\s+|but\s+|so\s+)?(?:nobody|no\s+one|no-one|none\s+of\s+them)\s+(?:has\s+|had\s+)?"
+    r"[a-z]+ed(?:\s*,?\s+(?:or|nor|and)\s+[a-z]+ed)?\s+(?:it|this|that\s+figure|the\s+figure)"
+    r"(?:\s+(?:afterwards|since|later|after\s+that|since\s+then))?[\s,]*$",
+    re.I,
+)
+"""A clause that only says nobody changed the answer (`nobody changed or corrected it
+afterwards`): it affirms the answer, and its `or` joins what is denied."""
 _CONTRAST = re.compile(
     r"^\s*(?:but|though|although|however|yet|except|unless|until|till|pending)\b(?=\W*\w)", re.I
 )
@@ -1525,16 +1537,22 @@ _CONTRAST = re.compile(
 
 
 def _without_final(sentence: str) -> str:
-    """`sentence` without its clauses that only call the answer final (`_FINAL`), when no later
-    clause of the sentence turns against them (`This figure is final, but ...`): such a clause
+    """`sentence` without its clauses that only call the answer final (`_FINAL`) or unchanged
+    (`_UNCHANGED`), when no later clause of the sentence turns against them (`This figure is
+    final, but ...`) and no `yet` closes them (`Nobody has corrected it yet`): such a clause
     affirms the answer and weighs no other value. The caller reads it only where the prose
     names no other value of the slot's kind, so that `this` can be nothing but the answer."""
     parts = clauses(sentence)
-    keep = [
-        p
-        for k, p in enumerate(parts)
-        if not (_FINAL.match(p) and not any(_CONTRAST.match(q) for q in parts[k + 1 :]))
-    ]
+
+    def affirms(k: int) -> bool:
+        later = parts[k + 1 :]
+        return bool(
+            (_FINAL.match(parts[k]) or _UNCHANGED.match(parts[k]))
+            and not any(_CONTRAST.match(q) for q in later)
+            and not (later and later[0].strip(" ,;").casefold() == "yet")
+        )
+
+    keep = [p for k, p in enumerate(parts) if not affirms(k)]
     return sentence if len(keep) == len(parts) else "; ".join(p.strip(" ,;") for p in keep)
 
 

@@ -124,6 +124,15 @@ FINAL = [
     _prose("The earlier figure is final.", False),
     _prose("This is final, pending sign-off.", False),
 ]
+UNCHANGED = [
+    _prose("I went through the later messages; no one revised or restated it since.", True),
+    _prose("Nobody amended that figure afterwards.", True),
+    _prose("Nobody has corrected it yet.", False),
+    _prose("Nobody changed it, or maybe they did.", False),
+    _prose("Nobody questioned it, though the auditors might.", False),
+    _prose("Somebody revised or restated it afterwards.", False),
+]
+"""A clause that only says nobody changed the answer affirms it, as finality does."""
 """A clause that only calls the answer final, beside prose naming no other value, affirms it;
 finality qualified, negated, hedged, turned by a later clause or beside another value does not
 pass."""
@@ -223,7 +232,7 @@ INPUTS = [
 """A method note may name an input slot's own value as what the metric is computed from."""
 
 CASES: list[Case] = [
-    *CURRENCY, *PLACES, *OFFERS, *FINAL, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS, *INPUTS
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS, *INPUTS
 ]  # fmt: skip
 ALLOWED = [442, 525, 50.1, 11.93]
 """The task's own figures (its other slots' values)."""
