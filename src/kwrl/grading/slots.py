@@ -1556,6 +1556,15 @@ def _without_final(sentence: str) -> str:
     return sentence if len(keep) == len(parts) else "; ".join(p.strip(" ,;") for p in keep)
 
 
+_ON_THIS = re.compile(
+    r"\b(?:send|sent|say|said|write|wrote|written|post|posted|add|added|reply|replied|mail|mailed)"
+    r"\s+(?:anything|nothing)(?:\s+(?:further|else|more))?\s+(?:on|about|regarding)\s+this\s*$",
+    re.I,
+)
+"""`this` as the matter someone wrote nothing about (`did not send anything on this`): the thread's
+subject, not the answer (read so only where the part names none of the slot's own values)."""
+
+
 def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
     """A clause of the prose that points back at the answer (after the slot's line; before it,
     only `this`/`these` standing alone) and says anything but where it comes from: the reader
@@ -1581,6 +1590,10 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
                 ]  # "the FY2024 number" is another period's, not the answer
                 refs = [r for r in refs if not _operand(c, line, part, r)]
+                if _ON_THIS.search(part) and not any(
+                    role == "own" for _, _, role in _occurrences(c, part)
+                ):  # "Jonas was only copied and did not send anything on this"
+                    refs = [r for r in refs if r.casefold() != "this"]
                 if i < after:
                     refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
                 if any(role != "own" for _, _, role in _occurrences(c, part)):

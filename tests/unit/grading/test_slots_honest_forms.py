@@ -231,8 +231,19 @@ INPUTS = [
 ]  # fmt: skip
 """A method note may name an input slot's own value as what the metric is computed from."""
 
+SENDER = SlotCheck(label="Sent by", others=["Answer"], type="text", value=["Maria Okafor"],
+                   rivals=["Jonas Berg", "Berg"])  # fmt: skip
+SENT = "Answer: $28.5m\nSent by: Maria Okafor\n"
+ON_THIS = [
+    _prose("Jonas Berg was copied on the thread but wrote nothing on this.", True, SENDER, SENT),
+    _prose("Maria Okafor did not send anything on this.", False, SENDER, SENT),
+    _prose("I would not lean on this.", False, SENDER, SENT),
+]  # fmt: skip
+"""`this` as the matter another person wrote nothing about is the thread's subject; the slot's
+own person said to have sent nothing, or `this` in any other role, stays for a reader."""
+
 CASES: list[Case] = [
-    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS, *INPUTS
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS
 ]  # fmt: skip
 ALLOWED = [442, 525, 50.1, 11.93]
 """The task's own figures (its other slots' values)."""
