@@ -1741,6 +1741,11 @@ _CONTINGENT = _words_re(
 """Words that make an offer wait on something (`once it is signed off`, `unless you object`)."""
 
 
+_NAME_RUN = re.compile(r"(?<=\S\s)[A-Z][\w&'’-]*(?:\s+[A-Z][\w&'’-]*)+")
+"""Two or more capitalised words after the sentence's start: a name (`Lakeside Real LLC`), whose
+words weigh nothing."""
+
+
 def _passes_on(c: SlotCheck, sentence: str) -> bool:
     """An offer of a next step (`_OFFER_HEAD`) that names no figure and no value of the slot's
     kind, whose every pointer at the answer (`it`, `this`, `that number`, `above`...) is one it
@@ -1761,7 +1766,7 @@ def _passes_on(c: SlotCheck, sentence: str) -> bool:
     if _POINTED.search(rest) or BACKREF.search(rest) or _CONTINGENT.search(rest):
         return False
     rest = re.sub(r",?\s+or\s+(?=(?:(?:we|i)\s+can|an?)\s)", " ", rest, flags=re.I)
-    return not _weighs(rest)
+    return not _weighs(_NAME_RUN.sub(" ", rest))
 
 
 def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]) -> set[int]:

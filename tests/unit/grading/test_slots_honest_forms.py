@@ -198,6 +198,18 @@ NEXT_STEPS = [
     ),
     _prose("Next step: carry this figure into the quarterly tracker.", True, FIXED, RECONCILE),
     _prose(
+        "Next step: reflect this figure in the note to Harbor Real Estate Partners.",
+        True,
+        FIXED,
+        RECONCILE,
+    ),
+    _prose(
+        "Happy to send it to Harbor Real Estate Partners, though it may move.",
+        False,
+        FIXED,
+        RECONCILE,
+    ),
+    _prose(
         "I can fix the slide and let Omar know it is ready, though the workbook may lag.",
         False,
         FIXED,
