@@ -1438,18 +1438,12 @@ def _is_end(c: SlotCheck, seg: str) -> bool:
     )
 
 
-_NOT_VERB = (
-    r"(?!(?:is|are|was|were|be|do|does|did|doesn['’]t|don['’]t|didn['’]t|not|will|would|can|could"
-    r"|should|shall|has|have|had|may|might|must)\b)"
-)
-"""A word between a determiner and an answer noun that is no auxiliary: after one the noun is a
-verb (`the invite does not list a room`)."""
 _SPAN = r"(?:period|quarter|year|month|week|day|fy\d{4}|q[1-4]_\d{4})s?\b"
 """A span of time after `previous`, `earlier`...: `the previous period` is another period, not a
 place before the answer."""
 BACKREF = re.compile(
     r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b(?!\s+" + _SPAN + r")"
-    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:{_NOT_VERB}[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
+    rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
     r"|\b(?:that|those)\b(?=\s*(?:[.;:!?,)]|$))"
     r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
     r"should|will|would|may|might|can|could|needs?|has|have)\b))"

@@ -1,8 +1,8 @@
 """Forms of honest writing around a slot that the slot reader (`kwrl.grading.slots`) reads for
 certain, each beside close hostile forms that must not pass: a currency word after a figure, a
 checking word that names a place, an offer to pass the answer on, a clause calling the answer
-final, a hedge on what the reader may have seen, an answer noun used as a verb. The sentences are
-written for these tests, as a person would write them."""
+final or unchanged, a hedge on what the reader may have seen, context a reader need not weigh.
+The sentences are written for these tests, as a person would write them."""
 
 from __future__ import annotations
 
@@ -147,15 +147,6 @@ SEEN = [
 """A modal on what the reader may have seen or recall weighs their memory, not the value; a
 hedge on the value itself stays undecided."""
 
-VERBS = [
-    _prose("The tracker does not list a room for the call.", True),
-    _prose("The booking system did not list a room for Tuesday.", True),
-    _prose("The old figure looks better to me.", False),
-    _prose("This number is shaky.", False),
-    _prose("The deck will post the figure later, once it is checked.", False),
-]
-"""An answer noun after an auxiliary (`does not list`) is a verb: it points at nothing."""
-
 CHANGE = SlotCheck(
     label="Hours billed increase Q3 2025 to Q4 2025", type="number", value=18.78, scale=0.01,
     others=["Hours billed Q3 2025", "Hours billed Q4 2025"],
@@ -255,7 +246,7 @@ ON_THIS = [
 own person said to have sent nothing, or `this` in any other role, stays for a reader."""
 
 CASES: list[Case] = [
-    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *VERBS, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS
 ]  # fmt: skip
 ALLOWED = [442, 525, 50.1, 11.93]
 """The task's own figures (its other slots' values)."""
