@@ -645,6 +645,19 @@ def _comparable(tok: NumToken, c: SlotCheck) -> bool:
     )
 
 
+_CONTRASTED = re.compile(
+    r"\b(?:rather\s+than|instead\s+of)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+)?(?:estimate|estimated|guess)\b",
+    re.I,
+)
+"""An estimate or guess the clause sets the value against (`given as confirmed (rather than an
+early estimate)`): what the value is not, no hedge on it."""
+
+
+def _uncontrasted(t: str) -> str:
+    """`t` with its `_CONTRASTED` phrases blanked (offsets kept)."""
+    return _CONTRASTED.sub(lambda m: " " * len(m.group(0)), t)
+
+
 def _near(clause: str, start: int, end: int, rx: re.Pattern[str], words: int) -> str | None:
     before = " ".join(clause[:start].split()[-words:])
     after = " ".join(clause[end:].split()[:words])
@@ -717,7 +730,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             if role == "own":
                 word = (
                     (None if c.wrong_value else _word(_CORRECTION, t))
-                    or _near(t, start, end, _HEDGE_NEAR, 4)
+                    or _near(_uncontrasted(t), start, end, _HEDGE_NEAR, 4)
                     or _near_mark(t, start, end)
                     or (None if c.wrong_value else _negated_before(t, start))
                 )

@@ -242,11 +242,19 @@ ON_THIS = [
     _prose("Maria Okafor did not send anything on this.", False, SENDER, SENT),
     _prose("I would not lean on this.", False, SENDER, SENT),
 ]  # fmt: skip
+CONTRASTED = [
+    _prose("", True, SENDER, "The latest mail giving it as agreed (rather than a first estimate) is"
+           " from Maria Okafor.\n" + SENT),
+    _prose("Maria Okafor gave an estimate.", False, SENDER, SENT),
+    _prose("Sent as a rough estimate by Maria Okafor.", False, SENDER, SENT),
+]  # fmt: skip
+"""An estimate the sentence sets the value against (`rather than a first estimate`) is what the
+value is not; an estimate said of the value stays for a reader."""
 """`this` as the matter another person wrote nothing about is the thread's subject; the slot's
 own person said to have sent nothing, or `this` in any other role, stays for a reader."""
 
 CASES: list[Case] = [
-    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS, *CONTRASTED
 ]  # fmt: skip
 ALLOWED = [442, 525, 50.1, 11.93]
 """The task's own figures (its other slots' values)."""
