@@ -1523,12 +1523,12 @@ def _operand(c: SlotCheck, line: str, part: str, ref: str) -> bool:
 
 _FINAL = re.compile(
     r"^\s*(?:and\s+|but\s+|so\s+)?(?:this|these|(?:this|these|the)\s+(?:one|figure|figures|number"
-    r"|numbers|value|values|answer|inputs)(?:\s+above)?)\s+(?:is|are|['’]s)\s+(?:now\s+)?"
-    r"(?:final|confirmed|firm|definitive|current|up[- ]to[- ]date)[\s,]*$",
+    r"|numbers|value|values|answer|inputs)(?:\s+above)?)\s+(?:(?:is|are|['’]s)\s+(?:now\s+)?"
+    r"(?:final|confirmed|firm|definitive|current|up[- ]to[- ]date)|stands?)[\s,]*$",
     re.I,
 )
-"""A clause that only says the answer it points at is final (`This figure is final`, `but the
-inputs above are final`)."""
+"""A clause that only says the answer it points at is final or stands (`This figure is final`,
+`but the inputs above are final`, `so the figures above stand`)."""
 _UNCHANGED = re.compile(
     r"^\s*(?:and\s+|but\s+|so\s+)?(?:nobody|no\s+one|no-one|none\s+of\s+them)\s+(?:has\s+|had\s+)?"
     r"[a-z]+ed(?:\s*,?\s+(?:or|nor|and)\s+[a-z]+ed)?\s+(?:it|this|that\s+figure|the\s+figure)"
@@ -1572,6 +1572,29 @@ _ON_THIS = re.compile(
 subject, not the answer (read so only where the part names none of the slot's own values)."""
 
 
+_LEFT_OUT = re.compile(
+    r"\b(?:(?:is|was|are|were)\s+not\s+used|(?:isn|wasn|aren|weren)['’]t\s+used"
+    r"|none\s+of\s+(?:it|this|that|them)\s+(?:feeds|goes\s+into|enters))"
+    r"\s+(?:above|here|in\s+the\s+answer|(?:this|the)\s+(?:metric|figure|answer|calculation))\b",
+    re.I,
+)
+
+
+def _left_out(c: SlotCheck, part: str) -> bool:
+    """`part` only says that something else is not used for the answer (`it is a different
+    measure and is not used above`, `none of it feeds this metric`): it names none of the slot's
+    own values, a place only if it calls it stale or by a status (`the archived workbook`), and
+    once the saying is gone it weighs nothing and points at nothing."""
+    m = _LEFT_OUT.search(part)
+    if not m or any(role == "own" for _, _, role in _occurrences(c, part)):
+        return False
+    if _SOURCE.search(part) and not (_STALE.search(part) or _STATUS.search(part)):
+        return False  # "the latest workbook is not used above": the answer's source, left out
+    rest = part[: m.start()] + " " + part[m.end() :]
+    rest = re.sub(r"(?i)^\W*(?:and|but|so)?\s*(?:it|this|that)?\b", " ", rest)
+    return not (BACKREF.search(rest) or _POINTED.search(rest) or _weighs(_MARKS.sub(" ", rest)))
+
+
 def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
     """A clause of the prose that points back at the answer (after the slot's line; before it,
     only `this`/`these` standing alone) and says anything but where it comes from: the reader
@@ -1597,6 +1620,8 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
                 ]  # "the FY2024 number" is another period's, not the answer
                 refs = [r for r in refs if not _operand(c, line, part, r)]
+                if _left_out(c, part):  # "it is a different measure and is not used above"
+                    refs = []
                 if _ON_THIS.search(part) and not any(
                     role == "own" for _, _, role in _occurrences(c, part)
                 ):  # "Jonas was only copied and did not send anything on this"

@@ -133,6 +133,22 @@ UNCHANGED = [
     _prose("Somebody revised or restated it afterwards.", False),
 ]
 """A clause that only says nobody changed the answer affirms it, as finality does."""
+LEFT_OUT = [
+    _prose("As background, the capex run-rate here is 9.6%; it is a separate metric and is not used"
+           " above.", True),
+    _prose("The March pipeline data is still moving, but none of it feeds this figure, so the"
+           " numbers above stand.", True),
+    _prose("The superseded workbook wasn't used here.", True),
+    _prose("The current workbook is not used above.", False),
+    _prose("The deck's 108.1 is not used above, though it might be right.", False),
+    _prose("It is probably not used above.", False),
+    _prose("The figures above stand, for now.", False),
+    _prose("This figure stands, but I would check it.", False),
+]  # fmt: skip
+"""A part that only says something else is not used for the answer, and a clause that says the
+answer stands, need no reader; the answer's own source left out, a hedge, a qualifier or a
+turn after them do not pass."""
+
 """A clause that only calls the answer final, beside prose naming no other value, affirms it;
 finality qualified, negated, hedged, turned by a later clause or beside another value does not
 pass."""
@@ -254,7 +270,7 @@ value is not; an estimate said of the value stays for a reader."""
 own person said to have sent nothing, or `this` in any other role, stays for a reader."""
 
 CASES: list[Case] = [
-    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *SEEN, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS, *CONTRASTED
+    *CURRENCY, *PLACES, *OFFERS, *FINAL, *UNCHANGED, *LEFT_OUT, *SEEN, *PERIODS, *NEXT_STEPS, *INPUTS, *ON_THIS, *CONTRASTED
 ]  # fmt: skip
 ALLOWED = [442, 525, 50.1, 11.93]
 """The task's own figures (its other slots' values)."""
