@@ -645,6 +645,19 @@ def _comparable(tok: NumToken, c: SlotCheck) -> bool:
     )
 
 
+_CONTRASTED = re.compile(
+    r"\b(?:rather\s+than|instead\s+of)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+)?(?:estimate|estimated|guess)\b",
+    re.I,
+)
+"""An estimate or guess the clause sets the value against (`given as confirmed (rather than an
+early estimate)`): what the value is not, no hedge on it."""
+
+
+def _uncontrasted(t: str) -> str:
+    """`t` with its `_CONTRASTED` phrases blanked (offsets kept)."""
+    return _CONTRASTED.sub(lambda m: " " * len(m.group(0)), t)
+
+
 def _near(clause: str, start: int, end: int, rx: re.Pattern[str], words: int) -> str | None:
     before = " ".join(clause[:start].split()[-words:])
     after = " ".join(clause[end:].split()[:words])
@@ -683,7 +696,11 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     for clause in clauses(_prose(text, skip)):
         named = bool(_occurrences(c, clause) or number_tokens(clause))
         message = c.place in ("chat", "mail")
-        word = None if named else _changes(clause) or (message and _retracts(clause))
+        word = (
+            None
+            if named or _UNCHANGED.match(clause)
+            else _changes(clause) or (message and _retracts(clause))
+        )
         if word:
             return f"the prose says {word!r}: {clause.strip()[:160]!r}"
         status = next(
@@ -713,7 +730,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             if role == "own":
                 word = (
                     (None if c.wrong_value else _word(_CORRECTION, t))
-                    or _near(t, start, end, _HEDGE_NEAR, 4)
+                    or _near(_uncontrasted(t), start, end, _HEDGE_NEAR, 4)
                     or _near_mark(t, start, end)
                     or (None if c.wrong_value else _negated_before(t, start))
                 )
@@ -725,7 +742,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             word = _weighing(t, c.type != "text")
             if word:
                 return f"the prose puts forward {shown!r} with {word!r}: {clause.strip()[:160]!r}"
-            if role == "rival" and _CHECK_VERB.search(t):
+            if role == "rival" and _check_to_make(t):
                 return f"the prose checks against {shown!r}: {clause.strip()[:160]!r}"
             if c.type in ("date", "time") and _OFFERED.search(t):
                 return f"the prose offers {shown!r} too: {clause.strip()[:160]!r}"
@@ -763,6 +780,21 @@ _COMPLIES = _words_re(COMPLIES)
 
 _CHECK_VERB = re.compile(r"\b(?:check|verify|validate)\b", re.I)
 """A check still to make (`check the invite`, `cross-check with 5.5`), not one made (`checked`)."""
+_CHECKED_OUT = re.compile(
+    r"\b(?!(?:lets|us)\b)(?:[a-z]+s|they|both|all)\s+check\s+out"
+    r"(?=\s*(?:[:.,;!]|$|\s+(?:fine|ok|okay|too|as\s+well)\b))",
+    re.I,
+)
+"""A verdict of a check made: a plural subject that checks out, the end of its clause after it
+(`The neighbouring cells check out:`)."""
+
+
+def _check_to_make(t: str) -> bool:
+    """A check still to make (`_CHECK_VERB`) in `t`, but not a check made (`_CHECKED_OUT`)."""
+    done = [m.span() for m in _CHECKED_OUT.finditer(t)]
+    return any(not any(a <= m.start() < b for a, b in done) for m in _CHECK_VERB.finditer(t))
+
+
 _OFFERED = _words_re(["if", "otherwise", "else", "backup", "fallback", "works", "work"])
 """Beside another date or time: it is offered as well (`If that doesn't work, 17:00 is free too`,
 `17:00 works as well`); `also` alone is context (`your calendar also has ... on April 10`)."""
@@ -882,6 +914,19 @@ def _sentence_doubt(c: SlotCheck, prose: str, allowed: list[float]) -> str | Non
     return None
 
 
+_PERCEIVED = re.compile(
+    r"(?<![\w'’])(?:you|they|he|she|we|i|someone|others)\s+(?:may|might|could)\s+(?:already\s+)?"
+    r"(?:have\s+(?:seen|noticed|heard|read|received|come\s+across|spotted)|recall|remember)\b",
+    re.I,
+)
+
+
+def _perceived(t: str, m: re.Match[str]) -> bool:
+    """The hedge `m` says only that someone may have seen or heard a thing (`the $28.5m figure
+    you may have seen in your inbox`): it weighs the reader's memory, not the value."""
+    return any(p.start() <= m.start() < p.end() for p in _PERCEIVED.finditer(t))
+
+
 def _weighing(t: str, recommends: bool = True) -> str | None:
     """The first hedge, hedge mark or affirming word of a clause that does not act on a noun phrase
     naming the answer (`use this figure`, `confirmed the final one`), or None; `recommends`: also
@@ -889,6 +934,8 @@ def _weighing(t: str, recommends: bool = True) -> str | None:
     for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM if recommends else _AFFIRM_ONLY):
         for m in rx.finditer(t):
             if _ONTO_ANSWER.match(t[m.end() :]) or _TO_FIX.match(t[m.end() :]):
+                continue
+            if rx is _HEDGE_PROSE and _perceived(t, m):
                 continue
             return m.group(0)
     return None
@@ -906,11 +953,35 @@ _PASSING_ON = re.compile(
 _UNTIL = re.compile(r"\b(?:yet|until|before|till)\b", re.I)
 
 
+_PLACE_NOUN = re.compile(
+    r"\s+(?:copy|copies|deck|decks|version|versions|file|files|folder|pack|workbook|sheet|tab"
+    r"|document|doc|slide|slides|log|trail|channel|thread)\b",
+    re.I,
+)
+_DETERMINER = re.compile(r"(?<![\w'])(?:the|this|that|our|your|their|a|an)\s+$", re.I)
+
+
+_CHECK_NOUNS = frozenset(["review", "audit", "check", "reconciliation", "verification"])
+"""Checking words that are nouns, which may name a place (`the review copy`); a participle (`a
+confirmed version`) says what was done to it."""
+
+
+def _names_place(clause: str, m: re.Match[str]) -> bool:
+    """The checking word `m` is the name of a place of the world, between a determiner and a
+    place noun (`the review copy`, `our audit file`): it names the place, and says nothing of a
+    check made or to make (`I have not edited the review copy`)."""
+    return bool(
+        m.group(0).casefold() in _CHECK_NOUNS
+        and _DETERMINER.search(clause[: m.start()])
+        and _PLACE_NOUN.match(clause, m.end())
+    )
+
+
 def _pending(clause: str) -> str | None:
     """A clause saying the answer waits on a check (`Haven't had time to verify`, `Worth
     double-checking`, `Still being reviewed`) or is held back until later (`Don't circulate
     yet`): the words, or None."""
-    check = _CHECKING.search(clause)
+    check = next((m for m in _CHECKING.finditer(clause) if not _names_place(clause, m)), None)
     if check:
         before = " ".join(clause[: check.start()].split()[-4:])
         if _NEGATION.search(before) or _WAITING.search(clause):
@@ -1089,6 +1160,9 @@ _SOURCE = re.compile(
     r"|\b(?:current|latest|newest|updated|final)\s+(?:one|version)\b",
     re.I,
 )
+CURRENCY_WORDS = ("dollars", "dollar", "us dollars", "usd")
+"""A currency written as a word after a figure (`1.08m dollars`, `121.9 million US dollars`): the
+figure's unit, read by `_at_unit` like a `$` before it, not a word about the value."""
 _DECOR = _words_re(
     [*_UNIT_WORDS, "hours", "hour", "hrs", "h", "times", "eur", "gbp", "am", "pm", "a.m", "p.m",
      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
@@ -1096,7 +1170,7 @@ _DECOR = _words_re(
      "per cent", "on", "at", "one hour", "minutes", "clause", "clauses", "section", "sections",
      *_MONTHS, *ZONES, "time", "in", "a", "an", "the", "that's", "that", "is", "which", "i.e",
      "rounded", "rounding", "rounded to", "one", "two", "decimal", "decimals", "place", "places", "dp",
-     "nearest"]
+     "nearest", *CURRENCY_WORDS]
 )  # fmt: skip
 _SOURCED = re.compile(
     r"\b(?:from|per|in|on|via|according\s+to|source:?)\s+[^,;]*?(?:"
@@ -1377,8 +1451,11 @@ def _is_end(c: SlotCheck, seg: str) -> bool:
     )
 
 
+_SPAN = r"(?:period|quarter|year|month|week|day|fy\d{4}|q[1-4]_\d{4})s?\b"
+"""A span of time after `previous`, `earlier`...: `the previous period` is another period, not a
+place before the answer."""
 BACKREF = re.compile(
-    r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b"
+    r"\b(?:above|earlier|previous|preceding|aforementioned|headline)\b(?!\s+" + _SPAN + r")"
     rf"|\b(?:this|that|these|those|the|my|our)\s+(?:[\w$.%()-]+\s+){{0,3}}{_ANSWER_NOUN}\b"
     r"|\b(?:that|those)\b(?=\s*(?:[.;:!?,)]|$))"
     r"|\b(?:this|these)\b(?=\s*(?:[.;:!?,]|$|\s+(?:is|are|was|were|comes?|came|looks?|seems?|"
@@ -1414,16 +1491,126 @@ def _rounding_note(sentence: str) -> bool:
     )
 
 
+_OPERAND_BEFORE = re.compile(r"\b(?:by|from|over|using|against|between|and)\s+$", re.I)
+
+
+OPERAND_WORDS = frozenset(
+    ["difference", "between", "period", "periods", "change", "gap", "measured", "taken",
+     "relative", "growth", "base", "quarter", "quarters", "year", "years", "figures", "against"]
+)  # fmt: skip
+"""Beside the place's label words, `DERIVES` and `METHOD_WORDS`, the words a line naming what
+the answer is computed from may hold (`Change computed as the difference between the two periods
+divided by the Q3 2025 figure`)."""
+
+
+def _operand(c: SlotCheck, line: str, part: str, ref: str) -> bool:
+    """`ref` names a figure by its period (`the Q3 2025 figure`) after a preposition of a
+    derivation (`divided by the Q3 2025 figure`), in a line of method words only (no number, and
+    words of `OPERAND_WORDS`, `METHOD_WORDS`, `DERIVES` and the place's labels): it says what is
+    computed from the figure, nothing of its value (the caller keeps only refs whose periods are
+    the label's)."""
+    t = norm_periods(_strip_marks(line))
+    if not _PERIOD_WORD.search(ref) or _numbers(t):
+        return False
+    own = {w for lab in [c.label, *c.others] for w in label_words(lab)}
+    free = own | DERIVES | METHOD_WORDS | OPERAND_WORDS | _STOP
+    if not all(w.casefold() in free for w in _bare(c, _PERIOD_WORD.sub(" ", t)).split()):
+        return False
+    p = norm_periods(part)
+    k = p.find(ref)
+    return k >= 0 and bool(_OPERAND_BEFORE.search(p[:k]))
+
+
+_FINAL = re.compile(
+    r"^\s*(?:and\s+|but\s+|so\s+)?(?:this|these|(?:this|these|the)\s+(?:one|figure|figures|number"
+    r"|numbers|value|values|answer|inputs)(?:\s+above)?)\s+(?:(?:is|are|['’]s)\s+(?:now\s+)?"
+    r"(?:final|confirmed|firm|definitive|current|up[- ]to[- ]date)|stands?)[\s,]*$",
+    re.I,
+)
+"""A clause that only says the answer it points at is final or stands (`This figure is final`,
+`but the inputs above are final`, `so the figures above stand`)."""
+_UNCHANGED = re.compile(
+    r"^\s*(?:and\s+|but\s+|so\s+)?(?:nobody|no\s+one|no-one|none\s+of\s+them)\s+(?:has\s+|had\s+)?"
+    r"[a-z]+ed(?:\s*,?\s+(?:or|nor|and)\s+[a-z]+ed)?\s+(?:it|this|that\s+figure|the\s+figure)"
+    r"(?:\s+(?:afterwards|since|later|after\s+that|since\s+then))?[\s,]*$",
+    re.I,
+)
+"""A clause that only says nobody changed the answer (`nobody changed or corrected it
+afterwards`): it affirms the answer, and its `or` joins what is denied."""
+_CONTRAST = re.compile(
+    r"^\s*(?:but|though|although|however|yet|except|unless|until|till|pending)\b(?=\W*\w)", re.I
+)
+"""A clause opening that turns against what came before (not a closing `yet`: `not in yet`)."""
+
+
+def _without_final(sentence: str) -> str:
+    """`sentence` without its clauses that only call the answer final (`_FINAL`) or unchanged
+    (`_UNCHANGED`), when no later clause of the sentence turns against them (`This figure is
+    final, but ...`) and no `yet` closes them (`Nobody has corrected it yet`): such a clause
+    affirms the answer and weighs no other value. The caller reads it only where the prose
+    names no other value of the slot's kind, so that `this` can be nothing but the answer."""
+    parts = clauses(sentence)
+
+    def affirms(k: int) -> bool:
+        later = parts[k + 1 :]
+        return bool(
+            (_FINAL.match(parts[k]) or _UNCHANGED.match(parts[k]))
+            and not any(_CONTRAST.match(q) for q in later)
+            and not (later and later[0].strip(" ,;").casefold() == "yet")
+        )
+
+    keep = [p for k, p in enumerate(parts) if not affirms(k)]
+    return sentence if len(keep) == len(parts) else "; ".join(p.strip(" ,;") for p in keep)
+
+
+_ON_THIS = re.compile(
+    r"\b(?:send|sent|say|said|write|wrote|written|post|posted|add|added|reply|replied|mail|mailed)"
+    r"\s+(?:anything|nothing)(?:\s+(?:further|else|more))?\s+(?:on|about|regarding)\s+this\s*$",
+    re.I,
+)
+"""`this` as the matter someone wrote nothing about (`did not send anything on this`): the thread's
+subject, not the answer (read so only where the part names none of the slot's own values)."""
+
+
+_LEFT_OUT = re.compile(
+    r"\b(?:(?:is|was|are|were)\s+not\s+used|(?:isn|wasn|aren|weren)['’]t\s+used"
+    r"|none\s+of\s+(?:it|this|that|them)\s+(?:feeds|goes\s+into|enters))"
+    r"\s+(?:above|here|in\s+the\s+answer|(?:this|the)\s+(?:metric|figure|answer|calculation))\b",
+    re.I,
+)
+
+
+def _left_out(c: SlotCheck, part: str) -> bool:
+    """`part` only says that something else is not used for the answer (`it is a different
+    measure and is not used above`, `none of it feeds this metric`): it names none of the slot's
+    own values, a place only if it calls it stale or by a status (`the archived workbook`), and
+    once the saying is gone it weighs nothing and points at nothing."""
+    m = _LEFT_OUT.search(part)
+    if not m or any(role == "own" for _, _, role in _occurrences(c, part)):
+        return False
+    if _SOURCE.search(part) and not (_STALE.search(part) or _STATUS.search(part)):
+        return False  # "the latest workbook is not used above": the answer's source, left out
+    rest = part[: m.start()] + " " + part[m.end() :]
+    rest = re.sub(r"(?i)^\W*(?:and|but|so)?\s*(?:it|this|that)?\b", " ", rest)
+    return not (BACKREF.search(rest) or _POINTED.search(rest) or _weighs(_MARKS.sub(" ", rest)))
+
+
 def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
     """A clause of the prose that points back at the answer (after the slot's line; before it,
     only `this`/`these` standing alone) and says anything but where it comes from: the reader
     cannot weigh it (docs/contracts.md)."""
     if c.wrong_value:
         return None
+    prose = [ln for i, ln in enumerate(text.splitlines()) if i != after and i not in skip]
+    alone = not any(role != "own" for ln in prose for _, _, role in _occurrences(c, ln))
     for i, line in enumerate(text.splitlines()):
         if i == after or i in skip:
             continue
-        line = " ".join(s for s in _SENTENCE_CUT.split(line) if not _rounding_note(s))
+        line = " ".join(
+            _without_final(s) if alone else s
+            for s in _SENTENCE_CUT.split(line)
+            if not (_rounding_note(s) or _passes_on(c, s))
+        )
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
                 own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
@@ -1432,6 +1619,13 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     for r in BACKREF.finditer(norm_periods(part))
                     if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
                 ]  # "the FY2024 number" is another period's, not the answer
+                refs = [r for r in refs if not _operand(c, line, part, r)]
+                if _left_out(c, part):  # "it is a different measure and is not used above"
+                    refs = []
+                if _ON_THIS.search(part) and not any(
+                    role == "own" for _, _, role in _occurrences(c, part)
+                ):  # "Jonas was only copied and did not send anything on this"
+                    refs = [r for r in refs if r.casefold() != "this"]
                 if i < after:
                     refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
                 if any(role != "own" for _, _, role in _occurrences(c, part)):
@@ -1484,14 +1678,28 @@ def _task_figures_only(c: SlotCheck, toks: list[NumToken], allowed: Sequence[flo
     )
 
 
+_COMPUTED_FROM = re.compile(r"\b(?:computed|calculated|derived)\s+from\b", re.I)
+
+
+def _names_inputs(c: SlotCheck, t: str, toks: list[NumToken], allowed: Sequence[float]) -> bool:
+    """`t` says what a metric is computed from (`computed from 50.1 and 5.0`), naming the slot's
+    own value (an input of that metric) beside another of the task's figures, and no other
+    figure: the input restated as what it feeds."""
+    own = [k for k in toks if _number_is(k, c)]
+    rest = [k for k in toks if not _number_is(k, c)]
+    return bool(own and _COMPUTED_FROM.search(t) and _task_figures_only(c, rest, allowed))
+
+
 def _method_note(c: SlotCheck, sentence: str, allowed: Sequence[float]) -> bool:
     """A sentence naming only the answer's metric (the place's label words) and the task's own
-    figures it is computed from (`allowed`, none the answer's value), in `DERIVES` and
-    `METHOD_WORDS`: a note on method, not a comment on the answer."""
+    figures it is computed from (`allowed`, none the answer's value; or, `_names_inputs`, the
+    answer's value as one of them), in `DERIVES` and `METHOD_WORDS`: a note on method, not a
+    comment on the answer."""
     if c.type != "number" or not allowed or _weighs(_MARKS.sub(" ", sentence)):
         return False
     t = norm_periods(sentence)
-    if not _task_figures_only(c, _numbers(t), allowed):
+    toks = _numbers(t)
+    if not (_task_figures_only(c, toks, allowed) or _names_inputs(c, t, toks, allowed)):
         return False
     own = {w for lab in [c.label, *c.others] for w in label_words(lab)}
     free = own | DERIVES | METHOD_WORDS | _STOP
@@ -1511,6 +1719,88 @@ def _offer(c: SlotCheck, sentence: str) -> bool:
     )
 
 
+_OFFER_LEAD = re.compile(
+    r"^\s*(?:if\s+you\s+(?:want|like|prefer|wish|need)"
+    r"|if\s+(?:it|this)\s+(?:would\s+|will\s+)?(?:helps?|be\s+(?:useful|helpful))(?:\s+[\w'’-]+){0,4}"
+    r"|if\s+(?:useful|helpful))\s*,\s*",
+    re.I,
+)
+_OFFER_HEAD = re.compile(
+    r"^\s*(?:(?:(?:i['’]m\s+|i\s+am\s+|i['’]d\s+be\s+|i\s+would\s+be\s+)?(?:happy|glad)\s+to"
+    r"|i\s+can|i['’]ll|i\s+will|(?:do\s+you\s+)?want\s+me\s+to|would\s+you\s+like\s+me\s+to"
+    r"|shall\s+i|(?:let\s+me\s+know|shout|ping\s+me)\s+if\s+you(?:['’]d\s+like|\s+want|\s+need"
+    r"|\s+would\s+like)\s+me\s+to)\s"
+    r"|next\s+steps?\s*:\s*(?=(?:send|forward|share|circulate|reflect|carry)\s))",
+    re.I,
+)
+"""How an offer of a next step opens (`Happy to`, `Want me to`, `Shout if you want me to`, `Next
+step:` before a verb that passes the answer on), after an optional lead-in (`If you want,`, `If
+it would help your board pack,`)."""
+_POINTER = r"(?:it|this|these|them|(?:this|that|the)\s+(?:figure|number|value|answer|result)s?)"
+_PASSES_ON = re.compile(
+    "|".join(
+        [
+            r"\b(?:send|forward|share|pass|circulate|e-?mail|explain|go\s+over"
+            r"|(?:walk|talk|run|go)\s+(?:\w+\s+)?through)\s+" + _POINTER + r"\b",
+            r"\b(?:update|populate)\s+(?:the|our|your|my)\s+(?:[\w'’-]+\s+){0,3}?with\s+"
+            + _POINTER
+            + r"\b",
+            r"\b(?:you|they|he|she|we)\s+(?:need|needs|want|wants|have|has)\s+" + _POINTER + r"\b",
+            r"\bif\s+(?:it|this)\s+(?:would\s+|will\s+)?(?:helps?|be\s+(?:useful|helpful))\b",
+            r"\b(?:reflect|carry)\s+" + _POINTER + r"\s+(?:in|into|over\s+to|through\s+to)\b",
+            r"\blet\s+(?:[\w'’-]+\s+){1,2}know\s+(?:it|this)(?:['’]s|\s+is)\s+ready"
+            r"(?:\s+to\s+go(?:\s+out)?)?\b",
+        ]
+    ),
+    re.I,
+)
+"""What an offer may do with the answer it points at: pass it on or walk through it (`send it
+over to Priya`, `walk you through it`, `update the tracker with this number`), give it to one
+who needs it (`if they need it`, `so you have it to hand`); `if it helps` points at nothing."""
+_FIXES_PLACE = re.compile(
+    r"\b(?:correct|fix|update|amend)\s+(?:the|that)\s+(?:cell|slide|deck|table|row)\b", re.I
+)
+"""An offer to fix the place that holds a wrong figure (`I can correct the cell`): an edit of a
+place, not a value put forward."""
+_CONTESTS = re.compile(
+    r"\b(?:push\s+back\s+on|negotiate|contest|challenge)\s+(?:" + _POINTER + r"|those|them)\b", re.I
+)
+_POINTED = re.compile(r"(?<![\w'’])(?:it|this|that|these|those|them)(?![\w'’])", re.I)
+_CONTINGENT = _words_re(
+    ["unless", "until", "till", "once", "provided", "providing", "pending", "subject to",
+     "assuming", "depending", "after", "before", "when", "whether", "except"]
+)  # fmt: skip
+"""Words that make an offer wait on something (`once it is signed off`, `unless you object`)."""
+
+
+_NAME_RUN = re.compile(r"(?<=\S\s)[A-Z][\w&'’-]*(?:\s+[A-Z][\w&'’-]*)+")
+"""Two or more capitalised words after the sentence's start: a name (`Lakeside Real LLC`), whose
+words weigh nothing."""
+
+
+def _passes_on(c: SlotCheck, sentence: str) -> bool:
+    """An offer of a next step (`_OFFER_HEAD`) that names no figure and no value of the slot's
+    kind, whose every pointer at the answer (`it`, `this`, `that number`, `above`...) is one it
+    passes on (`_PASSES_ON`: `Happy to send it over to Priya as well.`, `Shout if you want me to
+    walk through it.`, `Want me to update the deal tracker with this number?`), and that weighs
+    nothing and waits on nothing (`_CONTINGENT`) once those are read: it says what the writer
+    offers to do with the answer, not what the answer is. An alternative offer (`or we can jump
+    on a call`, `a redline or a note`) is no second candidate; in a clause review, the listed
+    clauses are the ones the reader may contest (`if you want to push back on these`)."""
+    s = _strip_marks(unmark(sentence))
+    lead = _OFFER_LEAD.match(s)
+    body = s[lead.end() :] if lead else s
+    if not _OFFER_HEAD.match(body) or number_tokens(s) or _occurrences(c, s):
+        return False
+    rest = _FIXES_PLACE.sub(" ", _PASSES_ON.sub(" ", s))
+    if _numbered(c):  # a clause review: the listed clauses are the ones to push back on
+        rest = _CONTESTS.sub(" ", rest)
+    if _POINTED.search(rest) or BACKREF.search(rest) or _CONTINGENT.search(rest):
+        return False
+    rest = re.sub(r",?\s+or\s+(?=(?:(?:we|i)\s+can|an?)\s)", " ", rest, flags=re.I)
+    return not _weighs(_NAME_RUN.sub(" ", rest))
+
+
 def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]) -> set[int]:
     """The prose lines each of whose sentences is a note on method (`_method_note`), a courtesy
     (`_offer`) or a note on rounding: they say nothing about the answer a reader must weigh."""
@@ -1519,7 +1809,10 @@ def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]
         sents = [s for s in _SENTENCE_CUT.split(_strip_marks(unmark(line))) if s.strip()]
         if i in skip or not sents:
             continue
-        if all(_method_note(c, s, allowed) or _offer(c, s) or _rounding_note(s) for s in sents):
+        if all(
+            _method_note(c, s, allowed) or _offer(c, s) or _passes_on(c, s) or _rounding_note(s)
+            for s in sents
+        ):
             out.add(i)
     return out
 
