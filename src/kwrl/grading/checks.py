@@ -43,7 +43,7 @@ from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
-from kwrl.grading.slots import prose_weighs, quotes_lines, read_slot
+from kwrl.grading.slots import coarser_than_asked, prose_weighs, quotes_lines, read_slot
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -435,6 +435,31 @@ def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
     )
 
 
+def _cell_coarser(c: XlsxCellCheck, actual: Any) -> str | None:
+    """Why a number cell matching `c` within its tolerance still misses it: fewer decimals than
+    the task asks and not the value at that precision (`coarser_than_asked`: 79.4 for 79.42)."""
+    if c.decimals is None or not isinstance(c.value, int | float) or isinstance(c.value, bool):
+        return None
+    if isinstance(actual, str):  # a text cell that is one number (and its unit): its digits
+        toks = [t for t in number_tokens(actual) if not t.year]
+        if len(toks) != 1:
+            return None
+        shown, plain = actual[toks[0].start : toks[0].end], toks[0].plain
+    elif isinstance(actual, int | float) and not isinstance(actual, bool):
+        shown, plain = repr(float(actual)), (float(actual),)
+        if "e" in shown.lower():
+            return None
+    else:
+        return None
+    m = re.search(r"\.(\d+)", shown.replace(",", ""))
+    digits = len(m[1].rstrip("0") if isinstance(actual, float | int) else m[1]) if m else 0
+    slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol,
+                     decimals=c.decimals)  # fmt: skip
+    if coarser_than_asked(slot, plain, digits, 1.0):
+        return f"coarser than the {c.decimals} decimal(s) asked, and not {c.value}"
+    return None
+
+
 _UNIT_SUFFIX = re.compile(
     r"\s*\(\s*(?:%|\$\s?(?:m|k|bn)|x|hours|usd|eur|gbp|percent|times)\s*\)\s*", re.I
 )
@@ -502,6 +527,9 @@ def check_xlsx_cell(
         formula, actual = sheet.value(c.cell)
         shown = f"{name}!{sheet.name}!{c.cell} = {actual!r}"
         if _cell_matches(actual, c.value, c.rel_tol):
+            coarse = _cell_coarser(c, actual)
+            if coarse:
+                return CheckResult(False, f"{shown}: {coarse}", [name])
             doubt = cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures))
             if doubt:
                 return CheckResult(False, f"{shown}, but {doubt}", [name], decided=False)

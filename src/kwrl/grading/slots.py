@@ -421,6 +421,13 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         hits = [_number_is(t, c) and _at_unit(t, c, text) for t in toks]
         shown = text[toks[0].start : toks[0].end].strip()
         if all(hits):  # one value, perhaps in two spellings ("$121.9m ($121,900,000)")
+            for t in toks:
+                span = text[t.start : t.end].strip()
+                if coarser_than_asked(c, t.plain, _decimals(span), t.factor):
+                    return Reading(
+                        False, f"the slot reads {span!r}: coarser than the {c.decimals} "
+                        f"decimal(s) asked, and not {c.value:.{c.decimals}f}", span,
+                    )  # fmt: skip
             return Reading(True, f"the slot reads {shown!r}", shown)
         if len(toks) > 1:
             return Reading(False, f"the slot holds {len(toks)} different figures, not one")
@@ -1107,6 +1114,33 @@ _SEG_CUT = re.compile(r",\s|;|\s[-–—]\s" + _FILE_AHEAD + r"|(?<!\d)\.\s|(?<=
 def _decimals(shown: str) -> int:
     m = re.search(r"\d+(?:\.(\d+))?", shown.replace(",", ""))
     return len(m[1]) if m and m[1] else 0
+
+
+def coarser_than_asked(
+    c: SlotCheck, plain: tuple[float, ...], shown_decimals: int, factor: float | None
+) -> bool:
+    """A figure of the check's value shown with fewer decimals than the task asks (`c.decimals`)
+    and not equal to the value at that precision: a rounding that changes the figure (`13%` or
+    `12.9%` for 12.95%, `$122m` for $121.9m). Zeros dropped are no change (`$4m` for $4.0m), and a
+    figure shown as finely as asked is left to the tolerance. `plain` are the digits' values,
+    `factor` the magnitude word's multiplier (None: a bare figure, in the slot's unit or whole
+    units)."""
+    if c.decimals is None or not isinstance(c.value, int | float):
+        return False
+    unit = c.scale or 1.0
+    want = round(float(c.value), c.decimals)
+    asked = 10.0**-c.decimals
+    matched = False
+    for p in plain:
+        for mult in (factor,) if factor is not None else (unit, 1.0):
+            m = p * mult / unit  # in the slot's unit
+            if not close(m * unit, float(c.value) * unit, c.rel_tol, c.abs_tol * unit):
+                continue  # not this reading of the figure
+            matched = True
+            step = 10.0**-shown_decimals * mult / unit  # its last digit, in the slot's unit
+            if step <= asked * (1 + 1e-9) or close(m, want, 0.0):
+                return False
+    return matched
 
 
 def _restates(c: SlotCheck, seg: str) -> bool:

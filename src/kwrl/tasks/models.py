@@ -171,6 +171,9 @@ class XlsxCellCheck(_Strict):
     cell: str
     value: float | str
     rel_tol: float = 0.005
+    decimals: int | None = Field(default=None, ge=0)
+    """For a number: the decimals the instruction asks for; a cell holding fewer passes only where
+    the dropped digits are zeros (as `SlotCheck.decimals`)."""
 
 
 class DocContainsCheck(_Strict):
@@ -228,6 +231,10 @@ class SlotCheck(_Strict):
     abs_tol: float = 0.0
     scale: float | None = Field(default=None, gt=0)
     """As `NumberCheck.scale`: the value may be restated at any scale ("$121.9m" = "$121,900,000")."""
+    decimals: int | None = Field(default=None, ge=0)
+    """For a number: the decimals the instruction asks for ("one decimal" -> 1). A figure shown
+    more coarsely passes only where the dropped digits are zeros (`$4m` for 4.0; not `13%` for
+    12.95%, a rounding that changes the figure); None: the instruction names none."""
     rivals: list[str] = Field(default_factory=list)
     """Known wrong values of the kind (a stale figure, other people, periods, compliant clauses):
     in the slot they fail it; hedged or affirmed in the prose, the check is undecided."""

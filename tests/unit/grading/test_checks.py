@@ -95,6 +95,33 @@ def test_a_text_cell_states_a_number_only_as_one_number_and_its_unit(
                    "D8": False, "D9": False}  # fmt: skip
 
 
+def test_a_cell_coarser_than_the_decimals_asked_misses_unless_only_zeros_are_dropped(
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`decimals` (the instruction asks "rounded to two decimals"): 79.4 for 79.42, or 80 for
+    79.71, is a rounding that changes the figure, though within the relative tolerance; 79.42, a
+    formula's 79.4166..., 80.0 for 80 and the text "79.42" are the figure."""
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    got = {}
+    for cell, value, want in [
+        ("D2", 79.42, 79.42), ("D3", 79.41666666, 79.42), ("D4", 79.4, 79.42), ("D5", 80, 79.71),
+        ("D6", 80.0, 80.0), ("D7", "79.42", 79.42), ("D8", "79.4", 79.42), ("D9", 79.5, 79.42),
+    ]:  # fmt: skip
+        final = copy_state(world, tmp_path / f"final-{cell}")
+        path = final / "filesystem/finance/model.xlsx"
+        wb = openpyxl.load_workbook(path)
+        wb["Sheet1"][cell] = value
+        wb.save(path)
+        spec = {"kind": "xlsx_cell", "path": "/finance/model.xlsx", "cell": cell, "value": want}
+        r = check(evidence(world, final), **spec, decimals=2)
+        got[cell] = r.passed
+        if cell == "D4":
+            assert "coarser than the 2 decimal(s) asked" in r.rationale
+        assert check(evidence(world, final), **spec).passed  # all within 0.5%: no decimals asked
+    assert got == {"D2": True, "D3": True, "D4": False, "D5": False, "D6": True, "D7": True,
+                   "D8": False, "D9": False}  # fmt: skip
+
+
 def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(
     world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

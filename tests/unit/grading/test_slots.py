@@ -979,3 +979,34 @@ def test_offers_and_notes_that_weigh_the_answer_stay_undecided(check: SlotCheck,
 def test_a_range_that_is_no_derivation_from_the_tasks_figures_fails(value: str) -> None:
     f = read_slot(CHANGE, f"Hours billed increase Q3 2025 to Q4 2025: {value}", [442, 525])
     assert not f.passed, f
+
+
+_PCT = SlotCheck(label="Leverage", type="number", value=12.9487, rel_tol=0.005, abs_tol=0.05,
+                 scale=0.01, decimals=2)  # fmt: skip
+_USDM = SlotCheck(label="Revenue", type="number", value=121.9, rel_tol=0.005, scale=1e6, decimals=1)
+_ROUND = SlotCheck(label="ACV", type="number", value=4.0, rel_tol=0.005, scale=1e6, decimals=1)
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "ok"),
+    [
+        (_PCT, "12.95%", True), (_PCT, "12.950 %", True), (_PCT, "12.94%", True),
+        (_PCT, "12.95 percent", True), (_PCT, "13%", False), (_PCT, "13.0%", False),
+        (_PCT, "12.9%", False), (_PCT, "13", False),
+        (_USDM, "$121.9m", True), (_USDM, "$121,900,000", True), (_USDM, "$0.1219bn", True),
+        (_USDM, "USD 121.90 million", True), (_USDM, "$122m", False), (_USDM, "$0.12bn", False),
+        (_USDM, "122", False),
+        (_ROUND, "$4m", True), (_ROUND, "$4.0m", True), (_ROUND, "4", True),
+        (_ROUND, "$4,000,000", True),
+    ],
+)  # fmt: skip
+def test_a_figure_coarser_than_the_decimals_asked_is_the_value_only_where_zeros_are_dropped(
+    check: SlotCheck, value: str, ok: bool
+) -> None:
+    """The instruction asks two decimals (one for $m): `13%` for 12.95% is a rounding that changes
+    the figure, though 0.4% off; `$4m` for $4.0m drops only a zero; any spelling as fine as asked
+    is left to the tolerance."""
+    got = read_slot(check, f"Here it is.\n{check.label}: {value}\n")
+    assert got.passed is ok, got.why
+    if not ok and value not in ("$0.12bn",):
+        assert "coarser than the" in got.why and got.decided

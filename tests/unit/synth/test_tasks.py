@@ -68,3 +68,28 @@ def test_law_worlds_review_clauses_against_the_playbook() -> None:
     assert d is not None
     bad = [c.name for c in w.projects[0].clauses if not c.compliant]
     assert bad and all(b in d.answer for b in bad)
+
+
+def test_a_number_slot_asks_the_decimals_its_check_holds_it_to() -> None:
+    """Each number slot's `decimals` is what the instruction's form for it names (`<figure in $
+    millions, one decimal>` -> 1, `<percentage>` -> none), and each number cell's is the two
+    decimals its instruction asks: a coarser figure that changes the value then fails."""
+    import re
+
+    from kwrl.synth.families.base import form_decimals
+    from kwrl.tasks.models import SlotCheck, XlsxCellCheck
+
+    seen: Counter[int | None] = Counter()
+    for w, tasks in planned(6, 20):
+        for t in tasks:
+            for v in t.verifiers(w.world_id):
+                c = v.verifier_values.kwrl_check
+                if isinstance(c, SlotCheck) and c.type == "number":
+                    forms = re.findall(rf"`{re.escape(c.label)}: <([^>]*)>`", t.draft.prompt)
+                    assert forms, (t.slug, c.label)
+                    assert c.decimals == form_decimals(forms[0]), (t.slug, c.label, forms[0])
+                    seen[c.decimals] += 1
+                elif isinstance(c, XlsxCellCheck) and isinstance(c.value, float):
+                    assert c.decimals == 2 and "two decimals" in t.draft.prompt, t.slug
+                    seen[c.decimals] += 1
+    assert {None, 1, 2} <= set(seen), seen

@@ -243,15 +243,27 @@ def number_form(unit: str) -> str:
     return _FORMS.get(unit, "number")
 
 
+_FORM_DECIMALS = {"a whole number": 0, "one decimal": 1, "two decimals": 2}
+
+
+def form_decimals(form: str) -> int | None:
+    """The decimals a slot's form asks for ("figure in $ millions, one decimal" -> 1), None where
+    it names none ("percentage")."""
+    got = [d for words, d in _FORM_DECIMALS.items() if re.search(rf"\b{words}\b", form)]
+    return got[0] if got else None
+
+
 def number_slot(
     label: str, value: float, unit: str, *, pct: bool = False, rivals: list[float] | None = None,
-    **kw: Any,
+    form: str | None = None, **kw: Any,
 ) -> SlotCheck:  # fmt: skip
-    """A figure in its slot: 0.5% relative (a percentage also 0.05 points), at `unit`'s scale."""
+    """A figure in its slot: 0.5% relative (a percentage also 0.05 points), at `unit`'s scale, at
+    the decimals its form asks for (`form`, default `number_form(unit)`)."""
     pct = pct or unit == "%"
     return SlotCheck(
         label=label, type="number", value=round(value, 6), rel_tol=0.005,
         abs_tol=0.05 if pct else 0.0, scale=UNIT_SCALE.get("%" if pct else unit),
+        decimals=form_decimals(form if form is not None else number_form(unit)),
         rivals=[f"{r:.6g}" for r in rivals or []], **kw,
     )  # fmt: skip
 

@@ -43,7 +43,7 @@ class Metric:
         return SlotCheck(
             label=self.label, type="number", value=round(self.value, 6), rel_tol=0.005,
             abs_tol=0.05 if self.unit == "%" else 0.005, scale=0.01 if self.unit == "%" else None,
-            **kw,
+            decimals=2, **kw,
         )  # fmt: skip
 
     def input_slots(self, n: int | None = None, **kw: Any) -> list[SlotCheck]:

@@ -80,6 +80,7 @@ def summary_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
                 cell="B2",
                 value=round(ms[0].value, 2),
                 rel_tol=0.005,
+                decimals=2,
             ),
         ),
         Criterion(
@@ -90,6 +91,7 @@ def summary_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
                 cell="B3",
                 value=round(ms[1].value, 2),
                 rel_tol=0.005,
+                decimals=2,
             ),
         ),
         Criterion(f"The workbook exists at {path}", FileExistsCheck(path=path.lstrip("/"))),
@@ -121,6 +123,7 @@ def edit_sheet(w: World, p: Project, rng: Rng) -> TaskDraft:
                 cell="B1",
                 value=round(m.value, 2),
                 rel_tol=0.005,
+                decimals=2,
             ),
         ),
         Criterion(
@@ -182,7 +185,8 @@ def new_deck(w: World, p: Project, rng: Rng) -> TaskDraft:
     ]
     where: dict[str, Any] = {"place": "file", "path": path.lstrip("/")}
     sc, sl, sp = with_others([
-        number_slot(lc, change, "%", **where), number_slot(ll, vl, unit, **where),
+        number_slot(lc, change, "%", form="percentage, two decimals", **where),
+        number_slot(ll, vl, unit, **where),
         number_slot(lp, vp, unit, **where),
     ])  # fmt: skip
     crits = [
