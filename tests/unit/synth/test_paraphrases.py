@@ -115,10 +115,16 @@ def plain(c: SlotCheck, tok: str) -> str:
 
 
 def rounded(c: SlotCheck, tok: str) -> str:
-    """Four significant digits (well within 0.5%), the token's sign and unit kept."""
+    """Four significant digits (well within 0.5%), never coarser than the decimals the slot's form
+    asks (`1,230.8` stays: `1,231` for a figure in $m to one decimal changes it), the token's sign
+    and unit kept."""
     m = re.search(r"\d[\d,]*(\.\d+)?", tok)
     assert m
-    return tok[: m.start()] + f"{float(m.group(0).replace(',', '')):,.4g}" + tok[m.end() :]
+    x = float(m.group(0).replace(",", ""))
+    four = f"{x:,.4g}"
+    if c.decimals is not None and len(four.partition(".")[2]) < c.decimals:
+        four = f"{x:,.{c.decimals}f}"
+    return tok[: m.start()] + four + tok[m.end() :]
 
 
 def other_spellings(text: str) -> str:
