@@ -1429,11 +1429,32 @@ def _derives(c: SlotCheck, seg: str, allowed: Sequence[float]) -> bool:
         return False
     t = norm_periods(seg)
     toks = _numbers(t)
-    if not toks or any(_comparable(k, c) for k in toks):
+    if not toks or any(_comparable(k, c) and not _input_figure(k, c, allowed) for k in toks):
         return False
     if not all(any(close(p, a, 0.005) for p in k.plain for a in allowed) for k in toks):
         return False
-    return all(w.casefold() in DERIVES for w in _bare(c, t).split())
+    words = [w.casefold() for w in _bare(c, t).split()]
+    if any(_comparable(k, c) for k in toks) and not (
+        len(toks) >= 2 and set(words) & _DERIVES_VERBS
+    ):  # figures of the slot's size: only as the inputs of a computation named as one
+        return False  # ("33.7 in FY2025" is a second value)
+    return all(w in DERIVES for w in words)
+
+
+_DERIVES_VERBS = frozenset(
+    ["from", "computed", "calculated", "derived", "using", "based", "divided", "over"]
+)
+
+
+def _input_figure(k: NumToken, c: SlotCheck, allowed: Sequence[float]) -> bool:
+    """A figure of the slot's size that is one of the task's other figures (an input's value:
+    `51.08% (computed from 28.5 and 55.8)`), neither the slot's own value nor one of its rivals."""
+    rivals = [float(r) for r in c.rivals if re.fullmatch(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", r)]
+    return (
+        any(close(p, a, 0.005) for p in k.plain for a in allowed)
+        and not _number_is(k, c)
+        and not any(close(p, r, 0.005) for p in k.plain for r in rivals)
+    )
 
 
 def _without_derivations(

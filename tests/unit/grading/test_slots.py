@@ -1010,3 +1010,33 @@ def test_a_figure_coarser_than_the_decimals_asked_is_the_value_only_where_zeros_
     assert got.passed is ok, got.why
     if not ok and value not in ("$0.12bn",):
         assert "coarser than the" in got.why and got.decided
+
+
+_SHARE = SlotCheck(label="Settlement offer as a percentage of damages claimed", type="number",
+                   value=51.0753, rel_tol=0.005, abs_tol=0.05, scale=0.01, decimals=2)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed", "ok"),
+    [
+        ("51.08% (computed from 28.5 and 55.8)", [28.5, 55.8], True),
+        ("51.08% (from 55.8 and 28.5)", [28.5, 55.8], True),
+        ("51.08% (computed from 28.5 and 55.8)", [], False),  # not the task's figures
+        ("51.08% (from 28.5 or 55.8)", [28.5, 55.8], False),
+        ("51.08% (or 52.10%)", [28.5, 55.8], False),
+        ("51.08% (computed from 28.5 and 51.08)", [28.5, 51.08], False),  # its own value again
+        ("51.08% (computed from 28.5 and 55.8, roughly)", [28.5, 55.8], False),
+        ("51.08% (from 28.5 and 55.8?)", [28.5, 55.8], False),
+        ("51.08% (vs 55.8 and 28.5)", [28.5, 55.8], False),
+    ],
+)  # fmt: skip
+def test_a_derivation_may_name_inputs_of_the_slots_own_size(
+    value: str, allowed: list[float], ok: bool
+) -> None:
+    """A parenthesis naming only the task's other figures the value is computed from is a
+    derivation even where those figures are of the slot's size (a percentage of two amounts in
+    $m, both bare); any other word, mark or figure keeps it a second value."""
+    got = read_slot(_SHARE, f"{_SHARE.label}: {value}\n", allowed)
+    assert got.passed is ok, got.why
+    rival = _SHARE.model_copy(update={"rivals": ["28.5"]})  # a known wrong value is no input
+    assert not read_slot(rival, f"{rival.label}: {value}\n", allowed).passed
