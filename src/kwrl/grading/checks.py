@@ -43,7 +43,7 @@ from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
-from kwrl.grading.slots import prose_weighs, quotes_lines, read_slot
+from kwrl.grading.slots import prose_weighs, quotes_lines, read_slot, world_names
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -469,7 +469,9 @@ def cell_notes_doubt(
     if not notes:
         return None
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol)
-    return prose_weighs(slot, "\n".join(notes), allowed, task=ev.task)
+    return prose_weighs(
+        slot, "\n".join(notes), allowed, task=ev.task, names=world_names(ev.initial.files())
+    )
 
 
 def check_xlsx_cell(
@@ -676,7 +678,12 @@ def check_slot(
     if not text:
         return CheckResult(False, why or f"{where} is empty", seen)
     f = read_slot(
-        c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else (), task=ev.task
+        c,
+        text,
+        _allowed(ev, figures),
+        ev.world_mail if quotes_lines(text) else (),
+        task=ev.task,
+        names=world_names(ev.initial.files()),
     )
     return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
 

@@ -1525,7 +1525,11 @@ def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]
 
 
 def prose_weighs(
-    c: SlotCheck, text: str, allowed: Iterable[float] = (), task: str | None = None
+    c: SlotCheck,
+    text: str,
+    allowed: Iterable[float] = (),
+    task: str | None = None,
+    names: Sequence[str] = (),
 ) -> str | None:
     """Why prose that stands beside a value outside any slot line (the text cells a trial added
     beside a workbook's checked cell: `provisional - do not use until reviewed`) leaves `c` to a
@@ -1545,6 +1549,8 @@ def prose_weighs(
         listed_clause_doubted(c, _prose(text, skip))
         or prose_doubt(c, text, skip, allowed)
         or comment_on_answer(c, text, -1, skip | named)
+        or withdrawn(_prose(text, skip))
+        or foreign_doubt(c, text, task, names)
     )
 
 
@@ -1733,10 +1739,12 @@ def read_slot(
     allowed: Iterable[float] = (),
     mails: Sequence[str] = (),
     task: str | None = None,
+    names: Sequence[str] = (),
 ) -> Finding:
     """The verdict of one slot in a place's text (docs/contracts.md, the verdict order); `mails`:
     the world's mail, whose words a quoted line may repeat (`drop_quoted`); `task`: the task's
-    instruction, whose names a label may hold (`label_names`)."""
+    instruction, whose names a label may hold (`label_names`); `names`: the world's projects
+    (`foreign_doubt`)."""
     allowed = list(allowed)
     text = drop_quoted(text, mails)
     labels = [c.label, *c.others]
@@ -1789,6 +1797,7 @@ def read_slot(
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
         c, text, min(ln.index for ln in mine), skip
     )
+    doubt = doubt or withdrawn(_prose(text, skip)) or foreign_doubt(c, text, task, names)
     if doubt:
         return undecided(doubt)
     return Finding(True, readings[0].why)
@@ -1877,3 +1886,120 @@ def _holds_kind(c: SlotCheck, value: str) -> bool:
         pattern = c.rival_pattern and re.search(c.rival_pattern, t.casefold(), re.I)
         return any(found.values()) or bool(pattern)
     return bool(find_times(t) or _dotted_times(t))
+
+
+# --------------------------------------------------------------------------- other projects
+
+
+def world_names(paths: Iterable[str]) -> list[str]:
+    """The names of the world's projects: the folders one level under a root folder of its
+    filesystem (`filesystem/Matters/Noble Harbor/...` -> `Noble Harbor`)."""
+    out: dict[str, None] = {}
+    for rel in paths:
+        parts = rel.split("/")
+        if len(parts) > 3 and parts[0] == "filesystem":
+            out[parts[2]] = None
+    return list(out)
+
+
+def _name_re(names: Iterable[str]) -> re.Pattern[str] | None:
+    alts = sorted((re.escape(n).replace(r"\ ", r"\s+") for n in names if n.strip()), key=len)
+    if not alts:
+        return None
+    return re.compile(r"(?<![\w-])(?:" + "|".join(reversed(alts)) + r")(?![\w-])", re.I)
+
+
+_LACKS = re.compile(
+    _NEGATION.pattern + r"|\b(?:nothing|none|blank|missing|unavailable|absent|lacks?)\b", re.I
+)
+"""Words that say a thing is not there (`nothing for Noble Harbor`, `its tab is blank`)."""
+
+
+def foreign_doubt(c: SlotCheck, text: str, task: str | None, names: Sequence[str]) -> str | None:
+    """A sentence (slot lines too) naming another project of the world (`names`: the world's
+    projects; another is one the task does not name) beside the slot's own value and no other
+    value of its kind in one clause (`the 4.0 in that folder belongs to Stone Tundra`), or beside
+    a clause naming the task's own project with a word saying it lacks something (`I only found it
+    for Stone Tundra, not for Noble Harbor`): the value may be the other project's, a reader must weigh it;
+    else None. A rival named with the other project (`Stone Tundra shows 5.5`) is context."""
+    if not task or not names:
+        return None
+    own = [n for n in names if (rx := _name_re([n])) and rx.search(task)]
+    other_rx = _name_re(n for n in names if n not in own)
+    if other_rx is None:
+        return None
+    own_rx = _name_re(own)
+    for sent in _SENTENCE_CUT.split(text):
+        hit = other_rx.search(sent)
+        if not hit:
+            continue
+        lacking = [k for k in clauses(sent) if own_rx and own_rx.search(k) and _LACKS.search(k)]
+        if lacking:
+            return f"the prose names {hit.group(0)!r} and says the task's project lacks it: {sent.strip()[:160]!r}"
+        for clause in clauses(sent):
+            roles = [role for _, _, role in _occurrences(c, clause)]
+            if other_rx.search(clause) and roles and all(r == "own" for r in roles):
+                return f"the prose puts the value with {hit.group(0)!r}: {sent.strip()[:160]!r}"
+    return None
+
+
+# --------------------------------------------------------------------------- withdrawn answers
+
+_MAY_BE = re.compile(
+    r"(?<![\w'])(?:I|we|there)\s+(?:may|might|could)\s+(?:well\s+|easily\s+|just\s+)?(?:be|have)\b",
+    re.I,
+)
+"""The writer's own doubt (`I could be off`, `I may well have missed some`, `there may be more`)."""
+_CONFIDENCE = re.compile(
+    r"\bconfidence\b[^.\n]{0,24}?\b(?:low|medium|moderate|limited|middling|partial|fair)\b"
+    r"|\b(?:low|medium|moderate|limited|middling|partial)[\s-]+confidence\b",
+    re.I,
+)
+"""A rating of the writer's confidence short of high (`Confidence: low`)."""
+_NO_BASIS = re.compile(
+    r"\b(?:gut|hunch|instinct|guesswork|memory|recollection|eyeball(?:ed|ing)?|skim(?:med)?"
+    r"|unsourced|top\s+of\s+my\s+head)\b|\b(?:no|without\s+(?:a|any))\s+(?:source|sources|basis)\b",
+    re.I,
+)
+"""What says the answer rests on no reading of the world (`Gut feel, no source.`, `from
+memory`, `I only skimmed the contract`)."""
+_HOLD_BACK = re.compile(
+    r"(?:^|[:;,(\-–—]\s*|\b(?:please|so|just)\s+)(?:do\s+not|don['’]t|dont|never)\s+"
+    r"(?:\w+\s+)?(?:(?P<trust>use|rely|present)|circulate|quote|share|forward|send|publish"
+    r"|distribute|cite)\b",
+    re.I,
+)
+"""An order not to use the answer (`Don't present this number`, `do not rely on B1`), or not to
+pass it on for now (`please don't forward this yet`); not to pass it on at all (`Please do not
+forward outside the team`) keeps it confidential."""
+_FOR_NOW = re.compile(
+    r"\b(?:yet|until|till|before|for\s+now|as\s+it\s+stands|as\s+is|at\s+this\s+stage)\b", re.I
+)
+_NOT_DONE = re.compile(
+    r"\b(?:I|we)\s+(?:did\s+not|didn['’]t|have\s+not|haven['’]t|had\s+not|hadn['’]t|could\s+not"
+    r"|couldn['’]t|was\s+not\s+able\s+to|wasn['’]t\s+able\s+to)\s+(?:\w+\s+)?"
+    r"(?:re)?(?:compute|computed|calculate|calculated|tell|update|updated|refresh|refreshed)\b",
+    re.I,
+)
+"""The writer saying the work behind the answer was not done (`I didn't recompute it`, `I
+couldn't tell which were current`)."""
+
+
+def withdrawn(text: str) -> str | None:
+    """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
+    writer's own doubt, a low confidence rating, an answer resting on no source, an order not to
+    use or pass it on, or work behind it not done: the words, else None. An order about a place
+    (`Don't use the archived deck`) names what was left out, not the answer."""
+    for sent in _SENTENCE_CUT.split(text):
+        for rx in (_MAY_BE, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
+            m = rx.search(sent)
+            if m:
+                return f"the prose withdraws the answer ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
+        for clause in re.split(r"[;:]\s|\s[-–—]\s", sent):
+            m = _HOLD_BACK.search(clause)
+            rest = clause[m.end() :] if m else ""
+            if m and not (m["trust"] or _FOR_NOW.search(rest)):
+                continue
+            if m and not (_SOURCE.search(rest) and not BACKREF.search(rest)):
+                return f"the prose holds the answer back ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
+    return None

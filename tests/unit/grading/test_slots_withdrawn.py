@@ -1,0 +1,123 @@
+"""Prose that takes the answer back without naming a figure (`kwrl.grading.slots.withdrawn`) and
+prose that gives the answer to another project of the world (`foreign_doubt`) leave the slot to a
+reader: never a pass. Close honest prose (courtesy, offers, sources, context with another project's
+own figure) still passes. Each sentence is one a person would write, not a word from the lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from kwrl.grading.slots import prose_weighs, read_slot, world_names
+from kwrl.grading.statements import Finding
+from kwrl.tasks.models import SlotCheck
+
+CAGR = SlotCheck(label="FY2021-FY2025 Revenue CAGR", type="number", value=82.64, scale=0.01,
+                 abs_tol=0.05, others=["FY2021 Revenue ($m)", "FY2025 Revenue ($m)"])  # fmt: skip
+TASK = (
+    "Compute the FY2021-FY2025 revenue CAGR of Project Coral Falcon from its model in"
+    " /Engagements/Coral Falcon/. End your answer with one line per value: `FY2021-FY2025 Revenue"
+    " CAGR: <percentage, two decimals>`, `FY2021 Revenue ($m): <figure in $m, one decimal>`,"
+    " `FY2025 Revenue ($m): <figure in $m, one decimal>`."
+)
+NAMES = ["Coral Falcon", "Stone Tundra", "Iron Mantis", "Blue Heron"]
+LINE = "FY2021-FY2025 Revenue CAGR: 82.64%"
+
+
+def _read(prose: str, before: bool = False) -> Finding:
+    text = f"{prose}\n\n{LINE}" if before else f"{LINE}\n\n{prose}"
+    return read_slot(CAGR, text, task=TASK, names=NAMES)
+
+
+WITHDRAWN = [
+    "I might be misreading which tab holds the restated years.",
+    "There could well be a later model that I haven't opened.",
+    "We may have picked up the wrong workbook.",
+    "Confidence in the headline: moderate at best.",
+    "Low confidence on this one, sorry.",
+    "Pulled together from memory rather than the files.",
+    "Honestly a hunch.",
+    "No source behind it.",
+    "Please do not forward this yet.",
+    "Don't quote it to the client until I've rerun the model.",
+    "Team - never circulate the headline as it stands.",
+    "I didn't recalculate it after the restatement.",
+    "We couldn't tell which workbook was the live one.",
+]
+"""Sentences that withdraw confidence from the answer and name no figure."""
+
+HONEST = [
+    "Let me know if you'd like the breakdown by year.",
+    "Figures come from the FY2025 model in the Coral Falcon folder.",
+    "Both inputs tie back to the FY2025 model.",
+    "Confidence: high.",
+    "Don't hesitate to reach out with questions.",
+    "We could set up a call on Thursday if useful.",
+    "I can share the full workings on request.",
+    "Please keep this internal; do not share outside the deal team.",
+    "For comparison, Stone Tundra's CAGR was 41.20% over the same years.",
+    "Unlike Stone Tundra, Coral Falcon has five full years of revenue.",
+    "Separately, the Iron Mantis team meets its client next week.",
+]
+"""Close honest prose: courtesy, offers, sources, another project named as context."""
+
+
+@pytest.mark.parametrize("prose", WITHDRAWN)
+def test_prose_withdrawing_the_answer_leaves_it_undecided(prose: str) -> None:
+    for before in (False, True):
+        f = _read(prose, before)
+        assert not f.passed and not f.decided, f
+
+
+@pytest.mark.parametrize("prose", HONEST)
+def test_close_honest_prose_passes(prose: str) -> None:
+    f = _read(prose)
+    assert f.passed, f
+
+
+FOREIGN = [
+    "The 82.64% is Stone Tundra's growth rate.",
+    "Nothing turned up for Coral Falcon, so this is the Iron Mantis CAGR instead.",
+    "Coral Falcon's model has no FY2021 column; the figure comes from Blue Heron's model.",
+    "These are Iron Mantis numbers - the Coral Falcon ones weren't in the folder.",
+]
+"""Prose that gives the answer to another project of the world."""
+
+
+@pytest.mark.parametrize("prose", FOREIGN)
+def test_prose_giving_the_value_to_another_project_is_undecided(prose: str) -> None:
+    f = _read(prose, before=True)
+    assert not f.passed and not f.decided, f
+
+
+def test_without_the_worlds_names_another_project_is_not_read() -> None:
+    text = f"{LINE}\n\nThe 82.64% is Stone Tundra's growth rate."
+    assert read_slot(CAGR, text, task=TASK).passed
+
+
+def test_the_worlds_projects_are_the_folders_under_its_root() -> None:
+    paths = [
+        "filesystem/Engagements/Coral Falcon/Model/model.xlsx",
+        "filesystem/Engagements/Stone Tundra/Notes/a.docx",
+        "filesystem/Engagements/Stone Tundra/b.pptx",
+        "filesystem/Outputs/README.txt",
+        "mail/inbox.json",
+    ]
+    assert world_names(paths) == ["Coral Falcon", "Stone Tundra"]
+
+
+CELL = SlotCheck(label="B1", type="number", value=79.42)
+
+
+@pytest.mark.parametrize(
+    "note,weighs",
+    [
+        ("Do not rely on B1 for the board pack.", True),
+        ("Unchecked - don't use until I've redone the inputs", True),
+        ("B1 is the Iron Mantis rate; Coral Falcon has no billing yet", True),
+        ("Don't use the archived billing workbook; B1 is built from the current one.", False),
+        ("B1 = fees / budget, from the billing workbook", False),
+    ],
+)
+def test_cell_notes_withdrawing_the_value_are_weighed(note: str, weighs: bool) -> None:
+    why = prose_weighs(CELL, note, task=TASK, names=NAMES)
+    assert bool(why) is weighs, why
