@@ -43,7 +43,14 @@ from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
-from kwrl.grading.slots import prose_weighs, quotes_lines, read_slot, world_names
+from kwrl.grading.slots import (
+    heading_doubt,
+    prose_weighs,
+    quotes_lines,
+    read_slot,
+    withdrawn,
+    world_names,
+)
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -504,7 +511,9 @@ def check_xlsx_cell(
         formula, actual = sheet.value(c.cell)
         shown = f"{name}!{sheet.name}!{c.cell} = {actual!r}"
         if _cell_matches(actual, c.value, c.rel_tol):
-            doubt = cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures))
+            doubt = cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures)) or (
+                answer_withdraws(ev) if isinstance(c.value, int | float) else None
+            )
             if doubt:
                 return CheckResult(False, f"{shown}, but {doubt}", [name], decided=False)
             return CheckResult(True, shown + f", matches {c.value!r}", [name])
@@ -685,7 +694,47 @@ def check_slot(
         task=ev.task,
         names=world_names(ev.initial.files()),
     )
+    if f.passed:
+        doubt = beside_slot_doubt(c, ev)
+        if doubt:
+            return CheckResult(False, f"{f.why} in {where}, but {doubt}", seen, decided=False)
     return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
+
+
+_REPLY = re.compile(r"\s*(?:re|fw|fwd|aw|sv)\s*:", re.I)
+"""A reply's or forward's subject: the words of the mail it answers, not the writer's."""
+
+
+def beside_slot_doubt(c: SlotCheck, ev: Evidence) -> str | None:
+    """What stands beside a slot's place and takes its value back (docs/contracts.md, "Places"):
+    the subject of a new mail it is in (`headline figure UNVERIFIED`, `heading_doubt`), the speaker
+    notes of a deck it is in (`Don't present this number - it is wrong`) or, for a file, the final
+    answer (`Please don't rely on row 2 yet`), each read for a withdrawal (`withdrawn`); else
+    None."""
+    if c.place == "mail":
+        want = (c.to or "").casefold()
+        for m in ev.mail:
+            if any(want in r.casefold() for r in m.to) and not _REPLY.match(m.subject):
+                doubt = heading_doubt(m.subject)
+                if doubt:
+                    return f"the subject {m.subject!r}: {doubt}"
+        return None
+    if c.place != "file":
+        return None
+    rel = "filesystem/" + (c.path or "").lstrip("/")
+    text = ev.own_text(ev.changed_text(rel))[0]
+    notes = [ln[len(NOTES_PREFIX) :] for ln in text.splitlines() if ln.startswith(NOTES_PREFIX)]
+    doubt = withdrawn("\n".join(notes))
+    if doubt:
+        return f"in the speaker notes {doubt}"
+    return answer_withdraws(ev)
+
+
+def answer_withdraws(ev: Evidence) -> str | None:
+    """The final answer of a task whose deliverable is a file, taking the file's values back
+    (`withdrawn`: `Please don't rely on row 2 yet`), or None."""
+    doubt = withdrawn(ev.own_text(ev.answer)[0])
+    return f"in the final answer {doubt}" if doubt else None
 
 
 CHECKS: dict[type, Callable[[Any, Evidence, str | None, tuple[float, ...]], CheckResult]] = {

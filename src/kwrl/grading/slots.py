@@ -1988,8 +1988,8 @@ couldn't tell which were current`)."""
 def withdrawn(text: str) -> str | None:
     """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
     writer's own doubt, a low confidence rating, an answer resting on no source, an order not to
-    use or pass it on, or work behind it not done: the words, else None. An order about a place
-    (`Don't use the archived deck`) names what was left out, not the answer."""
+    use or pass it on, or work behind it not done: the words, else None. An order about an old
+    or draft place (`Don't use the archived deck`) names what was left out, not the answer."""
     for sent in _SENTENCE_CUT.split(text):
         for rx in (_MAY_BE, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
             m = rx.search(sent)
@@ -2000,6 +2000,18 @@ def withdrawn(text: str) -> str | None:
             rest = clause[m.end() :] if m else ""
             if m and not (m["trust"] or _FOR_NOW.search(rest)):
                 continue
-            if m and not (_SOURCE.search(rest) and not BACKREF.search(rest)):
+            stale_place = _SOURCE.search(rest) and (_STALE.search(rest) or _STATUS.search(rest))
+            if m and not (stale_place and not BACKREF.search(rest)):
                 return f"the prose holds the answer back ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
     return None
+
+
+def heading_doubt(text: str) -> str | None:
+    """A heading over the answer (a mail's subject) that hedges, doubts, qualifies or withdraws
+    it (`headline figure UNVERIFIED`, `DRAFT`, `please don't forward yet`): the words, else None."""
+    t = norm_periods(text)
+    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _STATUS, _CORRECTION):
+        m = rx.search(t)
+        if m:
+            return f"it says {m.group(0)!r}"
+    return withdrawn(t)
