@@ -447,6 +447,17 @@ _UNIT_SUFFIX = re.compile(
 )
 
 
+def _sheet_before(ev: Evidence, rel: str, sheet: Sheet) -> dict[str, tuple[Any, Any]]:
+    """The cells of `sheet` in the workbook's state before the trial ({} for a new one)."""
+    old = ev.initial.get(rel)
+    if old is None:
+        return {}
+    try:
+        return next((s.cells for s in read_xlsx(old) if s.name == sheet.name), {})
+    except Exception:  # an unreadable original adds nothing to compare with
+        return {}
+
+
 def cell_notes_doubt(
     c: XlsxCellCheck, ev: Evidence, rel: str, sheet: Sheet, allowed: list[float]
 ) -> str | None:
@@ -456,13 +467,7 @@ def cell_notes_doubt(
     reviewed` beside the figure): why a reader must weigh the cell, or None."""
     if not isinstance(c.value, int | float) or isinstance(c.value, bool):
         return None
-    before: dict[str, tuple[Any, Any]] = {}
-    old = ev.initial.get(rel)
-    if old is not None:
-        try:
-            before = next((s.cells for s in read_xlsx(old) if s.name == sheet.name), {})
-        except Exception:  # an unreadable original adds nothing to compare with
-            before = {}
+    before = _sheet_before(ev, rel, sheet)
     own = c.cell.replace("$", "").upper()
     notes = [
         str(raw).strip()
@@ -479,6 +484,43 @@ def cell_notes_doubt(
     return prose_weighs(
         slot, "\n".join(notes), allowed, task=ev.task, names=world_names(ev.initial.files())
     )
+
+
+_COORD = re.compile(r"([A-Z]+)(\d+)")
+
+
+def relabelled_row(
+    c: XlsxCellCheck, sheet: Sheet, before: dict[str, tuple[Any, Any]]
+) -> str | None:
+    """Another row the trial labelled as the checked cell's row, qualified (`Net income margin
+    (revised - supersedes row 2)` in A5 beside `Net income margin` in A2): a second candidate for
+    the same label, which a reader must weigh; else None. The label is the nearest text cell left
+    of the checked number cell in its row; another row carries it when a cell of the label's column
+    that the trial added or changed (not in `before`, the sheet's cells before the trial) starts
+    with the label and then a bracket, dash or colon."""
+    if not isinstance(c.value, int | float) or isinstance(c.value, bool):
+        return None
+    own = _COORD.fullmatch(c.cell.replace("$", "").upper())
+    if not own:
+        return None
+    col, row = own[1], own[2]
+    left = [
+        (k[1], raw.strip())
+        for coord, (raw, _) in sheet.cells.items()
+        if (k := _COORD.fullmatch(coord)) and k[2] == row and (len(k[1]), k[1]) < (len(col), col)
+        and isinstance(raw, str) and not raw.startswith("=") and raw.strip()
+    ]  # fmt: skip
+    if not left:
+        return None
+    label_col, label = max(left, key=lambda x: (len(x[0]), x[0]))
+    qualified = re.compile(re.escape(label) + r"\s*[(\[\-–—:]", re.I)
+    for coord, (raw, _) in sorted(sheet.cells.items()):
+        k = _COORD.fullmatch(coord)
+        if not k or k[1] != label_col or k[2] == row or not isinstance(raw, str):
+            continue
+        if before.get(coord, (None, None))[0] != raw and qualified.match(raw.strip()):
+            return f"{coord} ({raw[:80]!r}) labels another row as {label!r}"
+    return None
 
 
 def check_xlsx_cell(
@@ -511,8 +553,10 @@ def check_xlsx_cell(
         formula, actual = sheet.value(c.cell)
         shown = f"{name}!{sheet.name}!{c.cell} = {actual!r}"
         if _cell_matches(actual, c.value, c.rel_tol):
-            doubt = cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures)) or (
-                answer_withdraws(ev) if isinstance(c.value, int | float) else None
+            doubt = (
+                cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures))
+                or relabelled_row(c, sheet, _sheet_before(ev, rel, sheet))
+                or (answer_withdraws(ev) if isinstance(c.value, int | float) else None)
             )
             if doubt:
                 return CheckResult(False, f"{shown}, but {doubt}", [name], decided=False)

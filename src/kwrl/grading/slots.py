@@ -781,7 +781,7 @@ def _numbered(c: SlotCheck) -> bool:
 SAYS_COMPLIES = (
     "comply", "complies", "complied", "complying", "compliant", "conform", "conforms",
     "conforming", "in line", "consistent", "meet", "meets", "acceptable", "fine", "ok", "okay",
-    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "borderline",
+    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "within", "borderline",
     "marginal", "marginally", "arguable", "arguably", "debatable", "grey area", "gray area",
     "close call", "judgment call", "judgement call", "ambiguous", "on the fence",
 )  # fmt: skip
@@ -1251,6 +1251,13 @@ _STALE = _words_re(
 """A place named as an old one (`per an old invite`): a value from it is not the current one."""
 
 
+_OPINION = re.compile(
+    r"(?<![\w'])(?:I|we)\s+(?:\w+\s+)?(?:think|believe|suspect|feel|reckon|guess|doubt)\b", re.I
+)
+"""The writer's opinion beside a place (`but I think the model itself is broken`): it weighs the
+source, so the segment is no mere citation."""
+
+
 def _cites(c: SlotCheck, seg: str) -> bool:
     """`seg` says only where the value comes from: it names a place of the world (a path, a
     `#channel`, a name after `per`/`from`), weighs nothing (no negation, correction, affirmation,
@@ -1270,6 +1277,7 @@ def _cites(c: SlotCheck, seg: str) -> bool:
         _STALE,
         _CHECK_VERB,
         EXCLUDES,
+        _OPINION,
     )
     if any(rx.search(seg) for rx in weighs):
         return False

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import openpyxl
 import pptx
 import pytest
 from grading_testkit import add_mail, copy_state, write_files
 from pptx.util import Emu
+from pydantic import TypeAdapter
 
 from kwrl.grading.checks import run_check
 from kwrl.grading.diff import StateView
 from kwrl.grading.evidence import Evidence
-from kwrl.tasks.models import SlotCheck
+from kwrl.tasks.models import MachineCheck, SlotCheck
 
 REV = SlotCheck(label="Revenue FY2025", type="number", value=121.9, scale=1e6)
 DECK = REV.model_copy(update={"place": "file", "path": "Outputs/Update.pptx"})
@@ -102,3 +104,42 @@ def test_a_file_tasks_answer_that_takes_the_file_back(
 ) -> None:
     r = _run(DECK, tmp_path, answer=answer)
     assert r.passed is passes, r.rationale
+
+
+def _sheet(tmp_path: Path, rows: dict[str, object]):
+    world = write_files(tmp_path / "world", {"filesystem/readme.txt": "hello"})
+    final = copy_state(world, tmp_path / "final")
+    (final / "filesystem/Outputs").mkdir(parents=True)
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    assert ws is not None
+    ws.title = "Summary"
+    for coord, value in rows.items():
+        ws[coord] = value
+    wb.save(final / "filesystem/Outputs/Metrics.xlsx")
+    ev = Evidence.collect(
+        task="t", answer="", initial=StateView.of([world]), final=StateView.of([final])
+    )
+    spec = {"kind": "xlsx_cell", "path": "/Outputs/Metrics.xlsx", "sheet": "Summary", "cell": "B2",
+            "value": 14.59}  # fmt: skip
+    return run_check(TypeAdapter(MachineCheck).validate_python(spec), ev)
+
+
+@pytest.mark.parametrize(
+    "rows,passes",
+    [
+        ({"A5": "Net income margin (restated, replaces row 2)", "B5": 13.1}, False),
+        ({"A4": "Net income margin - corrected", "B4": 15.2}, False),
+        ({"A3": "Net income margin FY2024", "B3": 13.1}, True),
+        ({"A3": "Net income margin change", "B3": 1.2}, True),
+        ({"C2": "Net income margin (%), from the FY2025 accounts"}, True),
+    ],
+)
+def test_another_row_labelled_as_the_checked_one(
+    rows: dict[str, object], passes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    r = _sheet(
+        tmp_path, {"A1": "Metric", "B1": "Value", "A2": "Net income margin", "B2": 14.59, **rows}
+    )
+    assert r.passed is passes and r.decided is passes, r.rationale

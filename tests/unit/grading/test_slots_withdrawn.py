@@ -121,3 +121,38 @@ CELL = SlotCheck(label="B1", type="number", value=79.42)
 def test_cell_notes_withdrawing_the_value_are_weighed(note: str, weighs: bool) -> None:
     why = prose_weighs(CELL, note, task=TASK, names=NAMES)
     assert bool(why) is weighs, why
+
+
+CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"],
+                    rivals=["9.1", "12.3", "14.2"])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "prose,passes",
+    [
+        ("Clause 8.2 sits within the playbook's range, so nothing to flag there.", False),
+        ("8.2 stays within policy once the carve-outs are counted.", False),
+        ("Clause 8.2 is not within the playbook's liability floor.", True),
+        ("Clause 9.1 is within the playbook; 8.2 and 11.4 are not.", True),
+    ],
+)
+def test_prose_saying_a_listed_clause_is_within_the_playbook(prose: str, passes: bool) -> None:
+    f = read_slot(CLAUSES, f"Deviating clauses: 8.2, 11.4\n\n{prose}")
+    assert f.passed is passes and f.decided is passes, f
+
+
+REV = SlotCheck(label="Revenue FY2025", type="number", value=121.9, scale=1e6)
+
+
+@pytest.mark.parametrize(
+    "line,passes",
+    [
+        ("Revenue FY2025: 121.9, per the FY2025 model, though I suspect the model is off", False),
+        ("Revenue FY2025: 121.9 - what the workbook gives, but we doubt the workbook", False),
+        ("Revenue FY2025: 121.9, per the FY2025 model", True),
+        ("Revenue FY2025: 121.9 (from the billing workbook)", True),
+    ],
+)
+def test_an_opinion_on_the_source_in_the_slot_is_no_citation(line: str, passes: bool) -> None:
+    f = read_slot(REV, line)
+    assert f.passed is passes and f.decided is passes, f
