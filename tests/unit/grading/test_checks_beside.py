@@ -106,7 +106,7 @@ def test_a_file_tasks_answer_that_takes_the_file_back(
     assert r.passed is passes, r.rationale
 
 
-def _sheet(tmp_path: Path, rows: dict[str, object]):
+def _sheet(tmp_path: Path, rows: dict[str, str | float]):
     world = write_files(tmp_path / "world", {"filesystem/readme.txt": "hello"})
     final = copy_state(world, tmp_path / "final")
     (final / "filesystem/Outputs").mkdir(parents=True)
@@ -136,7 +136,7 @@ def _sheet(tmp_path: Path, rows: dict[str, object]):
     ],
 )
 def test_another_row_labelled_as_the_checked_one(
-    rows: dict[str, object], passes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rows: dict[str, str | float], passes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
     r = _sheet(
