@@ -1853,14 +1853,16 @@ def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str 
     project, the client) nor a word of the place's labels, a unit, a period or a kind of place
     (`Iron Mantis FY2025 Revenue CAGR` in a task on another project): the label may attribute the
     value to another thing of the world, so a reader must weigh it; else None. A name is a
-    capitalised word; the label's first word counts only when the next word is a name too (`Total
-    Revenue FY2025` is not a name, `Iron Mantis Revenue` is). Without the task's text (None),
+    capitalised word; the label's first word counts only when the next word is a name too (`Iron
+    Mantis Revenue`) or a word of the place's labels (`Northwind Revenue FY2025`), unless it
+    qualifies a label (`Total Revenue FY2025` is not a name, `_names_the_label`). Without the task's text (None),
     nothing is read."""
     if task is None:
         return None
     known = {w for lab in labels for w in _WORD.findall(norm_periods(lab).casefold())}
     known |= {w.casefold() for w in re.findall(r"[\w'’&-]+", norm_periods(task))}
     known |= {w.casefold() for m in _MENTION.finditer(line.text) for w in m.groups() if w}
+    known |= {re.sub(r"['’]s$", "", w) for w in known}  # the task's `Coral Falcon's revenue`
     label = _ADDRESSEE.sub(" ", norm_periods(line.label))
     words = list(_CAP_WORD.finditer(label))
 
@@ -1877,10 +1879,30 @@ def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str 
     for m in flagged:
         if first and m.start() == first.end():
             nxt = next((n for n in words if n.start() > m.end()), None)
-            if not (nxt and nxt in flagged and not label[m.end() : nxt.start()].strip()):
+            two = nxt and nxt in flagged and not label[m.end() : nxt.start()].strip()
+            if not two and not _names_the_label(m, label, labels):
                 continue
         return f"the label names {m.group(0)!r}, not the task's: {line.label[:120]!r}"
     return None
+
+
+LABEL_QUALIFIERS = frozenset(
+    ["total", "net", "gross", "adjusted", "reported", "annual", "group", "consolidated", "overall",
+     "combined", "key", "headline", "final", "computed", "calculated", "resulting", "current",
+     "implied", "answer", "result", "updated", "my", "our", "your"]
+)  # fmt: skip
+"""Words that may open a label as part of it (`Total Revenue FY2025`), not as a name."""
+
+
+def _names_the_label(m: re.Match[str], label: str, labels: Sequence[str]) -> bool:
+    """The label's first word `m`, capitalised and not the task's, stands right before the slot's
+    own label words (`Northwind Revenue FY2025`): a name the value is given to, unless it is a
+    word that qualifies a label (`LABEL_QUALIFIERS`: `Total Revenue FY2025`)."""
+    if m.group(0).casefold().strip("'’-") in LABEL_QUALIFIERS:
+        return False
+    after = _WORD.findall(norm_periods(label[m.end() :]).casefold())
+    own = {w for lab in labels for w in label_words(lab)}
+    return bool(after) and after[0] in own and not label[m.end() :][:1].strip()
 
 
 def _holds_kind(c: SlotCheck, value: str) -> bool:

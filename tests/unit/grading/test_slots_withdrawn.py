@@ -156,3 +156,25 @@ REV = SlotCheck(label="Revenue FY2025", type="number", value=121.9, scale=1e6)
 def test_an_opinion_on_the_source_in_the_slot_is_no_citation(line: str, passes: bool) -> None:
     f = read_slot(REV, line)
     assert f.passed is passes and f.decided is passes, f
+
+
+LABEL_TASK = (
+    "What was Project Coral Falcon's revenue in FY2025? End your answer with the line"
+    " `Revenue FY2025: <figure in $m, one decimal>`."
+)
+
+
+@pytest.mark.parametrize(
+    "line,passes",
+    [
+        ("Westbrook Revenue FY2025: 121.9", False),
+        ("- **Halvorsen Revenue FY2025:** $121.9m", False),
+        ("Total Revenue FY2025: 121.9", True),
+        ("Reported Revenue FY2025: $121.9m", True),
+        ("Coral Falcon Revenue FY2025: 121.9", True),
+        ("Quick update: Revenue FY2025: 121.9", True),
+    ],
+)
+def test_a_name_before_the_label_not_in_the_task(line: str, passes: bool) -> None:
+    f = read_slot(REV, line, task=LABEL_TASK)
+    assert f.passed is passes and f.decided is passes, f
