@@ -1805,7 +1805,12 @@ def read_slot(
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
         c, text, min(ln.index for ln in mine), skip
     )
-    doubt = doubt or withdrawn(_prose(text, skip)) or foreign_doubt(c, text, task, names)
+    doubt = (
+        doubt
+        or withdrawn(_prose(text, skip))
+        or foreign_doubt(c, text, task, names)
+        or own_project_doubt(c, _prose(text, skip), task, names)
+    )
     if doubt:
         return undecided(doubt)
     return Finding(True, readings[0].why)
@@ -1970,6 +1975,37 @@ def foreign_doubt(c: SlotCheck, text: str, task: str | None, names: Sequence[str
             roles = [role for _, _, role in _occurrences(c, clause)]
             if other_rx.search(clause) and roles and all(r == "own" for r in roles):
                 return f"the prose puts the value with {hit.group(0)!r}: {sent.strip()[:160]!r}"
+    return None
+
+
+_MOVED = re.compile(r"\b(?:been|was|were|got|gets|getting|being|is|are)\s+" + _CHANGE.pattern, re.I)
+"""A change said to have happened to what the answer names (`it's been pushed back an hour`)."""
+
+
+def own_project_doubt(
+    c: SlotCheck, text: str, task: str | None, names: Sequence[str]
+) -> str | None:
+    """For a date or time slot, a clause of the prose that names the task's own project (one of the
+    world's projects, `names`, that the task names) with another date or time and not the slot's,
+    and no framing, correction or negation word (`The hearing for Noble Harbor is on 9 April`), or
+    a clause naming no date or time that says it was moved (`it's been pushed back an hour`): the
+    prose gives the answer another value, a reader must weigh it; else None."""
+    if c.type not in ("date", "time"):
+        return None
+    for clause in clauses(text):
+        occ = _occurrences(c, clause)
+        moved = _MOVED.search(clause)
+        if moved and not occ and not find_dates(clause, 2000) and not find_times(clause):
+            return f"the prose says it was moved ({moved.group(0)!r}): {clause.strip()[:160]!r}"
+    own_rx = _name_re(n for n in names if task and (rx := _name_re([n])) and rx.search(task))
+    if own_rx is None:
+        return None
+    for clause in clauses(text):
+        roles = {role for _, _, role in _occurrences(c, clause)}
+        if not own_rx.search(clause) or "own" in roles or not roles:
+            continue
+        if not any(rx.search(clause) for rx in (_FRAME, _CORRECTION, _NEGATION)):
+            return f"the prose gives the project another value: {clause.strip()[:160]!r}"
     return None
 
 

@@ -178,3 +178,33 @@ LABEL_TASK = (
 def test_a_name_before_the_label_not_in_the_task(line: str, passes: bool) -> None:
     f = read_slot(REV, line, task=LABEL_TASK)
     assert f.passed is passes and f.decided is passes, f
+
+
+DAY = SlotCheck(label="Date", others=["Start time"], type="date", value="2026-03-17")
+START = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00", day="2026-03-17")
+MEETING_TASK = (
+    "When is the Project Coral Falcon steering meeting? End your answer with the lines"
+    " `Date: <YYYY-MM-DD>` and `Start time: <HH:MM UTC>`."
+)
+MEETING = "Date: 2026-03-17\nStart time: 14:00 UTC"
+
+
+@pytest.mark.parametrize(
+    "prose,passes,checks",
+    [
+        ("The Coral Falcon steering meeting is on 24 March.", False, [DAY]),
+        ("Coral Falcon's steering call sits at 16:00 on the team calendar.", False, [START]),
+        ("Maria mentioned it has been pushed back by a day.", False, [DAY, START]),
+        ("Heads-up: the call was postponed, though the invite still shows the slot.", False, [DAY]),
+        ("Don't mix it up with Stone Tundra's steering meeting on 24 March.", True, [DAY, START]),
+        ("The Coral Falcon steering meeting was first planned for 10 March.", True, [DAY, START]),
+        ("The invite for Coral Falcon lists Maria and Omar as attendees.", True, [DAY, START]),
+        ("It was moved from 10 March to 17 March last week.", True, [DAY, START]),
+    ],
+)
+def test_prose_giving_the_meeting_another_day_or_time(
+    prose: str, passes: bool, checks: list[SlotCheck]
+) -> None:
+    for check in checks:
+        f = read_slot(check, f"{prose}\n\n{MEETING}", task=MEETING_TASK, names=NAMES)
+        assert f.passed is passes, (check.label, f)
