@@ -1955,8 +1955,9 @@ def foreign_doubt(c: SlotCheck, text: str, task: str | None, names: Sequence[str
     projects; another is one the task does not name) beside the slot's own value and no other
     value of its kind in one clause (`the 4.0 in that folder belongs to Stone Tundra`), or beside
     a clause naming the task's own project with a word saying it lacks something (`I only found it
-    for Stone Tundra, not for Noble Harbor`): the value may be the other project's, a reader must weigh it;
-    else None. A rival named with the other project (`Stone Tundra shows 5.5`) is context."""
+    for Stone Tundra, not for Noble Harbor`), or a clause pointing back at the answer that says it
+    comes from the other project (`The figure below is the equivalent one from Stone Tundra`): the
+    value may be the other project's, a reader must weigh it; else None. A rival named with the other project (`Stone Tundra shows 5.5`) is context."""
     if not task or not names:
         return None
     own = [n for n in names if (rx := _name_re([n])) and rx.search(task)]
@@ -1975,6 +1976,14 @@ def foreign_doubt(c: SlotCheck, text: str, task: str | None, names: Sequence[str
             roles = [role for _, _, role in _occurrences(c, clause)]
             if other_rx.search(clause) and roles and all(r == "own" for r in roles):
                 return f"the prose puts the value with {hit.group(0)!r}: {sent.strip()[:160]!r}"
+            cited = re.search(
+                r"\b(?:from|per|according\s+to|via)\s+(?:(?:the|project|matter|engagement|deal)\s+)"
+                r"{0,2}(?:" + other_rx.pattern + ")",
+                clause,
+                re.I,
+            )
+            if cited and not roles and BACKREF.search(clause[: cited.start()]):
+                return f"the prose says the answer comes {cited.group(0)!r}: {sent.strip()[:160]!r}"
     return None
 
 
