@@ -2025,6 +2025,21 @@ _MAY_BE = re.compile(
     re.I,
 )
 """The writer's own doubt (`I could be off`, `I may well have missed some`, `there may be more`)."""
+_MAY_BE_WRONG = re.compile(
+    r"(?<![\w'])(?:it|this|that|these|those|they|which|(?:the|my|our)(?:\s+[\w-]+){1,3})\s+"
+    r"(?:may|might|could)\s+"
+    r"(?:well\s+|still\s+|also\s+)?(?:be\s+|have\s+been\s+)?(?:a\s+(?:bit|little|touch)\s+)?"
+    r"(?:off|wrong|out|stale|outdated|inaccurate|incorrect|mistaken|overstated|understated)\b",
+    re.I,
+)
+"""Doubt of what the answer names (`this could be off`, `the total might be overstated`)."""
+_CAUTION = re.compile(
+    r"\b(?:with\s+(?:some\s+)?caution|(?:grain|pinch)\s+of\s+salt|at\s+your\s+own\s+risk"
+    r"|not\s+(?:100\s?%|fully|entirely|completely|totally)\s+(?:sure|certain|confident))"
+    r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:rely|trust)\b",
+    re.I,
+)
+"""Caution about the answer (`treat the amount with caution`, `I wouldn't rely on it yet`)."""
 _CONFIDENCE = re.compile(
     r"\bconfidence\b[^.\n]{0,24}?\b(?:low|medium|moderate|limited|middling|partial|fair)\b"
     r"|\b(?:low|medium|moderate|limited|middling|partial)[\s-]+confidence\b",
@@ -2066,7 +2081,7 @@ def withdrawn(text: str) -> str | None:
     use or pass it on, or work behind it not done: the words, else None. An order about an old
     or draft place (`Don't use the archived deck`) names what was left out, not the answer."""
     for sent in _SENTENCE_CUT.split(text):
-        for rx in (_MAY_BE, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
+        for rx in (_MAY_BE, _MAY_BE_WRONG, _CAUTION, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
             m = rx.search(sent)
             if m:
                 return f"the prose withdraws the answer ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"

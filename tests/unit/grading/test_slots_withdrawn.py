@@ -42,6 +42,12 @@ WITHDRAWN = [
     "Team - never circulate the headline as it stands.",
     "I didn't recalculate it after the restatement.",
     "We couldn't tell which workbook was the live one.",
+    "That said, this could be a little off.",
+    "The FY2021 base might have been overstated.",
+    "Treat the rate with caution.",
+    "Take it with a grain of salt.",
+    "I'm not 100% sure of the base year.",
+    "I wouldn't rely on it for the board pack.",
 ]
 """Sentences that withdraw confidence from the answer and name no figure."""
 
@@ -58,6 +64,9 @@ HONEST = [
     "Unlike Stone Tundra, Coral Falcon has five full years of revenue.",
     "Separately, the Iron Mantis team meets its client next week.",
     "This figure comes from the Coral Falcon model.",
+    "A one-page summary may be useful for the board pack.",
+    "It could also go in the quarterly update.",
+    "We wouldn't use the archived copy in the Old folder.",
     "For comparison, the rate from Stone Tundra is 41.20%.",
 ]
 """Close honest prose: courtesy, offers, sources, another project named as context."""
