@@ -781,7 +781,8 @@ def _numbered(c: SlotCheck) -> bool:
 SAYS_COMPLIES = (
     "comply", "complies", "complied", "complying", "compliant", "conform", "conforms",
     "conforming", "in line", "consistent", "meet", "meets", "acceptable", "fine", "ok", "okay",
-    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "within", "borderline",
+    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "within the playbook",
+    "within the playbook's", "within playbook", "within policy", "borderline",
     "marginal", "marginally", "arguable", "arguably", "debatable", "grey area", "gray area",
     "close call", "judgment call", "judgement call", "ambiguous", "on the fence",
 )  # fmt: skip
@@ -1899,11 +1900,24 @@ LABEL_QUALIFIERS = frozenset(
 """Words that may open a label as part of it (`Total Revenue FY2025`), not as a name."""
 
 
+_ENGLISH = frozenset(
+    w
+    for ws in (HEDGES, AFFIRMS, CORRECTIONS, NEGATIONS, STATUS, FRAMES, COMPLIES, SOURCES,
+               NAMING_WORDS, ROUNDING_WORDS, CONTEXT_WORDS, DERIVES, METHOD_WORDS, END_WORDS)
+    for w in ws
+    if " " not in w
+)  # fmt: skip
+"""The reader's own word classes: English words, never a name (`About Revenue FY2025` is a
+hedge or a heading, read by the other rules)."""
+
+
 def _names_the_label(m: re.Match[str], label: str, labels: Sequence[str]) -> bool:
     """The label's first word `m`, capitalised and not the task's, stands right before the slot's
     own label words (`Northwind Revenue FY2025`): a name the value is given to, unless it is a
-    word that qualifies a label (`LABEL_QUALIFIERS`: `Total Revenue FY2025`)."""
-    if m.group(0).casefold().strip("'’-") in LABEL_QUALIFIERS:
+    word that qualifies a label (`LABEL_QUALIFIERS`: `Total Revenue FY2025`) or a word of the
+    reader's own classes (`_ENGLISH`: `About Revenue FY2025`)."""
+    word = m.group(0).casefold().strip("'’-")
+    if word in LABEL_QUALIFIERS or word in _ENGLISH:
         return False
     after = _WORD.findall(norm_periods(label[m.end() :]).casefold())
     own = {w for lab in labels for w in label_words(lab)}

@@ -146,6 +146,7 @@ CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"
         ("Clause 8.2 sits within the playbook's range, so nothing to flag there.", False),
         ("8.2 stays within policy once the carve-outs are counted.", False),
         ("Clause 8.2 is not within the playbook's liability floor.", True),
+        ("Clause 8.2: invoices are payable within 60 days; the playbook allows 45.", True),
         ("Clause 9.1 is within the playbook; 8.2 and 11.4 are not.", True),
     ],
 )
@@ -186,6 +187,7 @@ LABEL_TASK = (
         ("Reported Revenue FY2025: $121.9m", True),
         ("Coral Falcon Revenue FY2025: 121.9", True),
         ("Quick update: Revenue FY2025: 121.9", True),
+        ("About Revenue FY2025: $122m", True),
     ],
 )
 def test_a_name_before_the_label_not_in_the_task(line: str, passes: bool) -> None:
