@@ -2001,7 +2001,11 @@ def foreign_doubt(c: SlotCheck, text: str, task: str | None, names: Sequence[str
     return None
 
 
-_MOVED = re.compile(r"\b(?:been|was|were|got|gets|getting|being|is|are)\s+" + _CHANGE.pattern, re.I)
+_MOVED = re.compile(
+    r"\b(?:been|was|were|got|gets|getting|being|is|are)\s+(?:\w+\s+)?(?:moved|postponed|rescheduled"
+    r"|pushed\s+(?:back|out)|brought\s+forward|delayed|deferred|shifted|slipped|bumped)\b",
+    re.I,
+)
 """A change said to have happened to what the answer names (`it's been pushed back an hour`)."""
 
 
@@ -2082,7 +2086,8 @@ _FOR_NOW = re.compile(
 _NOT_DONE = re.compile(
     r"\b(?:I|we)\s+(?:did\s+not|didn['’]t|have\s+not|haven['’]t|had\s+not|hadn['’]t|could\s+not"
     r"|couldn['’]t|was\s+not\s+able\s+to|wasn['’]t\s+able\s+to)\s+(?:\w+\s+)?"
-    r"(?:re)?(?:compute|computed|calculate|calculated|tell|update|updated|refresh|refreshed)\b",
+    r"(?:re)?(?:compute|computed|calculate|calculated|tell\s+which|update|updated|refresh"
+    r"|refreshed)\b",
     re.I,
 )
 """The writer saying the work behind the answer was not done (`I didn't recompute it`, `I

@@ -63,6 +63,7 @@ HONEST = [
     "For comparison, Stone Tundra's CAGR was 41.20% over the same years.",
     "Unlike Stone Tundra, Coral Falcon has five full years of revenue.",
     "Separately, the Iron Mantis team meets its client next week.",
+    "I couldn't tell from the invite whether Omar is joining.",
     "This figure comes from the Coral Falcon model.",
     "A one-page summary may be useful for the board pack.",
     "It could also go in the quarterly update.",
@@ -215,6 +216,8 @@ MEETING = "Date: 2026-03-17\nStart time: 14:00 UTC"
         ("The Coral Falcon steering meeting was first planned for 10 March.", True, [DAY, START]),
         ("The invite for Coral Falcon lists Maria and Omar as attendees.", True, [DAY, START]),
         ("It was moved from 10 March to 17 March last week.", True, [DAY, START]),
+        ("The room was changed to Boardroom 2.", True, [DAY, START]),
+        ("It has since been quietly moved, I hear.", False, [DAY, START]),
     ],
 )
 def test_prose_giving_the_meeting_another_day_or_time(
