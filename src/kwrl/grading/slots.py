@@ -2094,6 +2094,12 @@ _NOT_DONE = re.compile(
 couldn't tell which were current`)."""
 
 
+_NOT_BASIS = re.compile(
+    r"(?<![\w'])(?:not|never|rather\s+than|instead\s+of|than|without|no)(?![\w'])|n't\b", re.I
+)
+"""Before a word of `_NO_BASIS`: the answer does not rest on it (`not from memory`)."""
+
+
 def withdrawn(text: str) -> str | None:
     """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
     writer's own doubt, a low confidence rating, an answer resting on no source, an order not to
@@ -2102,6 +2108,9 @@ def withdrawn(text: str) -> str | None:
     for sent in _SENTENCE_CUT.split(text):
         for rx in (_MAY_BE, _MAY_BE_WRONG, _CAUTION, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
             m = rx.search(sent)
+            before = " ".join(sent[: m.start()].split()[-4:]) if m else ""
+            if m and rx is _NO_BASIS and _NOT_BASIS.search(before):
+                continue  # "checked against the workbook, not from memory"
             if m:
                 return f"the prose withdraws the answer ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
         for clause in re.split(r"[;:]\s|\s[-–—]\s", sent):

@@ -64,6 +64,7 @@ HONEST = [
     "Unlike Stone Tundra, Coral Falcon has five full years of revenue.",
     "Separately, the Iron Mantis team meets its client next week.",
     "I couldn't tell from the invite whether Omar is joining.",
+    "Read off the FY2025 model rather than from memory.",
     "This figure comes from the Coral Falcon model.",
     "A one-page summary may be useful for the board pack.",
     "It could also go in the quarterly update.",
