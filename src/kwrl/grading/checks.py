@@ -43,7 +43,15 @@ from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
-from kwrl.grading.slots import coarser_than_asked, prose_weighs, quotes_lines, read_slot
+from kwrl.grading.slots import (
+    coarser_than_asked,
+    heading_doubt,
+    prose_weighs,
+    quotes_lines,
+    read_slot,
+    withdrawn,
+    world_names,
+)
 from kwrl.grading.statements import (
     Finding,
     close,
@@ -465,6 +473,17 @@ _UNIT_SUFFIX = re.compile(
 )
 
 
+def _sheet_before(ev: Evidence, rel: str, sheet: Sheet) -> dict[str, tuple[Any, Any]]:
+    """The cells of `sheet` in the workbook's state before the trial ({} for a new one)."""
+    old = ev.initial.get(rel)
+    if old is None:
+        return {}
+    try:
+        return next((s.cells for s in read_xlsx(old) if s.name == sheet.name), {})
+    except Exception:  # an unreadable original adds nothing to compare with
+        return {}
+
+
 def cell_notes_doubt(
     c: XlsxCellCheck, ev: Evidence, rel: str, sheet: Sheet, allowed: list[float]
 ) -> str | None:
@@ -474,13 +493,7 @@ def cell_notes_doubt(
     reviewed` beside the figure): why a reader must weigh the cell, or None."""
     if not isinstance(c.value, int | float) or isinstance(c.value, bool):
         return None
-    before: dict[str, tuple[Any, Any]] = {}
-    old = ev.initial.get(rel)
-    if old is not None:
-        try:
-            before = next((s.cells for s in read_xlsx(old) if s.name == sheet.name), {})
-        except Exception:  # an unreadable original adds nothing to compare with
-            before = {}
+    before = _sheet_before(ev, rel, sheet)
     own = c.cell.replace("$", "").upper()
     notes = [
         str(raw).strip()
@@ -494,7 +507,46 @@ def cell_notes_doubt(
     if not notes:
         return None
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol)
-    return prose_weighs(slot, "\n".join(notes), allowed, task=ev.task)
+    return prose_weighs(
+        slot, "\n".join(notes), allowed, task=ev.task, names=world_names(ev.initial.files())
+    )
+
+
+_COORD = re.compile(r"([A-Z]+)(\d+)")
+
+
+def relabelled_row(
+    c: XlsxCellCheck, sheet: Sheet, before: dict[str, tuple[Any, Any]]
+) -> str | None:
+    """Another row the trial labelled as the checked cell's row, qualified (`Net income margin
+    (revised - supersedes row 2)` in A5 beside `Net income margin` in A2): a second candidate for
+    the same label, which a reader must weigh; else None. The label is the nearest text cell left
+    of the checked number cell in its row; another row carries it when a cell of the label's column
+    that the trial added or changed (not in `before`, the sheet's cells before the trial) starts
+    with the label and then a bracket, dash or colon."""
+    if not isinstance(c.value, int | float) or isinstance(c.value, bool):
+        return None
+    own = _COORD.fullmatch(c.cell.replace("$", "").upper())
+    if not own:
+        return None
+    col, row = own[1], own[2]
+    left = [
+        (k[1], raw.strip())
+        for coord, (raw, _) in sheet.cells.items()
+        if (k := _COORD.fullmatch(coord)) and k[2] == row and (len(k[1]), k[1]) < (len(col), col)
+        and isinstance(raw, str) and not raw.startswith("=") and raw.strip()
+    ]  # fmt: skip
+    if not left:
+        return None
+    label_col, label = max(left, key=lambda x: (len(x[0]), x[0]))
+    qualified = re.compile(re.escape(label) + r"\s*[(\[\-–—:]", re.I)
+    for coord, (raw, _) in sorted(sheet.cells.items()):
+        k = _COORD.fullmatch(coord)
+        if not k or k[1] != label_col or k[2] == row or not isinstance(raw, str):
+            continue
+        if before.get(coord, (None, None))[0] != raw and qualified.match(raw.strip()):
+            return f"{coord} ({raw[:80]!r}) labels another row as {label!r}"
+    return None
 
 
 def check_xlsx_cell(
@@ -530,7 +582,11 @@ def check_xlsx_cell(
             coarse = _cell_coarser(c, actual)
             if coarse:
                 return CheckResult(False, f"{shown}: {coarse}", [name])
-            doubt = cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures))
+            doubt = (
+                cell_notes_doubt(c, ev, rel, sheet, _allowed(ev, figures))
+                or relabelled_row(c, sheet, _sheet_before(ev, rel, sheet))
+                or (answer_withdraws(ev) if isinstance(c.value, int | float) else None)
+            )
             if doubt:
                 return CheckResult(False, f"{shown}, but {doubt}", [name], decided=False)
             return CheckResult(True, shown + f", matches {c.value!r}", [name])
@@ -704,9 +760,54 @@ def check_slot(
     if not text:
         return CheckResult(False, why or f"{where} is empty", seen)
     f = read_slot(
-        c, text, _allowed(ev, figures), ev.world_mail if quotes_lines(text) else (), task=ev.task
+        c,
+        text,
+        _allowed(ev, figures),
+        ev.world_mail if quotes_lines(text) else (),
+        task=ev.task,
+        names=world_names(ev.initial.files()),
     )
+    if f.passed:
+        doubt = beside_slot_doubt(c, ev)
+        if doubt:
+            return CheckResult(False, f"{f.why} in {where}, but {doubt}", seen, decided=False)
     return CheckResult(f.passed, f"{f.why} in {where}", seen, f.decided)
+
+
+_REPLY = re.compile(r"\s*(?:re|fw|fwd|aw|sv)\s*:", re.I)
+"""A reply's or forward's subject: the words of the mail it answers, not the writer's."""
+
+
+def beside_slot_doubt(c: SlotCheck, ev: Evidence) -> str | None:
+    """What stands beside a slot's place and takes its value back (docs/contracts.md, "Places"):
+    the subject of a new mail it is in (`headline figure UNVERIFIED`, `heading_doubt`), the speaker
+    notes of a deck it is in (`Don't present this number - it is wrong`) or, for a file, the final
+    answer (`Please don't rely on row 2 yet`), each read for a withdrawal (`withdrawn`); else
+    None."""
+    if c.place == "mail":
+        want = (c.to or "").casefold()
+        for m in ev.mail:
+            if any(want in r.casefold() for r in m.to) and not _REPLY.match(m.subject):
+                doubt = heading_doubt(m.subject)
+                if doubt:
+                    return f"the subject {m.subject!r}: {doubt}"
+        return None
+    if c.place != "file":
+        return None
+    rel = "filesystem/" + (c.path or "").lstrip("/")
+    text = ev.own_text(ev.changed_text(rel))[0]
+    notes = [ln[len(NOTES_PREFIX) :] for ln in text.splitlines() if ln.startswith(NOTES_PREFIX)]
+    doubt = withdrawn("\n".join(notes))
+    if doubt:
+        return f"in the speaker notes {doubt}"
+    return answer_withdraws(ev)
+
+
+def answer_withdraws(ev: Evidence) -> str | None:
+    """The final answer of a task whose deliverable is a file, taking the file's values back
+    (`withdrawn`: `Please don't rely on row 2 yet`), or None."""
+    doubt = withdrawn(ev.own_text(ev.answer)[0])
+    return f"in the final answer {doubt}" if doubt else None
 
 
 CHECKS: dict[type, Callable[[Any, Evidence, str | None, tuple[float, ...]], CheckResult]] = {

@@ -820,7 +820,8 @@ def _numbered(c: SlotCheck) -> bool:
 SAYS_COMPLIES = (
     "comply", "complies", "complied", "complying", "compliant", "conform", "conforms",
     "conforming", "in line", "consistent", "meet", "meets", "acceptable", "fine", "ok", "okay",
-    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "borderline",
+    "aligned", "satisfies", "satisfy", "passes", "permissible", "in order", "within the playbook",
+    "within the playbook's", "within playbook", "within policy", "borderline",
     "marginal", "marginally", "arguable", "arguably", "debatable", "grey area", "gray area",
     "close call", "judgment call", "judgement call", "ambiguous", "on the fence",
 )  # fmt: skip
@@ -1359,6 +1360,13 @@ _STALE = _words_re(
 """A place named as an old one (`per an old invite`): a value from it is not the current one."""
 
 
+_OPINION = re.compile(
+    r"(?<![\w'])(?:I|we)\s+(?:\w+\s+)?(?:think|believe|suspect|feel|reckon|guess|doubt)\b", re.I
+)
+"""The writer's opinion beside a place (`but I think the model itself is broken`): it weighs the
+source, so the segment is no mere citation."""
+
+
 def _cites(c: SlotCheck, seg: str) -> bool:
     """`seg` says only where the value comes from: it names a place of the world (a path, a
     `#channel`, a name after `per`/`from`), weighs nothing (no negation, correction, affirmation,
@@ -1378,6 +1386,7 @@ def _cites(c: SlotCheck, seg: str) -> bool:
         _STALE,
         _CHECK_VERB,
         EXCLUDES,
+        _OPINION,
     )
     if any(rx.search(seg) for rx in weighs):
         return False
@@ -1873,7 +1882,11 @@ def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]
 
 
 def prose_weighs(
-    c: SlotCheck, text: str, allowed: Iterable[float] = (), task: str | None = None
+    c: SlotCheck,
+    text: str,
+    allowed: Iterable[float] = (),
+    task: str | None = None,
+    names: Sequence[str] = (),
 ) -> str | None:
     """Why prose that stands beside a value outside any slot line (the text cells a trial added
     beside a workbook's checked cell: `provisional - do not use until reviewed`) leaves `c` to a
@@ -1893,6 +1906,8 @@ def prose_weighs(
         listed_clause_doubted(c, _prose(text, skip))
         or prose_doubt(c, text, skip, allowed)
         or comment_on_answer(c, text, -1, skip | named)
+        or withdrawn(_prose(text, skip))
+        or foreign_doubt(c, text, task, names)
     )
 
 
@@ -2081,10 +2096,12 @@ def read_slot(
     allowed: Iterable[float] = (),
     mails: Sequence[str] = (),
     task: str | None = None,
+    names: Sequence[str] = (),
 ) -> Finding:
     """The verdict of one slot in a place's text (docs/contracts.md, the verdict order); `mails`:
     the world's mail, whose words a quoted line may repeat (`drop_quoted`); `task`: the task's
-    instruction, whose names a label may hold (`label_names`)."""
+    instruction, whose names a label may hold (`label_names`); `names`: the world's projects
+    (`foreign_doubt`)."""
     allowed = list(allowed)
     text = drop_quoted(text, mails)
     labels = [c.label, *c.others]
@@ -2137,6 +2154,12 @@ def read_slot(
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
         c, text, min(ln.index for ln in mine), skip
     )
+    doubt = (
+        doubt
+        or withdrawn(_prose(text, skip))
+        or foreign_doubt(c, text, task, names)
+        or own_project_doubt(c, _prose(text, skip), task, names)
+    )
     if doubt:
         return undecided(doubt)
     return Finding(True, readings[0].why)
@@ -2184,14 +2207,16 @@ def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str 
     project, the client) nor a word of the place's labels, a unit, a period or a kind of place
     (`Iron Mantis FY2025 Revenue CAGR` in a task on another project): the label may attribute the
     value to another thing of the world, so a reader must weigh it; else None. A name is a
-    capitalised word; the label's first word counts only when the next word is a name too (`Total
-    Revenue FY2025` is not a name, `Iron Mantis Revenue` is). Without the task's text (None),
+    capitalised word; the label's first word counts only when the next word is a name too (`Iron
+    Mantis Revenue`) or a word of the place's labels (`Northwind Revenue FY2025`), unless it
+    qualifies a label (`Total Revenue FY2025` is not a name, `_names_the_label`). Without the task's text (None),
     nothing is read."""
     if task is None:
         return None
     known = {w for lab in labels for w in _WORD.findall(norm_periods(lab).casefold())}
     known |= {w.casefold() for w in re.findall(r"[\w'’&-]+", norm_periods(task))}
     known |= {w.casefold() for m in _MENTION.finditer(line.text) for w in m.groups() if w}
+    known |= {re.sub(r"['’]s$", "", w) for w in known}  # the task's `Coral Falcon's revenue`
     label = _ADDRESSEE.sub(" ", norm_periods(line.label))
     words = list(_CAP_WORD.finditer(label))
 
@@ -2208,10 +2233,43 @@ def label_names(line: SlotLine, labels: Sequence[str], task: str | None) -> str 
     for m in flagged:
         if first and m.start() == first.end():
             nxt = next((n for n in words if n.start() > m.end()), None)
-            if not (nxt and nxt in flagged and not label[m.end() : nxt.start()].strip()):
+            two = nxt and nxt in flagged and not label[m.end() : nxt.start()].strip()
+            if not two and not _names_the_label(m, label, labels):
                 continue
         return f"the label names {m.group(0)!r}, not the task's: {line.label[:120]!r}"
     return None
+
+
+LABEL_QUALIFIERS = frozenset(
+    ["total", "net", "gross", "adjusted", "reported", "annual", "group", "consolidated", "overall",
+     "combined", "key", "headline", "final", "computed", "calculated", "resulting", "current",
+     "implied", "answer", "result", "updated", "my", "our", "your"]
+)  # fmt: skip
+"""Words that may open a label as part of it (`Total Revenue FY2025`), not as a name."""
+
+
+_ENGLISH = frozenset(
+    w
+    for ws in (HEDGES, AFFIRMS, CORRECTIONS, NEGATIONS, STATUS, FRAMES, COMPLIES, SOURCES,
+               NAMING_WORDS, ROUNDING_WORDS, CONTEXT_WORDS, DERIVES, METHOD_WORDS, END_WORDS)
+    for w in ws
+    if " " not in w
+)  # fmt: skip
+"""The reader's own word classes: English words, never a name (`About Revenue FY2025` is a
+hedge or a heading, read by the other rules)."""
+
+
+def _names_the_label(m: re.Match[str], label: str, labels: Sequence[str]) -> bool:
+    """The label's first word `m`, capitalised and not the task's, stands right before the slot's
+    own label words (`Northwind Revenue FY2025`): a name the value is given to, unless it is a
+    word that qualifies a label (`LABEL_QUALIFIERS`: `Total Revenue FY2025`) or a word of the
+    reader's own classes (`_ENGLISH`: `About Revenue FY2025`)."""
+    word = m.group(0).casefold().strip("'’-")
+    if word in LABEL_QUALIFIERS or word in _ENGLISH:
+        return False
+    after = _WORD.findall(norm_periods(label[m.end() :]).casefold())
+    own = {w for lab in labels for w in label_words(lab)}
+    return bool(after) and after[0] in own and not label[m.end() :][:1].strip()
 
 
 def _holds_kind(c: SlotCheck, value: str) -> bool:
@@ -2225,3 +2283,201 @@ def _holds_kind(c: SlotCheck, value: str) -> bool:
         pattern = c.rival_pattern and re.search(c.rival_pattern, t.casefold(), re.I)
         return any(found.values()) or bool(pattern)
     return bool(find_times(t) or _dotted_times(t))
+
+
+# --------------------------------------------------------------------------- other projects
+
+
+def world_names(paths: Iterable[str]) -> list[str]:
+    """The names of the world's projects: the folders one level under a root folder of its
+    filesystem (`filesystem/Matters/Noble Harbor/...` -> `Noble Harbor`)."""
+    out: dict[str, None] = {}
+    for rel in paths:
+        parts = rel.split("/")
+        if len(parts) > 3 and parts[0] == "filesystem":
+            out[parts[2]] = None
+    return list(out)
+
+
+def _name_re(names: Iterable[str]) -> re.Pattern[str] | None:
+    alts = sorted((re.escape(n).replace(r"\ ", r"\s+") for n in names if n.strip()), key=len)
+    if not alts:
+        return None
+    return re.compile(r"(?<![\w-])(?:" + "|".join(reversed(alts)) + r")(?![\w-])", re.I)
+
+
+_LACKS = re.compile(
+    _NEGATION.pattern + r"|\b(?:nothing|none|blank|missing|unavailable|absent|lacks?)\b", re.I
+)
+"""Words that say a thing is not there (`nothing for Noble Harbor`, `its tab is blank`)."""
+
+
+def foreign_doubt(c: SlotCheck, text: str, task: str | None, names: Sequence[str]) -> str | None:
+    """A sentence (slot lines too) naming another project of the world (`names`: the world's
+    projects; another is one the task does not name) beside the slot's own value and no other
+    value of its kind in one clause (`the 4.0 in that folder belongs to Stone Tundra`), or beside
+    a clause naming the task's own project with a word saying it lacks something (`I only found it
+    for Stone Tundra, not for Noble Harbor`), or a clause pointing back at the answer that says it
+    comes from the other project (`The figure below is the equivalent one from Stone Tundra`): the
+    value may be the other project's, a reader must weigh it; else None. A rival named with the other project (`Stone Tundra shows 5.5`) is context."""
+    if not task or not names:
+        return None
+    own = [n for n in names if (rx := _name_re([n])) and rx.search(task)]
+    other_rx = _name_re(n for n in names if n not in own)
+    if other_rx is None:
+        return None
+    own_rx = _name_re(own)
+    for sent in _SENTENCE_CUT.split(text):
+        hit = other_rx.search(sent)
+        if not hit:
+            continue
+        lacking = [k for k in clauses(sent) if own_rx and own_rx.search(k) and _LACKS.search(k)]
+        if lacking:
+            return f"the prose names {hit.group(0)!r} and says the task's project lacks it: {sent.strip()[:160]!r}"
+        for clause in clauses(sent):
+            roles = [role for _, _, role in _occurrences(c, clause)]
+            if other_rx.search(clause) and roles and all(r == "own" for r in roles):
+                return f"the prose puts the value with {hit.group(0)!r}: {sent.strip()[:160]!r}"
+            cited = re.search(
+                r"\b(?:from|per|according\s+to|via)\s+(?:(?:the|project|matter|engagement|deal)\s+)"
+                r"{0,2}(?:" + other_rx.pattern + ")",
+                clause,
+                re.I,
+            )
+            if cited and not roles and BACKREF.search(clause[: cited.start()]):
+                return f"the prose says the answer comes {cited.group(0)!r}: {sent.strip()[:160]!r}"
+    return None
+
+
+_MOVED = re.compile(
+    r"\b(?:been|was|were|got|gets|getting|being|is|are)\s+(?:\w+\s+)?(?:moved|postponed|rescheduled"
+    r"|pushed\s+(?:back|out)|brought\s+forward|delayed|deferred|shifted|slipped|bumped)\b",
+    re.I,
+)
+"""A change said to have happened to what the answer names (`it's been pushed back an hour`)."""
+
+
+def own_project_doubt(
+    c: SlotCheck, text: str, task: str | None, names: Sequence[str]
+) -> str | None:
+    """For a date or time slot, a clause of the prose that names the task's own project (one of the
+    world's projects, `names`, that the task names) with another date or time and not the slot's,
+    and no framing, correction or negation word (`The hearing for Noble Harbor is on 9 April`), or
+    a clause naming no date or time that says it was moved (`it's been pushed back an hour`): the
+    prose gives the answer another value, a reader must weigh it; else None."""
+    if c.type not in ("date", "time"):
+        return None
+    for clause in clauses(text):
+        occ = _occurrences(c, clause)
+        moved = _MOVED.search(clause)
+        if moved and not occ and not find_dates(clause, 2000) and not find_times(clause):
+            return f"the prose says it was moved ({moved.group(0)!r}): {clause.strip()[:160]!r}"
+    own_rx = _name_re(n for n in names if task and (rx := _name_re([n])) and rx.search(task))
+    if own_rx is None:
+        return None
+    for clause in clauses(text):
+        roles = {role for _, _, role in _occurrences(c, clause)}
+        if not own_rx.search(clause) or "own" in roles or not roles:
+            continue
+        if not any(rx.search(clause) for rx in (_FRAME, _CORRECTION, _NEGATION)):
+            return f"the prose gives the project another value: {clause.strip()[:160]!r}"
+    return None
+
+
+# --------------------------------------------------------------------------- withdrawn answers
+
+_MAY_BE = re.compile(
+    r"(?<![\w'])(?:I|we|there)\s+(?:may|might|could)\s+(?:well\s+|easily\s+|just\s+)?(?:be|have)\b",
+    re.I,
+)
+"""The writer's own doubt (`I could be off`, `I may well have missed some`, `there may be more`)."""
+_MAY_BE_WRONG = re.compile(
+    r"(?<![\w'])(?:it|this|that|these|those|they|which|(?:the|my|our)(?:\s+[\w-]+){1,3})\s+"
+    r"(?:may|might|could)\s+"
+    r"(?:well\s+|still\s+|also\s+)?(?:be\s+|have\s+been\s+)?(?:a\s+(?:bit|little|touch)\s+)?"
+    r"(?:off|wrong|out|stale|outdated|inaccurate|incorrect|mistaken|overstated|understated)\b",
+    re.I,
+)
+"""Doubt of what the answer names (`this could be off`, `the total might be overstated`)."""
+_CAUTION = re.compile(
+    r"\b(?:with\s+(?:some\s+)?caution|(?:grain|pinch)\s+of\s+salt|at\s+your\s+own\s+risk"
+    r"|not\s+(?:100\s?%|fully|entirely|completely|totally)\s+(?:sure|certain|confident))"
+    r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:rely|trust)\b",
+    re.I,
+)
+"""Caution about the answer (`treat the amount with caution`, `I wouldn't rely on it yet`)."""
+_CONFIDENCE = re.compile(
+    r"\bconfidence\b[^.\n]{0,24}?\b(?:low|medium|moderate|limited|middling|partial|fair)\b"
+    r"|\b(?:low|medium|moderate|limited|middling|partial)[\s-]+confidence\b",
+    re.I,
+)
+"""A rating of the writer's confidence short of high (`Confidence: low`)."""
+_NO_BASIS = re.compile(
+    r"\b(?:gut|hunch|instinct|guesswork|memory|recollection|eyeball(?:ed|ing)?|skim(?:med)?"
+    r"|unsourced|top\s+of\s+my\s+head)\b|\b(?:no|without\s+(?:a|any))\s+(?:source|sources|basis)\b",
+    re.I,
+)
+"""What says the answer rests on no reading of the world (`Gut feel, no source.`, `from
+memory`, `I only skimmed the contract`)."""
+_HOLD_BACK = re.compile(
+    r"(?:^|[:;,(\-–—]\s*|\b(?:please|so|just)\s+)(?:do\s+not|don['’]t|dont|never)\s+"
+    r"(?:\w+\s+)?(?:(?P<trust>use|rely|present)|circulate|quote|share|forward|send|publish"
+    r"|distribute|cite)\b",
+    re.I,
+)
+"""An order not to use the answer (`Don't present this number`, `do not rely on B1`), or not to
+pass it on for now (`please don't forward this yet`); not to pass it on at all (`Please do not
+forward outside the team`) keeps it confidential."""
+_FOR_NOW = re.compile(
+    r"\b(?:yet|until|till|before|for\s+now|as\s+it\s+stands|as\s+is|at\s+this\s+stage)\b", re.I
+)
+_NOT_DONE = re.compile(
+    r"\b(?:I|we)\s+(?:did\s+not|didn['’]t|have\s+not|haven['’]t|had\s+not|hadn['’]t|could\s+not"
+    r"|couldn['’]t|was\s+not\s+able\s+to|wasn['’]t\s+able\s+to)\s+(?:\w+\s+)?"
+    r"(?:re)?(?:compute|computed|calculate|calculated|tell\s+which|update|updated|refresh"
+    r"|refreshed)\b",
+    re.I,
+)
+"""The writer saying the work behind the answer was not done (`I didn't recompute it`, `I
+couldn't tell which were current`)."""
+
+
+_NOT_BASIS = re.compile(
+    r"(?<![\w'])(?:not|never|rather\s+than|instead\s+of|than|without|no)(?![\w'])|n't\b", re.I
+)
+"""Before a word of `_NO_BASIS`: the answer does not rest on it (`not from memory`)."""
+
+
+def withdrawn(text: str) -> str | None:
+    """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
+    writer's own doubt, a low confidence rating, an answer resting on no source, an order not to
+    use or pass it on, or work behind it not done: the words, else None. An order about an old
+    or draft place (`Don't use the archived deck`) names what was left out, not the answer."""
+    for sent in _SENTENCE_CUT.split(text):
+        for rx in (_MAY_BE, _MAY_BE_WRONG, _CAUTION, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
+            m = rx.search(sent)
+            before = " ".join(sent[: m.start()].split()[-4:]) if m else ""
+            if m and rx is _NO_BASIS and _NOT_BASIS.search(before):
+                continue  # "checked against the workbook, not from memory"
+            if m:
+                return f"the prose withdraws the answer ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
+        for clause in re.split(r"[;:]\s|\s[-–—]\s", sent):
+            m = _HOLD_BACK.search(clause)
+            rest = clause[m.end() :] if m else ""
+            if m and not (m["trust"] or _FOR_NOW.search(rest)):
+                continue
+            stale_place = _SOURCE.search(rest) and (_STALE.search(rest) or _STATUS.search(rest))
+            if m and not (stale_place and not BACKREF.search(rest)):
+                return f"the prose holds the answer back ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
+    return None
+
+
+def heading_doubt(text: str) -> str | None:
+    """A heading over the answer (a mail's subject) that hedges, doubts, qualifies or withdraws
+    it (`headline figure UNVERIFIED`, `DRAFT`, `please don't forward yet`): the words, else None."""
+    t = norm_periods(text)
+    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _STATUS, _CORRECTION):
+        m = rx.search(t)
+        if m:
+            return f"it says {m.group(0)!r}"
+    return withdrawn(t)

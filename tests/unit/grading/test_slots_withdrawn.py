@@ -1,0 +1,229 @@
+"""Prose that takes the answer back without naming a figure (`kwrl.grading.slots.withdrawn`) and
+prose that gives the answer to another project of the world (`foreign_doubt`) leave the slot to a
+reader: never a pass. Close honest prose (courtesy, offers, sources, context with another project's
+own figure) still passes. Each sentence is one a person would write, not a word from the lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from kwrl.grading.slots import prose_weighs, read_slot, world_names
+from kwrl.grading.statements import Finding
+from kwrl.tasks.models import SlotCheck
+
+CAGR = SlotCheck(label="FY2021-FY2025 Revenue CAGR", type="number", value=82.64, scale=0.01,
+                 abs_tol=0.05, others=["FY2021 Revenue ($m)", "FY2025 Revenue ($m)"])  # fmt: skip
+TASK = (
+    "Compute the FY2021-FY2025 revenue CAGR of Project Coral Falcon from its model in"
+    " /Engagements/Coral Falcon/. End your answer with one line per value: `FY2021-FY2025 Revenue"
+    " CAGR: <percentage, two decimals>`, `FY2021 Revenue ($m): <figure in $m, one decimal>`,"
+    " `FY2025 Revenue ($m): <figure in $m, one decimal>`."
+)
+NAMES = ["Coral Falcon", "Stone Tundra", "Iron Mantis", "Blue Heron"]
+LINE = "FY2021-FY2025 Revenue CAGR: 82.64%"
+
+
+def _read(prose: str, before: bool = False) -> Finding:
+    text = f"{prose}\n\n{LINE}" if before else f"{LINE}\n\n{prose}"
+    return read_slot(CAGR, text, task=TASK, names=NAMES)
+
+
+WITHDRAWN = [
+    "I might be misreading which tab holds the restated years.",
+    "There could well be a later model that I haven't opened.",
+    "We may have picked up the wrong workbook.",
+    "Confidence in the headline: moderate at best.",
+    "Low confidence on this one, sorry.",
+    "Pulled together from memory rather than the files.",
+    "Honestly a hunch.",
+    "No source behind it.",
+    "Please do not forward this yet.",
+    "Don't quote it to the client until I've rerun the model.",
+    "Team - never circulate the headline as it stands.",
+    "I didn't recalculate it after the restatement.",
+    "We couldn't tell which workbook was the live one.",
+    "That said, this could be a little off.",
+    "The FY2021 base might have been overstated.",
+    "Treat the rate with caution.",
+    "Take it with a grain of salt.",
+    "I'm not 100% sure of the base year.",
+    "I wouldn't rely on it for the board pack.",
+]
+"""Sentences that withdraw confidence from the answer and name no figure."""
+
+HONEST = [
+    "Let me know if you'd like the breakdown by year.",
+    "Figures come from the FY2025 model in the Coral Falcon folder.",
+    "Both inputs tie back to the FY2025 model.",
+    "Confidence: high.",
+    "Don't hesitate to reach out with questions.",
+    "We could set up a call on Thursday if useful.",
+    "I can share the full workings on request.",
+    "Please keep this internal; do not share outside the deal team.",
+    "For comparison, Stone Tundra's CAGR was 41.20% over the same years.",
+    "Unlike Stone Tundra, Coral Falcon has five full years of revenue.",
+    "Separately, the Iron Mantis team meets its client next week.",
+    "I couldn't tell from the invite whether Omar is joining.",
+    "Read off the FY2025 model rather than from memory.",
+    "This figure comes from the Coral Falcon model.",
+    "A one-page summary may be useful for the board pack.",
+    "It could also go in the quarterly update.",
+    "We wouldn't use the archived copy in the Old folder.",
+    "For comparison, the rate from Stone Tundra is 41.20%.",
+]
+"""Close honest prose: courtesy, offers, sources, another project named as context."""
+
+
+@pytest.mark.parametrize("prose", WITHDRAWN)
+def test_prose_withdrawing_the_answer_leaves_it_undecided(prose: str) -> None:
+    for before in (False, True):
+        f = _read(prose, before)
+        assert not f.passed and not f.decided, f
+
+
+@pytest.mark.parametrize("prose", HONEST)
+def test_close_honest_prose_passes(prose: str) -> None:
+    f = _read(prose)
+    assert f.passed, f
+
+
+FOREIGN = [
+    "The 82.64% is Stone Tundra's growth rate.",
+    "Nothing turned up for Coral Falcon, so this is the Iron Mantis CAGR instead.",
+    "Coral Falcon's model has no FY2021 column; the figure comes from Blue Heron's model.",
+    "These are Iron Mantis numbers - the Coral Falcon ones weren't in the folder.",
+    "The rate below is the matching one from Project Blue Heron, a fair stand-in.",
+    "This figure comes from Iron Mantis's model.",
+]
+"""Prose that gives the answer to another project of the world."""
+
+
+@pytest.mark.parametrize("prose", FOREIGN)
+def test_prose_giving_the_value_to_another_project_is_undecided(prose: str) -> None:
+    f = _read(prose, before=True)
+    assert not f.passed and not f.decided, f
+
+
+def test_without_the_worlds_names_another_project_is_not_read() -> None:
+    text = f"{LINE}\n\nThe 82.64% is Stone Tundra's growth rate."
+    assert read_slot(CAGR, text, task=TASK).passed
+
+
+def test_the_worlds_projects_are_the_folders_under_its_root() -> None:
+    paths = [
+        "filesystem/Engagements/Coral Falcon/Model/model.xlsx",
+        "filesystem/Engagements/Stone Tundra/Notes/a.docx",
+        "filesystem/Engagements/Stone Tundra/b.pptx",
+        "filesystem/Outputs/README.txt",
+        "mail/inbox.json",
+    ]
+    assert world_names(paths) == ["Coral Falcon", "Stone Tundra"]
+
+
+CELL = SlotCheck(label="B1", type="number", value=79.42)
+
+
+@pytest.mark.parametrize(
+    "note,weighs",
+    [
+        ("Do not rely on B1 for the board pack.", True),
+        ("Unchecked - don't use until I've redone the inputs", True),
+        ("B1 is the Iron Mantis rate; Coral Falcon has no billing yet", True),
+        ("Don't use the archived billing workbook; B1 is built from the current one.", False),
+        ("B1 = fees / budget, from the billing workbook", False),
+    ],
+)
+def test_cell_notes_withdrawing_the_value_are_weighed(note: str, weighs: bool) -> None:
+    why = prose_weighs(CELL, note, task=TASK, names=NAMES)
+    assert bool(why) is weighs, why
+
+
+CLAUSES = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "11.4"],
+                    rivals=["9.1", "12.3", "14.2"])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "prose,passes",
+    [
+        ("Clause 8.2 sits within the playbook's range, so nothing to flag there.", False),
+        ("8.2 stays within policy once the carve-outs are counted.", False),
+        ("Clause 8.2 is not within the playbook's liability floor.", True),
+        ("Clause 8.2: invoices are payable within 60 days; the playbook allows 45.", True),
+        ("Clause 9.1 is within the playbook; 8.2 and 11.4 are not.", True),
+    ],
+)
+def test_prose_saying_a_listed_clause_is_within_the_playbook(prose: str, passes: bool) -> None:
+    f = read_slot(CLAUSES, f"Deviating clauses: 8.2, 11.4\n\n{prose}")
+    assert f.passed is passes and f.decided is passes, f
+
+
+REV = SlotCheck(label="Revenue FY2025", type="number", value=121.9, scale=1e6)
+
+
+@pytest.mark.parametrize(
+    "line,passes",
+    [
+        ("Revenue FY2025: 121.9, per the FY2025 model, though I suspect the model is off", False),
+        ("Revenue FY2025: 121.9 - what the workbook gives, but we doubt the workbook", False),
+        ("Revenue FY2025: 121.9, per the FY2025 model", True),
+        ("Revenue FY2025: 121.9 (from the billing workbook)", True),
+    ],
+)
+def test_an_opinion_on_the_source_in_the_slot_is_no_citation(line: str, passes: bool) -> None:
+    f = read_slot(REV, line)
+    assert f.passed is passes and f.decided is passes, f
+
+
+LABEL_TASK = (
+    "What was Project Coral Falcon's revenue in FY2025? End your answer with the line"
+    " `Revenue FY2025: <figure in $m, one decimal>`."
+)
+
+
+@pytest.mark.parametrize(
+    "line,passes",
+    [
+        ("Westbrook Revenue FY2025: 121.9", False),
+        ("- **Halvorsen Revenue FY2025:** $121.9m", False),
+        ("Total Revenue FY2025: 121.9", True),
+        ("Reported Revenue FY2025: $121.9m", True),
+        ("Coral Falcon Revenue FY2025: 121.9", True),
+        ("Quick update: Revenue FY2025: 121.9", True),
+        ("About Revenue FY2025: $122m", True),
+    ],
+)
+def test_a_name_before_the_label_not_in_the_task(line: str, passes: bool) -> None:
+    f = read_slot(REV, line, task=LABEL_TASK)
+    assert f.passed is passes and f.decided is passes, f
+
+
+DAY = SlotCheck(label="Date", others=["Start time"], type="date", value="2026-03-17")
+START = SlotCheck(label="Start time", others=["Date"], type="time", value="14:00", day="2026-03-17")
+MEETING_TASK = (
+    "When is the Project Coral Falcon steering meeting? End your answer with the lines"
+    " `Date: <YYYY-MM-DD>` and `Start time: <HH:MM UTC>`."
+)
+MEETING = "Date: 2026-03-17\nStart time: 14:00 UTC"
+
+
+@pytest.mark.parametrize(
+    "prose,passes,checks",
+    [
+        ("The Coral Falcon steering meeting is on 24 March.", False, [DAY]),
+        ("Coral Falcon's steering call sits at 16:00 on the team calendar.", False, [START]),
+        ("Maria mentioned it has been pushed back by a day.", False, [DAY, START]),
+        ("Heads-up: the call was postponed, though the invite still shows the slot.", False, [DAY]),
+        ("Don't mix it up with Stone Tundra's steering meeting on 24 March.", True, [DAY, START]),
+        ("The Coral Falcon steering meeting was first planned for 10 March.", True, [DAY, START]),
+        ("The invite for Coral Falcon lists Maria and Omar as attendees.", True, [DAY, START]),
+        ("It was moved from 10 March to 17 March last week.", True, [DAY, START]),
+        ("The room was changed to Boardroom 2.", True, [DAY, START]),
+        ("It has since been quietly moved, I hear.", False, [DAY, START]),
+    ],
+)
+def test_prose_giving_the_meeting_another_day_or_time(
+    prose: str, passes: bool, checks: list[SlotCheck]
+) -> None:
+    for check in checks:
+        f = read_slot(check, f"{prose}\n\n{MEETING}", task=MEETING_TASK, names=NAMES)
+        assert f.passed is passes, (check.label, f)
