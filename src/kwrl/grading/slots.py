@@ -1440,8 +1440,12 @@ def _derives(c: SlotCheck, seg: str, allowed: Sequence[float]) -> bool:
     toks = _numbers(t)
     if not toks or any(_comparable(k, c) and not _input_figure(k, c, allowed) for k in toks):
         return False
-    if not all(any(close(p, a, 0.005) for p in k.plain for a in allowed) for k in toks):
-        return False
+    free = sorted({round(a, 9) for a in allowed})
+    for k in toks:  # each figure one of the task's own, each of those named once
+        hit = next((a for a in free if any(close(p, a, 0.005) for p in k.plain)), None)
+        if hit is None:
+            return False
+        free.remove(hit)
     words = [w.casefold() for w in _bare(c, t).split()]
     if any(_comparable(k, c) for k in toks) and not (
         len(toks) >= 2 and set(words) & _DERIVES_VERBS
@@ -2111,6 +2115,10 @@ def read_slot(
     skip: set[int] = set()
     for line, got, owner in place_lines(text, labels):
         skip.add(line.index)
+        if owner is not None and owner != c.label and owner in c.others:
+            # the task's other slot lines in the same place state its inputs: a derivation in
+            # this slot may name them (`margin: 7.54% (computed from 28.5 and 377.9)`)
+            allowed += [p for k in _numbers(line.value) for p in k.plain]
         if c.label not in got:
             continue
         if owner is None:

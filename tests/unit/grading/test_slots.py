@@ -1040,3 +1040,29 @@ def test_a_derivation_may_name_inputs_of_the_slots_own_size(
     assert got.passed is ok, got.why
     rival = _SHARE.model_copy(update={"rivals": ["28.5"]})  # a known wrong value is no input
     assert not read_slot(rival, f"{rival.label}: {value}\n", allowed).passed
+
+
+_MARGIN = SlotCheck(label="FY2025 net income margin", type="number", value=7.540395, rel_tol=0.005,
+                    abs_tol=0.05, scale=0.01, decimals=2,
+                    others=["FY2025 Net Income ($m)", "FY2025 Revenue ($m)"])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("slot", "inputs", "ok"),
+    [
+        ("7.54% (computed from 28.5 and 378.0)", ("28.5", "378.0"), True),
+        ("7.54% (computed from 28.5 and 378.0)", ("28.5", None), False),  # 378.0 stated nowhere
+        ("7.54% (computed from 28.5 and 390.0)", ("28.5", "378.0"), False),
+        ("7.54% (8.10 from 8.1 and 378.0)", ("8.1", "378.0"), False),  # one input named twice
+        ("7.54% (from 28.5 and 378.0, not final)", ("28.5", "378.0"), False),
+    ],
+)  # fmt: skip
+def test_a_derivation_may_name_the_inputs_the_same_place_states(
+    slot: str, inputs: tuple[str | None, str | None], ok: bool
+) -> None:
+    """The task's other slot lines in the same document state its inputs; the metric's line may
+    name them as what it is computed from, each once, and nothing else."""
+    lines = ["Analyst update", f"{_MARGIN.label}: {slot}"]
+    lines += [f"{lab}: {v}" for lab, v in zip(_MARGIN.others, inputs, strict=True) if v]
+    got = read_slot(_MARGIN, "\n".join(lines) + "\n")
+    assert got.passed is ok, got.why
