@@ -870,6 +870,30 @@ def listed_clause_doubted(c: SlotCheck, prose: str) -> str | None:
     return None
 
 
+def left_out_clause_deviates(c: SlotCheck, prose: str) -> str | None:
+    """In a clause review, a clause of the prose naming one of the clauses the slot leaves out (a
+    compliant one: the check's rivals) and none it lists, that says it deviates (`Clause 8.2 also
+    deviates from the playbook`) or negates its complying (`9.4 does not comply`): the prose
+    contradicts the list, and a reader must weigh it."""
+    if not _numbered(c):
+        return None
+    for sent in _SENTENCE_CUT.split(prose):
+        for clause in clauses(sent):
+            roles = {role for _, _, role in _occurrences(c, clause)}
+            if "rival" not in roles or "own" in roles:
+                continue
+            said = [m for m in _DEVIATES.finditer(clause) if not _negated_within(clause, m.start())]
+            denied = [
+                m for m in _SAYS_COMPLIES.finditer(clause) if _negated_within(clause, m.start())
+            ]
+            for m in [*said, *denied][:1]:
+                return (
+                    f"the prose says a clause the slot leaves out {m.group(0)!r}: "
+                    f"{sent.strip()[:160]!r}"
+                )
+    return None
+
+
 def _framed(clause: str) -> bool:
     """A clause naming a known wrong value says whose or which it is: a place of the world, a
     period, a month or year, a framing word, a correction, a negation or a status. An unframed
@@ -2156,7 +2180,9 @@ def read_slot(
     if named:
         return undecided(named)
     skip |= note_lines(c, text, skip, allowed)
-    contradicted = listed_clause_doubted(c, _prose(text, skip))
+    contradicted = listed_clause_doubted(c, _prose(text, skip)) or left_out_clause_deviates(
+        c, _prose(text, skip)
+    )
     if contradicted:
         return undecided(contradicted)
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(

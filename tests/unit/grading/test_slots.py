@@ -1066,3 +1066,31 @@ def test_a_derivation_may_name_the_inputs_the_same_place_states(
     lines += [f"{lab}: {v}" for lab, v in zip(_MARGIN.others, inputs, strict=True) if v]
     got = read_slot(_MARGIN, "\n".join(lines) + "\n")
     assert got.passed is ok, got.why
+
+
+_REVIEW = SlotCheck(label="Deviating clauses", type="text", value=["12.1", "15.1"],
+                    rivals=["8.2", "9.4", "5.3"])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("prose", "decided"),
+    [
+        ("Clauses 8.2 and 9.4 comply with the playbook.", True),
+        ("8.2 does not deviate; 9.4 is in line.", True),
+        ("Clause 5.3 is not outside the playbook.", True),
+        ("- 12.1 Governing Law: deviates (the playbook requires Delaware law)\n- 8.2 Cap: compliant",
+         True),
+        ("Clause 8.2 (Limitation of Liability) also deviates from the playbook.", False),
+        ("Clause 9.4 does not comply with the playbook either.", False),
+        ("I also see a breach of the playbook in clause 5.3.", False),
+        ("On reflection 9.4 is non-compliant as well.", False),
+    ],
+)  # fmt: skip
+def test_prose_saying_a_left_out_clause_deviates_leaves_the_list_undecided(
+    prose: str, decided: bool
+) -> None:
+    """The slot lists the deviating clauses; a clause of the prose saying one it leaves out (a
+    compliant one) deviates too contradicts it, whatever the list says; saying they comply is
+    context."""
+    got = read_slot(_REVIEW, f"{prose}\nDeviating clauses: 12.1, 15.1\n")
+    assert got.decided is decided and got.passed is decided, got.why
