@@ -870,6 +870,10 @@ def listed_clause_doubted(c: SlotCheck, prose: str) -> str | None:
     return None
 
 
+_NONE_OF = re.compile(r"^\W*(?:none|neither|no\s+other|nor)\b", re.I)
+"""A sentence opening by denying what it goes on to name (`None of the other clauses ... deviate`)."""
+
+
 def left_out_clause_deviates(c: SlotCheck, prose: str) -> str | None:
     """In a clause review, a clause of the prose naming one of the clauses the slot leaves out (a
     compliant one: the check's rivals) and none it lists, that says it deviates (`Clause 8.2 also
@@ -882,6 +886,8 @@ def left_out_clause_deviates(c: SlotCheck, prose: str) -> str | None:
             roles = {role for _, _, role in _occurrences(c, clause)}
             if "rival" not in roles or "own" in roles:
                 continue
+            if _NONE_OF.search(sent):
+                continue  # "None of the other clauses (5.3, 15.1 and 12.4) deviate"
             said = [m for m in _DEVIATES.finditer(clause) if not _negated_within(clause, m.start())]
             denied = [
                 m for m in _SAYS_COMPLIES.finditer(clause) if _negated_within(clause, m.start())

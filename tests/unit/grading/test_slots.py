@@ -1078,6 +1078,7 @@ _REVIEW = SlotCheck(label="Deviating clauses", type="text", value=["12.1", "15.1
         ("Clauses 8.2 and 9.4 comply with the playbook.", True),
         ("8.2 does not deviate; 9.4 is in line.", True),
         ("Clause 5.3 is not outside the playbook.", True),
+        ("Neither 8.2 nor 9.4 departs from it.", True),
         ("- 12.1 Governing Law: deviates (the playbook requires Delaware law)\n- 8.2 Cap: compliant",
          True),
         ("Clause 8.2 (Limitation of Liability) also deviates from the playbook.", False),
