@@ -573,11 +573,12 @@ def main() -> None:
     complete = bool(export and paired)
     diff = paired["mean_score"] if paired else None
     loop = eval_metrics(root / "train.log")
-    main = (
-        json.loads((root / "main_eval.json").read_text())["metrics"]
+    main_eval = (
+        json.loads((root / "main_eval.json").read_text())
         if (root / "main_eval.json").is_file()
-        else {}
+        else None
     )
+    main = main_eval["metrics"] if main_eval else {}
     side = [
         ("device", G.device_name(), kwrl and kwrl["device"]),
         ("steps trained", len(figs["steps"]), kwrl and kwrl["last_step"]),
@@ -620,11 +621,7 @@ def main() -> None:
         "skyrl_stage": stage,
         "skyrl": figs,
         "skyrl_loop_eval": loop or None,
-        "skyrl_main_eval": (
-            json.loads((root / "main_eval.json").read_text())
-            if (root / "main_eval.json").is_file()
-            else None
-        ),
+        "skyrl_main_eval": main_eval,
         "kwrl": kwrl,
         "side_by_side": side,
         "differences": DIFFERENCES,

@@ -45,6 +45,7 @@ from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
 from kwrl.grading.slots import (
     coarser_than_asked,
+    decimals_shown,
     heading_doubt,
     prose_weighs,
     quotes_lines,
@@ -459,8 +460,9 @@ def _cell_coarser(c: XlsxCellCheck, actual: Any) -> str | None:
             return None
     else:
         return None
-    m = re.search(r"\.(\d+)", shown.replace(",", ""))
-    digits = len(m[1].rstrip("0") if isinstance(actual, float | int) else m[1]) if m else 0
+    if not isinstance(actual, str):  # a float's repr: "13.0" is the whole number 13
+        shown = shown.rstrip("0").rstrip(".")
+    digits = decimals_shown(shown)
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol,
                      decimals=c.decimals)  # fmt: skip
     if coarser_than_asked(slot, plain, digits, 1.0):

@@ -423,7 +423,7 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         if all(hits):  # one value, perhaps in two spellings ("$121.9m ($121,900,000)")
             for t in toks:
                 span = text[t.start : t.end].strip()
-                if coarser_than_asked(c, t.plain, _decimals(span), t.factor):
+                if coarser_than_asked(c, t.plain, decimals_shown(span), t.factor):
                     return Reading(
                         False, f"the slot reads {span!r}: coarser than the {c.decimals} "
                         f"decimal(s) asked, and not {c.value:.{c.decimals}f}", span,
@@ -1142,7 +1142,8 @@ _SEG_CUT = re.compile(r",\s|;|\s[-–—]\s" + _FILE_AHEAD + r"|(?<!\d)\.\s|(?<=
 - Billing.xlsx`)."""
 
 
-def _decimals(shown: str) -> int:
+def decimals_shown(shown: str) -> int:
+    """The decimals a written figure shows (`1,230.80` -> 2, `13` -> 0)."""
     m = re.search(r"\d+(?:\.(\d+))?", shown.replace(",", ""))
     return len(m[1]) if m and m[1] else 0
 
@@ -1186,7 +1187,7 @@ def _restates(c: SlotCheck, seg: str) -> bool:
         want = float(c.value) * (c.scale or 1.0)
 
         def rounds(k: NumToken) -> bool:
-            half = 0.5 * 10 ** -_decimals(t[k.start : k.end]) * (c.scale or 1.0)
+            half = 0.5 * 10 ** -decimals_shown(t[k.start : k.end]) * (c.scale or 1.0)
             return _number_is(k, c) or any(
                 abs(m - want) <= half + 1e-12 for m in k.meanings(c.scale)
             )
