@@ -125,8 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def skyrl_overrides(a: argparse.Namespace, tools: list[str], root: Path) -> list[str]:
-    """The overrides over scripts/skyrl/smoke_1gpu.sh that make SkyRL's run kwrl's GPU run."""
+def skyrl_overrides(
+    a: argparse.Namespace, tools: list[str], root: Path, eval_tasks: int | None = None
+) -> list[str]:
+    """The overrides over scripts/skyrl/smoke_1gpu.sh that make SkyRL's run kwrl's GPU run.
+    `eval_tasks`: the held-out prompts, evaluated as one batch (SkyRL's eval waits for each batch's
+    slowest trial; kwrl.concurrency still bounds the trials at once)."""
     trials = a.prompts_per_step * a.samples_per_prompt
     seqs = max(trials, a.eval_concurrency) if a.skyrl_loop_eval else trials
     ov = [
@@ -166,7 +170,7 @@ def skyrl_overrides(a: argparse.Namespace, tools: list[str], root: Path) -> list
             f"data.val_data=['{root / 'heldout.parquet'}']",
             f"trainer.eval_interval={a.skyrl_steps}",
             "trainer.eval_before_train=false",
-            f"trainer.eval_batch_size={a.eval_concurrency}",
+            f"trainer.eval_batch_size={eval_tasks or a.eval_concurrency}",
             "generator.eval_n_samples_per_prompt=1",
             f"generator.eval_sampling_params.max_generate_length={a.max_tokens_per_turn}",
             f"generator.eval_sampling_params.temperature={a.eval_temperature}",
@@ -236,12 +240,15 @@ def run_skyrl(
     shutil.rmtree(root / run, ignore_errors=True)
     (root / run).mkdir(parents=True)
     n = write_prompts(a.out / "data-train", root / run / "train.parquet", train_tasks)
-    if a.skyrl_loop_eval:
+    n_eval = (
         write_prompts(a.out / "data-heldout", root / "heldout.parquet")
+        if a.skyrl_loop_eval
+        else None
+    )
     cmd = [
         "bash",
         str(REPO / "scripts" / "skyrl" / "smoke_1gpu.sh"),
-        *skyrl_overrides(a, tools, root),
+        *skyrl_overrides(a, tools, root, n_eval),
     ]
     write_text(root / "command.txt", " ".join(cmd) + "\n")
     console.print(f"SkyRL: {n} training prompts, {a.skyrl_steps} steps, log {root / 'train.log'}")
@@ -382,9 +389,19 @@ def eval_metrics(log: Path) -> dict[str, float]:
     }
 
 
+def loop_eval_cell(loop: dict[str, float], progress: tuple[int, int] | None) -> str:
+    """SkyRL's in-loop eval figure, or how far it got when the deadline cut it."""
+    if "eval/all/avg_score" in loop:
+        return str(loop["eval/all/avg_score"])
+    if progress and progress[0] < progress[1]:
+        return f"cut after {progress[0]}/{progress[1]} eval batches"
+    return "-"
+
+
 def skyrl_step_figures(log: Path, stage: dict[str, Any]) -> dict[str, Any]:
     """Per-step reward, time split and logprob gap from SkyRL's console log, and their sums."""
-    steps = skyrl_steps.parse(log.read_text(errors="replace")) if log.is_file() else []
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    steps = skyrl_steps.parse(text)
     rows = []
     for s in steps:
         part = skyrl_steps.split(s)
@@ -406,6 +423,9 @@ def skyrl_step_figures(log: Path, stage: dict[str, Any]) -> dict[str, Any]:
     gaps = [r["logprob_gap_mean"] for r in rows if r["logprob_gap_mean"] is not None]
     return {
         "steps": rows,
+        # the last step's metrics block comes after its evaluation: a cut evaluation loses it
+        "steps_trained": max(len(rows), skyrl_steps.steps_finished(text)),
+        "loop_eval_progress": skyrl_steps.eval_progress(text),
         "sums_s": sums,
         "step_s_mean": round(total / len(rows), 1) if rows else None,
         "graded_trials": trials,
@@ -581,7 +601,7 @@ def main() -> None:
     main = main_eval["metrics"] if main_eval else {}
     side = [
         ("device", G.device_name(), kwrl and kwrl["device"]),
-        ("steps trained", len(figs["steps"]), kwrl and kwrl["last_step"]),
+        ("steps trained", figs["steps_trained"], kwrl and kwrl["last_step"]),
         ("held-out SFT", interval(scores["sft"]), kwrl and interval(kwrl["sft"])),
         ("held-out after RL (SkyRL: last export; kwrl: last step)", interval(scores["skyrl"]),
          kwrl and interval(kwrl["rl"])),
@@ -600,7 +620,8 @@ def main() -> None:
          kwrl and kwrl["graded_trials_per_gpu_hour"]),
         ("logprob gap vLLM vs learner (mean |diff|)", figs["logprob_gap_mean"], "-"),
         ("SkyRL's own eval of the held-out tasks (eval/all/avg_score: in the loop; main_eval)",
-         f"{loop.get('eval/all/avg_score', '-')}; {main.get('eval/all/avg_score', '-')}", "-"),
+         f"{loop_eval_cell(loop, figs['loop_eval_progress'])}; "
+         f"{main.get('eval/all/avg_score', '-')}", "-"),
     ]  # fmt: skip
     result: dict[str, Any] = {
         "status": "complete" if complete else "incomplete: rerun the same command to go on",

@@ -25,6 +25,8 @@ from kwrl.io import write_json
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STEP = re.compile(r"\bStep (\d+):\s*$")
+_STEP_DONE = re.compile(r"Finished: 'step', time cost")
+_EVAL_PROGRESS = re.compile(r"Evaluation Progress:[^|]*\|[^|]*\|\s*(\d+)/(\d+)")
 _METRIC = re.compile(r"'([\w/.\-]+)':\s*'?([-+0-9.eE]+)'?,?\s*$")
 PARTS = {
     "generate": ("timing/generate",),
@@ -51,6 +53,19 @@ def parse(text: str) -> list[dict[str, float]]:
         elif "'" not in line:  # the block ended
             current = None
     return [s for s in steps if "timing/step" in s]
+
+
+def steps_finished(text: str) -> int:
+    """How many steps SkyRL's trainer finished: its `Finished: 'step'` lines. A step's metrics block
+    is logged after that step's evaluation and export, so a run cut during its last evaluation has
+    one metrics block fewer than steps trained."""
+    return len(_STEP_DONE.findall(_ANSI.sub("", text)))
+
+
+def eval_progress(text: str) -> tuple[int, int] | None:
+    """(batches done, batches) of the last evaluation SkyRL's trainer logged progress for."""
+    found = _EVAL_PROGRESS.findall(_ANSI.sub("", text))
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
 
 
 def split(step: dict[str, float]) -> dict[str, float]:

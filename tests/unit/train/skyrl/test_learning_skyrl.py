@@ -51,11 +51,14 @@ def test_the_launched_skyrl_run_has_kwrls_batch_lr_lora_and_agent(
     }
     script = ROOT / "scripts" / "skyrl" / "smoke_1gpu.sh"
     argv = subprocess.run(
-        ["bash", str(script), *bench.skyrl_overrides(a, tools, tmp_path / "skyrl")],
+        ["bash", str(script), *bench.skyrl_overrides(a, tools, tmp_path / "skyrl", 216)],
         env=env, check=True, capture_output=True, text=True,
     ).stdout.splitlines()  # fmt: skip
     cfg = load(argv)
     t = cfg.trainer
+    # the held-out set as one eval batch: SkyRL's eval waits for each batch's slowest trial (three
+    # batches of 96 took 72 s each on the H100), kwrl.concurrency (96) still bounds trials at once
+    assert t.eval_batch_size == 216
     assert t.policy.model.path == str(model)
     assert (t.train_batch_size, cfg.generator.n_samples_per_prompt) == (8, 8)
     assert t.policy_mini_batch_size == 8 and t.max_training_steps == 20
@@ -125,6 +128,21 @@ def test_step_figures_come_from_a_real_skyrl_log(bench: ModuleType) -> None:
     assert figs["logprob_gap_mean"] == 0.0482
     assert figs["graded_trials_per_gpu_hour"] == round(32 * 3600 / total, 1)
     assert bench.skyrl_step_figures(LOG.parent / "no-such.log", {})["steps"] == []
+
+
+def test_a_run_cut_in_its_last_evaluation_still_counts_its_last_step(bench: ModuleType) -> None:
+    # the H100 run of 2026-12-07: 20 steps, step 20 exported and evaluated by kwrl, then SkyRL's
+    # own evaluation cut by the deadline after one of three batches, before step 20's metrics block
+    log = ROOT / "docs" / "results" / "learning_skyrl-h100-s27-skyrl.log"
+    figs = bench.skyrl_step_figures(log, {})
+    assert [r["step"] for r in figs["steps"]] == list(range(1, 20))
+    assert figs["steps_trained"] == 20 and figs["loop_eval_progress"] == (1, 3)
+    assert bench.loop_eval_cell({}, figs["loop_eval_progress"]) == "cut after 1/3 eval batches"
+    assert bench.loop_eval_cell({"eval/all/avg_score": 0.45}, (3, 3)) == "0.45"
+    assert bench.loop_eval_cell({}, None) == "-"
+    # the H200 smoke: every step's block present, no evaluation
+    smoke = bench.skyrl_step_figures(LOG, {})
+    assert smoke["steps_trained"] == 2 and smoke["loop_eval_progress"] is None
 
 
 def test_a_lora_export_is_merged_into_the_sft_model(
