@@ -44,9 +44,9 @@ from typing import Any
 from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
 from kwrl.grading.slots import (
-    coarser_than_asked,
     decimals_shown,
     heading_doubt,
+    off_asked_precision,
     prose_weighs,
     quotes_lines,
     read_slot,
@@ -444,9 +444,9 @@ def _cell_matches(actual: Any, want: float | str, rel_tol: float) -> bool:
     )
 
 
-def _cell_coarser(c: XlsxCellCheck, actual: Any) -> str | None:
-    """Why a number cell matching `c` within its tolerance still misses it: fewer decimals than
-    the task asks and not the value at that precision (`coarser_than_asked`: 79.4 for 79.42)."""
+def _cell_off_precision(c: XlsxCellCheck, actual: Any) -> str | None:
+    """Why a number cell matching `c` within its tolerance still misses it: not the value at the
+    decimals the task asks (`off_asked_precision`: 79.4 or 79.45 for 79.42)."""
     if c.decimals is None or not isinstance(c.value, int | float) or isinstance(c.value, bool):
         return None
     if isinstance(actual, str):  # a text cell that is one number (and its unit): its digits
@@ -465,9 +465,7 @@ def _cell_coarser(c: XlsxCellCheck, actual: Any) -> str | None:
     digits = decimals_shown(shown)
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol,
                      decimals=c.decimals)  # fmt: skip
-    if coarser_than_asked(slot, plain, digits, 1.0):
-        return f"coarser than the {c.decimals} decimal(s) asked, and not {c.value}"
-    return None
+    return off_asked_precision(slot, plain, digits, 1.0)
 
 
 _UNIT_SUFFIX = re.compile(
@@ -581,7 +579,7 @@ def check_xlsx_cell(
         formula, actual = sheet.value(c.cell)
         shown = f"{name}!{sheet.name}!{c.cell} = {actual!r}"
         if _cell_matches(actual, c.value, c.rel_tol):
-            coarse = _cell_coarser(c, actual)
+            coarse = _cell_off_precision(c, actual)
             if coarse:
                 return CheckResult(False, f"{shown}: {coarse}", [name])
             doubt = (

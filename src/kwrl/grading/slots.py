@@ -423,11 +423,8 @@ def read_value(c: SlotCheck, value: str) -> Reading:
         if all(hits):  # one value, perhaps in two spellings ("$121.9m ($121,900,000)")
             for t in toks:
                 span = text[t.start : t.end].strip()
-                if coarser_than_asked(c, t.plain, decimals_shown(span), t.factor):
-                    return Reading(
-                        False, f"the slot reads {span!r}: coarser than the {c.decimals} "
-                        f"decimal(s) asked, and not {c.value:.{c.decimals}f}", span,
-                    )  # fmt: skip
+                if off := off_asked_precision(c, t.plain, decimals_shown(span), t.factor):
+                    return Reading(False, f"the slot reads {span!r}: {off}", span)
             return Reading(True, f"the slot reads {shown!r}", shown)
         if len(toks) > 1:
             return Reading(False, f"the slot holds {len(toks)} different figures, not one")
@@ -1148,31 +1145,45 @@ def decimals_shown(shown: str) -> int:
     return len(m[1]) if m and m[1] else 0
 
 
-def coarser_than_asked(
+def off_asked_precision(
     c: SlotCheck, plain: tuple[float, ...], shown_decimals: int, factor: float | None
-) -> bool:
-    """A figure of the check's value shown with fewer decimals than the task asks (`c.decimals`)
-    and not equal to the value at that precision: a rounding that changes the figure (`13%` or
-    `12.9%` for 12.95%, `$122m` for $121.9m). Zeros dropped are no change (`$4m` for $4.0m), and a
-    figure shown as finely as asked is left to the tolerance. `plain` are the digits' values,
-    `factor` the magnitude word's multiplier (None: a bare figure, in the slot's unit or whole
-    units)."""
+) -> str | None:
+    """Why a figure of the check's value (within its tolerance) is still not the value at the
+    decimals the task asks (`c.decimals`), or None where it is:
+    - shown with fewer decimals than asked, a rounding that changes the figure (`13%` or `12.9%`
+      for 12.95%, `$122m` for $121.9m); zeros dropped are no change (`$4m` for $4.0m);
+    - shown as finely as asked or finer, more than half the asked last digit from the value
+      (`13.00%` or `12.97%` for 12.95%, `$122.0m` for $121.9m): off at the precision asked, though
+      within the tolerance; `12.953%` and `12.95%` are the figure, and a value halfway between two
+      roundings (12.945) passes either.
+    The tolerance stays for forms naming no decimals (`<percentage>`). `plain` are the digits'
+    values, `factor` the magnitude word's multiplier (None: a bare figure, in the slot's unit or
+    whole units)."""
     if c.decimals is None or not isinstance(c.value, int | float):
-        return False
+        return None
     unit = c.scale or 1.0
-    want = round(float(c.value), c.decimals)
+    value = float(c.value)
+    want = round(value, c.decimals)
     asked = 10.0**-c.decimals
-    matched = False
+    half = asked / 2 + 1e-9 * max(1.0, abs(value))
+    why = None
     for p in plain:
         for mult in (factor,) if factor is not None else (unit, 1.0):
             m = p * mult / unit  # in the slot's unit
-            if not close(m * unit, float(c.value) * unit, c.rel_tol, c.abs_tol * unit):
+            if not close(m * unit, value * unit, c.rel_tol, c.abs_tol * unit):
                 continue  # not this reading of the figure
-            matched = True
             step = 10.0**-shown_decimals * mult / unit  # its last digit, in the slot's unit
-            if step <= asked * (1 + 1e-9) or close(m, want, 0.0):
-                return False
-    return matched
+            if step <= asked * (1 + 1e-9):
+                if abs(m - value) <= half:
+                    return None
+                why = f"not {want:.{c.decimals}f} at the {c.decimals} decimal(s) asked"
+            elif close(m, want, 0.0):
+                return None
+            else:
+                why = (
+                    f"coarser than the {c.decimals} decimal(s) asked, and not {want:.{c.decimals}f}"
+                )
+    return why
 
 
 def _restates(c: SlotCheck, seg: str) -> bool:

@@ -172,8 +172,8 @@ class XlsxCellCheck(_Strict):
     value: float | str
     rel_tol: float = 0.005
     decimals: int | None = Field(default=None, ge=0)
-    """For a number: the decimals the instruction asks for; a cell holding fewer passes only where
-    the dropped digits are zeros (as `SlotCheck.decimals`)."""
+    """For a number: the decimals the instruction asks for; the cell must be the value at that
+    precision (as `SlotCheck.decimals`)."""
 
 
 class DocContainsCheck(_Strict):
@@ -232,9 +232,11 @@ class SlotCheck(_Strict):
     scale: float | None = Field(default=None, gt=0)
     """As `NumberCheck.scale`: the value may be restated at any scale ("$121.9m" = "$121,900,000")."""
     decimals: int | None = Field(default=None, ge=0)
-    """For a number: the decimals the instruction asks for ("one decimal" -> 1). A figure shown
-    more coarsely passes only where the dropped digits are zeros (`$4m` for 4.0; not `13%` for
-    12.95%, a rounding that changes the figure); None: the instruction names none."""
+    """For a number: the decimals the instruction asks for ("one decimal" -> 1). The figure must
+    be the value at that precision: shown more coarsely, only zeros may be dropped (`$4m` for 4.0;
+    not `13%` for 12.95%); shown as finely or finer, it is within half the asked last digit
+    (`12.95%` or `12.953%`, not `13.00%`), though the tolerance is wider; None: the instruction
+    names none and the tolerance decides."""
     rivals: list[str] = Field(default_factory=list)
     """Known wrong values of the kind (a stale figure, other people, periods, compliant clauses):
     in the slot they fail it; hedged or affirmed in the prose, the check is undecided."""

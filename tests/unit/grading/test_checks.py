@@ -99,13 +99,15 @@ def test_a_cell_coarser_than_the_decimals_asked_misses_unless_only_zeros_are_dro
     world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`decimals` (the instruction asks "rounded to two decimals"): 79.4 for 79.42, or 80 for
-    79.71, is a rounding that changes the figure, though within the relative tolerance; 79.42, a
-    formula's 79.4166..., 80.0 for 80 and the text "79.42" are the figure."""
+    79.71, is a rounding that changes the figure, and 79.45 or "79.40" are off at the precision
+    asked, though all within the relative tolerance; 79.42, a formula's 79.4166..., 80.0 for 80
+    and the text "79.42" are the figure."""
     monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
     got = {}
     for cell, value, want in [
         ("D2", 79.42, 79.42), ("D3", 79.41666666, 79.42), ("D4", 79.4, 79.42), ("D5", 80, 79.71),
         ("D6", 80.0, 80.0), ("D7", "79.42", 79.42), ("D8", "79.4", 79.42), ("D9", 79.5, 79.42),
+        ("D10", 79.45, 79.42), ("D11", "79.40", 79.42), ("D12", 79.4249, 79.42),
     ]:  # fmt: skip
         final = copy_state(world, tmp_path / f"final-{cell}")
         path = final / "filesystem/finance/model.xlsx"
@@ -117,9 +119,11 @@ def test_a_cell_coarser_than_the_decimals_asked_misses_unless_only_zeros_are_dro
         got[cell] = r.passed
         if cell == "D4":
             assert "coarser than the 2 decimal(s) asked" in r.rationale
+        if cell == "D10":
+            assert "not 79.42 at the 2 decimal(s) asked" in r.rationale
         assert check(evidence(world, final), **spec).passed  # all within 0.5%: no decimals asked
     assert got == {"D2": True, "D3": True, "D4": False, "D5": False, "D6": True, "D7": True,
-                   "D8": False, "D9": False}  # fmt: skip
+                   "D8": False, "D9": False, "D10": False, "D11": False, "D12": True}  # fmt: skip
 
 
 def test_xlsx_cell_reads_cached_formula_values_and_explains_missing_ones(

@@ -985,12 +985,19 @@ _PCT = SlotCheck(label="Leverage", type="number", value=12.9487, rel_tol=0.005, 
                  scale=0.01, decimals=2)  # fmt: skip
 _USDM = SlotCheck(label="Revenue", type="number", value=121.9, rel_tol=0.005, scale=1e6, decimals=1)
 _ROUND = SlotCheck(label="ACV", type="number", value=4.0, rel_tol=0.005, scale=1e6, decimals=1)
+_HALF = SlotCheck(label="Leverage", type="number", value=12.945, rel_tol=0.005, abs_tol=0.05,
+                  scale=0.01, decimals=2)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("check", "value", "ok"),
     [
-        (_PCT, "12.95%", True), (_PCT, "12.950 %", True), (_PCT, "12.94%", True),
+        (_PCT, "12.95%", True), (_PCT, "12.950 %", True), (_PCT, "12.9487%", True),
+        # as finely as asked but not the value's rounding: off at the precision asked
+        (_PCT, "12.94%", False), (_PCT, "13.00%", False), (_PCT, "12.97%", False),
+        (_HALF, "12.94%", True),
+        (_HALF, "12.95%", True), (_HALF, "12.96%", False), (_USDM, "$122.0m", False),
+        (_USDM, "$121,934,000", True), (_USDM, "$121,960,000", False), (_USDM, "$121.95m", True),
         (_PCT, "12.95 percent", True), (_PCT, "13%", False), (_PCT, "13.0%", False),
         (_PCT, "12.9%", False), (_PCT, "13", False),
         (_USDM, "$121.9m", True), (_USDM, "$121,900,000", True), (_USDM, "$0.1219bn", True),
@@ -1004,12 +1011,13 @@ def test_a_figure_coarser_than_the_decimals_asked_is_the_value_only_where_zeros_
     check: SlotCheck, value: str, ok: bool
 ) -> None:
     """The instruction asks two decimals (one for $m): `13%` for 12.95% is a rounding that changes
-    the figure, though 0.4% off; `$4m` for $4.0m drops only a zero; any spelling as fine as asked
-    is left to the tolerance."""
+    the figure, though 0.4% off; `$4m` for $4.0m drops only a zero; a spelling as fine as asked or
+    finer is within half the asked last digit (`13.00%` for 12.9487% is not, though within the
+    0.05 points' tolerance; 12.945 rounds either way)."""
     got = read_slot(check, f"Here it is.\n{check.label}: {value}\n")
     assert got.passed is ok, got.why
     if not ok and value not in ("$0.12bn",):
-        assert "coarser than the" in got.why and got.decided
+        assert "decimal(s) asked" in got.why and got.decided, got.why
 
 
 _SHARE = SlotCheck(label="Settlement offer as a percentage of damages claimed", type="number",
