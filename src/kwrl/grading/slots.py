@@ -2214,7 +2214,28 @@ def read_slot(
     )
     if doubt:
         return undecided(doubt)
+    over = next((h for ln in mine if (h := heading_over(text, ln.index))), None)
+    # a heading that asks the task's question (`## When is the hearing?`) heads its answer
+    if over and (doubt := heading_doubt(over.rstrip().removesuffix("?"))):
+        return undecided(f"the heading over the slot ({over.strip()[:80]!r}) {doubt}")
     return Finding(True, readings[0].why)
+
+
+_HEADING = re.compile(
+    r"^\s{0,3}(?:#{1,6}\s+(?P<md>.+?)\s*#*|\*\*(?P<bold>[^*\n]+)\*\*:?|__(?P<us>[^_\n]+)__:?)\s*$"
+)
+"""A heading line: markdown's `## ...`, or a line that is all bold (`**Best guess**`)."""
+
+
+def heading_over(text: str, index: int) -> str | None:
+    """The text of the nearest heading above line `index` (a markdown heading or an all-bold line):
+    what it says qualifies the lines under it, the slot's among them; None where there is none."""
+    lines = text.splitlines()
+    for line in reversed(lines[: max(index, 0)]):
+        m = _HEADING.match(line)
+        if m:
+            return m["md"] or m["bold"] or m["us"]
+    return None
 
 
 STATUS = (

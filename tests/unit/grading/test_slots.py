@@ -1103,3 +1103,26 @@ def test_prose_saying_a_left_out_clause_deviates_leaves_the_list_undecided(
     context."""
     got = read_slot(_REVIEW, f"{prose}\nDeviating clauses: 12.1, 15.1\n")
     assert got.decided is decided and got.passed is decided, got.why
+
+
+_ACV = SlotCheck(label="Annual contract value", type="number", value=4.0, rel_tol=0.005, scale=1e6,
+                 decimals=1)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("heading", "ok"),
+    [
+        ("## Answer", True), ("**Findings**", True), ("## What is the annual contract value?", True),
+        ("### Figures from the executed MSA (2025)", True), ("__Summary__", True),
+        ("## My best guess (unverified)", False), ("**Draft, not yet checked**", False),
+        ("# Rough working numbers", False), ("## Provisional", False),
+        ("### Possibly out of date", False),
+    ],
+)  # fmt: skip
+def test_a_heading_over_the_slot_qualifies_it(heading: str, ok: bool) -> None:
+    """A heading (markdown's `#`, or an all-bold line) above the slot line says what the lines under
+    it are: a doubting one leaves the slot to a reader; one that names or asks the task's question
+    heads the answer."""
+    got = read_slot(_ACV, f"{heading}\n\nAnnual contract value: $4.0m\n")
+    assert got.passed is ok, got.why
+    assert got.decided is ok  # a doubting heading leaves it to a reader (fails with no judge)
