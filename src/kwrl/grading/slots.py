@@ -755,7 +755,40 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
                 return f"the prose moves the value to {shown!r} ({change.group(0)!r}): {clause.strip()[:160]!r}"
             if role == "rival" and c.type != "text" and not _framed(t) and not _CONTACT.search(t):
                 return f"the prose names {shown!r} without saying whose it is: {clause.strip()[:160]!r}"
+            if c.type != "text" and _labels_another(c, t, start) and not _CONTACT.search(t):
+                return f"the prose gives {c.label!r} another value, {shown!r}: {clause.strip()[:160]!r}"
+            if c.type != "text" and _RESTATED_AS.search(t[:start]):
+                return f"the prose says the answer should read {shown!r}: {clause.strip()[:160]!r}"
     return _sentence_doubt(c, _prose(text, skip), allowed)
+
+
+_RESTATED_AS = re.compile(
+    r"(?<![\w'’])(?:that|this|it)(?:['’]s|\s+(?:should|must|ought\s+to|needs?\s+to|has\s+to)"
+    r"(?:\s+(?:really|actually|instead))?\s+(?:be|read|say|show|have\s+been|reads?))"
+    r"\s*(?:[:=]\s*)?(?:[$£€]\s*)?$",
+    re.I,
+)
+"""A pronoun for the answer, an obligation and a copula right before another value (`that should
+read 70.12%`, `it needs to be 61.5`): the value put in the answer's place."""
+
+
+def _labels_another(c: SlotCheck, clause: str, start: int) -> bool:
+    """The clause states another value (at `start`) under the slot's own label, every word of it,
+    and says nothing of whose or which it is: no period, month or year, framing word, place of
+    the world, status or name (`After re-checking, the share of the budget billed is 70.12%`):
+    two candidates for one label. `In Q3 2025 the share ... was 61.50%` is context."""
+    words = label_words(c.label)
+    found = set(_WORD.findall(norm_periods(clause).casefold()))
+    if not words or not words <= found:
+        return False
+    own = {w.casefold() for w in _WORD.findall(c.label)}
+    rest = re.sub(
+        r"[A-Za-z]+", lambda m: " " if m.group(0).casefold() in own else m.group(0), clause
+    )
+    if _framed(rest):  # the label's own words (`budget`) frame nothing
+        return False
+    names = [m for m in _CAP_WORD.finditer(clause) if m.start() > 0 and m.start() != start]
+    return not any(m.group(0).casefold() not in own for m in names)
 
 
 FRAMES = (

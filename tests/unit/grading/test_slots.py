@@ -1126,3 +1126,36 @@ def test_a_heading_over_the_slot_qualifies_it(heading: str, ok: bool) -> None:
     got = read_slot(_ACV, f"{heading}\n\nAnnual contract value: $4.0m\n")
     assert got.passed is ok, got.why
     assert got.decided is ok  # a doubting heading leaves it to a reader (fails with no judge)
+
+
+_BILLED = SlotCheck(label="share of the approved fee budget already billed", type="number",
+                    value=72.174312, rel_tol=0.005, abs_tol=0.05, scale=0.01, decimals=2,
+                    others=["Total fees billed ($k)", "Approved fee budget ($k)"])  # fmt: skip
+_BILLED_SLOTS = (
+    "share of the approved fee budget already billed: 72.17%\nTotal fees billed ($k): 786.7\n"
+    "Approved fee budget ($k): 1,090.0\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("prose", "ok"),
+    [
+        # context: another period, project or comparison says whose the other value is
+        ("In Q3 2025 the share of the approved fee budget already billed was 61.50%.", True),
+        ("The share of the approved fee budget already billed at Iron Mantis is 55.00%.", True),
+        ("The share of the approved fee budget already billed rose from 61.50% last quarter.", True),
+        ("That's up from 61.50% last quarter.", True),
+        ("It is 72.17% against a 75.00% target.", True),
+        # another value under the slot's own label, or put in the answer's place
+        ("After re-checking, the share of the approved fee budget already billed is 70.12%.", False),
+        ("Update: the share of the approved fee budget already billed should read 70.12%.", False),
+        ("Sorry, that should read 70.12%, I grabbed the wrong column.", False),
+        ("On reflection it needs to be 70.12%.", False),
+    ],
+)  # fmt: skip
+def test_another_value_under_the_slots_own_label_is_a_second_candidate(
+    prose: str, ok: bool
+) -> None:
+    got = read_slot(_BILLED, _BILLED_SLOTS + prose + "\n", allowed=[786.7, 1090.0])
+    assert got.passed is ok, got.why
+    assert got.decided is ok
