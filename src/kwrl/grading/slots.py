@@ -691,7 +691,11 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     if doubt:
         return f"the prose doubts the answer ({doubt.group(0)!r})"
     for sent in _SENTENCE_CUT.split(_prose(text, skip)):
-        named = [r for _, _, r in _occurrences(c, sent) if r == "rival"]
+        occ = _occurrences(c, sent)
+        named = [r for _, _, r in occ if r == "rival"]
+        every = {r: {sent[a:b] for a, b, role in occ if role == r} for r in ("own", "rival")}
+        if len(every["own"]) == len(_items(c)) and len(every["rival"]) == len(set(c.rivals)):
+            named = []  # every clause of the contract, listed and not: what was read, no verdict
         if named and _numbered(c) and not (_COMPLIES.search(sent) or _NEGATION.search(sent)):
             return f"the prose names a compliant clause without saying it complies: {sent.strip()[:160]!r}"
         pending = _pending(sent)
@@ -781,11 +785,8 @@ def _labels_another(c: SlotCheck, clause: str, start: int) -> bool:
     found = set(_WORD.findall(norm_periods(clause).casefold()))
     if not words or not words <= found:
         return False
-    own = {w.casefold() for w in _WORD.findall(c.label)}
-    rest = re.sub(
-        r"[A-Za-z]+", lambda m: " " if m.group(0).casefold() in own else m.group(0), clause
-    )
-    if _framed(rest):  # the label's own words (`budget`) frame nothing
+    own = set(_WORD.findall(c.label.casefold()))
+    if _framed(_without_label_words(c, clause)):  # the label's own words frame nothing
         return False
     names = [m for m in _CAP_WORD.finditer(clause) if m.start() > 0 and m.start() != start]
     return not any(m.group(0).casefold() not in own for m in names)
@@ -1289,8 +1290,12 @@ _SOURCED = re.compile(
     re.I,
 )
 """Where a value comes from, said with a preposition (`from the FY2025 model`, `per the deck`)."""
-_CITE = re.compile(r"\b(?:[Ff]rom|[Pp]er|[Ss]ource|[Aa]ccording to|[Vv]ia)\s+(?:the\s+)?[A-Z#/]")
-"""A citation by name: `per Noble Harbor`, `from #deals` (a capitalised name, not `from a skim`)."""
+_CITE = re.compile(
+    r"\b(?:[Ff]rom|[Pp]er|[Ss]ource|[Aa]ccording to|[Vv]ia)\s+(?:the\s+)?[A-Z#/]"
+    r"|\b[Ss]ource\s+(?:for|of)\s+[^:;\n]{1,60}:\s*(?:the\s+)?[A-Z#/]"
+)
+"""A citation by name: `per Noble Harbor`, `from #deals`, `Source for the figure above: Noble
+Harbor` (a capitalised name or a path, not `from a skim`)."""
 _PERIOD_WORD = re.compile(r"\b(?:fy\d{4}|q[1-4]_\d{4})\b", re.I)
 
 
@@ -1646,6 +1651,44 @@ the answer is computed from may hold (`Change computed as the difference between
 divided by the Q3 2025 figure`)."""
 
 
+def _without_label_words(c: SlotCheck, text: str) -> str:
+    """`text` with the words of the slot's label blanked: they name the answer, and weigh nothing
+    (`correct` of a `Correct value` slot, `budget` of a share of the budget)."""
+    own = set(_WORD.findall(c.label.casefold()))
+    return re.sub(r"[A-Za-z]+", lambda m: " " if m.group(0).casefold() in own else m.group(0), text)
+
+
+def _names_input(c: SlotCheck, part: str, ref: re.Match[str], line: str) -> bool:
+    """`ref` points at one of the answer's inputs as an operand, not at the answer: a figure of one
+    period where the label spans several, after a preposition of a derivation (`divided by the Q3
+    2025 figure` beside a Q3-to-Q4 change), or a place word after the inputs or another slot's
+    label, in a noun phrase after one (`computed from the two inputs above`), the line ending
+    there. What the prose says of an input itself (`the Q4 2025 figure is out of date`, `divided
+    by the Q3 2025 figure, which nobody has verified`) stays a comment on the answer."""
+    tail = norm_periods(line).split(ref.group(0), 1)
+    if len(tail) < 2 or re.search(r"\w", tail[1]):
+        return False  # the line goes on after the operand (`..., which nobody has verified`)
+    periods = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+    named = set(_PERIOD_WORD.findall(ref.group(0).casefold()))
+    head = part[: ref.start()]
+    if named and len(periods) > 1 and named < periods:
+        return bool(_OPERAND_BEFORE.search(head))  # an operand, not `the Q4 figure is stale`
+    before = head.split()
+    if not before or not re.fullmatch(r"above|earlier|previous|preceding", ref.group(0), re.I):
+        return False
+    others = {w for lab in c.others for w in label_words(lab)}
+    word = before[-1].casefold().strip(".,;:()")
+    return (word in ("input", "inputs") or word in others - label_words(c.label)) and bool(
+        _OPERAND_OF.search(head)
+    )
+
+
+_OPERAND_OF = re.compile(
+    r"\b(?:by|from|over|using|against|between|and|on|of)\s+(?:\S+\s+){1,4}$", re.I
+)
+"""A preposition of a derivation before a noun phrase (`from the two inputs above`)."""
+
+
 def _operand(c: SlotCheck, line: str, part: str, ref: str) -> bool:
     """`ref` names a figure by its period (`the Q3 2025 figure`) after a preposition of a
     derivation (`divided by the Q3 2025 figure`), in a line of method words only (no number, and
@@ -1757,12 +1800,13 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
         for clause in clauses(line):
             for part in re.split(r",\s", clause):
                 own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
+                np_ = norm_periods(part)
                 refs = [
                     r[0]
-                    for r in BACKREF.finditer(norm_periods(part))
+                    for r in BACKREF.finditer(np_)
                     if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
+                    and not (_operand(c, line, part, r[0]) or _names_input(c, np_, r, line))
                 ]  # "the FY2024 number" is another period's, not the answer
-                refs = [r for r in refs if not _operand(c, line, part, r)]
                 if _left_out(c, part):  # "it is a different measure and is not used above"
                     refs = []
                 if _ON_THIS.search(part) and not any(
@@ -1780,11 +1824,12 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     refs = [r for r in refs if r.casefold() != "it"]
                 if not refs:
                     continue
+                bare = _without_label_words(c, part)  # "Source for the correct value: ..."
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (
-                    _NEGATION.search(part)
-                    or _CORRECTION.search(part)
-                    or _HEDGE_PROSE.search(part)
-                    or _AFFIRM_ELSE.search(part)
+                    _NEGATION.search(bare)
+                    or _CORRECTION.search(bare)
+                    or _HEDGE_PROSE.search(bare)
+                    or _AFFIRM_ELSE.search(bare)
                 ):
                     continue  # "This is from the FY2025 workbook."
                 return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"

@@ -1159,3 +1159,45 @@ def test_another_value_under_the_slots_own_label_is_a_second_candidate(
     got = read_slot(_BILLED, _BILLED_SLOTS + prose + "\n", allowed=[786.7, 1090.0])
     assert got.passed is ok, got.why
     assert got.decided is ok
+
+
+@pytest.mark.parametrize(
+    ("check", "text", "ok"),
+    [
+        # a source note in the form `Source for <the answer>: <a name or a path>`
+        (NET_DEBT, "Net debt ($m): 63.4\nSource for the figure above: Noble Harbor Finance\n", True),
+        (CORRECT, "Correct value: 121.9\nSource for the correct value: /Finance/Model.xlsx\n", True),
+        (NET_DEBT, "Net debt ($m): 63.4\nSource for the figure above: a quick skim\n", False),
+        # a method note pointing at the inputs, or at one period's figure of a change between two
+        (CHANGE, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                 "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "The increase is computed from the two inputs above.\n", True),
+        (CHANGE, "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "It is the difference between the two periods divided by the Q3 2025 figure.\n",
+         True),
+        (CHANGE, "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "The figure above is provisional.\n", False),
+        # every clause of the contract named as what was read: no verdict on the compliant ones
+        (CLAUSES, "Method: I read each clause (8.2, 9.1, 11.4, 12.3, 14.2) against the playbook.\n"
+                  "Deviating clauses: 8.2, 11.4\n", True),
+        (CLAUSES, "Clauses 9.1 and 12.3 caught my eye.\nDeviating clauses: 8.2, 11.4\n", False),
+    ],
+)  # fmt: skip
+def test_notes_on_source_inputs_and_what_was_read_are_no_comment_on_the_answer(
+    check: SlotCheck, text: str, ok: bool
+) -> None:
+    got = read_slot(check, text, allowed=[442, 525])
+    assert got.passed is ok, got.why
+
+
+@pytest.mark.parametrize(
+    "prose",
+    ["The Q3 2025 figure is out of date.", "The two inputs above are not final.",
+     "The inputs above may change."],
+)  # fmt: skip
+def test_doubt_about_an_input_is_still_doubt_about_the_answer(prose: str) -> None:
+    text = (
+        "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+        f"Hours billed increase Q3 2025 to Q4 2025: 18.78%\n{prose}\n"
+    )
+    assert not read_slot(CHANGE, text, allowed=[442, 525]).passed
