@@ -693,10 +693,12 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     for sent in _SENTENCE_CUT.split(_prose(text, skip)):
         occ = _occurrences(c, sent)
         named = [r for _, _, r in occ if r == "rival"]
-        every = {r: {sent[a:b] for a, b, role in occ if role == r} for r in ("own", "rival")}
-        if len(every["own"]) == len(_items(c)) and len(every["rival"]) == len(set(c.rivals)):
-            named = []  # every clause of the contract, listed and not: what was read, no verdict
-        if named and _numbered(c) and not (_COMPLIES.search(sent) or _NEGATION.search(sent)):
+        if (
+            named
+            and _numbered(c)
+            and not (_COMPLIES.search(sent) or _NEGATION.search(sent))
+            and not _names_every_clause(c, sent, occ)
+        ):
             return f"the prose names a compliant clause without saying it complies: {sent.strip()[:160]!r}"
         pending = _pending(sent)
         if pending and not number_tokens(sent):
@@ -766,6 +768,13 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
     return _sentence_doubt(c, _prose(text, skip), allowed)
 
 
+def _names_every_clause(c: SlotCheck, sent: str, occ: list[tuple[int, int, str]]) -> bool:
+    """A clause-review sentence naming every clause of the contract, listed and not (`Method: I read
+    each clause (8.2, 9.1, 11.4, 12.3, 14.2)`): what was read, no verdict on the compliant ones."""
+    every = {r: {sent[a:b] for a, b, role in occ if role == r} for r in ("own", "rival")}
+    return len(every["own"]) == len(_items(c)) and len(every["rival"]) == len(set(c.rivals))
+
+
 _RESTATED_AS = re.compile(
     r"(?<![\w'’])(?:that|this|it)(?:['’]s|\s+(?:should|must|ought\s+to|needs?\s+to|has\s+to)"
     r"(?:\s+(?:really|actually|instead))?\s+(?:be|read|say|show|have\s+been|reads?))"
@@ -785,9 +794,9 @@ def _labels_another(c: SlotCheck, clause: str, start: int) -> bool:
     found = set(_WORD.findall(norm_periods(clause).casefold()))
     if not words or not words <= found:
         return False
-    own = set(_WORD.findall(c.label.casefold()))
     if _framed(_without_label_words(c, clause)):  # the label's own words frame nothing
         return False
+    own = _label_word_set(c)
     names = [m for m in _CAP_WORD.finditer(clause) if m.start() > 0 and m.start() != start]
     return not any(m.group(0).casefold() not in own for m in names)
 
@@ -1654,8 +1663,13 @@ divided by the Q3 2025 figure`)."""
 def _without_label_words(c: SlotCheck, text: str) -> str:
     """`text` with the words of the slot's label blanked: they name the answer, and weigh nothing
     (`correct` of a `Correct value` slot, `budget` of a share of the budget)."""
-    own = set(_WORD.findall(c.label.casefold()))
+    own = _label_word_set(c)
     return re.sub(r"[A-Za-z]+", lambda m: " " if m.group(0).casefold() in own else m.group(0), text)
+
+
+def _label_word_set(c: SlotCheck) -> set[str]:
+    """Every word of the slot's label, casefolded (`label_words` leaves out stop and unit words)."""
+    return set(_WORD.findall(c.label.casefold()))
 
 
 def _names_input(c: SlotCheck, part: str, ref: re.Match[str], line: str) -> bool:
