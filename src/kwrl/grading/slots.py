@@ -696,7 +696,7 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
         if (
             named
             and _numbered(c)
-            and not (_COMPLIES.search(sent) or _NEGATION.search(sent))
+            and not any(rx.search(verdict(sent)) for rx in (_COMPLIES, _NEGATION, _NONE_OF))
             and not _names_every_clause(c, sent, occ)
         ):
             return f"the prose names a compliant clause without saying it complies: {sent.strip()[:160]!r}"
@@ -879,6 +879,21 @@ _OTHERS = re.compile(r"\b(?:other|others|remaining|rest|all|every|each|any)\b", 
 _CLAUSE_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w]|\.\d)")
 
 
+_REQUIRES = re.compile(
+    r"\b(?:requires?|required|requiring|calls?\s+for|mandates?|stipulates?|specifies|sets?\s+out"
+    r"|allows?|permits?|caps?\s+(?:it|this|them|liability|the\s+\w+)\s+at)\b[^;.\n]*",
+    re.I,
+)
+"""A playbook's requirement quoted in a clause review (`the playbook requires payment within 45
+days`, `which allows no more than 6 months`): its words state the rule, not the clause's verdict."""
+
+
+def verdict(text: str) -> str:
+    """`text` without the requirements it quotes (`_REQUIRES`): what it says of the clause itself
+    (`Clause 5.3: the playbook requires payment within 45 days` says nothing of 5.3 complying)."""
+    return _REQUIRES.sub(" ", text)
+
+
 def _negated_within(clause: str, start: int, words: int = 3) -> bool:
     before = " ".join(clause[:start].split()[-words:])
     return bool(_NOT.search(before))
@@ -901,6 +916,7 @@ def listed_clause_doubted(c: SlotCheck, prose: str) -> str | None:
             own = any(role == "own" for _, _, role in _occurrences(c, clause))
             if not own and (_CLAUSE_NUMBER.search(clause) or _OTHERS.search(clause)):
                 continue
+            clause = verdict(clause)
             said = [
                 m for m in _SAYS_COMPLIES.finditer(clause) if not _negated_within(clause, m.start())
             ]
@@ -928,6 +944,7 @@ def left_out_clause_deviates(c: SlotCheck, prose: str) -> str | None:
                 continue
             if _NONE_OF.search(sent):
                 continue  # "None of the other clauses (5.3, 15.1 and 12.4) deviate"
+            clause = verdict(clause)
             said = [m for m in _DEVIATES.finditer(clause) if not _negated_within(clause, m.start())]
             denied = [
                 m for m in _SAYS_COMPLIES.finditer(clause) if _negated_within(clause, m.start())
@@ -1795,12 +1812,69 @@ def _left_out(c: SlotCheck, part: str) -> bool:
     return not (BACKREF.search(rest) or _POINTED.search(rest) or _weighs(_MARKS.sub(" ", rest)))
 
 
-def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> str | None:
+_COURTESY = re.compile(
+    r"\b(?:(?:just\s+)?in\s+case|hope|hopefully)\s+(?:it|this|that)\s+(?:helps?|is\s+(?:useful"
+    r"|helpful|of\s+use)|comes\s+in\s+handy)\b"
+    r"|\b(?:just\s+)?in\s+case\s+(?:anyone|anybody|someone|somebody|you|they|the\s+team)\s+"
+    r"(?:needs?|wants?|asks?\s+for)\s+(?:it|this|them)\b",
+    re.I,
+)
+"""A courtesy whose pointer is the help given, not a comment on the answer (`In case it helps
+with the board pack`, `in case anyone needs it`)."""
+
+
+_IDENTITY = re.compile(
+    r"^\W*(?:(?:to\s+be\s+(?:explicit|clear)|in\s+short|for\s+(?:clarity|reference)|again"
+    r"|i\.e\.|that\s+is)\s*[:,]\s*)?(?:this|that|it|(?P<value>[$£€]?\d[\d,.]*\s*[%a-z]{0,3}))"
+    r"\s+(?:is|was)\s+(?:the|our|their)\s+(?P<rest>.+)$",
+    re.I,
+)
+_IDENTITY_WORDS = frozenset(
+    ["agreed", "between", "and", "as", "recorded", "stated", "shown", "listed", "given", "set",
+     "taken", "directly", "from", "document", "file", "workbook", "for", "of", "with", "under",
+     "per", "the", "in", "on", "to", "by"]
+)  # fmt: skip
+"""Beside the task's and the label's words and names, the words a clause saying what the answer is
+may hold (`This is the annual contract value agreed between Granite Ltd and Noble Harbor, as
+recorded in /Matters/...docx`)."""
+
+
+def _identifies(
+    c: SlotCheck, clause: str, known: frozenset[str], task: str, names: Sequence[str]
+) -> bool:
+    """The whole clause says only what the answer is, in the task's own words (`known`, the
+    instruction's): `this`, `that`, `it` or the slot's own value, `is the`, then the task's and the
+    label's words, names (none of the world's projects, `names`, but the task's), paths and
+    `_IDENTITY_WORDS` (`To be explicit: $4.0m is the annual contract value for Noble Harbor`): a
+    restatement, no comment; one word more (`the value I guessed`, `, probably`) is read."""
+    m = _IDENTITY.match(norm_periods(clause))
+    if not m or not known:
+        return False
+    other = [n for n in names if not re.search(re.escape(n), task, re.I)]
+    if any(re.search(re.escape(n), clause, re.I) for n in other):
+        return False
+    if m["value"] and not any(role == "own" for _, _, role in _occurrences(c, m["value"])):
+        return False
+    rest = _NAME_RUN.sub(" ", " " + m["rest"])
+    rest = re.sub(r"\S*/\S*", " ", _CAP_WORD.sub(" ", rest))
+    words = set(_WORD.findall(rest.casefold()))
+    return bool(words & known) and words <= known | _label_word_set(c) | _IDENTITY_WORDS | _STOP
+
+
+def comment_on_answer(
+    c: SlotCheck,
+    text: str,
+    after: int,
+    skip: set[int],
+    task: str | None = None,
+    names: Sequence[str] = (),
+) -> str | None:
     """A clause of the prose that points back at the answer (after the slot's line; before it,
-    only `this`/`these` standing alone) and says anything but where it comes from: the reader
-    cannot weigh it (docs/contracts.md)."""
+    only `this`/`these` standing alone) and says anything but where it comes from or what it is
+    in the task's words (`_identifies`): the reader cannot weigh it (docs/contracts.md)."""
     if c.wrong_value:
         return None
+    known = frozenset(_WORD.findall(norm_periods(task or "").casefold()))
     prose = [ln for i, ln in enumerate(text.splitlines()) if i != after and i not in skip]
     alone = not any(role != "own" for ln in prose for _, _, role in _occurrences(c, ln))
     for i, line in enumerate(text.splitlines()):
@@ -1815,9 +1889,10 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
             for part in re.split(r",\s", clause):
                 own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
                 np_ = norm_periods(part)
+                kept = _COURTESY.sub(lambda m: " " * len(m.group(0)), np_)
                 refs = [
                     r[0]
-                    for r in BACKREF.finditer(np_)
+                    for r in BACKREF.finditer(kept)
                     if not (set(_PERIOD_WORD.findall(r[0].casefold())) - own)
                     and not (_operand(c, line, part, r[0]) or _names_input(c, np_, r, line))
                 ]  # "the FY2024 number" is another period's, not the answer
@@ -1836,7 +1911,7 @@ def comment_on_answer(c: SlotCheck, text: str, after: int, skip: set[int]) -> st
                     ]
                 if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
                     refs = [r for r in refs if r.casefold() != "it"]
-                if not refs:
+                if not refs or _identifies(c, clause, known, task or "", names):
                     continue
                 bare = _without_label_words(c, part)  # "Source for the correct value: ..."
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (
@@ -2043,7 +2118,7 @@ def prose_weighs(
     return (
         listed_clause_doubted(c, _prose(text, skip))
         or prose_doubt(c, text, skip, allowed)
-        or comment_on_answer(c, text, -1, skip | named)
+        or comment_on_answer(c, text, -1, skip | named, task, names)
         or withdrawn(_prose(text, skip))
         or foreign_doubt(c, text, task, names)
     )
@@ -2296,7 +2371,7 @@ def read_slot(
     if contradicted:
         return undecided(contradicted)
     doubt = prose_doubt(c, text, skip, allowed) or comment_on_answer(
-        c, text, min(ln.index for ln in mine), skip
+        c, text, min(ln.index for ln in mine), skip, task, names
     )
     doubt = (
         doubt
@@ -2613,6 +2688,114 @@ _NOT_BASIS = re.compile(
 """Before a word of `_NO_BASIS`: the answer does not rest on it (`not from memory`)."""
 
 
+_READING = (
+    r"(?:open(?:ed)?|read|look(?:ed)?\s+(?:at|into|over|through)|glanc(?:e|ed)|skim(?:med)?"
+    r"|scan(?:ned)?|view(?:ed)?|access(?:ed)?|check(?:ed)?|verif(?:y|ied)|review(?:ed)?"
+    r"|(?:go|went|gone|been)\s+(?:through|over)|compar(?:e|ed)|(?:cross|double)[- ]check(?:ed)?"
+    r"|confirm(?:ed)?|reconcil(?:e|ed)|trac(?:e|ed)|pull(?:ed)?\s+up)"
+)
+"""Verbs of reading the world's sources (the work an answer rests on), not of acting on them."""
+_LIMITED_READ = re.compile(
+    r"(?<![\w'’])(?:I|we)\s+(?:[\w'’]+\s+){0,2}?(?:barely|hardly|never|not|\w+n['’]t)\s+"
+    r"(?:(?:actually|even|properly|really|fully|yet|personally|myself|ourselves|been\s+able\s+to"
+    r"|had\s+(?:the\s+|a\s+)?(?:chance|time)\s+to|managed\s+to|(?:got|gotten)\s+(?:round|around)\s+to"
+    rf")\s+)*{_READING}\b"
+    r"|\b(?:ran|run|running)\s+out\s+of\s+time\b|\b(?:no|not\s+enough|didn['’]t\s+have|did\s+not"
+    rf"\s+have|haven['’]t\s+had|have\s+not\s+had)\s+(?:the\s+)?time\s+to\s+(?:\w+\s+)?{_READING}\b",
+    re.I,
+)
+"""The writer saying the reading behind the answer was not done (`I haven't actually opened the
+document`, `we never checked the source`, `I barely read it`); `I only reviewed the main body`
+says what was read, a scope."""
+_SCOPE = re.compile(
+    r"\b(?:other|others|another|anything|else|beyond|further|more|rest|remaining|any)\b", re.I
+)
+"""After a reading verb: what was left unread is something else (`I didn't check the other
+tabs`), not the answer's own source."""
+_SHALLOW = re.compile(
+    r"\b(?:glanc(?:e|ed|ing)\s+(?:at|over|through)|cursory|quick\s+(?:look|glance"
+    r"|peek|scan)|peek(?:ed)?\s+at)\b",
+    re.I,
+)
+"""A reading that says it was shallow (`a quick glance at the sheet`), like `_NO_BASIS`'s
+`skimmed`."""
+_MADE_UP = re.compile(
+    r"(?<![\w'’])(?:I|we|and|then|so|but)(?:['’]ve|\s+have|\s+had|['’]d)?\s+(?:\w+\s+)?"
+    r"(?:guess(?:ed)?|guesstimated|reconstructed|extrapolated|interpolated|approximated"
+    r"|eyeballed|made\s+(?:[\w$-]+\s+){0,3}?up|back[- ]?solved|backed\s+into|invented|improvised)\b"
+    r"|\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:guessed|guesstimated|reconstructed|extrapolated"
+    r"|interpolated|eyeballed|made\s+up|back[- ]?solved|approximated)\b",
+    re.I,
+)
+"""The writer saying the answer was made up rather than read (`I guessed it from last year's
+file`, `we extrapolated from Q2`, `... and guessed it`, `it is reconstructed from my notes`), read
+in a sentence whose subject is the writer; negated (`I didn't guess`) it says the opposite."""
+_STAND_IN = re.compile(
+    r"\b(?:is|are|['’]s|['’]re|remains?|stays?)\s+(?:\w+\s+){0,3}?"
+    r"(?:stand-?ins?|proxy|proxies|dummy|dummies|filler|reconstruction|approximation|guesstimate"
+    r"|(?:best|rough|educated|informed|wild)\s+guess|first\s+impression|ballpark"
+    r"|rough\s+(?:figure|number|cut|idea|sketch|reconstruction|working))\b"
+    r"|\bas\s+(?:a|an|my|our)\s+(?:\w+\s+)?(?:first\s+impression|rough\s+guide|ballpark|guess"
+    r"|stand-in|placeholder|approximation)\b"
+    r"|\b(?:treat|consider|take|regard|view|read)\s+(?:this|it|these|them|that|the\s+\w+)\s+(?:as\s+)?"
+    r"(?:a|an|my|our)?\s*(?:\w+\s+)?(?:first\s+(?:cut|pass|impression|draft|look)|rough\s+\w+"
+    r"|ballpark|guess|stand-in|placeholder|approximation|estimate|sketch|working\s+(?:number"
+    r"|figure))\b",
+    re.I,
+)
+"""The answer called something put in its place (`it is really a stand-in`, `B3 is my rough
+reconstruction`, `treat this as a first impression`)."""
+_TORN = re.compile(
+    r"(?<![\w'’])(?:I|we)(?:['’]m|['’]re|\s+am|\s+are|\s+was|\s+were|\s+feel|\s+remain)\s+"
+    r"(?:\w+\s+){0,2}?(?:torn|conflicted|hesitant|unconvinced|sceptical|skeptical|doubtful|uneasy|wary"
+    r"|nervous|in\s+two\s+minds|of\s+two\s+minds|on\s+the\s+fence"
+    r"|not\s+(?:\w+\s+)?(?:convinced|certain|confident|sure|comfortable))\b"
+    r"|(?<![\w'’])(?:I|we)\s+(?:would\s+not|wouldn['’]t|can\s*not|can['’]t|could\s+not"
+    r"|couldn['’]t)\s+(?:\w+\s+)?(?:bet|swear|vouch|guarantee|stake|stand\s+behind)\b",
+    re.I,
+)
+"""The writer's own unease with the answer (`I am torn`, `I'm in two minds`, `I wouldn't bet
+on it`)."""
+_COULD_BE_OFF = re.compile(
+    r"\b(?:may|might|could)\s+(?:well\s+|easily\s+|just\s+)?(?:be|have\s+(?:been|got|gotten"
+    r"|picked|misread|mixed|taken|used|read))\s+(?:[\w'’-]+\s+){0,3}?(?:off|wrong|mistaken"
+    r"|misread|confused|mixed\s+up)\b",
+    re.I,
+)
+_FIRST_PERSON = re.compile(r"(?<![\w'’])(?:I|we|my|our)(?![\w])", re.I)
+"""With a first-person subject in the sentence: the writer may have got it wrong (`I only looked
+on my phone and could easily have been a row off`)."""
+_ASKS_CHECK = re.compile(
+    r"(?:\b(?:can|could|would|will)\s+you|\bplease|\bkindly|\b(?:would|do)\s+you\s+mind)\s+"
+    r"(?:\w+\s+){0,2}?(?:confirm\w*|verif\w*|double[- ]check\w*|sanity[- ]check\w*"
+    r"|cross[- ]check\w*|check(?:ing)?(?!\s+(?:out\s+)?(?:the\s+|our\s+|my\s+)?(?:attached|deck"
+    r"|file|folder|slide|inbox|mail|email|channel|link|calendar|invite))|validat\w*|vet)\b"
+    r"(?!\s+(?:(?:that|if|whether)\s+)?(?:you|your|receipt|attendance|availability"
+    r"|with\s+(?:you|the\s+team))\b)"
+    r"|^\W*(?:does|do|is|are|did|would|could|can)\s+(?:this|that|these|it|they|those"
+    r"|the\s+(?:\w+\s+)?(?:figure|number|value|list|answer|rate|total)s?)\s+(?:\w+\s+){0,4}?"
+    r"(?:right|correct|accurate|expect\w*|match\w*|ties?\s+out|add\s+up)\b",
+    re.I,
+)
+"""A request that the reader confirm or check the answer (`Could you confirm that matches your
+copy?`, `please double-check the figure`), not their own attendance or receipt."""
+_NOT_FINAL = re.compile(
+    r"(?:^\W*not|(?<![\w'’])(?:it|this|these|that|they|(?:the|these|those|my|our)\s+(?:figures?"
+    r"|numbers?|values?|answers?|results?|list|totals?|amounts?|rates?|dates?|times?))\s+(?:is|are"
+    r"|was|were)(?:\s+not|n['’]t))\s+(?:yet\s+|still\s+)?(?:\w+\s+)?(?:final"
+    r"|finali[sz]ed|confirmed|verified|checked|approved|signed\s+off|official|definitive"
+    r"|validated|audited|reviewed|settled|firm)\b",
+    re.I,
+)
+"""The answer said not to be final (`These figures are not final`, a sentence `Not yet
+confirmed.`)."""
+_ESTIMATE_ONLY = re.compile(
+    r"\bestimat(?:es?|ed)\s+only\b|\b(?:only|just)\s+(?:an?\s+)?(?:rough\s+)?estimates?\b"
+    r"|\brough\s+estimates?\b",
+    re.I,
+)
+
+
 def withdrawn(text: str) -> str | None:
     """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
     writer's own doubt, a low confidence rating, an answer resting on no source, an order not to
@@ -2626,6 +2809,9 @@ def withdrawn(text: str) -> str | None:
                 continue  # "checked against the workbook, not from memory"
             if m:
                 return f"the prose withdraws the answer ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
+        own = own_doubt(sent)
+        if own:
+            return f"the prose withdraws the answer ({own!r}): {sent.strip()[:160]!r}"
         for clause in re.split(r"[;:]\s|\s[-–—]\s", sent):
             m = _HOLD_BACK.search(clause)
             rest = clause[m.end() :] if m else ""
@@ -2635,6 +2821,41 @@ def withdrawn(text: str) -> str | None:
             if m and not (stale_place and not BACKREF.search(rest)):
                 return f"the prose holds the answer back ({m.group(0).strip()!r}): {sent.strip()[:160]!r}"
     return None
+
+
+def own_doubt(sent: str) -> str | None:
+    """The writer's own words, in one sentence, on the work behind the answer: reading partial or
+    not done (`_LIMITED_READ`, `_SHALLOW`) unless what went unread is something else, the answer
+    made up (`_MADE_UP`) or called a stand-in (`_STAND_IN`) unless of an old or other thing, the
+    writer's unease (`_TORN`, `_COULD_BE_OFF`), a request that the reader check it
+    (`_ASKS_CHECK`), the answer said not to be final (`_NOT_FINAL`, `_ESTIMATE_ONLY`): the
+    words, else None."""
+    for clause in re.split(r"[;,:(]\s*|\s[-–—]\s|\band\s+(?=(?:I|we)\b)", sent):
+        for rx in (_LIMITED_READ, _SHALLOW):
+            m = rx.search(clause)
+            if m and not (_SCOPE.search(clause[m.end() :]) or _STALE.search(clause[m.end() :])):
+                return m.group(0)
+        m = _NOT_FINAL.search(clause)
+        if m:
+            return m.group(0).strip()
+    for rx in (_TORN, _ASKS_CHECK):
+        m = rx.search(sent)
+        if m:
+            return m.group(0)
+    m = _MADE_UP.search(sent)
+    if m and not _NEGATION.search(m.group(0)) and _FIRST_PERSON.search(sent):
+        return m.group(0)
+    for rx in (_STAND_IN, _ESTIMATE_ONLY):
+        m = rx.search(sent)
+        if m and not (_STALE.search(sent[: m.start()]) or _OTHERS_BEFORE.search(sent[: m.start()])):
+            return m.group(0)  # not "the earlier deck figure was only a rough estimate"
+    m = _COULD_BE_OFF.search(sent)
+    if m and _FIRST_PERSON.search(sent):
+        return m.group(0)
+    return None
+
+
+_OTHERS_BEFORE = re.compile(r"\b(?:other|another|earlier|deck['’]s|draft|preliminary)\b", re.I)
 
 
 def heading_doubt(text: str) -> str | None:

@@ -282,3 +282,36 @@ def test_each_form_is_read_for_certain_and_its_hostile_neighbours_do_not_pass(
 ) -> None:
     f = read_slot(check, text, allowed=ALLOWED)
     assert f.passed is passes, f"{name}: {f}"
+
+
+ACV = SlotCheck(label="Answer", type="number", value=4.0, scale=1e6)
+ACV_TASK = (
+    "What is the annual contract value of the Noble Harbor MSA (/Matters/Noble Harbor/MSA.docx)?"
+    " End your answer with the line `Answer: <value in $m>`."
+)
+ACV_LINE = "Answer: $4.0m"
+
+
+@pytest.mark.parametrize(
+    "prose,passes",
+    [
+        ("This is the annual contract value agreed between Granite Ltd and Noble Harbor, as"
+         " recorded in /Matters/Noble Harbor/MSA.docx.", True),
+        ("To be explicit: $4.0m is the annual contract value for Noble Harbor, taken directly"
+         " from the document.", True),
+        ("It is the annual contract value of the MSA.", True),
+        ("This is the annual contract value I guessed.", False),
+        ("This is the annual contract value, probably.", False),
+        ("That is the old annual contract value.", False),
+        ("It is the annual contract value for Stone Tundra.", False),
+        ("$4.0m is the annual contract value for now.", False),
+        ("This is the annual contract value of the MSA; I never opened the MSA.", False),
+    ],
+)  # fmt: skip
+def test_saying_what_the_answer_is_in_the_tasks_words(prose: str, passes: bool) -> None:
+    """After the answer's line, and for the honest forms before it too (prose before the line is
+    read for its own pointers only: `this`, `these`)."""
+    texts = [f"{ACV_LINE}\n\n{prose}"] + ([f"{prose}\n\n{ACV_LINE}"] if passes else [])
+    for text in texts:
+        f = read_slot(ACV, text, task=ACV_TASK, names=["Noble Harbor", "Stone Tundra"])
+        assert f.passed is passes and f.decided is passes, (text, f)

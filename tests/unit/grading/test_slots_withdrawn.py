@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kwrl.grading.slots import prose_weighs, read_slot, world_names
+from kwrl.grading.slots import prose_weighs, read_slot, withdrawn, world_names
 from kwrl.grading.statements import Finding
 from kwrl.tasks.models import SlotCheck
 
@@ -227,3 +227,151 @@ def test_prose_giving_the_meeting_another_day_or_time(
     for check in checks:
         f = read_slot(check, f"{prose}\n\n{MEETING}", task=MEETING_TASK, names=NAMES)
         assert f.passed is passes, (check.label, f)
+
+
+OWN_DOUBT = [
+    "I only glanced at one page of it and wouldn't bet on that being the right entry.",
+    "Heads-up: I haven't actually opened the model, so please keep it to yourself.",
+    "Full disclosure: I didn't open the model itself, I went off the summary email.",
+    "I haven't been able to verify the second input against the ledger.",
+    "We never reconciled this to the billing system.",
+    "I barely skimmed the model.",
+    "I only had time for a quick look, so the rate may need another pass.",
+    "I ran out of time to check the inputs.",
+    "Caution: I read it on my phone and could easily have been a row off.",
+    "I may have mixed up the two years.",
+    "I am torn: read generously, the base year may be the restated one.",
+    "I'm in two minds about the FY2021 base.",
+    "I'm a bit uneasy about the base year.",
+    "I'm not completely comfortable with the FY2021 number.",
+    "I can't vouch for the FY2025 figure.",
+    "I couldn't find the current FY2021 revenue and guessed it from last year's file.",
+    "We extrapolated the base from Q2.",
+    "Honestly I made the FY2021 base up from the trend.",
+    "I misplaced the source file, so this is reconstructed from my notes.",
+    "The rate is really a stand-in until the model is rerun.",
+    "The second input is my rough reconstruction.",
+    "Treat it as a ballpark.",
+    "Consider this a first cut rather than the final word.",
+    "This is my best guess given the files I could find.",
+    "Could you confirm that matches your copy before I put it anywhere official?",
+    "Can you check these against your own notes before I rely on them?",
+    "Would you mind double-checking the base year before it goes out?",
+    "Please verify this before sending it to the client.",
+    "Does this look right to you?",
+    "Is that the figure you were expecting?",
+    "These figures are not final.",
+    "This is not yet signed off.",
+    "Not yet confirmed.",
+    "Estimate only.",
+]
+"""The writer's own words on the work behind the answer, none from the lists of hedges: reading
+partial or not done, the answer made up or a stand-in, unease, a request to check it, not final."""
+
+OWN_HONEST = [
+    "I opened the FY2025 model and read both revenue lines off the Summary tab.",
+    "I confirmed both inputs against the source workbook.",
+    "I did not open the archived 2023 model, which is superseded.",
+    "I never opened the old deck.",
+    "I only edited cell B1, as asked.",
+    "I have not rounded the inputs.",
+    "I didn't guess: both inputs are read off the FY2025 model.",
+    "The number is final and ties to the model.",
+    "Could you let me know if you want this in the board pack?",
+    "Would you like me to post it to the channel as well?",
+    "Shall I update the deck too?",
+    "Please check the attached deck for the updated slide.",
+    "Please confirm you can attend.",
+    "Could you confirm your availability for Thursday?",
+    "Happy to check any other figures you need.",
+    "Let me know if you want me to verify the other projects too.",
+    "I couldn't find a separate FY2024 tab, so both years come from the Summary tab.",
+]
+"""Close honest prose: reading done, what went unread is something else, offers and requests that
+are not about the answer's being right."""
+
+
+OWN_HONEST_OTHER = [
+    "I didn't check the other tabs, since both figures are on the Summary tab.",
+    "I didn't review any other matters.",
+    "The earlier deck figure was only a rough estimate.",
+    "The deck figures were not final, so I used the model.",
+    "I only glanced at the archived 2023 model.",
+]
+"""What went unread or is not final is another thing: no withdrawal of the answer (`withdrawn`;
+other rules may still leave such a sentence to a reader)."""
+
+
+@pytest.mark.parametrize("prose", OWN_HONEST_OTHER)
+def test_words_on_another_thing_withdraw_nothing(prose: str) -> None:
+    assert withdrawn(prose) is None
+
+
+@pytest.mark.parametrize("prose", OWN_DOUBT)
+def test_own_words_on_the_work_behind_the_answer_leave_it_undecided(prose: str) -> None:
+    for before in (False, True):
+        f = _read(prose, before)
+        assert not f.passed and not f.decided, f
+
+
+@pytest.mark.parametrize("prose", OWN_HONEST)
+def test_close_honest_words_on_the_work_pass(prose: str) -> None:
+    f = _read(prose)
+    assert f.passed, f
+
+
+@pytest.mark.parametrize(
+    "heading,passes",
+    [
+        ("### Numbers - not final", False),
+        ("**Estimate only**", False),
+        ("## Figures (not yet confirmed)", False),
+        ("### Final numbers", True),
+        ("**Revenue CAGR**", True),
+    ],
+)
+def test_a_heading_saying_the_answer_is_not_final(heading: str, passes: bool) -> None:
+    f = read_slot(CAGR, f"{heading}\n\n{LINE}", task=TASK, names=NAMES)
+    assert f.passed is passes and f.decided is passes, f
+
+
+REVIEW = SlotCheck(label="Deviating clauses", type="text", value=["8.2", "12.1"],
+                   rivals=["5.3", "15.1"])  # fmt: skip
+LISTED = (
+    "- Clause 8.2 (Limitation of Liability): the playbook requires a cap of at least $2.0 million\n"
+    "- Clause 12.1 (Termination): the playbook requires notice within 45 days\n"
+)
+
+
+@pytest.mark.parametrize(
+    "extra,passes",
+    [
+        ("- Clause 5.3 (Payment Terms): the playbook requires payment within 45 days\n", False),
+        (
+            "- Clause 5.3 (Payment): falls short; the playbook allows payment within 45 days\n",
+            False,
+        ),
+        ("Clause 5.3 is within the playbook, which requires payment within 45 days.\n", True),
+        ("Clause 5.3 (30 days) complies; the playbook allows up to 45 days.\n", True),
+        ("None of the other clauses (5.3, 15.1) deviate from the playbook.\n", True),
+        ("", True),
+    ],
+)
+def test_a_requirement_quoted_is_no_verdict_on_the_clause(extra: str, passes: bool) -> None:
+    f = read_slot(REVIEW, f"{LISTED}{extra}\nDeviating clauses: 8.2, 12.1\n")
+    assert f.passed is passes and f.decided is passes, f
+
+
+@pytest.mark.parametrize(
+    "prose,passes",
+    [
+        ("In case it helps with the board pack, FY2021 revenue was 24.1.", True),
+        ("(FY2021 revenue was 24.1, in case anyone needs it.)", True),
+        ("Hope this helps.", True),
+        ("In case it helps, it may be off.", False),
+        ("Hope it helps, though it is stale.", False),
+    ],
+)
+def test_a_courtesy_is_no_comment_on_the_answer(prose: str, passes: bool) -> None:
+    f = _read(prose)
+    assert f.passed is passes and f.decided is passes, f
