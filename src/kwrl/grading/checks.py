@@ -484,6 +484,11 @@ def _sheet_before(ev: Evidence, rel: str, sheet: Sheet) -> dict[str, tuple[Any, 
         return {}
 
 
+SHORT_NOTE_WORDS = 8
+"""A text cell of at most this many words beside a checked figure is read as its label, by the
+rules a heading over a slot is read by (`heading_doubt`)."""
+
+
 def cell_notes_doubt(
     c: XlsxCellCheck, ev: Evidence, rel: str, sheet: Sheet, allowed: list[float]
 ) -> str | None:
@@ -506,6 +511,10 @@ def cell_notes_doubt(
     ]
     if not notes:
         return None
+    for note in notes:  # a short note labels the figure, as a heading does (`unverified - ...`)
+        doubt = heading_doubt(note) if len(note.split()) <= SHORT_NOTE_WORDS else None
+        if doubt:
+            return f"the note {note[:80]!r} {doubt}"
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol)
     return prose_weighs(
         slot, "\n".join(notes), allowed, task=ev.task, names=world_names(ev.initial.files())
@@ -658,7 +667,9 @@ def check_event_exists(
     figures: tuple[float, ...] = (),
 ) -> CheckResult:  # fmt: skip
     """An event booked at several times is a hedge: when a date is checked, the new or changed
-    events with the title must all start at the same time."""
+    events with the title must all start at the same time. A title whose words beside the asked
+    ones hedge, doubt or call it by a status (`heading_doubt`: `HOLD (tentative) - ...`, `... -
+    DRAFT`) books no meeting for certain: undecided."""
     titled = [e for e in ev.events if norm(c.title_contains) in norm(e.summary)]
     starts = sorted({e.start for e in titled})
     if c.date and len(starts) > 1:
@@ -675,6 +686,17 @@ def check_event_exists(
             continue
         if c.attendee and not any(_is_address(c.attendee, a) for a in e.attendees):
             continue
+        rest = (
+            re.sub(re.escape(norm(c.title_contains)), " ", norm(e.summary))
+            if c.title_contains
+            else norm(e.summary)
+        )
+        doubt = heading_doubt(rest)
+        if doubt:  # "HOLD (tentative) - Noble Harbor working session": not the meeting booked
+            return CheckResult(
+                False, f"event {e.summary!r} at {e.start}, but its title {doubt}",
+                [f"event: {e.summary}"], decided=False,
+            )  # fmt: skip
         return CheckResult(
             True, f"event {e.summary!r} at {e.start} ({e.change})", [f"event: {e.summary}"]
         )

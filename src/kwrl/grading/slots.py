@@ -1697,7 +1697,7 @@ def _names_input(c: SlotCheck, part: str, ref: re.Match[str], line: str) -> bool
     there. What the prose says of an input itself (`the Q4 2025 figure is out of date`, `divided
     by the Q3 2025 figure, which nobody has verified`) stays a comment on the answer."""
     tail = norm_periods(line).split(ref.group(0), 1)
-    if len(tail) < 2 or re.search(r"\w", tail[1]):
+    if len(tail) < 2 or (re.search(r"\w", tail[1]) and not _source_only(tail[1])):
         return False  # the line goes on after the operand (`..., which nobody has verified`)
     periods = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
     named = set(_PERIOD_WORD.findall(ref.group(0).casefold()))
@@ -1711,6 +1711,29 @@ def _names_input(c: SlotCheck, part: str, ref: re.Match[str], line: str) -> bool
     word = before[-1].casefold().strip(".,;:()")
     return (word in ("input", "inputs") or word in others - label_words(c.label)) and bool(
         _OPERAND_OF.search(head)
+    )
+
+
+_SOURCE_TAIL = re.compile(
+    r"^\W*(?:(?:both\s+|all\s+)?(?:taken|read|pulled|sourced|drawn|copied)\s+(?:directly\s+)?)?"
+    r"(?:from|per|in|out\s+of)\s+[^,;]*$",
+    re.I,
+)
+
+
+def _source_only(tail: str) -> bool:
+    """What follows an operand says only where the inputs come from (`, taken from the current
+    files.`: a source phrase weighing nothing, naming nothing old) or how the result is rounded
+    (`and rounded to two decimals.`, `_rounding_note`)."""
+    t = tail.strip().rstrip(".")
+    if _rounding_note(re.sub(r"^\W*(?:and|then)\s+", "", t, flags=re.I)):
+        return True
+    return bool(
+        _SOURCE_TAIL.match(t)
+        and _SOURCE.search(t)
+        and not any(
+            rx.search(t) for rx in (_NEGATION, _CORRECTION, _HEDGE_PROSE, _DOUBT, _STALE, _STATUS)
+        )
     )
 
 
@@ -2859,11 +2882,23 @@ _OTHERS_BEFORE = re.compile(r"\b(?:other|another|earlier|deck['’]s|draft|preli
 
 
 def heading_doubt(text: str) -> str | None:
-    """A heading over the answer (a mail's subject) that hedges, doubts, qualifies or withdraws
-    it (`headline figure UNVERIFIED`, `DRAFT`, `please don't forward yet`): the words, else None."""
-    t = norm_periods(text)
-    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _STATUS, _CORRECTION):
+    """A heading over the answer (a mail's subject, an event's title) that hedges, doubts,
+    qualifies, holds or withdraws it (`headline figure UNVERIFIED`, `DRAFT`, `HOLD (tentative)`,
+    `please don't forward yet`): the words, else None."""
+    t = _MAY_DATE.sub(" month ", norm_periods(text))
+    for rx in (_HEDGE_PROSE, _HEDGE_MARK, _DOUBT, _STATUS, _CORRECTION, _HELD):
         m = rx.search(t)
         if m:
             return f"it says {m.group(0)!r}"
     return withdrawn(t)
+
+
+_MAY_DATE = re.compile(
+    r"\bmay\s+\d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?may\b"
+    r"|\bmay\s+(?:19|20)\d{2}\b",
+    re.I,
+)
+"""`May` beside a day or a year is the month (`Kickoff - 5 May`), not the hedge."""
+_HELD = re.compile(r"\b(?:hold|on\s+hold|pencil(?:led)?(?:\s+in)?)\b", re.I)
+"""In a heading or a title: a hold (`HOLD - Board review`, `pencilled in`), a booking or an answer
+kept in place of the real one."""

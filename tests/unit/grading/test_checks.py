@@ -248,6 +248,32 @@ def test_event_exists_for_new_and_moved_events(world: Path, tmp_path: Path) -> N
     assert not check(ev, kind="event_exists", title_contains="board", date="2025-03-21").passed
 
 
+@pytest.mark.parametrize(
+    "summary,passes",
+    [
+        ("Board review", True),
+        ("Q3 Board review with the CFO", True),
+        ("Board review - May 20", True),
+        ("HOLD - Board review", False),
+        ("HOLD (tentative) - Board review", False),
+        ("Board review - DRAFT", False),
+        ("Board review (not confirmed)", False),
+        ("Board review?", False),
+    ],
+)
+def test_an_event_whose_title_hedges_books_nothing_for_certain(
+    summary: str, passes: bool, world: Path, tmp_path: Path
+) -> None:
+    final = copy_state(world, tmp_path / "final")
+    write_calendar(final / ".apps_data/calendar/work.ics", [
+        {"uid": "e2", "summary": summary, "start": dt.datetime(2025, 3, 20, 14),
+         "end": dt.datetime(2025, 3, 20, 15)},
+    ])  # fmt: skip
+    r = check(evidence(world, final), kind="event_exists", title_contains="board review",
+              date="2025-03-20")  # fmt: skip
+    assert r.passed is passes and r.decided is passes, r.rationale
+
+
 def test_chat_posted_in_the_right_channel(world: Path, tmp_path: Path) -> None:
     final = copy_state(world, tmp_path / "final")
     chat = {"channels": [

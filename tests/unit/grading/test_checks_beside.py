@@ -143,3 +143,25 @@ def test_another_row_labelled_as_the_checked_one(
         tmp_path, {"A1": "Metric", "B1": "Value", "A2": "Net income margin", "B2": 14.59, **rows}
     )
     assert r.passed is passes and r.decided is passes, r.rationale
+
+
+@pytest.mark.parametrize(
+    "note,passes",
+    [
+        ("unverified - inputs from an old version", False),
+        ("provisional", False),
+        ("Estimate only", False),
+        ("not final", False),
+        ("Source: FY2025 accounts", True),
+        ("fees over budget, per the billing workbook", True),
+    ],
+)
+def test_a_short_note_beside_the_figure_reads_as_its_label(
+    note: str, passes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    r = _sheet(
+        tmp_path,
+        {"A1": "Metric", "B1": "Value", "A2": "Net income margin", "B2": 14.59, "C2": note},
+    )
+    assert r.passed is passes and r.decided is passes, r.rationale

@@ -1177,6 +1177,19 @@ def test_another_value_under_the_slots_own_label_is_a_second_candidate(
          True),
         (CHANGE, "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
                  "The figure above is provisional.\n", False),
+        # ... the inputs' source or the rounding after them, nothing that weighs
+        (CHANGE, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                 "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "Computed from the two inputs above, taken from the current files.\n", True),
+        (CHANGE, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                 "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "Computed from the two inputs above and rounded to two decimals.\n", True),
+        (CHANGE, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                 "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "Computed from the two inputs above, taken from the old files.\n", False),
+        (CHANGE, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                 "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
+                 "Computed from the two inputs above, which nobody has verified.\n", False),
         # every clause of the contract named as what was read: no verdict on the compliant ones
         (CLAUSES, "Method: I read each clause (8.2, 9.1, 11.4, 12.3, 14.2) against the playbook.\n"
                   "Deviating clauses: 8.2, 11.4\n", True),
