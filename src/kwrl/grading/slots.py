@@ -1942,6 +1942,7 @@ def comment_on_answer(
                     or _CORRECTION.search(bare)
                     or _HEDGE_PROSE.search(bare)
                     or _AFFIRM_ELSE.search(bare)
+                    or _STALE.search(bare)
                 ):
                     continue  # "This is from the FY2025 workbook."
                 return f"the prose comments on the answer ({refs[0]!r}): {part.strip()[:160]!r}"
@@ -2041,7 +2042,7 @@ _PASSES_ON = re.compile(
     "|".join(
         [
             r"\b(?:send|forward|share|pass|circulate|e-?mail|explain|go\s+over"
-            r"|(?:walk|talk|run|go)\s+(?:\w+\s+)?through)\s+" + _POINTER + r"\b",
+            r"|(?:walk|talk|run|go)\s+(?:\w+\s+){0,3}?through)\s+" + _POINTER + r"\b",
             r"\b(?:update|populate)\s+(?:the|our|your|my)\s+(?:[\w'’-]+\s+){0,3}?with\s+"
             + _POINTER
             + r"\b",
@@ -2110,7 +2111,8 @@ def note_lines(c: SlotCheck, text: str, skip: set[int], allowed: Sequence[float]
         if i in skip or not sents:
             continue
         if all(
-            _method_note(c, s, allowed) or _offer(c, s) or _passes_on(c, s) or _rounding_note(s)
+            (_method_note(c, s, allowed) or _offer(c, s) or _passes_on(c, s) or _rounding_note(s))
+            and not own_doubt(s)  # "Let me know if this looks off to you"
             for s in sents
         ):
             out.add(i)
@@ -2431,7 +2433,7 @@ def heading_over(text: str, index: int) -> str | None:
 STATUS = (
     "draft", "provisional", "preliminary", "interim", "placeholder", "wip", "pending", "rough",
     "ballpark", "indicative", "unreviewed", "unchecked", "first cut", "first pass",
-    "work in progress",
+    "work in progress", "working figure", "working number",
 )  # fmt: skip
 """Words that say a value is not final: in a slot's label they qualify the value."""
 _STATUS = _words_re(STATUS)
@@ -2664,20 +2666,38 @@ _MAY_BE_WRONG = re.compile(
 """Doubt of what the answer names (`this could be off`, `the total might be overstated`)."""
 _CAUTION = re.compile(
     r"\b(?:with\s+(?:some\s+)?caution|(?:grain|pinch)\s+of\s+salt|at\s+your\s+own\s+risk"
-    r"|not\s+(?:100\s?%|fully|entirely|completely|totally)\s+(?:sure|certain|confident))"
-    r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:rely|trust)\b",
+    r"|not\s+(?:100\s?%|100\s+per\s?cent|fully|entirely|completely|totally)\s+(?:sure|certain"
+    r"|confident|on\s+(?:this|it|that))|(?:not|n['’]t)\s+(?:\w+\s+)?certain|don['’]t\s+hold\s+me"
+    r"|(?:happy|glad)\s+to\s+be\s+corrected|best\s+I\s+could\s+do|(?:close|good)\s+enough"
+    r"|subject\s+to\s+(?:change|revision|confirmation|review|audit|sign-?off|verification)"
+    r"|(?:not|never)\s+(?:something|a\s+(?:figure|number)|one)\s+(?:I|we)['’]?d\s+(?:\w+\s+)?"
+    r"(?:stake|bet|swear|vouch|rely|put))"
+    r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:rely|trust)\b"
+    r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:put|present|quote|circulate|show"
+    r"|send|share|use|cite)\s+(?:this|it|that|these|them|the\s+(?:figure|number|value|answer"
+    r"|result|rate)s?)\b",
     re.I,
 )
 """Caution about the answer (`treat the amount with caution`, `I wouldn't rely on it yet`)."""
 _CONFIDENCE = re.compile(
-    r"\bconfidence\b[^.\n]{0,24}?\b(?:low|medium|moderate|limited|middling|partial|fair)\b"
+    r"\bconfidence\b[^.\n]{0,24}?\b(?:low|medium|moderate|limited|middling|partial|fair|shaky"
+    r"|weak|modest|so-so)\b"
     r"|\b(?:low|medium|moderate|limited|middling|partial)[\s-]+confidence\b",
     re.I,
 )
 """A rating of the writer's confidence short of high (`Confidence: low`)."""
 _NO_BASIS = re.compile(
     r"\b(?:gut|hunch|instinct|guesswork|memory|recollection|eyeball(?:ed|ing)?|skim(?:med)?"
-    r"|unsourced|top\s+of\s+my\s+head)\b|\b(?:no|without\s+(?:a|any))\s+(?:source|sources|basis)\b",
+    r"|unsourced|top\s+of\s+my\s+head|in\s+my\s+head|back[- ]of[- ](?:the[- ]|an[- ])?envelope"
+    r"|off\s+the\s+cuff|hearsay|word\s+of\s+mouth|second-?hand|in\s+passing|in\s+a\s+(?:rush|hurry)"
+    r"|rushed|(?:ran|run|running)\s+(?:out|short)\s+(?:of|on)\s+time)\b"
+    r"|\brely(?:ing)?\s+on\s+(?:a\s+|my\s+|our\s+)?[\w'’-]+\s+(?:reading|word|say-so|recollection"
+    r"|summary)\b"
+    r"|^\W*(?:(?:I|we)\s+)?(?:might|may|could|will\s+probably)\s+(?:need\s+to\s+|have\s+to\s+|want"
+    r"\s+to\s+)?(?:revisit|revise|redo|rework)\b"
+    r"|\b(?:no|without\s+(?:a|any))\s+(?:source|sources|basis)\b"
+    r"|\bwithout\s+(?:re-?)?(?:running|computing|calculating|checking|verifying|confirming|opening"
+    r"|reading|tracing)\b",
     re.I,
 )
 """What says the answer rests on no reading of the world (`Gut feel, no source.`, `from
@@ -2779,6 +2799,17 @@ _TORN = re.compile(
 )
 """The writer's own unease with the answer (`I am torn`, `I'm in two minds`, `I wouldn't bet
 on it`)."""
+_UNREADABLE = re.compile(
+    r"\b(?:couldn['’]t|could\s+not|can['’]t|cannot|wasn['’]t\s+able\s+to|unable\s+to)\s+get\s+"
+    r"(?:[\w'’-]+\s+){1,4}?to\s+(?:open|load|work|render)\b"
+    r"|\b(?:wouldn['’]t|would\s+not|won['’]t)\s+(?:open|load)\b"
+    r"|(?<![\w'’])(?:I|we)['’]?(?:ll|\s+will|\s+shall)\s+(?:\w+\s+)?(?:confirm|verify|check|double-check"
+    r"|update\s+(?:you|this|it))\s+(?:\w+\s+){0,4}?(?:once|when|after|as\s+soon\s+as)\b",
+    re.I,
+)
+"""The source that would have backed the answer not read (`I couldn't get the workbook to open`,
+`the model wouldn't load`), or the answer's check still to come (`I'll confirm once I can get
+into the model`)."""
 _COULD_BE_OFF = re.compile(
     r"\b(?:may|might|could)\s+(?:well\s+|easily\s+|just\s+)?(?:be|have\s+(?:been|got|gotten"
     r"|picked|misread|mixed|taken|used|read))\s+(?:[\w'’-]+\s+){0,3}?(?:off|wrong|mistaken"
@@ -2790,14 +2821,18 @@ _FIRST_PERSON = re.compile(r"(?<![\w'’])(?:I|we|my|our)(?![\w])", re.I)
 on my phone and could easily have been a row off`)."""
 _ASKS_CHECK = re.compile(
     r"(?:\b(?:can|could|would|will)\s+you|\bplease|\bkindly|\b(?:would|do)\s+you\s+mind)\s+"
-    r"(?:\w+\s+){0,2}?(?:confirm\w*|verif\w*|double[- ]check\w*|sanity[- ]check\w*"
+    r"(?:\w+\s+){0,2}?(?:confirm\w*|verif\w*|double[- ]check\w*|sanity[- ]check\w*|sense[- ]check\w*"
     r"|cross[- ]check\w*|check(?:ing)?(?!\s+(?:out\s+)?(?:the\s+|our\s+|my\s+)?(?:attached|deck"
     r"|file|folder|slide|inbox|mail|email|channel|link|calendar|invite))|validat\w*|vet)\b"
     r"(?!\s+(?:(?:that|if|whether)\s+)?(?:you|your|receipt|attendance|availability"
     r"|with\s+(?:you|the\s+team))\b)"
     r"|^\W*(?:does|do|is|are|did|would|could|can)\s+(?:this|that|these|it|they|those"
     r"|the\s+(?:\w+\s+)?(?:figure|number|value|list|answer|rate|total)s?)\s+(?:\w+\s+){0,4}?"
-    r"(?:right|correct|accurate|expect\w*|match\w*|ties?\s+out|add\s+up)\b",
+    r"(?:right|correct|accurate|expect\w*|match\w*|ties?\s+out|add\s+up)\b"
+    r"|\b(?:let\s+me\s+know|tell\s+me|shout|flag)\s+(?:if|whether)\s+(?:this|it|that|these|they"
+    r"|the\s+(?:figure|number|value|answer|result)s?)\s+(?:\w+\s+)?(?:looks?|seems?|is|are)\s+"
+    r"(?:\w+\s+)?(?:off|wrong|odd|strange"
+    r"|incorrect|funny|suspicious)\b",
     re.I,
 )
 """A request that the reader confirm or check the answer (`Could you confirm that matches your
@@ -2861,7 +2896,7 @@ def own_doubt(sent: str) -> str | None:
         m = _NOT_FINAL.search(clause)
         if m:
             return m.group(0).strip()
-    for rx in (_TORN, _ASKS_CHECK):
+    for rx in (_TORN, _ASKS_CHECK, _UNREADABLE):
         m = rx.search(sent)
         if m:
             return m.group(0)

@@ -109,6 +109,28 @@ OWN_DOUBT = [
     "This is not yet signed off.",
     "Not yet confirmed.",
     "Estimate only.",
+    "Truth be told, I worked this out in my head on the train.",
+    "I lifted it from an old slide without re-running anything.",
+    "It's a back-of-the-envelope number.",
+    "I am fairly sure, but not certain.",
+    "I wouldn't put this in front of the board.",
+    "My confidence here is shaky.",
+    "I'm going on what Omar said in passing.",
+    "I couldn't get the workbook to open, so this is from the email thread.",
+    "Best I could do in the time.",
+    "Working figure only.",
+    "Let me know if this looks off to you.",
+    "I'll confirm once I can get into the model.",
+    "lmk if that's wrong, did it in a rush",
+    "Apologies, I ran short on time and pulled this from last quarter's notes.",
+    "Please do sense-check before quoting.",
+    "Not something I'd stake my reputation on.",
+    "I am relying on a colleague's reading of the model.",
+    "Subject to change once the auditors are done.",
+    "Might revisit.",
+    "Should be close enough for the meeting.",
+    "Happy to be corrected on this.",
+    "Don't hold me to this.",
 ]
 """The writer's own words on the work behind the answer, none from the lists of hedges: reading
 partial or not done, the answer made up or a stand-in, unease, a request to check it, not final."""
@@ -131,6 +153,14 @@ OWN_HONEST = [
     "Happy to check any other figures you need.",
     "Let me know if you want me to verify the other projects too.",
     "I couldn't find a separate FY2024 tab, so both years come from the Summary tab.",
+    "Pulled straight from the FY2025 model; both inputs tie to the audited accounts.",
+    "Happy to walk the client through it on Thursday.",
+    "Ping me if you need the workings.",
+    "Reviewed by Omar on Friday.",
+    "It is final: the model was locked on 3 March.",
+    "Both inputs are from the current model, not the draft.",
+    "I traced every input back to the FY2025 model.",
+    "The base year is FY2021, as the instruction asks.",
 ]
 """Close honest prose: reading done, what went unread is something else, offers and requests that
 are not about the answer's being right."""
