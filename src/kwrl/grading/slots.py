@@ -23,6 +23,8 @@ reads numbers; dates and times are read here).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -1903,13 +1905,27 @@ def comment_on_answer(
     for i, line in enumerate(text.splitlines()):
         if i == after or i in skip:
             continue
-        line = " ".join(
+        sents = [
             _without_final(s) if alone else s
             for s in _SENTENCE_CUT.split(line)
             if not (_rounding_note(s) or _passes_on(c, s))
-        )
+        ]
+        line = " ".join(sents)
+        ends = list(itertools.accumulate(len(s) + 1 for s in sents))
+        other_before, at, sent_no = False, 0, 0
         for clause in clauses(line):
+            at = max(line.find(clause, at), at)
+            if bisect.bisect_right(ends, at) != sent_no:  # a new sentence: no value before yet
+                other_before, sent_no = False, bisect.bisect_right(ends, at)
             for part in re.split(r",\s", clause):
+                # the sentence's last value so far is another one, not the answer's
+                roles = {role for _, _, role in _occurrences(c, part)} or (
+                    {"number"} if number_tokens(norm_periods(part)) else set()
+                )  # a figure of another kind (`Fees billed ... is 1,082.6`) is another value too
+                after_other, other_before = (
+                    other_before,
+                    ("own" not in roles if roles else other_before),
+                )
                 own = set(_PERIOD_WORD.findall(norm_periods(c.label).casefold()))
                 np_ = norm_periods(part)
                 kept = _COURTESY.sub(lambda m: " " * len(m.group(0)), np_)
@@ -1934,6 +1950,9 @@ def comment_on_answer(
                     ]
                 if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
                     refs = [r for r in refs if r.casefold() != "it"]
+                if after_other and not roles:
+                    # "Y is 33.1; you did not ask for it": `it` is the value named just before
+                    refs = [r for r in refs if r.casefold() not in ("it", "them")]
                 if not refs or _identifies(c, clause, known, task or "", names):
                     continue
                 bare = _without_label_words(c, part)  # "Source for the correct value: ..."

@@ -392,3 +392,18 @@ def test_a_requirement_quoted_is_no_verdict_on_the_clause(extra: str, passes: bo
 def test_a_courtesy_is_no_comment_on_the_answer(prose: str, passes: bool) -> None:
     f = _read(prose)
     assert f.passed is passes and f.decided is passes, f
+
+
+@pytest.mark.parametrize(
+    "prose,passes",
+    [
+        ("For completeness, FY2021 revenue was 24.1; you did not ask for it but it sits on the"
+         " same tab.", True),
+        ("FY2021 revenue was 24.1; the board asked about it last month.", True),
+        ("FY2021 revenue was 24.1; it may be off.", False),
+        ("Honestly, drop it.", False),
+    ],
+)  # fmt: skip
+def test_it_after_another_value_in_its_sentence_is_that_value(prose: str, passes: bool) -> None:
+    f = _read(prose)
+    assert f.passed is passes and f.decided is passes, f
