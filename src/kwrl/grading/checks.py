@@ -686,12 +686,10 @@ def check_event_exists(
             continue
         if c.attendee and not any(_is_address(c.attendee, a) for a in e.attendees):
             continue
-        rest = (
-            re.sub(re.escape(norm(c.title_contains)), " ", norm(e.summary))
-            if c.title_contains
-            else norm(e.summary)
+        title = norm(e.summary)
+        doubt = heading_doubt(
+            title.replace(norm(c.title_contains), " ") if c.title_contains else title
         )
-        doubt = heading_doubt(rest)
         if doubt:  # "HOLD (tentative) - Noble Harbor working session": not the meeting booked
             return CheckResult(
                 False, f"event {e.summary!r} at {e.start}, but its title {doubt}",

@@ -1864,19 +1864,16 @@ may hold (`This is the annual contract value agreed between Granite Ltd and Nobl
 recorded in /Matters/...docx`)."""
 
 
-def _identifies(
-    c: SlotCheck, clause: str, known: frozenset[str], task: str, names: Sequence[str]
-) -> bool:
+def _identifies(c: SlotCheck, clause: str, known: frozenset[str], foreign: Sequence[str]) -> bool:
     """The whole clause says only what the answer is, in the task's own words (`known`, the
     instruction's): `this`, `that`, `it` or the slot's own value, `is the`, then the task's and the
-    label's words, names (none of the world's projects, `names`, but the task's), paths and
-    `_IDENTITY_WORDS` (`To be explicit: $4.0m is the annual contract value for Noble Harbor`): a
-    restatement, no comment; one word more (`the value I guessed`, `, probably`) is read."""
+    label's words, names (none of `foreign`, the world's projects the task does not name), paths
+    and `_IDENTITY_WORDS` (`To be explicit: $4.0m is the annual contract value for Noble Harbor`):
+    a restatement, no comment; one word more (`the value I guessed`, `, probably`) is read."""
     m = _IDENTITY.match(norm_periods(clause))
     if not m or not known:
         return False
-    other = [n for n in names if not re.search(re.escape(n), task, re.I)]
-    if any(re.search(re.escape(n), clause, re.I) for n in other):
+    if any(re.search(re.escape(n), clause, re.I) for n in foreign):
         return False
     if m["value"] and not any(role == "own" for _, _, role in _occurrences(c, m["value"])):
         return False
@@ -1900,6 +1897,7 @@ def comment_on_answer(
     if c.wrong_value:
         return None
     known = frozenset(_WORD.findall(norm_periods(task or "").casefold()))
+    foreign = [n for n in names if not re.search(re.escape(n), task or "", re.I)]
     prose = [ln for i, ln in enumerate(text.splitlines()) if i != after and i not in skip]
     alone = not any(role != "own" for ln in prose for _, _, role in _occurrences(c, ln))
     for i, line in enumerate(text.splitlines()):
@@ -1915,13 +1913,13 @@ def comment_on_answer(
         other_before, at, sent_no = False, 0, 0
         for clause in clauses(line):
             at = max(line.find(clause, at), at)
-            if bisect.bisect_right(ends, at) != sent_no:  # a new sentence: no value before yet
-                other_before, sent_no = False, bisect.bisect_right(ends, at)
+            if (k := bisect.bisect_right(ends, at)) != sent_no:  # a new sentence: no value yet
+                other_before, sent_no = False, k
             for part in re.split(r",\s", clause):
-                # the sentence's last value so far is another one, not the answer's
-                roles = {role for _, _, role in _occurrences(c, part)} or (
-                    {"number"} if number_tokens(norm_periods(part)) else set()
-                )  # a figure of another kind (`Fees billed ... is 1,082.6`) is another value too
+                named = {role for _, _, role in _occurrences(c, part)}
+                # the sentence's last value so far is another one, not the answer's; a figure of
+                # another kind (`Fees billed ... is 1,082.6`) is another value too
+                roles = named or ({"number"} if number_tokens(norm_periods(part)) else set())
                 after_other, other_before = (
                     other_before,
                     ("own" not in roles if roles else other_before),
@@ -1937,13 +1935,12 @@ def comment_on_answer(
                 ]  # "the FY2024 number" is another period's, not the answer
                 if _left_out(c, part):  # "it is a different measure and is not used above"
                     refs = []
-                if _ON_THIS.search(part) and not any(
-                    role == "own" for _, _, role in _occurrences(c, part)
-                ):  # "Jonas was only copied and did not send anything on this"
+                if _ON_THIS.search(part) and "own" not in named:
+                    # "Jonas was only copied and did not send anything on this"
                     refs = [r for r in refs if r.casefold() != "this"]
                 if i < after:
                     refs = [r for r in refs if re.fullmatch(r"this|these", r, re.I)]
-                if any(role != "own" for _, _, role in _occurrences(c, part)):
+                if named - {"own"}:
                     # "the preliminary estimate was $108.1m" names another value, not the answer
                     refs = [
                         r for r in refs if re.search(r"\b(?:one|above|earlier|previous)$", r, re.I)
@@ -1953,7 +1950,7 @@ def comment_on_answer(
                 if after_other and not roles:
                     # "Y is 33.1; you did not ask for it": `it` is the value named just before
                     refs = [r for r in refs if r.casefold() not in ("it", "them")]
-                if not refs or _identifies(c, clause, known, task or "", names):
+                if not refs or _identifies(c, clause, known, foreign):
                     continue
                 bare = _without_label_words(c, part)  # "Source for the correct value: ..."
                 if (_SOURCED.search(part) or _CITE.search(part)) and not (
@@ -2762,7 +2759,7 @@ _LIMITED_READ = re.compile(
     r"(?:(?:actually|even|properly|really|fully|yet|personally|myself|ourselves|been\s+able\s+to"
     r"|had\s+(?:the\s+|a\s+)?(?:chance|time)\s+to|managed\s+to|(?:got|gotten)\s+(?:round|around)\s+to"
     rf")\s+)*{_READING}\b"
-    r"|\b(?:ran|run|running)\s+out\s+of\s+time\b|\b(?:no|not\s+enough|didn['’]t\s+have|did\s+not"
+    r"|\b(?:no|not\s+enough|didn['’]t\s+have|did\s+not"
     rf"\s+have|haven['’]t\s+had|have\s+not\s+had)\s+(?:the\s+)?time\s+to\s+(?:\w+\s+)?{_READING}\b",
     re.I,
 )
@@ -2835,9 +2832,9 @@ _COULD_BE_OFF = re.compile(
     r"|misread|confused|mixed\s+up)\b",
     re.I,
 )
+"""With a first-person subject in the sentence (`_FIRST_PERSON`): the writer may have got it
+wrong (`I only looked on my phone and could easily have been a row off`)."""
 _FIRST_PERSON = re.compile(r"(?<![\w'’])(?:I|we|my|our)(?![\w])", re.I)
-"""With a first-person subject in the sentence: the writer may have got it wrong (`I only looked
-on my phone and could easily have been a row off`)."""
 _ASKS_CHECK = re.compile(
     r"(?:\b(?:can|could|would|will)\s+you|\bplease|\bkindly|\b(?:would|do)\s+you\s+mind)\s+"
     r"(?:\w+\s+){0,2}?(?:confirm\w*|verif\w*|double[- ]check\w*|sanity[- ]check\w*|sense[- ]check\w*"
@@ -2872,6 +2869,10 @@ _ESTIMATE_ONLY = re.compile(
     r"|\brough\s+estimates?\b",
     re.I,
 )
+"""The answer called an estimate and no more (`Estimate only`, `just a rough estimate`)."""
+_OTHERS_BEFORE = re.compile(r"\b(?:other|another|earlier|deck['’]s|draft|preliminary)\b", re.I)
+"""Before a stand-in word: it names another thing (`the earlier deck figure was only a rough
+estimate`)."""
 
 
 def withdrawn(text: str) -> str | None:
@@ -2931,9 +2932,6 @@ def own_doubt(sent: str) -> str | None:
     if m and _FIRST_PERSON.search(sent):
         return m.group(0)
     return None
-
-
-_OTHERS_BEFORE = re.compile(r"\b(?:other|another|earlier|deck['’]s|draft|preliminary)\b", re.I)
 
 
 def heading_doubt(text: str) -> str | None:
