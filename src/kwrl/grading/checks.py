@@ -45,12 +45,10 @@ from kwrl.grading.evidence import Evidence, display_path
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
 from kwrl.grading.slots import (
     decimals_shown,
-    heading_doubt,
     off_asked_precision,
     prose_weighs,
     quotes_lines,
     read_slot,
-    withdrawn,
     world_names,
 )
 from kwrl.grading.statements import (
@@ -64,6 +62,7 @@ from kwrl.grading.statements import (
     value_asserted,
     word_re,
 )
+from kwrl.grading.withdrawal import heading_doubt, withdrawn
 from kwrl.tasks.models import (
     ChatPostedCheck,
     ContainsCheck,

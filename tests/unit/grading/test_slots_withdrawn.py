@@ -1,14 +1,16 @@
-"""Prose that takes the answer back without naming a figure (`kwrl.grading.slots.withdrawn`) and
-prose that gives the answer to another project of the world (`foreign_doubt`) leave the slot to a
-reader: never a pass. Close honest prose (courtesy, offers, sources, context with another project's
-own figure) still passes. Each sentence is one a person would write, not a word from the lists."""
+"""Prose that takes the answer back without naming a figure (`kwrl.grading.withdrawal.withdrawn`)
+and prose that gives the answer to another project of the world (`foreign_doubt`) leave the slot
+to a reader: never a pass. Close honest prose (courtesy, offers, sources, context with another
+project's own figure) still passes. Each sentence is one a person would write, not a word from
+the lists."""
 
 from __future__ import annotations
 
 import pytest
 
-from kwrl.grading.slots import prose_weighs, read_slot, withdrawn, world_names
+from kwrl.grading.slots import prose_weighs, read_slot, world_names
 from kwrl.grading.statements import Finding
+from kwrl.grading.withdrawal import withdrawn
 from kwrl.tasks.models import SlotCheck
 
 CAGR = SlotCheck(label="FY2021-FY2025 Revenue CAGR", type="number", value=82.64, scale=0.01,
