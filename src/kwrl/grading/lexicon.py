@@ -141,7 +141,7 @@ own nouns with a determiner (`that figure`, `the real one`), `this`/`these` stan
 STATUS = (
     "draft", "provisional", "preliminary", "interim", "placeholder", "wip", "pending", "rough",
     "ballpark", "indicative", "unreviewed", "unchecked", "first cut", "first pass",
-    "work in progress", "working figure", "working number",
+    "work in progress", "working figure", "working number", "prelim",
 )  # fmt: skip
 """Words that say a value is not final: in a slot's label they qualify the value."""
 _STATUS = _words_re(STATUS)

@@ -43,6 +43,7 @@ _CAUTION = re.compile(
     r"|not\s+(?:100\s?%|100\s+per\s?cent|fully|entirely|completely|totally)\s+(?:sure|certain"
     r"|confident|on\s+(?:this|it|that))|(?:not|n['’]t)\s+(?:\w+\s+)?certain|don['’]t\s+hold\s+me"
     r"|(?:happy|glad)\s+to\s+be\s+corrected|best\s+I\s+could\s+do|(?:close|good)\s+enough"
+    r"|(?:second|another|fresh)\s+(?:pair|set)\s+of\s+eyes|as\s+gospel"
     r"|subject\s+to\s+(?:change|revision|confirmation|review|audit|sign-?off|verification)"
     r"|(?:not|never)\s+(?:something|a\s+(?:figure|number)|one)\s+(?:I|we)['’]?d\s+(?:\w+\s+)?"
     r"(?:stake|bet|swear|vouch|rely|put))"
@@ -109,7 +110,8 @@ _READING = (
     r"(?:open(?:ed)?|read|look(?:ed)?\s+(?:at|into|over|through)|glanc(?:e|ed)|skim(?:med)?"
     r"|scan(?:ned)?|view(?:ed)?|access(?:ed)?|check(?:ed)?|verif(?:y|ied)|review(?:ed)?"
     r"|(?:go|went|gone|been)\s+(?:through|over)|compar(?:e|ed)|(?:cross|double)[- ]check(?:ed)?"
-    r"|confirm(?:ed)?|reconcil(?:e|ed)|trac(?:e|ed)|pull(?:ed)?\s+up)"
+    r"|confirm(?:ed)?|reconcil(?:e|ed)|trac(?:e|ed)|pull(?:ed)?\s+up"
+    r"|tie[ds]?\s+(?:(?:it|this|them|the\s+\w+)\s+)?(?:back|out))"
 )
 """Verbs of reading the world's sources (the work an answer rests on), not of acting on them."""
 _LIMITED_READ = re.compile(

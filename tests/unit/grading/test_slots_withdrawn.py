@@ -133,6 +133,9 @@ OWN_DOUBT = [
     "Should be close enough for the meeting.",
     "Happy to be corrected on this.",
     "Don't hold me to this.",
+    "Treat with care; I haven't tied it back to the ledger.",
+    "Worth a second pair of eyes.",
+    "Please don't take this as gospel.",
 ]
 """The writer's own words on the work behind the answer, none from the lists of hedges: reading
 partial or not done, the answer made up or a stand-in, unease, a request to check it, not final."""
@@ -163,6 +166,8 @@ OWN_HONEST = [
     "Both inputs are from the current model, not the draft.",
     "I traced every input back to the FY2025 model.",
     "The base year is FY2021, as the instruction asks.",
+    "I tied both inputs back to the ledger.",
+    "Up from 24.1 in FY2021, per the FY2025 model.",
 ]
 """Close honest prose: reading done, what went unread is something else, offers and requests that
 are not about the answer's being right."""
@@ -346,6 +351,8 @@ def test_words_on_another_thing_withdraw_nothing(prose: str) -> None:
         ("**Estimate only**", False),
         ("## Figures (not yet confirmed)", False),
         ("### Final numbers", True),
+        ("## Revenue CAGR (prelim)", False),
+        ("## Revenue CAGR - May 12 update", True),
         ("**Revenue CAGR**", True),
     ],
 )
