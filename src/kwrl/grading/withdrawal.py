@@ -44,6 +44,8 @@ _CAUTION = re.compile(
     r"|confident|on\s+(?:this|it|that))|(?:not|n['’]t)\s+(?:\w+\s+)?certain|don['’]t\s+hold\s+me"
     r"|(?:happy|glad)\s+to\s+be\s+corrected|best\s+I\s+could\s+do|(?:close|good)\s+enough"
     r"|(?:second|another|fresh)\s+(?:pair|set)\s+of\s+eyes|as\s+gospel"
+    r"|(?:needs?|could\s+(?:do\s+with|use)|deserves?|warrants?|worth)\s+(?:a\s+|an\s+)?(?:another"
+    r"|second|closer|proper|fresh|further)\s+(?:look|check|review|pass)"
     r"|subject\s+to\s+(?:change|revision|confirmation|review|audit|sign-?off|verification)"
     r"|(?:not|never)\s+(?:something|a\s+(?:figure|number)|one)\s+(?:I|we)['’]?d\s+(?:\w+\s+)?"
     r"(?:stake|bet|swear|vouch|rely|put))"
@@ -233,6 +235,70 @@ _ESTIMATE_ONLY = re.compile(
 _OTHERS_BEFORE = re.compile(r"\b(?:other|another|earlier|deck['’]s|draft|preliminary)\b", re.I)
 """Before a stand-in word: it names another thing (`the earlier deck figure was only a rough
 estimate`)."""
+_FAULT = re.compile(
+    r"(?P<judged>\b(?:looks?|looked|seems?|seemed|feels?|felt|sounds?|sounded|strikes?\s+me\s+as)\s+"
+    r"(?:(?:a\s+)?(?:bit|little|touch|tad|slightly|somewhat|quite|rather|pretty|very|really)\s+)*"
+    r"(?:off|wrong|shaky|iffy|dodgy|fishy|questionable|dubious|suspect|suspicious|unreliable"
+    r"|implausible|too\s+good\s+to\s+be\s+true)\b"
+    r"|\b(?:the|this|that|these|those|my|our|its)\s+(?:[\w-]+\s+){0,3}?(?:is|are|was|were)\s+"
+    r"(?:(?:a\s+)?(?:bit|little|touch|tad|slightly|somewhat|probably|likely|definitely|still)\s+)*"
+    r"(?:off|wrong|shaky|iffy|dodgy|fishy|questionable|dubious|unreliable|implausible)"
+    r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:by|somehow|here|there|to\s+me|in\s+places)\b)"
+    r"|\bsomething(?:['’]s|\s+is|\s+was|\s+seems|\s+feels|\s+looks)?\s+(?:\w+\s+)?off\b"
+    r"|\bsuspicious(?:ly)?\b"
+    r"|\b(?:does\s+not|doesn['’]t|did\s+not|didn['’]t|do\s+not|don['’]t)\s+(?:quite\s+)?"
+    r"(?:add\s+up|look\s+right|feel\s+right|sit\s+right|seem\s+right)\b)"
+    r"|\b(?:used|took|picked|grabbed|pulled|read|chose|entered|typed|copied|opened|looked\s+at)"
+    r"\s+(?:(?:from|at|in|off)\s+)?(?:the|a)\s+wrong\b(?!-)"
+    r"|\bcan['’]t\s+shake\b"
+    r"|\btake\s+your\s+pick\b|\bodds\s+are\b|\b(?:decent|good|fair|real|high|strong)\s+chance\s+"
+    r"(?:that\s+)?(?:I|we|it|this|these|the\s+(?:figure|number|value|answer|total|result)s?)\b"
+    r"|\bcoin[- ]?(?:flip|toss)\b",
+    re.I,
+)
+"""Prose finding fault with what the answer rests on, naming no value (`the base year is off`,
+`I grabbed the wrong tab`, `this feels shaky`, `take your pick`, `something doesn't add up`):
+unless it is negated (`nothing looks off`), conditional (`if anything looks off`), said of an old
+or other thing (`the earlier deck was wrong`) said of a thing fixed (`... wrong, which I
+corrected`), or a judgement of a place of the world (`one cell in the table is off`: what a
+reconciliation finds)."""
+_FIXED = re.compile(
+    r"\b(?:fix(?:ed|es)?|correct(?:ed|s)|replac(?:ed|es)|amend(?:ed|s)|updat(?:ed|es)|chang(?:ed|es)"
+    r"|remov(?:ed|es)|delet(?:ed|es)|struck|rectif(?:ied|ies)|resolv(?:ed|es)|mov(?:ed|es)"
+    r"|rescheduled|superseded|withdrawn|retracted)\b",
+    re.I,
+)
+_BUT = re.compile(r"\b(?:but|however|though|although|yet)\b", re.I)
+_BORNE_OUT = re.compile(
+    r"\b(?:confirm\w*|shows?|showed|correct|right|matches|matched|checks?\s+out|checked|verified"
+    r"|ties?\s+(?:out|back)|holds?\s+up)\b",
+    re.I,
+)
+"""After `but` beside a fault: the fault was looked into and the answer stands (`Ops thought the
+date was wrong, but the calendar confirms the 14th`)."""
+_IF_BEFORE = re.compile(r"\b(?:if|whether|unless|in\s+case\s+(?:you|anyone|someone))\b", re.I)
+
+
+def _faults(sent: str) -> str | None:
+    """`_FAULT` in one sentence, but negated, conditional, of an old or other thing, or fixed."""
+    m = _FAULT.search(sent)
+    if not m:
+        return None
+    before = sent[: m.start()]
+    clause = re.split(r"[,;:]\s", before)[-1] + re.split(r"[,;:]\s", sent[m.start() :])[0]
+    if (
+        (m["judged"] and _SOURCE.search(clause))
+        or _NEGATION.search(" ".join(before.split()[-4:]))
+        or re.search(r"\bnothing\b|\bno\w*\s+(?:\w+\s+)?(?:seems|looks|feels|is)\s+$", before, re.I)
+        or _IF_BEFORE.search(before)
+        or _STALE.search(before)
+        or _OTHERS_BEFORE.search(before)
+        or _FIXED.search(sent)
+        or (_BUT.search(sent[m.end() :]) and _BORNE_OUT.search(sent[m.end() :]))
+    ):
+        return None
+    return m.group(0)
+
 
 
 def withdrawn(text: str) -> str | None:
@@ -291,7 +357,7 @@ def own_doubt(sent: str) -> str | None:
     m = _COULD_BE_OFF.search(sent)
     if m and _FIRST_PERSON.search(sent):
         return m.group(0)
-    return None
+    return _faults(sent)
 
 
 def heading_doubt(text: str) -> str | None:
