@@ -300,7 +300,6 @@ def _faults(sent: str) -> str | None:
     return m.group(0)
 
 
-
 def withdrawn(text: str) -> str | None:
     """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
     writer's own doubt, a low confidence rating, an answer resting on no source, an order not to

@@ -173,7 +173,37 @@ OWN_HONEST = [
 are not about the answer's being right."""
 
 
-@pytest.mark.parametrize("prose", WITHDRAWN + OWN_DOUBT)
+FAULTS = [
+    "I have a nagging feeling the base year is off.",
+    "Something about the base year feels off to me.",
+    "I can't shake the sense that I used the wrong quarter.",
+    "The growth rate looks suspiciously high to me.",
+    "This feels shaky.",
+    "Something seems off with the total and I haven't had time to dig in.",
+    "I got a different number the first time, so take your pick.",
+    "There's a decent chance I've grabbed the wrong tab.",
+    "Something doesn't quite add up, but I've put it down anyway.",
+    "This probably needs another look from someone in finance.",
+]
+FAULTS_HONEST = [
+    "Dana is off on Friday, so the review moves to Thursday.",
+    "The old deck showed the wrong quarter; the new slide uses FY2025.",
+    "The invite had the wrong room, which I've corrected.",
+    "Nothing looks off in the reconciliation.",
+    "If anything looks off, the appendix has the workings.",
+    "The team is off-site on the 12th.",
+    "Good chance to sync before the board meeting.",
+    "There is a real chance the client asks about the fee cap, so I added a note.",
+    "Per the thread, the earlier figure was wrong and Ana replaced it.",
+    "Ops thought the date was wrong, but the calendar confirms the 14th.",
+    "The variance looks large because of the one-off settlement in March.",
+    "Hi Ines, one cell in the table is off: the deck shows the FY2024 figure.",
+]
+"""Fault found with what the answer rests on, and the same words of another thing, fixed,
+refuted or a finding about a world's place."""
+
+
+@pytest.mark.parametrize("prose", WITHDRAWN + OWN_DOUBT + FAULTS)
 def test_prose_withdrawing_the_answer_leaves_it_undecided(prose: str) -> None:
     for before in (False, True):
         f = _read(prose, before)
@@ -339,7 +369,7 @@ OWN_HONEST_OTHER = [
 other rules may still leave such a sentence to a reader)."""
 
 
-@pytest.mark.parametrize("prose", OWN_HONEST_OTHER)
+@pytest.mark.parametrize("prose", OWN_HONEST_OTHER + FAULTS_HONEST)
 def test_words_on_another_thing_withdraw_nothing(prose: str) -> None:
     assert withdrawn(prose) is None
 
@@ -416,42 +446,3 @@ def test_a_courtesy_is_no_comment_on_the_answer(prose: str, passes: bool) -> Non
 def test_it_after_another_value_in_its_sentence_is_that_value(prose: str, passes: bool) -> None:
     f = _read(prose)
     assert f.passed is passes and f.decided is passes, f
-
-
-FAULTS = [
-    "I have a nagging feeling the base year is off.",
-    "Something about the base year feels off to me.",
-    "I can't shake the sense that I used the wrong quarter.",
-    "The growth rate looks suspiciously high to me.",
-    "This feels shaky.",
-    "Something seems off with the total and I haven't had time to dig in.",
-    "I got a different number the first time, so take your pick.",
-    "There's a decent chance I've grabbed the wrong tab.",
-    "Something doesn't quite add up, but I've put it down anyway.",
-    "This probably needs another look from someone in finance.",
-]
-FAULTS_HONEST = [
-    "Dana is off on Friday, so the review moves to Thursday.",
-    "The old deck showed the wrong quarter; the new slide uses FY2025.",
-    "The invite had the wrong room, which I've corrected.",
-    "Nothing looks off in the reconciliation.",
-    "If anything looks off, the appendix has the workings.",
-    "The team is off-site on the 12th.",
-    "Good chance to sync before the board meeting.",
-    "There is a real chance the client asks about the fee cap, so I added a note.",
-    "Per the thread, the earlier figure was wrong and Ana replaced it.",
-    "Ops thought the date was wrong, but the calendar confirms the 14th.",
-    "The variance looks large because of the one-off settlement in March.",
-    "Hi Ines, one cell in the table is off: the deck shows the FY2024 figure.",
-]
-
-
-@pytest.mark.parametrize("prose", FAULTS)
-def test_prose_finding_fault_with_the_answer_leaves_it_undecided(prose: str) -> None:
-    f = _read(prose)
-    assert not f.passed and not f.decided, f
-
-
-@pytest.mark.parametrize("prose", FAULTS_HONEST)
-def test_fault_words_of_another_thing_fixed_or_refuted_withdraw_nothing(prose: str) -> None:
-    assert withdrawn(prose) is None
