@@ -967,6 +967,22 @@ def _perceived(t: str, m: re.Match[str]) -> bool:
     return any(p.start() <= m.start() < p.end() for p in _PERCEIVED.finditer(t))
 
 
+_CLASS_WORD = re.compile(
+    "|".join(rx.pattern for rx in (_HEDGE, _AFFIRM, _CORRECTION, _STATUS, _DOUBT)), re.I
+)
+
+
+def _in_name(t: str, m: re.Match[str]) -> bool:
+    """The word `m` stands in a run of capitalised words after the sentence's start with a word
+    of no class in it (`relates to Coral Real S.A`): a name, not a weighing; a run of class
+    words only (`Possibly Stale`) is no name."""
+    return any(
+        n.start() <= m.start() < n.end()
+        and any(not _CLASS_WORD.fullmatch(w) for w in re.findall(r"[\w&'’-]+", n.group(0)))
+        for n in _NAME_RUN.finditer(t)
+    )
+
+
 def _weighing(t: str, recommends: bool = True) -> str | None:
     """The first hedge, hedge mark or affirming word of a clause that does not act on a noun phrase
     naming the answer (`use this figure`, `confirmed the final one`), or None; `recommends`: also
@@ -974,6 +990,8 @@ def _weighing(t: str, recommends: bool = True) -> str | None:
     for rx in (_HEDGE_PROSE, _HEDGE_MARK, _AFFIRM if recommends else _AFFIRM_ONLY):
         for m in rx.finditer(t):
             if _ONTO_ANSWER.match(t[m.end() :]) or _TO_FIX.match(t[m.end() :]):
+                continue
+            if _in_name(t, m):
                 continue
             if rx is _HEDGE_PROSE and _perceived(t, m):
                 continue
@@ -1575,7 +1593,8 @@ _OPERAND_BEFORE = re.compile(r"\b(?:by|from|over|using|against|between|and)\s+$"
 
 OPERAND_WORDS = frozenset(
     ["difference", "between", "period", "periods", "change", "gap", "measured", "taken",
-     "relative", "growth", "base", "quarter", "quarters", "year", "years", "figures", "against"]
+     "relative", "growth", "base", "quarter", "quarters", "year", "years", "figures", "against",
+     "minus", "less", "plus", "times", "multiplied", "subtracted", "added", "ratio", "quotient"]
 )  # fmt: skip
 """Beside the place's label words, `DERIVES` and `METHOD_WORDS`, the words a line naming what
 the answer is computed from may hold (`Change computed as the difference between the two periods
@@ -1813,11 +1832,11 @@ def comment_on_answer(
         ]
         line = " ".join(sents)
         ends = list(itertools.accumulate(len(s) + 1 for s in sents))
-        other_before, at, sent_no = False, 0, 0
+        other_before, place_before, at, sent_no = False, False, 0, 0
         for clause in clauses(line):
             at = max(line.find(clause, at), at)
             if (k := bisect.bisect_right(ends, at)) != sent_no:  # a new sentence: no value yet
-                other_before, sent_no = False, k
+                other_before, place_before, sent_no = False, False, k
             for part in re.split(r",\s", clause):
                 named = {role for _, _, role in _occurrences(c, part)}
                 # the sentence's last value so far is another one, not the answer's; a figure of
@@ -1850,6 +1869,10 @@ def comment_on_answer(
                     ]
                 if _SOURCE.search(part):  # "before Ines sends it out": `it` is the slide
                     refs = [r for r in refs if r.casefold() != "it"]
+                elif place_before and not named and not _weighs(part):
+                    # "pin that message in the channel so it is easy to find": `it` is the message
+                    refs = [r for r in refs if r.casefold() not in ("it", "them")]
+                place_before = place_before or bool(_SOURCE.search(part))
                 if after_other and not roles:
                     # "Y is 33.1; you did not ask for it": `it` is the value named just before
                     refs = [r for r in refs if r.casefold() not in ("it", "them")]
@@ -1942,7 +1965,7 @@ def _offer(c: SlotCheck, sentence: str) -> bool:
 _OFFER_LEAD = re.compile(
     r"^\s*(?:if\s+you\s+(?:want|like|prefer|wish|need)"
     r"|if\s+(?:it|this)\s+(?:would\s+|will\s+)?(?:helps?|be\s+(?:useful|helpful))(?:\s+[\w'’-]+){0,4}"
-    r"|if\s+(?:useful|helpful))\s*,\s*",
+    r"|if\s+(?:useful|helpful))\s*,\s*|^\s*next\s+steps?\s*:\s*(?=i\s)",
     re.I,
 )
 _OFFER_HEAD = re.compile(

@@ -34,10 +34,15 @@ _MAY_BE_WRONG = re.compile(
     r"(?<![\w'])(?:it|this|that|these|those|they|which|(?:the|my|our)(?:\s+[\w-]+){1,3})\s+"
     r"(?:may|might|could)\s+"
     r"(?:well\s+|still\s+|also\s+)?(?:be\s+|have\s+been\s+)?(?:a\s+(?:bit|little|touch)\s+)?"
-    r"(?:off|wrong|out|stale|outdated|inaccurate|incorrect|mistaken|overstated|understated)\b",
+    r"(?:off|wrong|out|stale|outdated|inaccurate|incorrect|mistaken|overstated|understated)\b"
+    r"|(?<![\w'])(?:it|this|that|these|those|they|which|(?:the|my|our)(?:\s+[\w-]+){1,3})\s+"
+    r"(?:may|might|could)\s+(?:well\s+|still\s+|also\s+)?(?:lag|trail|change|move|shift|differ"
+    r"|(?:be|get)\s+(?:revised|restated|superseded|behind|out\s+of\s+date)"
+    r"|not\s+be\s+(?:\w+\s+)?(?:current|final|up[- ]to[- ]date|right|accurate|latest|reliable))\b",
     re.I,
 )
-"""Doubt of what the answer names (`this could be off`, `the total might be overstated`)."""
+"""Doubt of what the answer names or rests on (`this could be off`, `the total might be
+overstated`, `the workbook may lag`, `the model might not be the latest`)."""
 _CAUTION = re.compile(
     r"\b(?:with\s+(?:some\s+)?caution|(?:grain|pinch)\s+of\s+salt|at\s+your\s+own\s+risk"
     r"|not\s+(?:100\s?%|100\s+per\s?cent|fully|entirely|completely|totally)\s+(?:sure|certain"

@@ -106,7 +106,7 @@ def test_a_file_tasks_answer_that_takes_the_file_back(
     assert r.passed is passes, r.rationale
 
 
-def _sheet(tmp_path: Path, rows: dict[str, str | float]):
+def _sheet(tmp_path: Path, rows: dict[str, str | float], task: str = "t"):
     world = write_files(tmp_path / "world", {"filesystem/readme.txt": "hello"})
     final = copy_state(world, tmp_path / "final")
     (final / "filesystem/Outputs").mkdir(parents=True)
@@ -118,7 +118,7 @@ def _sheet(tmp_path: Path, rows: dict[str, str | float]):
         ws[coord] = value
     wb.save(final / "filesystem/Outputs/Metrics.xlsx")
     ev = Evidence.collect(
-        task="t", answer="", initial=StateView.of([world]), final=StateView.of([final])
+        task=task, answer="", initial=StateView.of([world]), final=StateView.of([final])
     )
     spec = {"kind": "xlsx_cell", "path": "/Outputs/Metrics.xlsx", "sheet": "Summary", "cell": "B2",
             "value": 14.59}  # fmt: skip
@@ -164,4 +164,32 @@ def test_a_short_note_beside_the_figure_reads_as_its_label(
         tmp_path,
         {"A1": "Metric", "B1": "Value", "A2": "Net income margin", "B2": 14.59, "C2": note},
     )
+    assert r.passed is passes and r.decided is passes, r.rationale
+
+
+METRICS_TASK = (
+    'Create a workbook /Outputs/Metrics.xlsx with one sheet named "Summary": A1 "Metric", B1'
+    ' "Value"; row 2 the net income margin and row 3 the damages claimed as a multiple of the'
+    " annual contract value, labels in column A and values in column B."
+)
+
+
+@pytest.mark.parametrize(
+    "label,passes",
+    [
+        ("Damages claimed as a multiple of the annual contract value (x)", True),
+        ("Damages claimed as a multiple of the annual contract value", True),
+        ("Damages claimed as a multiple of the annual contract value (provisional)", False),
+        ("Damages claimed as a multiple of the annual contract value - this figure needs sign-off",
+         False),
+        ("Damages claimed as a multiple of the annual contract value (I guessed this one)", False),
+    ],
+)  # fmt: skip
+def test_a_row_label_naming_a_metric_of_the_task_is_no_prose(
+    label: str, passes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KWRL_GRADER_RECALC", "0")
+    rows: dict[str, str | float] = {"A1": "Metric", "B1": "Value", "A2": "Net income margin",
+                                     "B2": 14.59, "A3": label, "B3": 2.54}  # fmt: skip
+    r = _sheet(tmp_path, rows, task=METRICS_TASK)
     assert r.passed is passes and r.decided is passes, r.rationale

@@ -792,6 +792,8 @@ CLAUSE_82 = CLAUSES.model_copy(update={"value": ["8.2"]})
 CHANGE = SlotCheck(label="Hours billed increase Q3 2025 to Q4 2025", type="number", value=18.78,
                    scale=0.01, abs_tol=0.05,
                    others=["Hours billed Q3 2025", "Hours billed Q4 2025"])  # fmt: skip
+Q3_HOURS = SlotCheck(label="Hours billed Q3 2025", type="number", value=442.0, decimals=0,
+                     others=["Hours billed increase Q3 2025 to Q4 2025", "Hours billed Q4 2025"])  # fmt: skip
 TASK = (
     "Compute the FY2021-FY2025 revenue CAGR of Project Coral Falcon for Noble Harbor from the model."
     " End your answer with one line per value: `FY2021-FY2025 Revenue CAGR: <percentage, two"
@@ -1177,6 +1179,11 @@ def test_another_value_under_the_slots_own_label_is_a_second_candidate(
          True),
         (CHANGE, "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"
                  "The figure above is provisional.\n", False),
+        (Q3_HOURS, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                   "Change = (Q4 2025 minus Q3 2025) divided by the Q3 2025 figure.\n", True),
+        (Q3_HOURS, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
+                   "Change = (Q4 2025 minus Q3 2025) divided by the Q3 2025 figure, which is"
+                   " stale.\n", False),
         # ... the inputs' source or the rounding after them, nothing that weighs
         (CHANGE, "Hours billed Q3 2025: 442\nHours billed Q4 2025: 525\n"
                  "Hours billed increase Q3 2025 to Q4 2025: 18.78%\n"

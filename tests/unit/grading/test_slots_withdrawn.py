@@ -441,8 +441,34 @@ def test_a_courtesy_is_no_comment_on_the_answer(prose: str, passes: bool) -> Non
         ("FY2021 revenue was 24.1; the board asked about it last month.", True),
         ("FY2021 revenue was 24.1; it may be off.", False),
         ("Honestly, drop it.", False),
+        ("Happy to pin that message in the channel so it is easy to find next time.", True),
+        ("Next step: I can carry this figure into the client update if useful.", True),
+        ("I took it from the model and it may be off.", False),
+        ("I took it from the model, and it is provisional.", False),
+        ("I read the model, so it should be right.", False),
+        ("Next step: I can carry this figure into the update once it is audited.", False),
+        ("Next step: I will re-check this figure.", False),
+        ("The figures come from the FY2025 model, though the workbook may lag.", False),
+        ("The model might not be the latest one.", False),
     ],
 )  # fmt: skip
-def test_it_after_another_value_in_its_sentence_is_that_value(prose: str, passes: bool) -> None:
+def test_it_is_the_value_or_place_before_it_and_what_weighs_it(prose: str, passes: bool) -> None:
     f = _read(prose)
+    assert f.passed is passes and f.decided is passes, f
+
+
+SENDER = SlotCheck(label="Sender", type="text", value="Priya Nair", rivals=["Sofia Mehta"])
+
+
+@pytest.mark.parametrize(
+    "prose,passes",
+    [
+        ("The mail was addressed to you (Sofia Mehta) and relates to Coral Real S.A and Atlas"
+         " Partners.", True),
+        ("The mail was addressed to you (Sofia Mehta) and is Possibly Stale.", False),
+        ("The mail was addressed to you (Sofia Mehta); Actual sender below.", False),
+    ],
+)  # fmt: skip
+def test_a_weighing_word_inside_a_name_weighs_nothing(prose: str, passes: bool) -> None:
+    f = read_slot(SENDER, f"{prose}\nSender: Priya Nair")
     assert f.passed is passes and f.decided is passes, f
