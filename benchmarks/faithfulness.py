@@ -89,8 +89,10 @@ def trial_control(
     picks = []
     for j in range(min(n, 10 * len(ran))):
         t = ran[(j * 5) % len(ran)]
-        fam_cases = cases[F.family_of(t)]
-        picks.append((t, fam_cases[(j * 7 + 3) % len(fam_cases)]))
+        # only the cases graded in-process on this task (a case may be for other domains only)
+        fam_cases = [c for c in cases[F.family_of(t)] if (t.slug, c.id) in by_key]
+        if fam_cases:
+            picks.append((t, fam_cases[(j * 7 + 3) % len(fam_cases)]))
     agree = total = failed = 0
     for t, case, verdicts, err in F.run_trials(picks, work):
         o = by_key.get((t.slug, case.id))

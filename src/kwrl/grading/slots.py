@@ -673,7 +673,8 @@ def prose_doubt(c: SlotCheck, text: str, skip: set[int], allowed: Iterable[float
             None,
         )  # "the preliminary estimate", "any preliminary figures" name another thing
         named = _occurrences(c, clause) or number_tokens(clause) or find_dates(clause, 2000)
-        if status and not named and not _SOURCE.search(clause):
+        if status and not named and not _SOURCE.search(_WAIT_TAIL.sub("", clause)):
+            # a place after `pending` is what the answer waits on (`indicative pending the ledger`)
             return f"the prose calls something {status.group(0)!r}: {clause.strip()[:160]!r}"
     for line in _prose(text, skip).splitlines():
         t = norm_periods(line)
@@ -1095,6 +1096,7 @@ def _changes(clause: str) -> str | None:
     return m.group(0) if m and _HEDGE_PROSE.search(clause) else None
 
 
+_WAIT_TAIL = re.compile(r"\b(?:pending|until|till|awaiting|subject\s+to)\b.*$", re.I | re.S)
 _VERB_BEFORE = re.compile(
     r"(?<![\w'])(?:to|will|'ll|can|could|would|shall|should|must|please|i|we|you|i'd|we'd)\s+$",
     re.I,

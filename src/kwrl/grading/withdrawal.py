@@ -43,6 +43,12 @@ _MAY_BE_WRONG = re.compile(
 )
 """Doubt of what the answer names or rests on (`this could be off`, `the total might be
 overstated`, `the workbook may lag`, `the model might not be the latest`)."""
+_MAY_DIFFER = re.compile(
+    r"\b(?:could|may|might)\s+(?:well\s+|still\s+|yet\s+)?(?:be|come\s+in|end\s+up|turn\s+out|prove)"
+    r"\s+(?:\w+\s+)?(?:lower|higher|smaller|larger|bigger|less|more|different)\b",
+    re.I,
+)
+"""The answer may yet differ (`Revenue could be lower once returns are netted`)."""
 _CAUTION = re.compile(
     r"\b(?:with\s+(?:some\s+)?caution|(?:grain|pinch)\s+of\s+salt|at\s+your\s+own\s+risk"
     r"|not\s+(?:100\s?%|100\s+per\s?cent|fully|entirely|completely|totally)\s+(?:sure|certain"
@@ -53,7 +59,8 @@ _CAUTION = re.compile(
     r"|second|closer|proper|fresh|further)\s+(?:look|check|review|pass)"
     r"|subject\s+to\s+(?:change|revision|confirmation|review|audit|sign-?off|verification)"
     r"|(?:not|never)\s+(?:something|a\s+(?:figure|number)|one)\s+(?:I|we)['’]?d\s+(?:\w+\s+)?"
-    r"(?:stake|bet|swear|vouch|rely|put))"
+    r"(?:stake|bet|swear|vouch|rely|put|sign|defend|stand\s+behind)"
+    r"|give\s+or\s+take|more\s+or\s+less)"
     r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:rely|trust)\b"
     r"|\b(?:I|we)\s+(?:would\s+not|wouldn['’]t)\s+(?:\w+\s+)?(?:put|present|quote|circulate|show"
     r"|send|share|use|cite)\s+(?:this|it|that|these|them|the\s+(?:figure|number|value|answer"
@@ -79,7 +86,8 @@ _NO_BASIS = re.compile(
     r"\s+to\s+)?(?:revisit|revise|redo|rework)\b"
     r"|\b(?:no|without\s+(?:a|any))\s+(?:source|sources|basis)\b"
     r"|\bwithout\s+(?:re-?)?(?:running|computing|calculating|checking|verifying|confirming|opening"
-    r"|reading|tracing)\b",
+    r"|reading|tracing)\b"
+    r"|\bscreen\s?(?:shot|grab)s?\b|\bgoing\s+(?:off|on|by)\s+what\b",
     re.I,
 )
 """What says the answer rests on no reading of the world (`Gut feel, no source.`, `from
@@ -148,7 +156,8 @@ _SHALLOW = re.compile(
 _MADE_UP = re.compile(
     r"(?<![\w'’])(?:I|we|and|then|so|but)(?:['’]ve|\s+have|\s+had|['’]d)?\s+(?:\w+\s+)?"
     r"(?:guess(?:ed)?|guesstimated|reconstructed|extrapolated|interpolated|approximated"
-    r"|eyeballed|made\s+(?:[\w$-]+\s+){0,3}?up|back[- ]?solved|backed\s+into|invented|improvised)\b"
+    r"|eyeballed|made\s+(?:[\w$-]+\s+){0,3}?up|back[- ]?solved|backed\s+into|invented|improvised"
+    r"|assumed|rolled\s+(?:\w+\s+)?forward)\b"
     r"|\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:guessed|guesstimated|reconstructed|extrapolated"
     r"|interpolated|eyeballed|made\s+up|back[- ]?solved|approximated)\b",
     re.I,
@@ -166,7 +175,12 @@ _STAND_IN = re.compile(
     r"|\b(?:treat|consider|take|regard|view|read)\s+(?:this|it|these|them|that|the\s+\w+)\s+(?:as\s+)?"
     r"(?:a|an|my|our)?\s*(?:\w+\s+)?(?:first\s+(?:cut|pass|impression|draft|look)|rough\s+\w+"
     r"|ballpark|guess|stand-in|placeholder|approximation|estimate|sketch|working\s+(?:number"
-    r"|figure))\b",
+    r"|figure))\b"
+    r"|\b(?:treat|consider|take|regard|view|read|use)\s+(?:(?:this|it|these|them|that|the\s+[\w-]+"
+    r"(?:\s+[\w-]+)?)\s+)?as\s+(?:an?\s+|the\s+)?(?:\w+\s+)?(?:soft|directional|indicative"
+    r"|illustrative|approximate|tentative|provisional|rough|guide|steer|ballpark|assumption"
+    r"|placeholder|estimate|sketch|draft|preliminary|unconfirmed|unverified)\b"
+    r"|\b(?:working\s+)?assumptions?\s+only\b|\bonly\s+(?:an?\s+)?(?:working\s+)?assumption\b",
     re.I,
 )
 """The answer called something put in its place (`it is really a stand-in`, `B3 is my rough
@@ -258,7 +272,8 @@ _FAULT = re.compile(
     r"|\bcan['’]t\s+shake\b"
     r"|\btake\s+your\s+pick\b|\bodds\s+are\b|\b(?:decent|good|fair|real|high|strong)\s+chance\s+"
     r"(?:that\s+)?(?:I|we|it|this|these|the\s+(?:figure|number|value|answer|total|result)s?)\b"
-    r"|\bcoin[- ]?(?:flip|toss)\b",
+    r"|\bcoin[- ]?(?:flip|toss)\b|\b(?:flip(?:ped)?|toss(?:ed)?)\s+a\s+coin\b"
+    r"|#(?:REF|VALUE|N/A|DIV/0|NAME|NUM|NULL)(?![\w/])[!?]?",
     re.I,
 )
 """Prose finding fault with what the answer rests on, naming no value (`the base year is off`,
@@ -305,13 +320,16 @@ def _faults(sent: str) -> str | None:
     return m.group(0)
 
 
+_WITHDRAWING = (_MAY_BE, _MAY_BE_WRONG, _MAY_DIFFER, _CAUTION, _CONFIDENCE, _NO_BASIS, _NOT_DONE)
+
+
 def withdrawn(text: str) -> str | None:
     """A sentence of the prose withdrawing confidence from the answer without naming a figure: the
     writer's own doubt, a low confidence rating, an answer resting on no source, an order not to
     use or pass it on, or work behind it not done: the words, else None. An order about an old
     or draft place (`Don't use the archived deck`) names what was left out, not the answer."""
     for sent in _SENTENCE_CUT.split(text):
-        for rx in (_MAY_BE, _MAY_BE_WRONG, _CAUTION, _CONFIDENCE, _NO_BASIS, _NOT_DONE):
+        for rx in _WITHDRAWING:
             m = rx.search(sent)
             before = " ".join(sent[: m.start()].split()[-4:]) if m else ""
             if m and rx is _NO_BASIS and _NOT_BASIS.search(before):

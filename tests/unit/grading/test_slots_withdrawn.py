@@ -184,6 +184,18 @@ FAULTS = [
     "There's a decent chance I've grabbed the wrong tab.",
     "Something doesn't quite add up, but I've put it down anyway.",
     "This probably needs another look from someone in finance.",
+    "I'd treat the decimal as soft.",
+    "Treat as directional.",
+    "Figures lifted from a forwarded screenshot.",
+    "Not something I'd sign my name to yet.",
+    "I'm going off what Omar told me in the corridor.",
+    "Working assumption only.",
+    "I've assumed the same growth as last year.",
+    "Revenue could be lower once returns are netted.",
+    "Heads-up: the source tab had #REF! errors.",
+    "Number is indicative pending the final ledger.",
+    "Give or take a rounding.",
+    "I flipped a coin between the two tabs.",
 ]
 FAULTS_HONEST = [
     "Dana is off on Friday, so the review moves to Thursday.",
@@ -198,6 +210,10 @@ FAULTS_HONEST = [
     "Ops thought the date was wrong, but the calendar confirms the 14th.",
     "The variance looks large because of the one-off settlement in March.",
     "Hi Ines, one cell in the table is off: the deck shows the FY2024 figure.",
+    "Please treat this as confidential until the board meets.",
+    "We use the FY2025 model as the baseline for the board pack.",
+    "I didn't assume anything: both inputs are on the Summary tab.",
+    "No #REF! errors remain in the workbook.",
 ]
 """Fault found with what the answer rests on, and the same words of another thing, fixed,
 refuted or a finding about a world's place."""
