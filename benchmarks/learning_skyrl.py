@@ -392,10 +392,25 @@ def eval_metrics(log: Path) -> dict[str, float]:
 def loop_eval_cell(loop: dict[str, float], progress: tuple[int, int] | None) -> str:
     """SkyRL's in-loop eval figure, or how far it got when the deadline cut it."""
     if "eval/all/avg_score" in loop:
-        return str(loop["eval/all/avg_score"])
+        return eval_cell(loop)
     if progress and progress[0] < progress[1]:
         return f"cut after {progress[0]}/{progress[1]} eval batches"
     return "-"
+
+
+def eval_cell(m: dict[str, float]) -> str:
+    """SkyRL's `eval/all/avg_score` and, where some trials have no score (an infrastructure
+    failure, which SkyRL averages as 0), kwrl's reading: the mean over those with one."""
+    from kwrl.train.skyrl.main_eval import scored
+
+    if "eval/all/avg_score" not in m:
+        return "-"
+    if (
+        "eval/all/kwrl/trials" not in m
+        or m.get("eval/all/kwrl/graded") == m["eval/all/kwrl/trials"]
+    ):
+        return str(m["eval/all/avg_score"])
+    return f"{m['eval/all/avg_score']} ({scored(m)[0]})"
 
 
 def skyrl_step_figures(log: Path, stage: dict[str, Any]) -> dict[str, Any]:
@@ -621,7 +636,7 @@ def main() -> None:
         ("logprob gap vLLM vs learner (mean |diff|)", figs["logprob_gap_mean"], "-"),
         ("SkyRL's own eval of the held-out tasks (eval/all/avg_score: in the loop; main_eval)",
          f"{loop_eval_cell(loop, figs['loop_eval_progress'])}; "
-         f"{main.get('eval/all/avg_score', '-')}", "-"),
+         f"{eval_cell(main)}", "-"),
     ]  # fmt: skip
     result: dict[str, Any] = {
         "status": "complete" if complete else "incomplete: rerun the same command to go on",

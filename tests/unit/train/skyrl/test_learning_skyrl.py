@@ -140,6 +140,11 @@ def test_a_run_cut_in_its_last_evaluation_still_counts_its_last_step(bench: Modu
     assert bench.loop_eval_cell({}, figs["loop_eval_progress"]) == "cut after 1/3 eval batches"
     assert bench.loop_eval_cell({"eval/all/avg_score": 0.45}, (3, 3)) == "0.45"
     assert bench.loop_eval_cell({}, None) == "-"
+    # a main_eval whose trials had no score: SkyRL's 0.0 and why it measured nothing
+    none = {"eval/all/avg_score": 0.0, "eval/all/kwrl/trials": 72.0, "eval/all/kwrl/graded": 0.0,
+            "eval/all/kwrl/cause/sandbox": 72.0}  # fmt: skip
+    assert bench.eval_cell(none).startswith("0.0 (no trial of 72 has a score")
+    assert bench.eval_cell({}) == "-"
     # the H200 smoke: every step's block present, no evaluation
     smoke = bench.skyrl_step_figures(LOG, {})
     assert smoke["steps_trained"] == 2 and smoke["loop_eval_progress"] is None
