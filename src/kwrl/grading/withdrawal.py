@@ -87,7 +87,8 @@ _NO_BASIS = re.compile(
     r"|\b(?:no|without\s+(?:a|any))\s+(?:source|sources|basis)\b"
     r"|\bwithout\s+(?:re-?)?(?:running|computing|calculating|checking|verifying|confirming|opening"
     r"|reading|tracing)\b"
-    r"|\bscreen\s?(?:shot|grab)s?\b|\bgoing\s+(?:off|on|by)\s+what\b",
+    r"|\b(?:from|off|of|in|on|using|via|per)\s+(?:an?|the|my|our|his|her|their|\w+['’]s)\s+"
+    r"(?:\w+\s+)?screen\s?(?:shot|grab)s?\b|\bgoing\s+(?:off|on|by)\s+what\b",
     re.I,
 )
 """What says the answer rests on no reading of the world (`Gut feel, no source.`, `from

@@ -214,6 +214,7 @@ FAULTS_HONEST = [
     "We use the FY2025 model as the baseline for the board pack.",
     "I didn't assume anything: both inputs are on the Summary tab.",
     "No #REF! errors remain in the workbook.",
+    "The screenshot Omar shared matches the model, but I took the figure from the model itself.",
 ]
 """Fault found with what the answer rests on, and the same words of another thing, fixed,
 refuted or a finding about a world's place."""
