@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwrl.grading.evidence import Evidence, display_path
-from kwrl.grading.lexicon import norm_periods
 from kwrl.grading.render import NOTES_PREFIX, Sheet, read_xlsx
 from kwrl.grading.slots import (
     decimals_shown,
@@ -500,8 +499,8 @@ def cell_notes_doubt(
         return None
     before = _sheet_before(ev, rel, sheet)
     own = c.cell.replace("$", "").upper()
-    added = [
-        (coord, str(raw).strip())
+    notes = [
+        str(raw).strip()
         for coord, (raw, _) in sorted(sheet.cells.items())
         if coord != own
         and isinstance(raw, str)
@@ -509,20 +508,12 @@ def cell_notes_doubt(
         and raw.strip()
         and before.get(coord, (None, None))[0] != raw
     ]
-    labels = {
-        coord
-        for coord, note in added
-        if _labels_a_row(sheet, coord) and _task_words_only(note, ev.task or "")
-    }
-    notes = [note for coord, note in added if coord not in labels]
-    for coord, note in added:
-        # a row's label or a short note labels the figure, as a heading does (`unverified - ...`)
-        short = coord in labels or len(note.split()) <= SHORT_NOTE_WORDS
-        doubt = heading_doubt(note) if short else None
-        if doubt:
-            return f"the note {note[:80]!r} {doubt}"
     if not notes:
         return None
+    for note in notes:  # a short note labels the figure, as a heading does (`unverified - ...`)
+        doubt = heading_doubt(note) if len(note.split()) <= SHORT_NOTE_WORDS else None
+        if doubt:
+            return f"the note {note[:80]!r} {doubt}"
     slot = SlotCheck(label=c.cell, type="number", value=float(c.value), rel_tol=c.rel_tol)
     return prose_weighs(
         slot, "\n".join(notes), allowed, task=ev.task, names=world_names(ev.initial.files())
@@ -530,42 +521,6 @@ def cell_notes_doubt(
 
 
 _COORD = re.compile(r"([A-Z]+)(\d+)")
-
-
-_UNIT_TAIL = re.compile(
-    r"\s*[(\[]\s*(?:x|%|pct|percent|per\s?cent|bps|[$£€]\s?[mkb]n?|[mkb]n?|[$£€]|usd|eur|gbp"
-    r"|(?:usd|eur|gbp)\s?[mkb]n?|hours|hrs|days|times)\s*[)\]]\s*$",
-    re.I,
-)
-_TEXT_WORD = re.compile(r"[a-z0-9_]+")
-
-
-def _task_words_only(label: str, task: str) -> bool:
-    """A row label made only of the task's own words, a unit in brackets aside (`Damages claimed
-    as a multiple of the annual contract value (x)`): it names a metric the task asks for."""
-    words = _TEXT_WORD.findall(norm_periods(_UNIT_TAIL.sub("", label)).casefold())
-    known = set(_TEXT_WORD.findall(norm_periods(task).casefold()))
-    return bool(words) and all(w in known for w in words)
-
-
-def _labels_a_row(sheet: Sheet, coord: str) -> bool:
-    """The text cell at `coord` has a number (or a formula) to its right in its row: it is that
-    row's label (`Damages claimed as a multiple of the annual contract value (x)` in A3 beside
-    2.54 in B3), read as a heading is, not as prose."""
-    at = _COORD.fullmatch(coord)
-    if not at:
-        return False
-    for other, (raw, value) in sheet.cells.items():
-        k = _COORD.fullmatch(other)
-        if not k or k[2] != at[2] or (len(k[1]), k[1]) <= (len(at[1]), at[1]):
-            continue
-        if isinstance(raw, int | float) and not isinstance(raw, bool):
-            return True
-        if isinstance(raw, str) and raw.startswith("="):
-            return True
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return True
-    return False
 
 
 def relabelled_row(

@@ -2073,17 +2073,17 @@ def prose_weighs(
     """Why prose that stands beside a value outside any slot line (the text cells a trial added
     beside a workbook's checked cell: `provisional - do not use until reviewed`) leaves `c` to a
     reader, by the rules an answer's prose is read by, every line read as after the value; else
-    None. A line made only of the task's words (`task`: a label its instruction names, `damages
-    claimed as a multiple of the annual contract value`) names a thing, and is no comment on the
-    answer."""
+    None. A line made only of the task's words and units (`task`: a label its instruction names,
+    `damages claimed as a multiple of the annual contract value (x)`) names a thing, and is no
+    comment on the answer."""
     allowed = list(allowed)
     skip = note_lines(c, text, set(), allowed)
     known = {w.casefold() for w in _WORD.findall(norm_periods(task or "").casefold())}
     named = {
         i
         for i, line in enumerate(text.splitlines())
-        if task and set(_WORD.findall(norm_periods(line).casefold())) <= known
-    }
+        if task and set(_WORD.findall(norm_periods(line).casefold())) <= known | _UNIT_WORDS
+    }  # a unit in brackets after the words is theirs: `... contract value (x)`
     return (
         listed_clause_doubted(c, _prose(text, skip))
         or prose_doubt(c, text, skip, allowed)
